@@ -1,0 +1,108 @@
+"""tracescore: observe LLM agents with OpenTelemetry GenAI spans and score live traffic.
+
+The public API is re-exported here and resolved lazily, so `import tracescore` stays light
+(litellm, the judge and the CLI load only when first used).
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    # setup
+    "configure": "tracescore._setup",
+    "flush": "tracescore._setup",
+    "shutdown": "tracescore._setup",
+    "TracescoreHandle": "tracescore._setup",
+    # content capture
+    "set_content_capture": "tracescore._config",
+    # instrumentation
+    "agent": "tracescore.instrument._decorators",
+    "tool": "tracescore.instrument._decorators",
+    "llm": "tracescore.instrument._decorators",
+    "span": "tracescore.instrument._decorators",
+    "propagate_context": "tracescore.instrument._context",
+    "ContextThreadPoolExecutor": "tracescore.instrument._context",
+    "instrument_litellm": "tracescore.instrument._litellm",
+    "uninstrument_litellm": "tracescore.instrument._litellm",
+    "instrument_agent": "tracescore.instrument._agent_object",
+    "uninstrument_agent": "tracescore.instrument._agent_object",
+    "AgentCall": "tracescore.instrument._calls",
+    "add_agent_call_listener": "tracescore.instrument._calls",
+    "remove_agent_call_listener": "tracescore.instrument._calls",
+    "set_ground_truth": "tracescore.instrument._calls",
+    "ground_truth": "tracescore.instrument._calls",
+    # scorers
+    "Scorer": "tracescore.scoring",
+    "ScoreResult": "tracescore.scoring",
+    "JudgeUsage": "tracescore.scoring",
+    "AnswerRelevancyScorer": "tracescore.scoring",
+    "ContentSimilarityScorer": "tracescore.scoring",
+    "create_answer_relevancy_scorer": "tracescore.scoring",
+    "create_content_similarity_scorer": "tracescore.scoring",
+    "Judge": "tracescore.scoring",
+    "LiteLLMJudge": "tracescore.scoring",
+    "OfflineJudge": "tracescore.scoring",
+    # online scoring
+    "OnlineScorer": "tracescore.online",
+    "ScoringSpanProcessor": "tracescore.online",
+    # offline evals
+    "run_evals": "tracescore.evals",
+    "arun_evals": "tracescore.evals",
+    "EvalResult": "tracescore.evals",
+    # errors
+    "TracescoreError": "tracescore._exceptions",
+    "ConfigurationError": "tracescore._exceptions",
+    "JudgeError": "tracescore._exceptions",
+    "ScorerError": "tracescore._exceptions",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tracescore' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # cache: later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from tracescore._config import set_content_capture
+    from tracescore._exceptions import ConfigurationError, JudgeError, ScorerError, TracescoreError
+    from tracescore._setup import TracescoreHandle, configure, flush, shutdown
+    from tracescore.evals import EvalResult, arun_evals, run_evals
+    from tracescore.instrument._agent_object import instrument_agent, uninstrument_agent
+    from tracescore.instrument._calls import (
+        AgentCall,
+        add_agent_call_listener,
+        ground_truth,
+        remove_agent_call_listener,
+        set_ground_truth,
+    )
+    from tracescore.instrument._context import ContextThreadPoolExecutor, propagate_context
+    from tracescore.instrument._decorators import agent, llm, span, tool
+    from tracescore.instrument._litellm import instrument_litellm, uninstrument_litellm
+    from tracescore.online import OnlineScorer, ScoringSpanProcessor
+    from tracescore.scoring import (
+        AnswerRelevancyScorer,
+        ContentSimilarityScorer,
+        Judge,
+        JudgeUsage,
+        LiteLLMJudge,
+        OfflineJudge,
+        Scorer,
+        ScoreResult,
+        create_answer_relevancy_scorer,
+        create_content_similarity_scorer,
+    )

@@ -1,0 +1,75 @@
+"""Attribute, span and event names: OTel GenAI semantic conventions plus our `tracescore.*` keys.
+
+Every name the package writes lives here; no other module spells an attribute as a literal.
+"""
+
+from __future__ import annotations
+
+# --- GenAI semantic conventions -------------------------------------------------------------
+GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
+GEN_AI_PROVIDER_NAME = "gen_ai.provider.name"
+GEN_AI_SYSTEM = "gen_ai.system"  # older name of gen_ai.provider.name, still read by backends
+GEN_AI_AGENT_NAME = "gen_ai.agent.name"
+GEN_AI_AGENT_ID = "gen_ai.agent.id"
+GEN_AI_AGENT_DESCRIPTION = "gen_ai.agent.description"
+GEN_AI_TOOL_NAME = "gen_ai.tool.name"
+GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
+GEN_AI_TOOL_DESCRIPTION = "gen_ai.tool.description"
+GEN_AI_TOOL_TYPE = "gen_ai.tool.type"
+GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
+GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
+GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"
+GEN_AI_REQUEST_MODEL = "gen_ai.request.model"
+GEN_AI_REQUEST_TEMPERATURE = "gen_ai.request.temperature"
+GEN_AI_REQUEST_MAX_TOKENS = "gen_ai.request.max_tokens"
+GEN_AI_REQUEST_TOP_P = "gen_ai.request.top_p"
+GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
+GEN_AI_RESPONSE_ID = "gen_ai.response.id"
+GEN_AI_RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons"
+GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
+GEN_AI_SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+GEN_AI_OUTPUT_TYPE = "gen_ai.output.type"
+
+# gen_ai.operation.name values
+OP_INVOKE_AGENT = "invoke_agent"
+OP_EXECUTE_TOOL = "execute_tool"
+OP_CHAT = "chat"
+OP_WORKFLOW = "workflow"  # tracescore's generic @span (no semconv value exists)
+
+# Evaluation results (semconv event + attributes)
+GEN_AI_EVALUATION_RESULT = "gen_ai.evaluation.result"
+GEN_AI_EVALUATION_NAME = "gen_ai.evaluation.name"
+GEN_AI_EVALUATION_SCORE_VALUE = "gen_ai.evaluation.score.value"
+GEN_AI_EVALUATION_SCORE_LABEL = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_EXPLANATION = "gen_ai.evaluation.explanation"
+
+# General semconv
+ERROR_TYPE = "error.type"
+SERVER_ADDRESS = "server.address"
+SERVER_PORT = "server.port"
+
+# --- tracescore's own keys ----------------------------------------------------------------
+TS_PREFIX = "tracescore."
+TS_COST_USD = "tracescore.usage.cost_usd"
+TS_INPUT = "tracescore.input"  # generic @span input (content capture)
+TS_OUTPUT = "tracescore.output"
+TS_TRUNCATED = "tracescore.content.truncated"
+TS_SCORER_ID = "tracescore.scorer.id"
+TS_RUN_ID = "tracescore.evaluation.run_id"
+TS_JUDGE_MODEL = "tracescore.judge.model"
+TS_JUDGE_CALLS = "tracescore.judge.calls"
+TS_JUDGE_INPUT_TOKENS = "tracescore.judge.input_tokens"
+TS_JUDGE_OUTPUT_TOKENS = "tracescore.judge.output_tokens"
+TS_JUDGE_COST_USD = "tracescore.judge.cost_usd"
+TS_JUDGE_LATENCY_MS = "tracescore.judge.latency_ms"
+TS_SAMPLING_RATE = "tracescore.sampling.rate"
+TS_EVALUATION_STEP = "tracescore.evaluation.step"  # event name for one judge step
+TS_STEP_NAME = "tracescore.step.name"
+TS_STEP_PROMPT = "tracescore.step.prompt"
+TS_STEP_RESULT = "tracescore.step.result"
+TS_UNSCORED = "tracescore.evaluation.unscored"  # event name: span exported without its score
+TS_UNSCORED_REASON = "tracescore.evaluation.unscored.reason"
+TS_EVALUATED_SPAN_ID = "tracescore.evaluation.span_id"

@@ -1,0 +1,1 @@
+"""Instrumentation: decorators, litellm middleware and agent-object patching that emit GenAI spans."""
