@@ -1,0 +1,1 @@
+"""Test helpers for tracescore and its users: a real OTLP receiver and a stub OpenAI-compatible judge."""

@@ -1,0 +1,56 @@
+"""pytest fixtures for tracescore tests (OTLP receiver, stub LLM server, in-memory spans)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+
+class _SwitchProcessor(SpanProcessor):
+    """A processor whose delegate each test swaps; lets one global provider serve many tests."""
+
+    def __init__(self) -> None:
+        self.delegate: SpanProcessor | None = None
+
+    def on_start(self, span, parent_context=None) -> None:  # type: ignore[no-untyped-def]
+        if self.delegate is not None:
+            self.delegate.on_start(span, parent_context)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self.delegate is not None:
+            self.delegate.on_end(span)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True if self.delegate is None else self.delegate.force_flush(timeout_millis)
+
+
+_switch = _SwitchProcessor()
+
+
+def _global_sdk_provider() -> TracerProvider:
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):
+        trace.set_tracer_provider(TracerProvider())
+        provider = trace.get_tracer_provider()
+    assert isinstance(provider, TracerProvider)
+    if not getattr(provider, "_tracescore_test_switch", False):
+        provider.add_span_processor(_switch)
+        provider._tracescore_test_switch = True  # type: ignore[attr-defined]
+    return provider
+
+
+@pytest.fixture
+def span_exporter() -> Iterator[InMemorySpanExporter]:
+    """Finished spans of this test, in memory (synchronous export through the global provider)."""
+    _global_sdk_provider()
+    exporter = InMemorySpanExporter()
+    _switch.delegate = SimpleSpanProcessor(exporter)
+    try:
+        yield exporter
+    finally:
+        _switch.delegate = None
