@@ -73,3 +73,14 @@ TS_STEP_RESULT = "tracescore.step.result"
 TS_UNSCORED = "tracescore.evaluation.unscored"  # event name: span exported without its score
 TS_UNSCORED_REASON = "tracescore.evaluation.unscored.reason"
 TS_EVALUATED_SPAN_ID = "tracescore.evaluation.span_id"
+
+# --- online scoring (H4) ---------------------------------------------------------------------
+TS_FAILED_STEP = "tracescore.evaluation.failed_step"  # scorer step that failed (on error)
+EVALUATION_SPAN_PREFIX = "evaluation"  # carrier span name: "evaluation {scorer name}"
+TS_EVALUATION_CARRIER = "tracescore.evaluation.carrier"  # bool attribute marking a carrier span
+METRIC_EVALUATION_SCORE = "tracescore.evaluation.score"  # histogram of scores
+METRIC_EVALUATION_SAMPLED = "tracescore.evaluation.sampled"
+METRIC_EVALUATION_SCORED = "tracescore.evaluation.scored"
+METRIC_EVALUATION_DROPPED = "tracescore.evaluation.dropped"
+METRIC_EVALUATION_FAILED = "tracescore.evaluation.failed"
+METRIC_EVALUATION_HELD_TIMEOUT = "tracescore.evaluation.held_timeout"
