@@ -1,0 +1,251 @@
+"""configure(): pipeline swapping, provider extension, validation, content options, file export."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import tracescore
+from tracescore import _setup
+from tracescore._config import content_settings, reset_content_settings
+from tracescore._exceptions import ConfigurationError
+from tracescore._exporters import OTLPJsonFileExporter
+
+
+@pytest.fixture(autouse=True)
+def _clean_pipelines(span_exporter: InMemorySpanExporter) -> Iterator[None]:
+    """Every test starts and ends with no tracescore pipeline on the shared global provider."""
+    yield
+    while _setup._handles:
+        _setup._handles[-1].shutdown(5)
+    reset_content_settings()
+
+
+def _emit(name: str, provider: TracerProvider | None = None) -> None:
+    tracer = (provider or trace.get_tracer_provider()).get_tracer("test")
+    with tracer.start_as_current_span(name):
+        pass
+
+
+def _routers_on(provider: TracerProvider) -> int:
+    processors = provider._active_span_processor._span_processors
+    return sum(isinstance(p, _setup._Router) for p in processors)
+
+
+def test_exports_through_the_global_provider() -> None:
+    exporter = InMemorySpanExporter()
+    handle = tracescore.configure(exporter=exporter, batch=False)
+    _emit("one")
+    assert [s.name for s in exporter.get_finished_spans()] == ["one"]
+    assert handle.tracer_provider is trace.get_tracer_provider()
+    assert handle.active
+
+
+def test_configure_twice_swaps_the_pipeline_without_double_export(
+        span_exporter: InMemorySpanExporter) -> None:
+    first, second = InMemorySpanExporter(), InMemorySpanExporter()
+    old = tracescore.configure(exporter=first, batch=False)
+    _emit("before")
+    new = tracescore.configure(exporter=second, batch=False)
+    _emit("after")
+    assert [s.name for s in first.get_finished_spans()] == ["before"]
+    assert [s.name for s in second.get_finished_spans()] == ["after"]
+    assert not old.active and new.active
+    assert _routers_on(new.tracer_provider) == 1
+    # the application's own processor (the test fixture's) still sees every span
+    assert [s.name for s in span_exporter.get_finished_spans()] == ["before", "after"]
+
+
+def test_old_pipeline_is_flushed_when_replaced() -> None:
+    first = InMemorySpanExporter()
+    tracescore.configure(exporter=first)  # batched: spans wait in the queue
+    _emit("queued")
+    tracescore.configure(exporter=InMemorySpanExporter())
+    assert [s.name for s in first.get_finished_spans()] == ["queued"]
+
+
+def test_shutdown_detaches_and_configure_works_again() -> None:
+    first = InMemorySpanExporter()
+    handle = tracescore.configure(exporter=first)
+    _emit("kept")
+    handle.shutdown()
+    _emit("after-shutdown")
+    assert [s.name for s in first.get_finished_spans()] == ["kept"]
+    handle.shutdown()  # idempotent
+    assert handle.flush() is True
+
+    second = InMemorySpanExporter()
+    tracescore.configure(exporter=second, batch=False)
+    _emit("again")
+    assert [s.name for s in second.get_finished_spans()] == ["again"]
+
+
+def test_module_level_flush_and_shutdown_act_on_the_latest_handle() -> None:
+    assert tracescore.flush() is True  # nothing configured
+    tracescore.shutdown()
+    exporter = InMemorySpanExporter()
+    handle = tracescore.configure(exporter=exporter)
+    _emit("batched")
+    assert tracescore.flush(timeout=5) is True
+    assert [s.name for s in exporter.get_finished_spans()] == ["batched"]
+    tracescore.shutdown()
+    assert not handle.active
+
+
+def test_extends_a_given_provider_and_keeps_its_processors() -> None:
+    provider = TracerProvider()
+    own = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(own))
+    ours = InMemorySpanExporter()
+    handle = tracescore.configure(exporter=ours, batch=False, tracer_provider=provider)
+    tracescore.configure(exporter=ours, batch=False, tracer_provider=provider)
+    _emit("mine", provider)
+    assert handle.tracer_provider is provider
+    assert [s.name for s in own.get_finished_spans()] == ["mine"]
+    assert [s.name for s in ours.get_finished_spans()] == ["mine"]
+    assert _routers_on(provider) == 1
+
+
+def test_several_exporters_fan_out() -> None:
+    a, b = InMemorySpanExporter(), InMemorySpanExporter()
+    handle = tracescore.configure(exporter=[a, b, "none"])
+    _emit("both")
+    assert handle.flush(5)
+    assert [s.name for s in a.get_finished_spans()] == ["both"]
+    assert [s.name for s in b.get_finished_spans()] == ["both"]
+
+
+def test_none_exporter_exports_nothing_but_spans_still_record(
+        span_exporter: InMemorySpanExporter) -> None:
+    handle = tracescore.configure(exporter="none")
+    _emit("silent")
+    assert handle.exporters == ()
+    assert [s.name for s in span_exporter.get_finished_spans()] == ["silent"]
+
+
+def test_exporter_names_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
+    handle = tracescore.configure()
+    assert [type(e) for e in handle.exporters] == [ConsoleSpanExporter]
+
+
+@pytest.mark.parametrize(("protocol", "module"), [
+    (None, "opentelemetry.exporter.otlp.proto.http.trace_exporter"),
+    ("http/protobuf", "opentelemetry.exporter.otlp.proto.http.trace_exporter"),
+    ("grpc", "opentelemetry.exporter.otlp.proto.grpc.trace_exporter"),
+])
+def test_otlp_protocol_from_environment(monkeypatch: pytest.MonkeyPatch, protocol: str | None,
+                                        module: str) -> None:
+    if protocol is not None:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+    handle = tracescore.configure(exporter="otlp", endpoint="http://127.0.0.1:9")
+    assert [type(e).__module__ for e in handle.exporters] == [module]
+
+
+def test_http_endpoint_gets_the_traces_path() -> None:
+    handle = tracescore.configure(exporter="otlp-http", endpoint="http://127.0.0.1:4318")
+    assert handle.exporters[0]._endpoint == "http://127.0.0.1:4318/v1/traces"
+    handle = tracescore.configure(exporter="otlp-http", endpoint="https://x.example/api/otel/v1/traces")
+    assert handle.exporters[0]._endpoint == "https://x.example/api/otel/v1/traces"
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"exporter": "jaeger"}, "unknown exporter"),
+    ({"exporter": ["console", 3]}, "unknown exporter"),
+    ({"exporter": "otlp-http", "endpoint": "localhost:4318"}, "http(s) URL"),
+    ({"exporter": "otlp-http", "endpoint": "http://host:notaport"}, "invalid port"),
+    ({"exporter": "otlp-grpc", "endpoint": "ftp://host:4317"}, "OTLP/gRPC endpoint"),
+    ({"exporter": "console", "endpoint": "http://localhost:4318"}, "only to OTLP"),
+    ({"exporter": "otlp", "compression": "brotli"}, "compression"),
+    ({"exporter": "otlp", "headers": {"a": 1}}, "headers"),
+    ({"exporter": "file"}, "file_path"),
+    ({"exporter": "console", "file_path": "x.jsonl"}, "file_path"),
+    ({"exporter": "none", "online": {"rate": 1.0}}, "scorers"),
+    ({"exporter": "none", "tracer_provider": object()}, "sdk.trace.TracerProvider"),
+    ({"exporter": "none", "service_name": ""}, "service_name"),
+    ({"exporter": "none", "max_content_length": -1}, "max_length"),
+])
+def test_bad_arguments_raise_configuration_error(kwargs: dict, message: str) -> None:
+    with pytest.raises(ConfigurationError, match=re.escape(message)):
+        tracescore.configure(**kwargs)
+    assert not _setup._handles
+
+
+def test_unwritable_file_path_is_a_configuration_error(tmp_path) -> None:
+    with pytest.raises(ConfigurationError, match="cannot open trace file"):
+        tracescore.configure(exporter="file", file_path=tmp_path / "missing-dir" / "spans.jsonl")
+
+
+def test_headers_string_is_parsed_like_the_env_var() -> None:
+    handle = tracescore.configure(exporter="otlp-http", endpoint="http://127.0.0.1:9",
+                                  headers="x-team=a,authorization=Bearer%20t")
+    sent = handle.exporters[0]._client._headers if hasattr(handle.exporters[0], "_client") else {}
+    assert sent.get("x-team") == "a"
+    assert sent.get("authorization") == "Bearer t"
+
+
+def test_content_options_are_forwarded() -> None:
+    def hook(text: str) -> str:
+        return text.upper()
+
+    tracescore.configure(exporter="none", capture_content=False, max_content_length=100,
+                         redact=False, redaction_hook=hook)
+    settings = content_settings()
+    assert (settings.capture, settings.max_length, settings.redact, settings.redaction_hook) == (
+        False, 100, False, hook)
+
+
+def test_file_exporter_writes_otlp_json_lines(tmp_path) -> None:
+    path = tmp_path / "spans.jsonl"
+    handle = tracescore.configure(exporter="file", file_path=path, batch=False)
+    tracer = trace.get_tracer("file-test")
+    with tracer.start_as_current_span("parent") as parent:
+        parent.set_attribute("gen_ai.agent.name", "helper")
+        with tracer.start_as_current_span("child") as child:
+            child.add_event("step", {"n": 2})
+    handle.shutdown()
+
+    lines = path.read_text().splitlines()
+    assert len(lines) == 2  # one request per batch; the child ends first
+    spans = [s for line in lines for rs in json.loads(line)["resourceSpans"]
+             for ss in rs["scopeSpans"] for s in ss["spans"]]
+    by_name = {s["name"]: s for s in spans}
+    ctx = parent.get_span_context()
+    assert by_name["parent"]["traceId"] == f"{ctx.trace_id:032x}"
+    assert by_name["parent"]["spanId"] == f"{ctx.span_id:016x}"
+    assert by_name["child"]["parentSpanId"] == by_name["parent"]["spanId"]
+    assert by_name["parent"]["attributes"] == [
+        {"key": "gen_ai.agent.name", "value": {"stringValue": "helper"}}]
+    assert by_name["child"]["events"][0]["name"] == "step"
+    assert by_name["child"]["kind"] == 1  # integer enum as OTLP JSON requires
+
+
+def test_file_exporter_appends_whole_lines_from_many_threads(tmp_path) -> None:
+    path = tmp_path / "spans.jsonl"
+    exporter = OTLPJsonFileExporter(path)
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("threads")
+
+    def work(i: int) -> None:
+        for j in range(25):
+            with tracer.start_as_current_span(f"s{i}-{j}") as span:
+                span.set_attribute("payload", "x" * 2000)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    exporter.shutdown()
+    lines = path.read_text().splitlines()
+    assert len(lines) == 100
+    assert all(json.loads(line)["resourceSpans"] for line in lines)

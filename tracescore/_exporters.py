@@ -1,0 +1,226 @@
+"""Span exporters that configure() builds: OTLP over HTTP/gRPC, console, and an OTLP-JSON-lines file.
+
+Arguments are validated here, at configuration time; the exporters themselves never raise on export.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter, SpanExportResult
+
+from tracescore._exceptions import ConfigurationError
+
+_log = logging.getLogger(__name__)
+
+EXPORTER_NAMES = ("otlp", "otlp-http", "otlp-grpc", "console", "file", "none")
+_OTLP_NAMES = ("otlp", "otlp-http", "otlp-grpc")
+_TRACES_PATH = "/v1/traces"
+_LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]")
+_COMPRESSIONS = ("gzip", "deflate", "none")
+
+# Standard environment variables (read here only to pick the protocol; the OTel exporters read the rest).
+ENV_TRACES_EXPORTER = "OTEL_TRACES_EXPORTER"
+ENV_PROTOCOL = "OTEL_EXPORTER_OTLP_PROTOCOL"
+ENV_TRACES_PROTOCOL = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+
+# OTLP JSON encodes these byte fields as hex, not as protobuf-JSON base64.
+_HEX_ID_FIELDS = ("traceId", "spanId", "parentSpanId")
+
+
+class OTLPJsonFileExporter(SpanExporter):
+    """Appends each exported batch as one OTLP JSON line (an ExportTraceServiceRequest) to a file.
+
+    Thread-safe; the file is flushed after every batch so a crash loses at most the pending batch.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        try:
+            self._file: Any = self.path.open("a", encoding="utf-8")
+        except OSError as exc:
+            raise ConfigurationError(f"cannot open trace file {str(self.path)!r}: {exc}") from exc
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            line = encode_otlp_json(spans)
+        except Exception:  # noqa: BLE001 - an exporter reports failure, never raises
+            _log.exception("tracescore: could not encode %d spans as OTLP JSON", len(spans))
+            return SpanExportResult.FAILURE
+        with self._lock:
+            if self._file is None:
+                return SpanExportResult.FAILURE
+            try:
+                self._file.write(line + "\n")
+                self._file.flush()
+            except OSError:
+                _log.exception("tracescore: could not write spans to %s", self.path)
+                return SpanExportResult.FAILURE
+        return SpanExportResult.SUCCESS
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True  # every batch is flushed as it is written
+
+    def shutdown(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+
+def encode_otlp_json(spans: Sequence[ReadableSpan]) -> str:
+    """One ExportTraceServiceRequest in OTLP JSON form (camelCase keys, hex ids, integer enums)."""
+    from google.protobuf import json_format
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    data = json_format.MessageToDict(encode_spans(spans), use_integers_for_enums=True)
+    for resource_spans in data.get("resourceSpans", ()):
+        for scope_spans in resource_spans.get("scopeSpans", ()):
+            for span in scope_spans.get("spans", ()):
+                _hex_ids(span)
+                for link in span.get("links", ()):
+                    _hex_ids(link)
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+def _hex_ids(obj: dict[str, Any]) -> None:
+    import base64
+
+    for key in _HEX_ID_FIELDS:
+        if obj.get(key):
+            obj[key] = base64.b64decode(obj[key]).hex()
+
+
+def otlp_protocol_from_env() -> str:
+    """"otlp-http" or "otlp-grpc" from OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL (default http/protobuf)."""
+    value = (os.environ.get(ENV_TRACES_PROTOCOL) or os.environ.get(ENV_PROTOCOL) or "").strip().lower()
+    if value in ("", "http/protobuf"):
+        return "otlp-http"
+    if value == "grpc":
+        return "otlp-grpc"
+    _log.warning("tracescore: unsupported OTLP protocol %r in the environment; using http/protobuf",
+                 value)
+    return "otlp-http"
+
+
+def default_exporter_names() -> list[str]:
+    """Exporter names from OTEL_TRACES_EXPORTER (comma list), or ["otlp"]."""
+    raw = os.environ.get(ENV_TRACES_EXPORTER, "").strip().lower()
+    if not raw:
+        return ["otlp"]
+    names = [n.strip() for n in raw.split(",") if n.strip()]
+    known = [n for n in names if n in EXPORTER_NAMES]
+    if len(known) != len(names):
+        _log.warning("tracescore: ignoring unsupported %s values in %r", ENV_TRACES_EXPORTER, raw)
+    return known or ["otlp"]
+
+
+def is_otlp(name: str) -> bool:
+    return name in _OTLP_NAMES
+
+
+def check_compression(compression: str | None) -> str | None:
+    if compression is None:
+        return None
+    value = str(compression).strip().lower()
+    if value not in _COMPRESSIONS:
+        raise ConfigurationError(
+            f"compression must be one of {', '.join(_COMPRESSIONS)} (got {compression!r})")
+    return value
+
+
+def check_headers(headers: Mapping[str, str] | str | None) -> dict[str, str] | None:
+    """Headers as a dict; a string is parsed like OTEL_EXPORTER_OTLP_HEADERS ("k1=v1,k2=v2")."""
+    if headers is None:
+        return None
+    if isinstance(headers, str):
+        from opentelemetry.util.re import parse_env_headers
+
+        return parse_env_headers(headers, liberal=True)
+    if not isinstance(headers, Mapping):
+        raise ConfigurationError(f"headers must be a mapping or a 'k=v,k2=v2' string (got {headers!r})")
+    for key, value in headers.items():
+        if not isinstance(key, str) or not isinstance(value, str) or not key:
+            raise ConfigurationError(f"headers must map str to str (bad entry {key!r}: {value!r})")
+    return dict(headers)
+
+
+def http_traces_url(endpoint: str) -> str:
+    """Validate an OTLP/HTTP endpoint; a base URL gets /v1/traces appended (OTEL_EXPORTER_OTLP_ENDPOINT
+    semantics), a URL that already ends in /v1/traces is kept."""
+    parts = urlsplit(endpoint)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigurationError(
+            f"OTLP/HTTP endpoint must be an http(s) URL such as http://localhost:4318 (got {endpoint!r})")
+    _check_port(parts, endpoint)
+    if parts.path.rstrip("/").endswith(_TRACES_PATH):
+        return endpoint
+    return endpoint.rstrip("/") + _TRACES_PATH
+
+
+def grpc_target(endpoint: str) -> tuple[str, bool | None]:
+    """Validate an OTLP/gRPC endpoint; returns (endpoint, insecure). "host:port" without a scheme is
+    plaintext for loopback hosts and TLS otherwise (unless OTEL_EXPORTER_OTLP_INSECURE says so)."""
+    if "://" not in endpoint:
+        host = endpoint.rsplit(":", 1)[0] if ":" in endpoint else endpoint
+        scheme = "http" if host in _LOOPBACK_HOSTS else "https"
+        if host not in _LOOPBACK_HOSTS and os.environ.get("OTEL_EXPORTER_OTLP_INSECURE", "").lower() == "true":
+            scheme = "http"
+        endpoint = f"{scheme}://{endpoint}"
+    parts = urlsplit(endpoint)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigurationError(
+            f"OTLP/gRPC endpoint must look like localhost:4317 or http(s)://host:4317 (got {endpoint!r})")
+    _check_port(parts, endpoint)
+    return endpoint, parts.scheme == "http"
+
+
+def _check_port(parts: Any, endpoint: str) -> None:
+    try:
+        parts.port
+    except ValueError as exc:
+        raise ConfigurationError(f"invalid port in endpoint {endpoint!r}") from exc
+
+
+def build_exporter(name: str, *, endpoint: str | None, headers: dict[str, str] | None,
+                   compression: str | None, file_path: str | os.PathLike[str] | None) -> SpanExporter | None:
+    """The exporter for one validated name; None for "none"."""
+    if name == "otlp":
+        name = otlp_protocol_from_env()
+    if name == "otlp-http":
+        from opentelemetry.exporter.otlp.proto.http import Compression as HttpCompression
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+
+        return HttpExporter(
+            endpoint=http_traces_url(endpoint) if endpoint else None,
+            headers=headers,
+            compression=HttpCompression(compression) if compression else None,
+        )
+    if name == "otlp-grpc":
+        from grpc import Compression as GrpcCompression
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+
+        target, insecure = grpc_target(endpoint) if endpoint else (None, None)
+        grpc_compression = {"gzip": GrpcCompression.Gzip, "deflate": GrpcCompression.Deflate,
+                            "none": GrpcCompression.NoCompression}.get(compression or "")
+        return GrpcExporter(endpoint=target, insecure=insecure, headers=headers,
+                            compression=grpc_compression)
+    if name == "console":
+        return ConsoleSpanExporter()
+    if name == "file":
+        if file_path is None:
+            raise ConfigurationError('exporter "file" needs file_path="spans.jsonl"')
+        return OTLPJsonFileExporter(file_path)
+    if name == "none":
+        return None
+    raise ConfigurationError(f"unknown exporter {name!r}; use one of {', '.join(EXPORTER_NAMES)} "
+                             "or a SpanExporter instance")

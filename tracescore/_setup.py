@@ -1,0 +1,373 @@
+"""configure(): tracing set up in one call (resource, exporters, batching, content capture, online scoring).
+
+Each SDK TracerProvider gets exactly one router processor from us. configure() builds a new export
+pipeline and swaps it into the router; the previous pipeline is flushed and shut down, so calling
+configure() again never exports a span twice and never touches processors the application added.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+from opentelemetry.sdk.trace import (
+    ReadableSpan,
+    Span,
+    SpanProcessor,
+    SynchronousMultiSpanProcessor,
+    TracerProvider,
+)
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
+
+from tracescore import _exporters
+from tracescore._exceptions import ConfigurationError
+
+__all__ = ["TracescoreHandle", "configure", "flush", "shutdown"]
+
+_log = logging.getLogger(__name__)
+
+ExporterSpec = str | SpanExporter
+_EXIT_TIMEOUT_S = 10.0  # total time the interpreter-exit flush may take
+
+_lock = threading.RLock()
+_routers: weakref.WeakKeyDictionary[TracerProvider, _Router] = weakref.WeakKeyDictionary()
+_handles: list[TracescoreHandle] = []  # live handles, newest last
+_atexit_registered = False
+
+
+class _Router(SpanProcessor):
+    """The one processor we add to a provider; forwards to the current pipeline, which can be swapped."""
+
+    def __init__(self) -> None:
+        self.target: SpanProcessor | None = None
+
+    def swap(self, target: SpanProcessor | None) -> SpanProcessor | None:
+        old, self.target = self.target, target
+        return old
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        target = self.target
+        if target is not None:
+            target.on_start(span, parent_context=parent_context)
+
+    def _on_ending(self, span: Span) -> None:
+        target = self.target
+        if target is not None:
+            target._on_ending(span)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        target = self.target
+        if target is not None:
+            target.on_end(span)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        target = self.target
+        return True if target is None else target.force_flush(timeout_millis)
+
+    def shutdown(self) -> None:  # the provider is shutting down: so does the current pipeline
+        target = self.swap(None)
+        if target is not None:
+            target.shutdown()
+
+
+class _Lease(SpanExporter):
+    """A caller's SpanExporter inside one pipeline; the exporter is shut down with its last pipeline,
+    so configure(exporter=same_instance) twice does not close the instance the new pipeline uses."""
+
+    _counts: dict[int, int] = {}
+
+    def __init__(self, exporter: SpanExporter) -> None:
+        self.exporter = exporter
+        self._released = False
+        with _lock:
+            self._counts[id(exporter)] = self._counts.get(id(exporter), 0) + 1
+
+    def export(self, spans: Sequence[ReadableSpan]) -> Any:
+        return self.exporter.export(spans)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.exporter.force_flush(timeout_millis)
+
+    def shutdown(self) -> None:
+        with _lock:
+            if self._released:
+                return
+            self._released = True
+            left = self._counts[id(self.exporter)] = self._counts[id(self.exporter)] - 1
+            if left == 0:
+                del self._counts[id(self.exporter)]
+        if left == 0:
+            self.exporter.shutdown()
+
+
+class TracescoreHandle:
+    """What configure() returns: the provider in use plus flush/shutdown of this pipeline."""
+
+    def __init__(self, tracer_provider: TracerProvider, router: _Router, pipeline: SpanProcessor,
+                 exporters: Sequence[SpanExporter]) -> None:
+        self._provider = tracer_provider
+        self._router = router
+        self._pipeline = pipeline
+        self.exporters: tuple[SpanExporter, ...] = tuple(exporters)
+        self._closed = False
+
+    @property
+    def tracer_provider(self) -> TracerProvider:
+        """The SDK TracerProvider spans flow through (yours, the global one, or one we created)."""
+        return self._provider
+
+    @property
+    def active(self) -> bool:
+        """False once shut down or replaced by a later configure() on the same provider."""
+        return not self._closed and self._router.target is self._pipeline
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Export everything finished so far (scoring included); False if `timeout` ran out."""
+        if self._closed:
+            return True
+        try:
+            return bool(self._pipeline.force_flush(max(0, int(timeout * 1000))))
+        except Exception:  # noqa: BLE001 - flushing telemetry never raises into the app
+            _log.exception("tracescore: flush failed")
+            return False
+
+    def shutdown(self, timeout: float = 30.0) -> None:
+        """Flush, detach this pipeline from the provider and close its exporters. Idempotent.
+
+        The provider itself stays usable (other processors keep working; configure() can run again).
+        """
+        with _lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._router.target is self._pipeline:
+                self._router.swap(None)
+            if self in _handles:
+                _handles.remove(self)
+        _close_pipeline(self._pipeline, timeout)
+
+
+def _close_pipeline(pipeline: SpanProcessor, timeout: float) -> None:
+    """force_flush then shutdown, bounded by `timeout` seconds overall (runs in a daemon thread)."""
+
+    def close() -> None:
+        try:
+            pipeline.force_flush(max(0, int(timeout * 1000)))
+            pipeline.shutdown()
+        except Exception:  # noqa: BLE001
+            _log.exception("tracescore: shutting down the export pipeline failed")
+
+    worker = threading.Thread(target=close, name="tracescore-shutdown", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        _log.warning("tracescore: export pipeline did not shut down within %.1fs", timeout)
+
+
+def configure(
+    *,
+    service_name: str | None = None,
+    exporter: ExporterSpec | Sequence[ExporterSpec] | None = None,
+    endpoint: str | None = None,
+    headers: Mapping[str, str] | str | None = None,
+    compression: str | None = None,
+    file_path: str | os.PathLike[str] | None = None,
+    resource_attributes: Mapping[str, Any] | None = None,
+    batch: bool = True,
+    capture_content: bool | None = None,
+    max_content_length: int | None = None,
+    redact: bool | None = None,
+    redaction_hook: Callable[[str], str] | None = None,
+    scorers: Sequence[Any] | None = None,
+    online: Mapping[str, Any] | None = None,
+    tracer_provider: TracerProvider | None = None,
+) -> TracescoreHandle:
+    """Set up tracing: resource, exporter(s), batching, content capture and optional online scoring.
+
+    exporter: "otlp" (protocol from OTEL_EXPORTER_OTLP_PROTOCOL, default http/protobuf), "otlp-http",
+    "otlp-grpc", "console", "file" (OTLP JSON lines at `file_path`), "none", a SpanExporter, or a list
+    of these. Default: OTEL_TRACES_EXPORTER, else "otlp". endpoint/headers/compression left as None
+    are read by the OTLP exporters from the standard OTEL_EXPORTER_OTLP_(TRACES_)* variables.
+
+    An existing SDK TracerProvider (`tracer_provider`, else the global one) is extended, not replaced.
+    Calling configure() again replaces the previous pipeline on that provider (no double export).
+    Raises ConfigurationError for invalid arguments.
+    """
+    specs = _exporter_specs(exporter)
+    headers_ = _exporters.check_headers(headers)
+    compression_ = _exporters.check_compression(compression)
+    has_otlp = any(isinstance(s, str) and _exporters.is_otlp(s) for s in specs)
+    if not has_otlp and (endpoint is not None or headers_ is not None or compression_ is not None):
+        raise ConfigurationError("endpoint/headers/compression apply only to OTLP exporters "
+                                 f"(exporters chosen: {_describe(specs)})")
+    if file_path is not None and "file" not in specs:
+        raise ConfigurationError('file_path applies only to exporter="file"')
+    if online is not None and not scorers:
+        raise ConfigurationError("online= options need scorers=")
+    if tracer_provider is not None and not isinstance(tracer_provider, TracerProvider):
+        raise ConfigurationError("tracer_provider must be an opentelemetry.sdk.trace.TracerProvider "
+                                 f"(got {type(tracer_provider).__name__})")
+    if service_name is not None and (not isinstance(service_name, str) or not service_name):
+        raise ConfigurationError(f"service_name must be a non-empty string (got {service_name!r})")
+    if endpoint is not None and not isinstance(endpoint, str):
+        raise ConfigurationError(f"endpoint must be a string (got {endpoint!r})")
+    resource = _resource(service_name, resource_attributes)
+    _set_content_options(capture_content, max_content_length, redact, redaction_hook)
+
+    built: list[SpanExporter] = []
+    try:
+        for spec in specs:
+            exp = _Lease(spec) if isinstance(spec, SpanExporter) else _exporters.build_exporter(
+                spec, endpoint=endpoint, headers=headers_, compression=compression_,
+                file_path=file_path)
+            if exp is not None:
+                built.append(exp)
+    except BaseException:
+        for exp in built:
+            exp.shutdown()
+        raise
+    pipeline = _pipeline(built, batch)
+    if scorers:
+        try:
+            from tracescore.online import ScoringSpanProcessor
+
+            pipeline = ScoringSpanProcessor(pipeline, list(scorers), **dict(online or {}))
+        except BaseException:
+            pipeline.shutdown()
+            raise
+
+    with _lock:
+        provider = _provider(tracer_provider, resource, service_name)
+        router = _routers.get(provider)
+        if router is None:
+            router = _routers[provider] = _Router()
+            provider.add_span_processor(router)
+        old = router.swap(pipeline)
+        handle = TracescoreHandle(provider, router, pipeline,
+                                  [e.exporter if isinstance(e, _Lease) else e for e in built])
+        for previous in [h for h in _handles if h._router is router]:
+            previous._closed = True
+            _handles.remove(previous)
+        _handles.append(handle)
+        _register_atexit()
+    if old is not None:
+        _close_pipeline(old, _EXIT_TIMEOUT_S)
+    return handle
+
+
+def flush(timeout: float = 30.0) -> bool:
+    """Flush the most recent configure() pipeline; True when there is none."""
+    handle = _handles[-1] if _handles else None
+    return True if handle is None else handle.flush(timeout)
+
+
+def shutdown(timeout: float = 30.0) -> None:
+    """Shut down the most recent configure() pipeline (flushing it first); no-op when there is none."""
+    handle = _handles[-1] if _handles else None
+    if handle is not None:
+        handle.shutdown(timeout)
+
+
+def _exporter_specs(exporter: ExporterSpec | Sequence[ExporterSpec] | None) -> list[ExporterSpec]:
+    if exporter is None:
+        raw: list[Any] = list(_exporters.default_exporter_names())
+    elif isinstance(exporter, (str, SpanExporter)):
+        raw = [exporter]
+    elif isinstance(exporter, Sequence):
+        raw = list(exporter)
+    else:
+        raise ConfigurationError(f"exporter must be a name, a SpanExporter or a list (got {exporter!r})")
+    specs: list[ExporterSpec] = []
+    for item in raw:
+        if isinstance(item, SpanExporter):
+            specs.append(item)
+        elif isinstance(item, str) and item.strip().lower() in _exporters.EXPORTER_NAMES:
+            specs.append(item.strip().lower())
+        else:
+            raise ConfigurationError(f"unknown exporter {item!r}; use one of "
+                                     f"{', '.join(_exporters.EXPORTER_NAMES)} or a SpanExporter")
+    return specs
+
+
+def _describe(specs: Sequence[ExporterSpec]) -> str:
+    return ", ".join(s if isinstance(s, str) else type(s).__name__ for s in specs) or "none"
+
+
+def _resource(service_name: str | None, attributes: Mapping[str, Any] | None) -> Resource:
+    attrs: dict[str, Any] = {}
+    if attributes is not None:
+        if not isinstance(attributes, Mapping):
+            raise ConfigurationError(f"resource_attributes must be a mapping (got {attributes!r})")
+        attrs.update(attributes)
+    if service_name is not None:
+        attrs[SERVICE_NAME] = service_name
+    return Resource.create(attrs)  # merges OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME
+
+
+def _set_content_options(capture: bool | None, max_length: int | None, redact: bool | None,
+                         hook: Callable[[str], str] | None) -> None:
+    if capture is None and max_length is None and redact is None and hook is None:
+        return
+    from tracescore._config import set_content_capture  # validates and raises ConfigurationError
+
+    kwargs: dict[str, Any] = {"max_length": max_length, "redact": redact}
+    if hook is not None:
+        kwargs["redaction_hook"] = hook
+    set_content_capture(capture, **kwargs)
+
+
+def _pipeline(exporters: Sequence[SpanExporter], batch: bool) -> SpanProcessor:
+    make = BatchSpanProcessor if batch else SimpleSpanProcessor
+    if not exporters:
+        return SpanProcessor()  # "none": spans are still created (scoring may use them), not exported
+    if len(exporters) == 1:
+        return make(exporters[0])
+    fan_out = SynchronousMultiSpanProcessor()
+    for exp in exporters:
+        fan_out.add_span_processor(make(exp))
+    return fan_out
+
+
+def _provider(given: TracerProvider | None, resource: Resource, service_name: str | None
+              ) -> TracerProvider:
+    if given is not None:
+        provider = given
+    else:
+        current = trace.get_tracer_provider()
+        if isinstance(current, trace.ProxyTracerProvider):
+            trace.set_tracer_provider(TracerProvider(resource=resource))
+            current = trace.get_tracer_provider()  # whoever won a race to set it
+        if not isinstance(current, TracerProvider):
+            raise ConfigurationError(
+                f"the global TracerProvider is a {type(current).__name__}, not an SDK TracerProvider; "
+                "pass tracer_provider= explicitly")
+        provider = current
+    if service_name is not None and provider.resource.attributes.get(SERVICE_NAME) != service_name:
+        _log.warning("tracescore: the existing TracerProvider keeps its resource (service.name=%r); "
+                     "service_name=%r is not applied", provider.resource.attributes.get(SERVICE_NAME),
+                     service_name)
+    return provider
+
+
+def _register_atexit() -> None:
+    global _atexit_registered
+    if not _atexit_registered:
+        atexit.register(_shutdown_at_exit)
+        _atexit_registered = True
+
+
+def _shutdown_at_exit() -> None:
+    """Flush and close every live pipeline, within _EXIT_TIMEOUT_S overall."""
+    with _lock:
+        handles = list(_handles)
+    per_handle = _EXIT_TIMEOUT_S / max(1, len(handles))
+    for handle in reversed(handles):
+        handle.shutdown(per_handle)
