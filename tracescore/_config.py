@@ -1,0 +1,180 @@
+"""Content-capture settings: global switches for recording inputs/outputs on spans, from code or env.
+
+Environment variables (read once, lazily, on first use):
+
+- ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``: ``false``/``NO_CONTENT`` turn capture off;
+  ``true``/``SPAN_ONLY``/``SPAN_AND_EVENT``/``EVENT_ONLY`` turn it on.
+- ``TRACESCORE_CAPTURE_CONTENT``: boolean; wins over the OTel variable when both are set.
+- ``TRACESCORE_MAX_CONTENT_LENGTH``: positive integer, characters kept per captured value.
+- ``TRACESCORE_REDACT``: boolean, built-in redaction of secrets, emails and card numbers.
+
+A bad value warns (``RuntimeWarning``) and falls back to the default.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from tracescore._exceptions import ConfigurationError
+
+ENV_OTEL_CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+ENV_CAPTURE = "TRACESCORE_CAPTURE_CONTENT"
+ENV_MAX_LENGTH = "TRACESCORE_MAX_CONTENT_LENGTH"
+ENV_REDACT = "TRACESCORE_REDACT"
+
+DEFAULT_CAPTURE = True
+DEFAULT_MAX_LENGTH = 8192
+DEFAULT_REDACT = True
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+_OTEL_ON = frozenset({"true", "span_only", "span_and_event", "event_only"})
+_OTEL_OFF = frozenset({"false", "no_content"})
+
+
+@dataclass(frozen=True, slots=True)
+class ContentSettings:
+    """What content instrumentation records: on/off, size limit, redaction."""
+
+    capture: bool = DEFAULT_CAPTURE
+    max_length: int = DEFAULT_MAX_LENGTH
+    redact: bool = DEFAULT_REDACT
+    redaction_hook: Callable[[str], str] | None = None
+
+
+_UNSET: Any = object()
+_lock = threading.Lock()
+_settings: ContentSettings | None = None
+
+
+def _warn(var: str, value: str, expected: str, fallback: object) -> None:
+    warnings.warn(
+        f"tracescore: ignoring {var}={value!r} (expected {expected}); using {fallback!r}",
+        RuntimeWarning,
+        stacklevel=4,
+    )
+
+
+def _env_bool(var: str, default: bool) -> bool:
+    raw = os.environ.get(var)
+    if raw is None or not raw.strip():
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    _warn(var, raw, "true or false", default)
+    return default
+
+
+def _env_capture() -> bool:
+    default = DEFAULT_CAPTURE
+    raw = os.environ.get(ENV_OTEL_CAPTURE)
+    capture = default
+    if raw is not None and raw.strip():
+        value = raw.strip().lower()
+        if value in _OTEL_ON:
+            capture = True
+        elif value in _OTEL_OFF:
+            capture = False
+        else:
+            _warn(
+                ENV_OTEL_CAPTURE,
+                raw,
+                "true, false, NO_CONTENT, SPAN_ONLY, SPAN_AND_EVENT or EVENT_ONLY",
+                default,
+            )
+    return _env_bool(ENV_CAPTURE, capture)
+
+
+def _env_max_length() -> int:
+    raw = os.environ.get(ENV_MAX_LENGTH)
+    if raw is None or not raw.strip():
+        return DEFAULT_MAX_LENGTH
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = 0
+    if value <= 0:
+        _warn(ENV_MAX_LENGTH, raw, "a positive integer", DEFAULT_MAX_LENGTH)
+        return DEFAULT_MAX_LENGTH
+    return value
+
+
+def settings_from_env() -> ContentSettings:
+    """Settings as the environment describes them (bad values warn and fall back)."""
+    return ContentSettings(
+        capture=_env_capture(),
+        max_length=_env_max_length(),
+        redact=_env_bool(ENV_REDACT, DEFAULT_REDACT),
+    )
+
+
+def content_settings() -> ContentSettings:
+    """The current global content settings (the environment is read on first call)."""
+    settings = _settings
+    if settings is not None:
+        return settings
+    return _init()
+
+
+def _init() -> ContentSettings:
+    global _settings
+    with _lock:
+        if _settings is None:
+            _settings = settings_from_env()
+        return _settings
+
+
+def set_content_capture(
+    capture: bool | None = None,
+    *,
+    max_length: int | None = None,
+    redact: bool | None = None,
+    redaction_hook: Callable[[str], str] | None = _UNSET,
+) -> ContentSettings:
+    """Change the global content-capture settings; arguments left out keep their value.
+
+    `capture` turns recording of inputs/outputs/messages on or off, `max_length` bounds each
+    captured value (characters), `redact` switches the built-in redaction, and
+    `redaction_hook` (a `str -> str` callable, or None to remove it) runs after it.
+    Returns the new settings.
+    """
+    global _settings
+    if capture is not None and not isinstance(capture, bool):
+        raise ConfigurationError(f"capture must be True, False or None, got {capture!r}")
+    if redact is not None and not isinstance(redact, bool):
+        raise ConfigurationError(f"redact must be True, False or None, got {redact!r}")
+    if max_length is not None and (
+        isinstance(max_length, bool) or not isinstance(max_length, int) or max_length <= 0
+    ):
+        raise ConfigurationError(f"max_length must be a positive integer, got {max_length!r}")
+    if redaction_hook is not _UNSET and redaction_hook is not None and not callable(redaction_hook):
+        raise ConfigurationError(f"redaction_hook must be callable or None, got {redaction_hook!r}")
+    changes: dict[str, Any] = {}
+    if capture is not None:
+        changes["capture"] = capture
+    if max_length is not None:
+        changes["max_length"] = max_length
+    if redact is not None:
+        changes["redact"] = redact
+    if redaction_hook is not _UNSET:
+        changes["redaction_hook"] = redaction_hook
+    current = content_settings()
+    with _lock:
+        _settings = replace(_settings or current, **changes)
+        return _settings
+
+
+def reset_content_settings() -> ContentSettings:
+    """Forget code-level changes and re-read the environment (mainly for tests)."""
+    global _settings
+    with _lock:
+        _settings = settings_from_env()
+        return _settings

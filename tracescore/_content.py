@@ -1,0 +1,424 @@
+"""Turning captured content into span attribute text: JSON-safe conversion, redaction, truncation.
+
+Nothing here raises: any Python object becomes bounded text, whatever its type or size.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime as _dt
+import enum
+import json
+import logging
+import re
+from collections.abc import Callable, Mapping
+from decimal import Decimal
+from pathlib import PurePath
+from typing import Any
+from uuid import UUID
+
+from tracescore._config import ContentSettings, content_settings
+
+_log = logging.getLogger("tracescore")
+
+# Work bounds of `to_json_safe` (the output is bounded by `max_chars` as well).
+_MAX_DEPTH = 32
+_MAX_NODES = 10_000
+_DEFAULT_MAX_CHARS = 1_000_000
+_REPR_LIMIT = 1_000
+# Extra characters kept past `max_length` before redaction, so a secret that straddles the
+# cut is still seen whole by the patterns.
+_REDACT_SLACK = 256
+
+TRUNCATION_MARKER = "…[truncated {n} chars]"
+_TRUNCATION_MARKER_AT_LEAST = "…[truncated {n}+ chars]"
+_ELLIPSIS = "…"
+
+_logged_once: set[str] = set()
+
+
+def _log_once(key: str, message: str, *args: object) -> None:
+    if key not in _logged_once:
+        _logged_once.add(key)
+        _log.warning(message, *args)
+
+
+def _type_name(obj: object) -> str:
+    try:
+        return type(obj).__qualname__
+    except Exception:  # noqa: BLE001
+        return "object"
+
+
+def _safe_repr(obj: object, limit: int = _REPR_LIMIT) -> str:
+    try:
+        text = repr(obj)
+        if not isinstance(text, str):
+            raise TypeError("__repr__ returned a non-string")
+    except Exception:  # noqa: BLE001 - a broken __repr__ must not break the caller
+        return f"<{_type_name(obj)} object (repr failed)>"
+    return text if len(text) <= limit else text[:limit] + _ELLIPSIS
+
+
+def _is_pydantic_model(obj: object) -> bool:
+    cls = type(obj)
+    return hasattr(cls, "model_fields") and callable(getattr(cls, "model_dump", None))
+
+
+class _Walker:
+    """One bounded traversal: counts nodes and characters, detects cycles, limits depth."""
+
+    __slots__ = ("nodes", "chars", "active", "cut")
+
+    def __init__(self, max_chars: int) -> None:
+        self.nodes = _MAX_NODES
+        self.chars = max_chars
+        self.active: set[int] = set()
+        self.cut = False  # True once something was elided for the bounds
+
+    def exhausted(self) -> bool:
+        if self.nodes <= 0 or self.chars <= 0:
+            self.cut = True
+            return True
+        return False
+
+    def text(self, value: str) -> str:
+        if len(value) > self.chars:
+            self.cut = True
+            value = value[: max(self.chars, 0)] + _ELLIPSIS
+        self.chars -= len(value)
+        return value
+
+    def walk(self, obj: object, depth: int) -> object:
+        self.nodes -= 1
+        self.chars -= 1  # every node costs at least a separator in the output
+        cls = type(obj)
+        if obj is None or cls is bool:
+            return obj
+        if cls is str:
+            return self.text(obj)  # type: ignore[arg-type]
+        if cls is int:
+            return self._int(obj)  # type: ignore[arg-type]
+        if cls is float:
+            return self._float(obj)  # type: ignore[arg-type]
+        if isinstance(obj, enum.Enum):
+            return self.walk(obj.value, depth)
+        if isinstance(obj, str):
+            return self.text(str.__str__(obj))
+        if isinstance(obj, bool):
+            return bool(obj)
+        if isinstance(obj, int):
+            return self._int(int(obj))
+        if isinstance(obj, float):
+            return self._float(float(obj))
+        if isinstance(obj, (bytes, bytearray, memoryview)):
+            return self._bytes(bytes(obj[: self.chars + 1]), len(obj))
+        if isinstance(obj, (_dt.datetime, _dt.date, _dt.time)):
+            return self.text(obj.isoformat())
+        if isinstance(obj, (UUID, Decimal, PurePath, complex)):
+            return self.text(str(obj))
+        if depth >= _MAX_DEPTH:
+            return self.text(f"<max depth: {_type_name(obj)}>")
+        key = id(obj)
+        if key in self.active:
+            return self.text(f"<cycle: {_type_name(obj)}>")
+        self.active.add(key)
+        try:
+            return self._container(obj, depth + 1)
+        finally:
+            self.active.discard(key)
+
+    def _container(self, obj: object, depth: int) -> object:
+        if isinstance(obj, Mapping):
+            return self._mapping(obj.items(), len(obj), depth)
+        if isinstance(obj, tuple) and hasattr(obj, "_asdict"):  # namedtuple
+            return self._mapping(zip(obj._fields, obj), len(obj), depth)  # type: ignore[attr-defined]
+        if isinstance(obj, (list, tuple)):
+            return self._sequence(obj, len(obj), depth)
+        if isinstance(obj, (set, frozenset)):
+            items: Any = obj
+            if len(obj) <= _MAX_NODES:
+                try:
+                    items = sorted(obj)  # type: ignore[type-var]
+                except Exception:  # noqa: BLE001 - unorderable members keep set order
+                    items = obj
+            return self._sequence(items, len(obj), depth)
+        if isinstance(obj, BaseException):
+            return self.text(f"{_type_name(obj)}: {_safe_repr(str(obj))[1:-1]}")
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            names = [f.name for f in dataclasses.fields(obj)]
+            return self._mapping(((n, getattr(obj, n, None)) for n in names), len(names), depth)
+        if _is_pydantic_model(obj) and not isinstance(obj, type):
+            try:
+                dumped = obj.model_dump()  # type: ignore[attr-defined]
+            except Exception:  # noqa: BLE001 - e.g. a cycle pydantic refuses to dump
+                fields = list(type(obj).model_fields)  # type: ignore[attr-defined]
+                dumped = {n: getattr(obj, n, None) for n in fields}
+            return self.walk(dumped, depth)
+        if callable(getattr(obj, "_asdict", None)) and not isinstance(obj, type):
+            try:
+                return self.walk(obj._asdict(), depth)  # type: ignore[attr-defined]
+            except Exception:  # noqa: BLE001
+                pass
+        if type(obj).__repr__ is object.__repr__ and isinstance(getattr(obj, "__dict__", None), dict):
+            attrs = obj.__dict__
+            return self._mapping(attrs.items(), len(attrs), depth)
+        return self.text(_safe_repr(obj, min(_REPR_LIMIT, max(self.chars, 16))))
+
+    def _mapping(self, items: Any, size: int, depth: int) -> dict[str, object]:
+        out: dict[str, object] = {}
+        for index, (key, value) in enumerate(items):
+            if self.exhausted():
+                out[_ELLIPSIS] = f"[{size - index} more items]"
+                break
+            name = self.text(key if type(key) is str else self._key(key))
+            out[name] = self.walk(value, depth)
+        return out
+
+    def _sequence(self, items: Any, size: int, depth: int) -> list[object]:
+        out: list[object] = []
+        for index, value in enumerate(items):
+            if self.exhausted():
+                out.append(f"{_ELLIPSIS}[{size - index} more items]")
+                break
+            out.append(self.walk(value, depth))
+        return out
+
+    @staticmethod
+    def _key(key: object) -> str:
+        if key is None or isinstance(key, (bool, int, float)):
+            return json.dumps(key) if not isinstance(key, int) or abs(key) < 10**20 else "<int>"
+        if isinstance(key, enum.Enum):
+            return str(key.value)
+        if isinstance(key, str):
+            return str.__str__(key)
+        return _safe_repr(key, 200)
+
+    def _int(self, value: int) -> object:
+        if value.bit_length() <= 64:
+            return value
+        return self.text(f"<int with {value.bit_length()} bits>")
+
+    def _float(self, value: float) -> object:
+        if value != value or value in (float("inf"), float("-inf")):
+            return repr(value)
+        return value
+
+    def _bytes(self, head: bytes, size: int) -> str:
+        limit = max(self.chars, 0)
+        try:
+            text = head.decode("utf-8")
+        except UnicodeDecodeError:
+            encoded = base64.b64encode(head[: limit * 3 // 4 + 3]).decode("ascii")
+            return self.text(f"<{size} bytes, base64: {encoded}>") if size else ""
+        return self.text(text)
+
+
+def to_json_safe(obj: object, *, max_chars: int | None = None) -> object:
+    """Plain JSON data (dict/list/str/int/float/bool/None) describing `obj`. Never raises.
+
+    Handles dataclasses, pydantic models (via `model_dump`), namedtuples, enums, bytes,
+    sets, dates, cycles (marked), exceptions and objects with failing `__repr__`. The work is
+    bounded: at most ~10k nodes and `max_chars` characters are visited; the rest is elided
+    with a visible marker.
+    """
+    return _bounded_json_safe(obj, _DEFAULT_MAX_CHARS if max_chars is None else max_chars)[0]
+
+
+def _bounded_json_safe(obj: object, max_chars: int) -> tuple[object, bool]:
+    """`to_json_safe` plus whether anything was elided to respect the bounds."""
+    try:
+        walker = _Walker(max_chars)
+        return walker.walk(obj, 0), walker.cut
+    except Exception:  # noqa: BLE001 - telemetry must never raise
+        return _safe_repr(obj), True
+
+
+# --- redaction -------------------------------------------------------------------------------
+
+
+def _luhn_ok(digits: str) -> bool:
+    total = 0
+    for index, char in enumerate(reversed(digits)):
+        value = ord(char) - 48
+        if index % 2:
+            value *= 2
+            if value > 9:
+                value -= 9
+        total += value
+    return total % 10 == 0
+
+
+def _card(match: re.Match[str]) -> str:
+    digits = re.sub(r"\D", "", match.group(0))
+    if 13 <= len(digits) <= 19 and _luhn_ok(digits):
+        return "[REDACTED:card_number]"
+    return match.group(0)
+
+
+_KEY_NAMES = r"api[_-]?key|apikey|x-api-key|access[_-]?key(?:[_-]?id)?|secret[_-]?key|private[_-]?key"
+_SECRET_NAMES = (
+    r"client[_-]?secret|auth[_-]?token|access[_-]?token|refresh[_-]?token|id[_-]?token"
+    r"|password|passwd|pwd|secret|token"
+)
+_ASSIGN = r"[\"']?\s*[:=]\s*[\"']?(?!\[REDACTED)"
+_VALUE = r"[^\s\"',;&}\]]{4,}"
+
+# Order matters: specific shapes first, generic `name=value` after, then emails and cards.
+_RULES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
+    (
+        re.compile(
+            r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
+            re.S,
+        ),
+        "[REDACTED:private_key]",
+    ),
+    (
+        re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+        "[REDACTED:jwt]",
+    ),
+    (re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9\-._~+/]{8,}=*"), r"\1[REDACTED:bearer_token]"),
+    (
+        re.compile(r"(?i)\b(authorization[\"']?\s*[:=]\s*[\"']?basic\s+)[A-Za-z0-9+/]{4,}=*"),
+        r"\1[REDACTED:basic_auth]",
+    ),
+    (
+        re.compile(r"\bsk-(?:proj-|ant-|live-|test-)?(?=[A-Za-z0-9_\-]*\d)[A-Za-z0-9_\-]{16,}"),
+        "[REDACTED:api_key]",
+    ),
+    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), "[REDACTED:api_key]"),
+    (
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
+        "[REDACTED:api_key]",
+    ),
+    (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), "[REDACTED:api_key]"),
+    (
+        re.compile(rf"(?i)(\b(?:{_KEY_NAMES}){_ASSIGN}){_VALUE}"),
+        r"\1[REDACTED:api_key]",
+    ),
+    (
+        re.compile(rf"(?i)(\b(?:{_SECRET_NAMES}){_ASSIGN}){_VALUE}"),
+        r"\1[REDACTED:secret]",
+    ),
+    (
+        re.compile(
+            r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
+        ),
+        "[REDACTED:email]",
+    ),
+    (re.compile(r"(?<![\d])\d(?:[ -]?\d){12,18}(?![\d])"), _card),
+)
+
+# Cheap pre-check: text (lower-cased) without any of these tokens, and without four digits in a
+# row, cannot match a rule, so the rules are skipped (most captured text takes this path).
+_TRIGGER_TOKENS = (
+    "@", "key", "token", "secret", "passw", "pwd", "bearer", "authorization", "sk-", "akia",
+    "asia", "eyj", "-----begin", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox",
+)
+_FOUR_DIGITS = re.compile(r"\d{4}")
+
+
+def _may_contain_secret(text: str) -> bool:
+    lowered = text.lower()
+    for token in _TRIGGER_TOKENS:
+        if token in lowered:
+            return True
+    return _FOUR_DIGITS.search(text) is not None
+
+
+def _builtin_redact(text: str) -> str:
+    if not _may_contain_secret(text):
+        return text
+    for pattern, replacement in _RULES:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _apply_hook(hook: Callable[[str], str], text: str) -> str:
+    try:
+        result = hook(text)
+    except Exception:  # noqa: BLE001 - fail closed: never export what the hook should hide
+        _log_once("hook", "tracescore: redaction hook %r raised; content withheld", hook)
+        return "[REDACTED:hook_error]"
+    if not isinstance(result, str):
+        _log_once("hook-type", "tracescore: redaction hook %r returned a non-string", hook)
+        return "[REDACTED:hook_error]"
+    return result
+
+
+def redact(text: str, settings: ContentSettings | None = None) -> str:
+    """Apply built-in redaction (if enabled) and then the user's hook (if any). Never raises."""
+    s = settings if settings is not None else content_settings()
+    try:
+        if s.redact:
+            text = _builtin_redact(text)
+        if s.redaction_hook is not None:
+            text = _apply_hook(s.redaction_hook, text)
+        return text
+    except Exception:  # noqa: BLE001
+        _log_once("redact", "tracescore: redaction failed; content withheld")
+        return "[REDACTED:error]"
+
+
+# --- serialization ---------------------------------------------------------------------------
+
+
+def _valid_utf8(text: str) -> str:
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates would break the OTLP encoder
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def truncate(text: str, max_length: int, dropped: int = 0, *, at_least: bool = False) -> str:
+    """`text` cut to `max_length` characters plus a marker saying how many were dropped.
+
+    `dropped` counts characters already removed before; `at_least` marks the count as a lower
+    bound (the source was too large to measure).
+    """
+    if len(text) <= max_length and not dropped:
+        return text
+    dropped += max(len(text) - max_length, 0)
+    marker = _TRUNCATION_MARKER_AT_LEAST if at_least else TRUNCATION_MARKER
+    return text[:max_length] + marker.format(n=dropped)
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_safe_repr)
+
+
+def serialize(obj: object, settings: ContentSettings | None = None) -> str:
+    """Text for a span attribute: str as-is, anything else compact JSON; redacted; truncated.
+
+    Objects that convert to a plain string (bytes, dates, reprs …) are not JSON-quoted.
+    Never raises; at most about `max_length` characters plus a truncation marker.
+    """
+    s = settings if settings is not None else content_settings()
+    try:
+        limit = s.max_length
+        cut = False
+        if type(obj) is str:
+            text = obj
+        else:
+            data, cut = _bounded_json_safe(obj, limit + _REDACT_SLACK)
+            text = data if type(data) is str else _ENCODER.encode(data)
+        dropped = 0
+        if len(text) > limit + _REDACT_SLACK:
+            dropped = len(text) - limit - _REDACT_SLACK
+            text = text[: limit + _REDACT_SLACK]
+        if s.redact or s.redaction_hook is not None:
+            text = redact(text, s)
+        return _valid_utf8(truncate(text, limit, dropped, at_least=cut))
+    except Exception:  # noqa: BLE001 - telemetry must never raise
+        _log_once("serialize", "tracescore: could not serialize a %s", _type_name(obj))
+        return f"<unserializable {_type_name(obj)}>"
+
+
+def capture_enabled(override: bool | None = None) -> bool:
+    """Whether to record content: a per-decorator `override` wins over the global setting."""
+    if override is not None:
+        return override
+    return content_settings().capture
