@@ -84,3 +84,8 @@ METRIC_EVALUATION_SCORED = "tracescore.evaluation.scored"
 METRIC_EVALUATION_DROPPED = "tracescore.evaluation.dropped"
 METRIC_EVALUATION_FAILED = "tracescore.evaluation.failed"
 METRIC_EVALUATION_HELD_TIMEOUT = "tracescore.evaluation.held_timeout"
+
+# --- offline evals (H5) ----------------------------------------------------------------------
+TS_EVAL_NAME = "tracescore.eval.name"  # name of the run_evals run that produced the span
+TS_EVAL_RUN_ID = "tracescore.eval.run_id"
+TS_EVAL_ITEM_INDEX = "tracescore.eval.item.index"  # position of the item in the dataset

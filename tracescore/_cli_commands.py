@@ -1,0 +1,128 @@
+"""The work behind `tracescore eval` and `tracescore score` (cli.py only parses options)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tracescore._cli_setup import SetupError, build_scorers, load_target, parse_thresholds
+
+if TYPE_CHECKING:
+    from tracescore._setup import TracescoreHandle
+    from tracescore.scoring import ScoreResult
+
+_RESULT_SUFFIXES = (".json", ".csv")
+
+
+def run_eval_command(*, dataset: Path, target: str, scorer_names: Sequence[str], concurrency: int,
+                     threshold_specs: Sequence[str], output: Path | None, model: str,
+                     name: str | None, spans_file: Path | None, endpoint: str | None,
+                     show_items: bool) -> bool | None:
+    """Evaluate, print the tables, write --output; returns the threshold verdict (None: none)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from tracescore import _cli_render as render
+    from tracescore._cli_datasets import DatasetError, load_dataset
+    from tracescore._exceptions import ConfigurationError
+    from tracescore.evals import run_evals
+
+    if output is not None and output.suffix.lower() not in _RESULT_SUFFIXES:
+        raise SetupError(f"--output must end in .json or .csv (got {output.name!r})")
+    try:
+        items = load_dataset(dataset)
+    except DatasetError as exc:
+        raise SetupError(str(exc)) from None
+    thresholds = parse_thresholds(threshold_specs)
+    scorers = build_scorers(list(scorer_names), model)  # none named: both scorers
+    missing = set(thresholds) - {s.id for s in scorers}
+    if missing:
+        raise SetupError(f"--threshold for a scorer that does not run: {', '.join(sorted(missing))}"
+                         " (add it with --scorer)")
+    agent = load_target(target)
+    handle = export_to(spans_file, endpoint, service_name="tracescore-eval")
+
+    out, err = render.console(), render.console(stderr=True)
+    columns = (TextColumn("[progress.description]{task.description}"), BarColumn(),
+               MofNCompleteColumn(), TimeElapsedColumn())
+    try:
+        with Progress(*columns, console=err, transient=True) as progress:
+            task = progress.add_task("Evaluating", total=len(items))
+            result = run_evals(items, scorers, agent, concurrency=concurrency,
+                               thresholds=thresholds, name=name,
+                               progress=lambda done, total: progress.update(task, completed=done))
+    except ConfigurationError as exc:
+        raise SetupError(str(exc)) from None
+    finally:
+        if handle is not None:
+            handle.flush()
+            handle.shutdown()
+
+    if show_items:
+        out.print(render.eval_items(result))
+    out.print(render.eval_summary(result))
+    if result.failures:
+        out.print(render.eval_failures(result))
+    if output is not None:
+        render.write_results(output, result)
+        out.print(f"Results written to {output}")
+    if spans_file is not None:
+        out.print(f"Spans written to {spans_file}")
+    if result.passed is not None:
+        out.print("[bold green]PASSED[/]: every threshold met" if result.passed else
+                  "[bold red]FAILED[/]: " + ", ".join(
+                      f"{sid} mean {_fmt(result.scores[sid])} < {result.summary.thresholds[sid]:g}"
+                      for sid, ok in result.summary.threshold_results.items() if not ok))
+    return result.passed
+
+
+def run_score_command(*, input_text: str, output_text: str, ground_truth: str | None,
+                      scorer_names: Sequence[str], model: str,
+                      as_json: bool) -> list[ScoreResult] | None:
+    """Score one pair with each scorer and print the results; None when a scorer failed."""
+    from tracescore import _cli_render as render
+    from tracescore._exceptions import TracescoreError
+
+    scorers = build_scorers(list(scorer_names), model)
+    out, err = render.console(), render.console(stderr=True)
+    results: list[ScoreResult] = []
+    for scorer in scorers:
+        try:
+            results.append(scorer.run(input=input_text, output=output_text,
+                                      ground_truth=ground_truth))
+        except TracescoreError as exc:
+            err.print(f"[bold red]Error:[/] {render.escape(str(exc))}")
+            return None
+    if as_json:
+        payload: Any = [r.to_dict() for r in results]
+        out.print_json(json.dumps(payload, ensure_ascii=False, default=str))
+    else:
+        for result in results:
+            out.print(render.score_table(result))
+    return results
+
+
+def export_to(spans_file: Path | None, endpoint: str | None, *, service_name: str,
+              scorers: Sequence[Any] | None = None,
+              online: dict[str, Any] | None = None) -> TracescoreHandle | None:
+    """configure() exporting to an OTLP JSON file and/or the env's OTLP endpoint (None: neither)."""
+    from tracescore._exceptions import ConfigurationError
+    from tracescore._setup import configure
+
+    exporters: list[str] = []
+    if spans_file is not None:
+        exporters.append("file")
+    if endpoint:
+        exporters.append("otlp")  # endpoint, headers and protocol come from the OTEL_* env vars
+    if not exporters and not scorers:
+        return None
+    try:
+        return configure(service_name=service_name, exporter=exporters or "none",
+                         file_path=spans_file, scorers=scorers, online=online)
+    except ConfigurationError as exc:
+        raise SetupError(str(exc)) from None
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"

@@ -1,0 +1,102 @@
+"""Dataset files for `tracescore eval`: JSON Lines, JSON and CSV, with errors that name the line."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+_JSONL_SUFFIXES = {".jsonl", ".ndjson"}
+_LIST_KEYS = ("items", "data", "examples")
+
+
+class DatasetError(Exception):
+    """A dataset file that cannot be used; the message names the file and, where known, the line."""
+
+
+def load_dataset(path: str | Path) -> list[dict[str, Any]]:
+    """Read evaluation items (`{"input": ..., "ground_truth": ...}` plus metadata) from `path`.
+
+    The format follows the suffix: `.jsonl`/`.ndjson` (one object per line, blank lines
+    skipped), `.json` (a list of objects, or an object holding one under "items"/"data"/
+    "examples"), `.csv` (a header row with an `input` column; `ground_truth` optional).
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise DatasetError(f"{file}: no such file")
+    suffix = file.suffix.lower()
+    try:
+        text = file.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"{file}: cannot read: {exc}") from None
+    if suffix in _JSONL_SUFFIXES:
+        items = _jsonl(file, text)
+    elif suffix == ".json":
+        items = _json(file, text)
+    elif suffix == ".csv":
+        items = _csv(file, text)
+    else:
+        raise DatasetError(f"{file}: unknown dataset format {suffix or '(no suffix)'!r}; "
+                           "use .jsonl, .json or .csv")
+    if not items:
+        raise DatasetError(f"{file}: the dataset has no items")
+    return items
+
+
+def _jsonl(file: Path, text: str) -> list[dict[str, Any]]:
+    items = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{file}, line {number}: invalid JSON: {exc.msg}") from None
+        items.append(_check(row, f"{file}, line {number}"))
+    return items
+
+
+def _json(file: Path, text: str) -> list[dict[str, Any]]:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{file}, line {exc.lineno}: invalid JSON: {exc.msg}") from None
+    if isinstance(doc, dict):
+        rows = next((doc[k] for k in _LIST_KEYS if isinstance(doc.get(k), list)), None)
+        if rows is None:
+            raise DatasetError(f"{file}: expected a list of items, or an object with one of "
+                               f"{', '.join(repr(k) for k in _LIST_KEYS)}")
+    elif isinstance(doc, list):
+        rows = doc
+    else:
+        raise DatasetError(f"{file}: expected a list of items, got {type(doc).__name__}")
+    return [_check(row, f"{file}, item {i}") for i, row in enumerate(rows)]
+
+
+def _csv(file: Path, text: str) -> list[dict[str, Any]]:
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    if not reader.fieldnames or "input" not in reader.fieldnames:
+        raise DatasetError(f"{file}, line 1: the header needs an 'input' column "
+                           f"(found: {', '.join(reader.fieldnames or []) or 'nothing'})")
+    items = []
+    for row in reader:
+        where = f"{file}, line {reader.line_num}"
+        if None in row:  # more cells than header columns
+            raise DatasetError(f"{where}: more values than header columns")
+        clean = {k: v for k, v in row.items() if v is not None}
+        if "ground_truth" in clean and clean["ground_truth"] == "":
+            clean["ground_truth"] = None
+        items.append(_check(clean, where))
+    return items
+
+
+def _check(row: Any, where: str) -> dict[str, Any]:
+    if not isinstance(row, dict):
+        raise DatasetError(f"{where}: expected an object, got {type(row).__name__}")
+    if "input" not in row:
+        raise DatasetError(f"{where}: missing the 'input' key")
+    if row["input"] is None or row["input"] == "":
+        raise DatasetError(f"{where}: 'input' is empty")
+    return row
