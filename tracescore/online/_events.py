@@ -119,8 +119,8 @@ def _step_events(scorer_id: str, get: Any) -> list[EventPayload]:
     events: list[EventPayload] = []
     for step, prompt_field, result_field in _STEPS:
         prompt, value = get(prompt_field), get(result_field)
-        if prompt is None and value is None:
-            continue
+        if prompt is None and (value is None or step == "reason"):
+            continue  # a reason without a judge prompt is already the explanation
         attrs: Attributes = {sc.TS_SCORER_ID: scorer_id, sc.TS_STEP_NAME: step}
         if prompt is not None:
             attrs[sc.TS_STEP_PROMPT] = _text(prompt)

@@ -1,0 +1,101 @@
+"""Online-scoring metrics through the global MeterProvider (no-ops while none is configured).
+
+Also keeps in-process counters, readable with `ScoringSpanProcessor.stats()`, so drops and
+failures are visible even without a metrics backend.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+from opentelemetry import metrics
+
+from tracescore import _semconv as sc
+
+# reasons a sampled call ends up unscored (also the `tracescore.evaluation.unscored.reason` values)
+QUEUE_FULL = "queue_full"
+HELD_OVERFLOW = "held_overflow"
+TIMEOUT = "timeout"
+FLUSH = "flush"
+SHUTDOWN = "shutdown"
+RATE_LIMITED = "rate_limited"
+BUDGET = "budget_exhausted"
+
+_REASON = sc.TS_UNSCORED_REASON
+
+
+class OnlineMetrics:
+    """Score histogram and sampled/scored/dropped/failed/held-timeout counters."""
+
+    def __init__(self) -> None:
+        meter = metrics.get_meter("tracescore.online")
+        self._score = meter.create_histogram(
+            sc.METRIC_EVALUATION_SCORE, unit="1", description="Online evaluation scores"
+        )
+        self._sampled = meter.create_counter(
+            sc.METRIC_EVALUATION_SAMPLED, unit="{evaluation}",
+            description="Agent calls selected for online scoring",
+        )
+        self._scored = meter.create_counter(
+            sc.METRIC_EVALUATION_SCORED, unit="{evaluation}",
+            description="Online scorer runs that produced a score",
+        )
+        self._dropped = meter.create_counter(
+            sc.METRIC_EVALUATION_DROPPED, unit="{evaluation}",
+            description="Online scorer runs skipped or dropped (see reason)",
+        )
+        self._failed = meter.create_counter(
+            sc.METRIC_EVALUATION_FAILED, unit="{evaluation}",
+            description="Online scorer runs that failed (judge or scorer error)",
+        )
+        self._held_timeout = meter.create_counter(
+            sc.METRIC_EVALUATION_HELD_TIMEOUT, unit="{span}",
+            description="Held spans exported unscored because scoring exceeded max wait",
+        )
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+
+    def _bump(self, key: str, n: int = 1) -> None:
+        with self._lock:
+            self._counts[key] += n
+
+    def sampled(self, scorer_id: str, agent: str | None) -> None:
+        self._bump("sampled")
+        self._sampled.add(1, _attrs(scorer_id, agent))
+
+    def scored(self, scorer_id: str, agent: str | None, score: float) -> None:
+        self._bump("scored")
+        attrs = _attrs(scorer_id, agent)
+        self._scored.add(1, attrs)
+        self._score.record(score, attrs)
+
+    def failed(self, scorer_id: str, agent: str | None, error_type: str) -> None:
+        self._bump("failed")
+        attrs = _attrs(scorer_id, agent)
+        attrs[sc.ERROR_TYPE] = error_type
+        self._failed.add(1, attrs)
+
+    def dropped(self, scorer_id: str, agent: str | None, reason: str, n: int = 1) -> None:
+        self._bump("dropped", n)
+        self._bump(f"dropped.{reason}", n)
+        attrs = _attrs(scorer_id, agent)
+        attrs[_REASON] = reason
+        self._dropped.add(n, attrs)
+
+    def held_timeout(self, agent: str | None) -> None:
+        self._bump("held_timeout")
+        self._held_timeout.add(1, _attrs(None, agent))
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._counts)
+
+
+def _attrs(scorer_id: str | None, agent: str | None) -> dict[str, str]:
+    attrs: dict[str, str] = {}
+    if scorer_id is not None:
+        attrs[sc.TS_SCORER_ID] = scorer_id
+    if agent is not None:
+        attrs[sc.GEN_AI_AGENT_NAME] = agent
+    return attrs

@@ -1,0 +1,223 @@
+"""Public configuration of online scoring: `OnlineScorer` (per scorer) and processor options.
+
+Everything is validated here, at construction, with a clear `ConfigurationError`; the hot path
+only reads the prepared fields.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tracescore._exceptions import ConfigurationError
+from tracescore.online._sampling import CostBudget, RateLimiter, rejection_threshold
+
+if TYPE_CHECKING:
+    from tracescore.instrument._calls import AgentCall
+    from tracescore.scoring import Scorer
+
+_log = logging.getLogger("tracescore")
+
+SINKS = ("span", "carrier", "log")
+_MISSING: Any = object()
+
+
+@dataclass(frozen=True, eq=False)
+class OnlineScorer:
+    """A scorer registered for live traffic, with its sampling, filters, limits and sinks.
+
+    - `rate`: fraction of traces scored in [0, 1], decided from the trace id.
+    - `agents`: only calls of these agent names (a name or an iterable of names).
+    - `attributes`: only agent spans whose attributes equal all of these values.
+    - `predicate`: `predicate(call) -> bool` on the `AgentCall` (an exception means "skip").
+    - `rate_limit_per_minute`: at most this many scored calls per minute.
+    - `budget_usd_per_hour`: stop sampling while the judge spent this much in the last hour
+      (scorers that use no judge are never limited by it).
+    - `reference`: ground truth for calls without one: a mapping looked up by the call's input
+      (or its string form), or a callable `reference(input) -> ground truth | None`.
+    - `sinks`: where results go: any of "span" (default), "carrier", "log".
+    - `timeout_s`: upper bound of one scorer run (judge retries included).
+    """
+
+    scorer: Scorer
+    rate: float = 1.0
+    agents: Iterable[str] | str | None = None
+    attributes: Mapping[str, Any] | None = None
+    predicate: Callable[[AgentCall], bool] | None = None
+    rate_limit_per_minute: float | None = None
+    budget_usd_per_hour: float | None = None
+    reference: Mapping[Any, Any] | Callable[[Any], Any] | None = None
+    sinks: Iterable[str] | str = ("span",)
+    timeout_s: float = 120.0
+    _threshold: int = field(init=False, repr=False)
+    _limiter: RateLimiter | None = field(init=False, repr=False)
+    _budget: CostBudget | None = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        scorer = self.scorer
+        scorer_id = getattr(scorer, "id", None)
+        if not isinstance(scorer_id, str) or not scorer_id or not callable(
+            getattr(scorer, "arun", None)
+        ):
+            raise ConfigurationError(
+                f"OnlineScorer needs a scorer with a non-empty string `id` and an async `arun` "
+                f"method, got {scorer!r}"
+            )
+        rate = _number("rate", self.rate)
+        if not 0.0 <= rate <= 1.0:
+            raise ConfigurationError(f"OnlineScorer rate must be within [0, 1], got {self.rate!r}")
+        set_ = object.__setattr__
+        set_(self, "rate", rate)
+        set_(self, "agents", _names(self.agents))
+        if self.attributes is not None and not isinstance(self.attributes, Mapping):
+            raise ConfigurationError(
+                f"OnlineScorer attributes must be a mapping of attribute name to value, "
+                f"got {self.attributes!r}"
+            )
+        set_(self, "attributes", dict(self.attributes) if self.attributes else None)
+        if self.predicate is not None and not callable(self.predicate):
+            raise ConfigurationError(f"OnlineScorer predicate must be callable, got {self.predicate!r}")
+        if self.reference is not None and not (
+            isinstance(self.reference, Mapping) or callable(self.reference)
+        ):
+            raise ConfigurationError(
+                f"OnlineScorer reference must be a mapping or a callable, got {self.reference!r}"
+            )
+        set_(self, "sinks", _sinks(self.sinks))
+        timeout = _number("timeout_s", self.timeout_s)
+        if timeout <= 0:
+            raise ConfigurationError(f"OnlineScorer timeout_s must be > 0, got {self.timeout_s!r}")
+        set_(self, "timeout_s", timeout)
+        limiter = None
+        if self.rate_limit_per_minute is not None:
+            per_minute = _number("rate_limit_per_minute", self.rate_limit_per_minute)
+            if per_minute <= 0:
+                raise ConfigurationError(
+                    f"OnlineScorer rate_limit_per_minute must be > 0, got {per_minute!r}"
+                )
+            limiter = RateLimiter(per_minute)
+        budget = None
+        if self.budget_usd_per_hour is not None:
+            usd = _number("budget_usd_per_hour", self.budget_usd_per_hour)
+            if usd < 0:
+                raise ConfigurationError(f"OnlineScorer budget_usd_per_hour must be >= 0, got {usd!r}")
+            if getattr(scorer, "uses_judge", True):
+                budget = CostBudget(usd)
+        set_(self, "_threshold", rejection_threshold(rate))
+        set_(self, "_limiter", limiter)
+        set_(self, "_budget", budget)
+
+    @property
+    def scorer_id(self) -> str:
+        return str(self.scorer.id)
+
+    @property
+    def scorer_name(self) -> str:
+        name = getattr(self.scorer, "name", None)
+        return name if isinstance(name, str) and name else self.scorer_id
+
+    def lookup_reference(self, value: Any) -> Any:
+        """Ground truth from `reference` for an input, or None. Never raises."""
+        ref = self.reference
+        if ref is None:
+            return None
+        try:
+            if isinstance(ref, Mapping):
+                try:
+                    found = ref.get(value, _MISSING)
+                except TypeError:  # unhashable input
+                    found = _MISSING
+                if found is _MISSING and not isinstance(value, str):
+                    from tracescore._content import serialize
+
+                    found = ref.get(serialize(value), _MISSING)
+                return None if found is _MISSING else found
+            return ref(value)
+        except Exception:  # noqa: BLE001 - a bad reference means "no ground truth"
+            _log.warning("tracescore: reference lookup of scorer %r failed", self.scorer_id,
+                         exc_info=True)
+            return None
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessorOptions:
+    """Validated options of `ScoringSpanProcessor` (see its docstring)."""
+
+    max_wait_s: float = 30.0
+    max_held_spans: int = 2048
+    queue_size: int = 1000
+    concurrency: int = 8
+    shutdown_timeout_s: float = 30.0
+    score_genai_spans: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("max_wait_s", "shutdown_timeout_s"):
+            value = _number(name, getattr(self, name))
+            if value <= 0:
+                raise ConfigurationError(f"ScoringSpanProcessor {name} must be > 0, got {value!r}")
+            object.__setattr__(self, name, value)
+        for name in ("max_held_spans", "queue_size", "concurrency"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigurationError(
+                    f"ScoringSpanProcessor {name} must be an integer >= 1, got {value!r}"
+                )
+        if not isinstance(self.score_genai_spans, bool):
+            raise ConfigurationError(
+                f"ScoringSpanProcessor score_genai_spans must be a bool, got {self.score_genai_spans!r}"
+            )
+
+
+def as_online_scorers(scorers: object) -> tuple[OnlineScorer, ...]:
+    """Normalize `Scorer | OnlineScorer` items (or one of them) to a tuple of OnlineScorer."""
+    if isinstance(scorers, OnlineScorer) or callable(getattr(scorers, "arun", None)):
+        scorers = [scorers]
+    if isinstance(scorers, (str, bytes)) or not isinstance(scorers, Iterable):
+        raise ConfigurationError(
+            f"scorers must be a sequence of Scorer or OnlineScorer objects, got {scorers!r}"
+        )
+    result = tuple(s if isinstance(s, OnlineScorer) else OnlineScorer(s) for s in scorers)
+    ids = [s.scorer_id for s in result]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise ConfigurationError(
+            f"each online scorer needs its own id; duplicated: {', '.join(duplicates)}"
+        )
+    return result
+
+
+def _number(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigurationError(f"{name} must be a number, got {value!r}")
+    return float(value)
+
+
+def _names(agents: object) -> frozenset[str] | None:
+    if agents is None:
+        return None
+    if isinstance(agents, str):
+        agents = [agents]
+    if not isinstance(agents, Iterable):
+        raise ConfigurationError(f"OnlineScorer agents must be a name or names, got {agents!r}")
+    names = frozenset(agents)
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise ConfigurationError(
+            f"OnlineScorer agents must be non-empty agent names, got {agents!r}"
+        )
+    return names
+
+
+def _sinks(sinks: object) -> frozenset[str]:
+    if isinstance(sinks, str):
+        sinks = [sinks]
+    if not isinstance(sinks, Iterable):
+        raise ConfigurationError(f"OnlineScorer sinks must be names among {SINKS}, got {sinks!r}")
+    chosen = frozenset(sinks)
+    unknown = sorted(str(s) for s in chosen - set(SINKS))
+    if not chosen or unknown:
+        raise ConfigurationError(
+            f"OnlineScorer sinks must be one or more of {', '.join(SINKS)}; got {sorted(map(str, chosen))}"
+        )
+    return chosen

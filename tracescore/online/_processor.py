@@ -1,0 +1,562 @@
+"""`ScoringSpanProcessor`: samples finished agent calls, scores them in the background and
+attaches the results before (span sink) or beside (carrier / log sinks) the agent span's export.
+
+Flow: agent call ends -> listener decides sampling (no I/O) and stashes a candidate by span id
+-> `on_end` turns a candidate into a job (holding the span for the span sink) -> the worker runs
+the scorers -> sinks. Spans without a candidate go downstream at once (one dict lookup).
+Every span reaches the downstream processor exactly once, whatever happens to its scoring.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import logging
+import os
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+from tracescore import _semconv as sc
+from tracescore._exceptions import ConfigurationError
+from tracescore._suppress import suppressed
+from tracescore.instrument._calls import AgentCall, add_agent_call_listener
+from tracescore.online import _metrics as reasons
+from tracescore.online._events import EventPayload, error_type, evaluation_events, unscored_event
+from tracescore.online._metrics import OnlineMetrics
+from tracescore.online._options import OnlineScorer, ProcessorOptions, as_online_scorers
+from tracescore.online._sampling import RANDOMNESS_MASK
+from tracescore.online._sinks import carrier_span, emit_log_records, with_events
+from tracescore.online._worker import Worker
+
+_log = logging.getLogger("tracescore")
+_MISSING: Any = object()
+
+
+@dataclass(slots=True)
+class _Candidate:
+    """A sampled agent call waiting for its span to end."""
+
+    input: Any
+    output: Any
+    ground_truth: Any
+    agent: str | None
+    scorers: tuple[OnlineScorer, ...]
+
+
+@dataclass(slots=True)
+class _Held:
+    """An evaluated span held from export until its span-sink scorers finish."""
+
+    span: ReadableSpan
+    waiting: dict[str, OnlineScorer]
+    deadline: float
+    events: list[EventPayload] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Job:
+    span: ReadableSpan
+    candidate: _Candidate
+    start_ns: int
+
+
+class ScoringSpanProcessor(SpanProcessor):
+    """Wraps the export processor and scores sampled agent spans before or beside their export.
+
+    `downstream`: the processor that exports (e.g. `BatchSpanProcessor(OTLPSpanExporter())`).
+    `scorers`: `Scorer` or `OnlineScorer` objects (a bare scorer means rate 1, span sink).
+    `max_wait_s`: longest a span is held for its scores; then it is exported unscored.
+    `max_held_spans`: most spans held at once; beyond, spans are exported unscored.
+    `queue_size` / `concurrency`: jobs waiting / scoring at once in the background worker.
+    `shutdown_timeout_s`: how long shutdown waits for pending scoring before exporting.
+    `score_genai_spans`: also score `invoke_agent` spans of other instrumentations, reading
+    input/output from `gen_ai.input.messages` / `gen_ai.output.messages`.
+    """
+
+    def __init__(self, downstream: SpanProcessor, scorers: Sequence[Any], *,
+                 max_wait_s: float = 30.0, max_held_spans: int = 2048, queue_size: int = 1000,
+                 concurrency: int = 8, shutdown_timeout_s: float = 30.0,
+                 score_genai_spans: bool = False) -> None:
+        if not callable(getattr(downstream, "on_end", None)):
+            raise ConfigurationError(
+                f"ScoringSpanProcessor needs a downstream SpanProcessor, got {downstream!r}"
+            )
+        self._scorers = as_online_scorers(scorers)
+        if not self._scorers:
+            raise ConfigurationError("ScoringSpanProcessor needs at least one scorer")
+        self._options = ProcessorOptions(
+            max_wait_s=max_wait_s, max_held_spans=max_held_spans, queue_size=queue_size,
+            concurrency=concurrency, shutdown_timeout_s=shutdown_timeout_s,
+            score_genai_spans=score_genai_spans,
+        )
+        self._downstream = downstream
+        self._max_candidates = max(1024, 4 * queue_size)
+        self._metrics = OnlineMetrics()
+        self._worker = Worker(
+            queue_size=queue_size, concurrency=concurrency,
+            tick_s=min(1.0, max(0.01, self._options.max_wait_s / 4)), on_tick=self._expire_held,
+        )
+        self._init_state()
+        self._shutdown = False
+        self._logged: set[str] = set()
+        _register(self)
+
+    def _init_state(self) -> None:
+        self._candidates: dict[int, _Candidate] = {}
+        self._held: dict[int, _Held] = {}
+        self._lock = threading.Lock()
+        self._owners: set[object] = set()
+        self._last_owner: object = _MISSING
+
+    @property
+    def scorers(self) -> tuple[OnlineScorer, ...]:
+        """The registered online scorers."""
+        return self._scorers
+
+    def stats(self) -> dict[str, int]:
+        """Counters (sampled, scored, failed, dropped, dropped.<reason>, held_timeout) and gauges
+        (held, queued, running) of this processor."""
+        counts = self._metrics.snapshot()
+        for key in ("sampled", "scored", "failed", "dropped", "held_timeout"):
+            counts.setdefault(key, 0)
+        counts["held"] = len(self._held)
+        counts["queued"] = self._worker.pending
+        counts["running"] = self._worker.running
+        return counts
+
+    # --- SpanProcessor ----------------------------------------------------------------------------
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        owner = getattr(span, "_span_processor", None)
+        if owner is not self._last_owner:  # remember which providers feed us (cheap: usually one)
+            self._last_owner = owner
+            self._owners.add(owner)
+        self._downstream.on_start(span, parent_context=parent_context)
+
+    def _on_ending(self, span: Span) -> None:
+        on_ending = getattr(self._downstream, "_on_ending", None)
+        if on_ending is not None:
+            on_ending(span)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        candidate = None
+        if self._candidates:
+            context = span.context
+            if context is not None:
+                candidate = self._candidates.pop(context.span_id, None)
+        if candidate is None and self._options.score_genai_spans:
+            candidate = self._genai_candidate(span)
+        if candidate is None:
+            self._downstream.on_end(span)
+            return
+        self._submit(span, candidate)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Wait (bounded) for pending scoring, export every held span, flush downstream."""
+        deadline = time.monotonic() + max(0, timeout_millis) / 1000
+        idle = self._worker.wait_idle(deadline - time.monotonic())
+        self._release_all(reasons.FLUSH)
+        remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
+        try:
+            flushed = self._downstream.force_flush(remaining_ms)
+        except Exception:  # noqa: BLE001
+            self._log_once("flush", "tracescore: downstream force_flush failed", exc_info=True)
+            flushed = False
+        return idle and flushed is not False
+
+    def shutdown(self) -> None:
+        """Wait (bounded) for pending scoring, export every held span, shut down downstream.
+        Idempotent."""
+        with self._lock:
+            if self._shutdown:
+                return
+            self._shutdown = True
+        _unregister(self)
+        with self._lock:
+            orphans = list(self._candidates.values())
+            self._candidates.clear()
+        for candidate in orphans:
+            _release_budgets(candidate.scorers)
+        self._worker.wait_idle(self._options.shutdown_timeout_s)
+        for never_run in self._worker.stop():
+            job = never_run.args[0]  # type: ignore[attr-defined]
+            self._count_shutdown_drop(job.candidate, job.candidate.scorers)
+        self._release_all(reasons.SHUTDOWN)
+        try:
+            self._downstream.shutdown()
+        except Exception:  # noqa: BLE001
+            _log.warning("tracescore: downstream processor shutdown failed", exc_info=True)
+
+    # --- candidates (agent thread, hot path) ------------------------------------------------------
+    def _consider(self, call: AgentCall) -> None:
+        """Listener body: decide sampling for a finished agent call; stash a candidate if chosen."""
+        span = call.span
+        if self._owners:
+            owner = getattr(span, "_span_processor", None)
+            if owner is not self._last_owner and owner not in self._owners:
+                return  # a span of another provider
+        if call.error is not None or not span.is_recording():
+            return
+        context = span.get_span_context()
+        if not context.trace_flags.sampled:
+            return
+        chosen = self._choose(call, context.trace_id)
+        if chosen:
+            self._stash(context.span_id, _Candidate(
+                call.input, call.output, call.ground_truth, call.name, chosen
+            ))
+
+    def _choose(self, call: AgentCall, trace_id: int) -> tuple[OnlineScorer, ...]:
+        randomness = trace_id & RANDOMNESS_MASK
+        chosen: list[OnlineScorer] = []
+        for online in self._scorers:
+            if randomness < online._threshold or not self._matches(online, call):
+                continue
+            if online._limiter is not None and not online._limiter.try_acquire():
+                self._metrics.dropped(online.scorer_id, call.name, reasons.RATE_LIMITED)
+                continue
+            if online._budget is not None and not online._budget.try_reserve():
+                self._metrics.dropped(online.scorer_id, call.name, reasons.BUDGET)
+                continue
+            chosen.append(online)
+        return tuple(chosen)
+
+    def _matches(self, online: OnlineScorer, call: AgentCall) -> bool:
+        agents = online.agents
+        if agents is not None and call.name not in agents:  # type: ignore[operator]
+            return False
+        if online.attributes:
+            span_attributes = getattr(call.span, "attributes", None) or {}
+            for key, expected in online.attributes.items():
+                value = call.attributes.get(key, _MISSING) if call.attributes else _MISSING
+                if value is _MISSING:
+                    value = span_attributes.get(key, _MISSING)
+                if not _same_value(value, expected):
+                    return False
+        if online.predicate is not None:
+            try:
+                return bool(online.predicate(call))
+            except Exception:  # noqa: BLE001 - a broken predicate skips, never raises
+                self._log_once(f"predicate:{online.scorer_id}",
+                               "tracescore: predicate of online scorer %r raised; skipping calls",
+                               online.scorer_id, exc_info=True)
+                return False
+        return True
+
+    def _stash(self, span_id: int, candidate: _Candidate) -> None:
+        candidates = self._candidates
+        candidates[span_id] = candidate
+        if len(candidates) > self._max_candidates:  # spans that never reached on_end
+            try:
+                oldest = candidates.pop(next(iter(candidates)))
+            except (StopIteration, KeyError, RuntimeError):
+                return
+            _release_budgets(oldest.scorers)
+
+    def _genai_candidate(self, span: ReadableSpan) -> _Candidate | None:
+        """A candidate from another instrumentation's `invoke_agent` span (opt-in)."""
+        try:
+            attributes = span.attributes or {}
+            if attributes.get(sc.GEN_AI_OPERATION_NAME) != sc.OP_INVOKE_AGENT:
+                return None
+            scope = span.instrumentation_scope
+            if scope is not None and scope.name.startswith("tracescore"):
+                return None  # our own agent spans were decided by the listener
+            context = span.context
+            raw_in = attributes.get(sc.GEN_AI_INPUT_MESSAGES)
+            raw_out = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
+            if context is None or not context.trace_flags.sampled or raw_in is None or raw_out is None:
+                return None
+            name = attributes.get(sc.GEN_AI_AGENT_NAME)
+            call = AgentCall(
+                span=span,  # type: ignore[arg-type]
+                name=str(name) if name is not None else span.name,
+                input=_messages(raw_in), output=_output_text(raw_out), attributes=attributes,
+            )
+            chosen = self._choose(call, context.trace_id)
+            if not chosen:
+                return None
+            return _Candidate(call.input, call.output, None, call.name, chosen)
+        except Exception:  # noqa: BLE001
+            self._log_once("genai", "tracescore: could not read a GenAI agent span for scoring",
+                           exc_info=True)
+            return None
+
+    # --- hand-off (agent thread, sampled path) ------------------------------------------------------
+    def _submit(self, span: ReadableSpan, candidate: _Candidate) -> None:
+        if self._shutdown:
+            _release_budgets(candidate.scorers)
+            self._downstream.on_end(span)
+            return
+        agent = candidate.agent
+        for online in candidate.scorers:
+            self._metrics.sampled(online.scorer_id, agent)
+        span_id = span.context.span_id  # type: ignore[union-attr]
+        holding = {s.scorer_id: s for s in candidate.scorers if "span" in s.sinks}
+        others = any(s.sinks - {"span"} for s in candidate.scorers)
+        held = None
+        if holding:
+            with self._lock:
+                if len(self._held) < self._options.max_held_spans:
+                    held = _Held(span, holding, time.monotonic() + self._options.max_wait_s)
+                    self._held[span_id] = held
+            if held is None:
+                self._unscored(span, holding, reasons.HELD_OVERFLOW, agent)
+                if not others:
+                    _release_budgets(candidate.scorers)
+                    return
+        else:
+            self._downstream.on_end(span)
+        job = _Job(span, candidate, time.time_ns())
+        if not self._worker.submit(functools.partial(self._run_job, job)):
+            self._log_once("queue_full", "tracescore: online scoring queue is full (%d jobs); "
+                           "dropping jobs (counted in tracescore.evaluation.dropped)",
+                           self._options.queue_size)
+            _release_budgets(candidate.scorers)
+            for online in candidate.scorers:
+                if online.scorer_id not in holding or held is not None:
+                    self._metrics.dropped(online.scorer_id, agent, reasons.QUEUE_FULL)
+            if held is not None:
+                with self._lock:
+                    held = self._held.pop(span_id, None)
+                if held is not None:
+                    self._unscored(span, holding, reasons.QUEUE_FULL, agent, count=False)
+        if self._held:
+            self._expire_held()
+
+    def _unscored(self, span: ReadableSpan, scorers: dict[str, OnlineScorer], reason: str,
+                  agent: str | None, events: Sequence[EventPayload] = (), count: bool = True
+                  ) -> None:
+        """Export `span` now with what it has plus one 'unscored' event per waiting scorer."""
+        extra = list(events)
+        for online in scorers.values():
+            extra.append(unscored_event(scorer_id=online.scorer_id, scorer_name=online.scorer_name,
+                                        reason=reason, sampling_rate=online.rate))
+            if count:
+                self._metrics.dropped(online.scorer_id, agent, reason)
+        self._export(span, extra)
+
+    def _export(self, span: ReadableSpan, events: Sequence[EventPayload]) -> None:
+        try:
+            span = with_events(span, events)
+        except Exception:  # noqa: BLE001 - never lose the span over its events
+            self._log_once("events", "tracescore: could not attach score events", exc_info=True)
+        try:
+            self._downstream.on_end(span)
+        except Exception:  # noqa: BLE001
+            self._log_once("export", "tracescore: downstream on_end failed", exc_info=True)
+
+    # --- worker side --------------------------------------------------------------------------------
+    async def _run_job(self, job: _Job) -> None:
+        await asyncio.gather(*(self._run_scorer(job, online) for online in job.candidate.scorers))
+
+    async def _run_scorer(self, job: _Job, online: OnlineScorer) -> None:
+        candidate = job.candidate
+        run_id = uuid.uuid4().hex
+        result, error = None, None
+        try:
+            ground_truth = candidate.ground_truth
+            if ground_truth is None:
+                ground_truth = online.lookup_reference(candidate.input)
+            with suppressed():
+                result = await asyncio.wait_for(
+                    online.scorer.arun(input=candidate.input, output=candidate.output,
+                                       ground_truth=ground_truth, run_id=run_id),
+                    online.timeout_s,
+                )
+        except asyncio.CancelledError:  # shutdown gave up on this run
+            self._count_shutdown_drop(candidate, (online,))
+            raise
+        except Exception as exc:  # noqa: BLE001 - failures are data
+            error = exc
+        try:
+            self._deliver(job, online, result, error, run_id)
+        except Exception:  # noqa: BLE001
+            self._log_once("deliver", "tracescore: delivering an online score failed",
+                           exc_info=True)
+
+    def _deliver(self, job: _Job, online: OnlineScorer, result: Any, error: BaseException | None,
+                 run_id: str) -> None:
+        agent = job.candidate.agent
+        if online._budget is not None:
+            usage = getattr(result, "usage", None)
+            online._budget.settle(getattr(usage, "cost_usd", None))
+        if error is None and result is None:
+            error = TypeError(f"scorer {online.scorer_id!r} returned no result")
+        if error is None:
+            self._metrics.scored(online.scorer_id, agent, float(result.score))
+        else:
+            self._metrics.failed(online.scorer_id, agent, error_type(error))
+            self._log_once(f"failed:{online.scorer_id}:{error_type(error)}",
+                           "tracescore: online scorer %r failed (%s: %s); recorded as an "
+                           "evaluation event with error.type", online.scorer_id,
+                           error_type(error), error)
+        events = evaluation_events(
+            result if error is None else None, scorer_id=online.scorer_id,
+            scorer_name=online.scorer_name, error=error, sampling_rate=online.rate, run_id=run_id,
+        )
+        span = job.span
+        if "span" in online.sinks:
+            span_id = span.context.span_id  # type: ignore[union-attr]
+            done = None
+            with self._lock:
+                held = self._held.get(span_id)
+                if held is not None and held.waiting.pop(online.scorer_id, None) is not None:
+                    held.events.extend(events)
+                    if not held.waiting:
+                        done = self._held.pop(span_id)
+            if done is not None:
+                self._export(done.span, done.events)
+        if "carrier" in online.sinks and not self._shutdown:
+            try:
+                self._downstream.on_end(carrier_span(
+                    span, online.scorer_name, events, start_ns=job.start_ns,
+                    end_ns=time.time_ns(), agent_name=agent,
+                ))
+            except Exception:  # noqa: BLE001
+                self._log_once("carrier", "tracescore: carrier span export failed", exc_info=True)
+        if "log" in online.sinks and span.context is not None:
+            if not emit_log_records(span.context, events):
+                self._log_once("log", "tracescore: the 'log' sink needs a LoggerProvider "
+                               "(opentelemetry._logs.set_logger_provider); no records emitted")
+
+    def _expire_held(self) -> None:
+        """Export held spans whose max wait has passed (oldest first; deadlines are ordered)."""
+        now = time.monotonic()
+        expired: list[_Held] = []
+        with self._lock:
+            for span_id, held in self._held.items():
+                if held.deadline > now:
+                    break
+                expired.append(held)
+            for held in expired:
+                del self._held[held.span.context.span_id]  # type: ignore[union-attr]
+        for held in expired:
+            agent = _agent_name(held.span)
+            self._metrics.held_timeout(agent)
+            self._unscored(held.span, held.waiting, reasons.TIMEOUT, agent, held.events)
+
+    def _count_shutdown_drop(self, candidate: _Candidate, scorers: Sequence[OnlineScorer]) -> None:
+        """Count runs lost to shutdown; span-sink runs are counted when their span is released."""
+        _release_budgets(scorers)
+        for online in scorers:
+            if "span" not in online.sinks:
+                self._metrics.dropped(online.scorer_id, candidate.agent, reasons.SHUTDOWN)
+
+    def _release_all(self, reason: str) -> None:
+        with self._lock:
+            released = list(self._held.values())
+            self._held.clear()
+        for held in released:
+            self._unscored(held.span, held.waiting, reason, _agent_name(held.span), held.events)
+
+    def _after_fork(self) -> None:
+        # Held spans and candidates belong to the parent, which exports them.
+        self._init_state()
+
+    def _log_once(self, key: str, message: str, *args: object, exc_info: bool = False) -> None:
+        if key not in self._logged:
+            self._logged.add(key)
+            _log.warning(message, *args, exc_info=exc_info)
+
+
+# --- the agent-call listener shared by all processors ---------------------------------------------
+_processors: weakref.WeakSet[ScoringSpanProcessor] = weakref.WeakSet()
+
+
+def _on_agent_call(call: AgentCall) -> None:
+    for processor in tuple(_processors):
+        try:
+            processor._consider(call)
+        except Exception:  # noqa: BLE001
+            _log.warning("tracescore: online scoring could not consider an agent call",
+                         exc_info=True)
+
+
+def _register(processor: ScoringSpanProcessor) -> None:
+    _processors.add(processor)
+    add_agent_call_listener(_on_agent_call)
+
+
+def _unregister(processor: ScoringSpanProcessor) -> None:
+    from tracescore.instrument._calls import remove_agent_call_listener
+
+    _processors.discard(processor)
+    if not _processors:
+        remove_agent_call_listener(_on_agent_call)
+
+
+def _after_fork_in_child() -> None:
+    for processor in tuple(_processors):
+        processor._after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+# --- helpers ----------------------------------------------------------------------------------------
+def _release_budgets(scorers: Sequence[OnlineScorer]) -> None:
+    for online in scorers:
+        if online._budget is not None:
+            online._budget.settle(None)
+
+
+def _same_value(value: object, expected: object) -> bool:
+    if isinstance(expected, list):
+        expected = tuple(expected)
+    if isinstance(value, list):
+        value = tuple(value)
+    return value == expected
+
+
+def _agent_name(span: ReadableSpan) -> str | None:
+    name = (span.attributes or {}).get(sc.GEN_AI_AGENT_NAME)
+    return str(name) if name is not None else None
+
+
+def _text_of(message: object) -> str:
+    """Text of one GenAI semconv message (parts) or OpenAI-style message (content)."""
+    if isinstance(message, str):
+        return message
+    if not isinstance(message, dict):
+        return ""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    parts = message.get("parts", content)
+    if isinstance(parts, list):
+        texts = [p.get("content", p.get("text")) for p in parts if isinstance(p, dict)]
+        return "".join(t for t in texts if isinstance(t, str))
+    return ""
+
+
+def _messages(raw: object) -> object:
+    """`gen_ai.input.messages` as OpenAI-style messages the scorers understand."""
+    try:
+        parsed = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return raw
+    if isinstance(parsed, list):
+        return [{"role": m.get("role", "user") if isinstance(m, dict) else "user",
+                 "content": _text_of(m)} for m in parsed]
+    return parsed
+
+
+def _output_text(raw: object) -> object:
+    """Text of the last message in `gen_ai.output.messages`."""
+    try:
+        parsed = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return raw
+    if isinstance(parsed, list) and parsed:
+        return _text_of(parsed[-1])
+    return parsed

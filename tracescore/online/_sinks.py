@@ -1,0 +1,119 @@
+"""Where score events go: onto the evaluated span, onto a carrier child span, or into a log record.
+
+Finished spans are immutable, so the span sink builds a copy of the held `ReadableSpan` with
+the events appended; the carrier sink builds a new finished span directly (it never passes
+through the tracer, so it can never become a scoring candidate itself).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+
+from opentelemetry import trace
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import Link, SpanContext, SpanKind, TraceFlags
+from opentelemetry.util.types import AttributeValue
+
+from tracescore import _semconv as sc
+
+_log = logging.getLogger("tracescore")
+
+EventPayload = tuple[str, dict[str, AttributeValue]]
+
+SCOPE = InstrumentationScope("tracescore.online")
+_ids = RandomIdGenerator()
+
+
+def with_events(span: ReadableSpan, events: Sequence[EventPayload]) -> ReadableSpan:
+    """A copy of finished `span` with `events` appended (timestamped at the span's end)."""
+    if not events:
+        return span
+    timestamp = span.end_time or time.time_ns()
+    added = [Event(name, attributes, timestamp) for name, attributes in events]
+    return ReadableSpan(
+        name=span.name,
+        context=span.context,
+        parent=span.parent,
+        resource=span.resource,
+        attributes=span._attributes,  # keep the bounded mapping (carries its dropped count)
+        events=[*span.events, *added],
+        links=span.links,
+        kind=span.kind,
+        status=span.status,
+        start_time=span.start_time,
+        end_time=span.end_time,
+        instrumentation_info=span._instrumentation_info,
+        instrumentation_scope=span.instrumentation_scope,
+    )
+
+
+def carrier_span(evaluated: ReadableSpan, scorer_name: str, events: Sequence[EventPayload], *,
+                 start_ns: int, end_ns: int, agent_name: str | None) -> ReadableSpan:
+    """Child span `evaluation {scorer}` of `evaluated`, linked to it, carrying `events`."""
+    parent = evaluated.context
+    assert parent is not None
+    context = SpanContext(
+        trace_id=parent.trace_id,
+        span_id=_ids.generate_span_id(),
+        is_remote=False,
+        trace_flags=TraceFlags(TraceFlags.SAMPLED),
+        trace_state=parent.trace_state,
+    )
+    attributes: dict[str, AttributeValue] = {
+        sc.TS_EVALUATION_CARRIER: True,
+        sc.TS_EVALUATED_SPAN_ID: trace.format_span_id(parent.span_id),
+    }
+    if agent_name:
+        attributes[sc.GEN_AI_AGENT_NAME] = agent_name
+    result_attrs = events[0][1] if events else {}
+    error_type = result_attrs.get(sc.ERROR_TYPE)
+    if error_type is not None:
+        attributes[sc.ERROR_TYPE] = error_type
+    return ReadableSpan(
+        name=f"{sc.EVALUATION_SPAN_PREFIX} {scorer_name}",
+        context=context,
+        parent=parent,
+        resource=evaluated.resource,
+        attributes=attributes,
+        events=[Event(name, attrs, end_ns) for name, attrs in events],
+        links=[Link(parent)],
+        kind=SpanKind.INTERNAL,
+        status=trace.Status(trace.StatusCode.ERROR if error_type else trace.StatusCode.UNSET),
+        start_time=start_ns,
+        end_time=max(end_ns, start_ns),
+        instrumentation_scope=SCOPE,
+    )
+
+
+def emit_log_records(evaluated: SpanContext, events: Sequence[EventPayload]) -> bool:
+    """Emit each event as a log record tied to `evaluated` via the global LoggerProvider.
+
+    Returns False (and emits nothing) when no LoggerProvider is configured.
+    """
+    from opentelemetry import _logs
+
+    provider = _logs.get_logger_provider()
+    if isinstance(provider, (_logs.NoOpLoggerProvider, _logs.ProxyLoggerProvider)):
+        return False
+    logger = provider.get_logger(SCOPE.name)
+    context = trace.set_span_in_context(trace.NonRecordingSpan(evaluated))
+    now = time.time_ns()
+    for name, attributes in events:
+        try:
+            logger.emit(
+                timestamp=now, observed_timestamp=now, context=context,
+                severity_number=_logs.SeverityNumber.INFO, attributes=attributes, event_name=name,
+            )
+        except TypeError:  # SDKs before keyword emit / event_name
+            record = _logs.LogRecord(  # type: ignore[call-overload]
+                timestamp=now, observed_timestamp=now, trace_id=evaluated.trace_id,
+                span_id=evaluated.span_id, trace_flags=evaluated.trace_flags,
+                severity_number=_logs.SeverityNumber.INFO,
+                attributes={**attributes, "event.name": name},
+            )
+            logger.emit(record)
+    return True
