@@ -10,6 +10,8 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from tracescore.testing import OTLPReceiver, StubLLMServer
+
 
 class _SwitchProcessor(SpanProcessor):
     """A processor whose delegate each test swaps; lets one global provider serve many tests."""
@@ -54,3 +56,17 @@ def span_exporter() -> Iterator[InMemorySpanExporter]:
         yield exporter
     finally:
         _switch.delegate = None
+
+
+@pytest.fixture
+def otlp_receiver() -> Iterator[OTLPReceiver]:
+    """A running OTLP receiver (HTTP and gRPC on free loopback ports), stopped after the test."""
+    with OTLPReceiver() as receiver:
+        yield receiver
+
+
+@pytest.fixture
+def stub_llm() -> Iterator[StubLLMServer]:
+    """A running OpenAI-compatible stub server (`stub_llm.base_url`), stopped after the test."""
+    with StubLLMServer() as server:
+        yield server
