@@ -133,11 +133,9 @@ class TracescoreHandle:
         """Export everything finished so far (scoring included); False if `timeout` ran out."""
         if self._closed:
             return True
-        try:
-            return bool(self._pipeline.force_flush(max(0, int(timeout * 1000))))
-        except Exception:  # noqa: BLE001 - flushing telemetry never raises into the app
-            _log.exception("tracescore: flush failed")
-            return False
+        pipeline = self._pipeline
+        return _bounded(lambda: bool(pipeline.force_flush(max(0, int(timeout * 1000)))), timeout,
+                        "flush")
 
     def shutdown(self, timeout: float = 30.0) -> None:
         """Flush, detach this pipeline from the provider and close its exporters. Idempotent.
@@ -155,21 +153,36 @@ class TracescoreHandle:
         _close_pipeline(self._pipeline, timeout)
 
 
-def _close_pipeline(pipeline: SpanProcessor, timeout: float) -> None:
-    """force_flush then shutdown, bounded by `timeout` seconds overall (runs in a daemon thread)."""
+def _bounded(work: Callable[[], bool], timeout: float, what: str) -> bool:
+    """Run `work` in a daemon thread and wait at most `timeout` s (the SDK's batch flush ignores its
+    timeout and blocks while an exporter retries). False on timeout or error; never raises."""
+    outcome: list[bool] = []
 
-    def close() -> None:
+    def run() -> None:
         try:
-            pipeline.force_flush(max(0, int(timeout * 1000)))
-            pipeline.shutdown()
-        except Exception:  # noqa: BLE001
-            _log.exception("tracescore: shutting down the export pipeline failed")
+            outcome.append(work())
+        except Exception:  # noqa: BLE001 - telemetry never raises into the app
+            _log.exception("tracescore: %s failed", what)
+            outcome.append(False)
 
-    worker = threading.Thread(target=close, name="tracescore-shutdown", daemon=True)
+    worker = threading.Thread(target=run, name=f"tracescore-{what}", daemon=True)
     worker.start()
-    worker.join(timeout)
+    worker.join(max(0.0, timeout))
     if worker.is_alive():
-        _log.warning("tracescore: export pipeline did not shut down within %.1fs", timeout)
+        _log.warning("tracescore: %s did not finish within %.1fs", what, timeout)
+        return False
+    return outcome[0]
+
+
+def _close_pipeline(pipeline: SpanProcessor, timeout: float) -> None:
+    """force_flush then shutdown, bounded by `timeout` seconds overall."""
+
+    def close() -> bool:
+        pipeline.force_flush(max(0, int(timeout * 1000)))
+        pipeline.shutdown()
+        return True
+
+    _bounded(close, timeout, "shutdown")
 
 
 def configure(

@@ -1,0 +1,167 @@
+"""configure() end to end: real OTLP exporters (HTTP protobuf and gRPC) into a real loopback receiver."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+import tracescore
+from tracescore import _semconv as sc
+from tracescore import _setup
+from tracescore._config import reset_content_settings
+from tracescore.testing import OTLPReceiver, spans_from_otlp_json
+
+PROTOCOLS = ["http", "grpc"]
+
+
+@pytest.fixture(autouse=True)
+def _clean_pipelines(span_exporter) -> Iterator[None]:  # noqa: ANN001 - fixture from the plugin
+    yield
+    while _setup._handles:
+        _setup._handles[-1].shutdown(5)
+    reset_content_settings()
+
+
+def _endpoint(receiver: OTLPReceiver, protocol: str) -> str:
+    return receiver.http_endpoint if protocol == "http" else receiver.grpc_endpoint
+
+
+def _agent_run(question: str) -> str:
+    """A small traced agent: an agent span with a tool child and a failing tool child."""
+    tracer = trace.get_tracer("tracescore-test")
+    with tracer.start_as_current_span(f"{sc.OP_INVOKE_AGENT} helper", attributes={
+            sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.GEN_AI_AGENT_NAME: "helper"}) as agent:
+        with tracer.start_as_current_span(f"{sc.OP_EXECUTE_TOOL} search", attributes={
+                sc.GEN_AI_TOOL_NAME: "search"}) as tool:
+            tool.add_event("cache.miss", {"key": question})
+        with tracer.start_as_current_span(f"{sc.OP_EXECUTE_TOOL} broken", kind=SpanKind.CLIENT,
+                                          record_exception=False, set_status_on_exception=False) as bad:
+            bad.set_attribute(sc.ERROR_TYPE, "ValueError")
+            bad.set_status(Status(StatusCode.ERROR, "no luck"))
+        agent.set_attribute(sc.GEN_AI_OUTPUT_MESSAGES, "Paris")
+    return "Paris"
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_spans_reach_the_receiver(otlp_receiver: OTLPReceiver, protocol: str) -> None:
+    handle = tracescore.configure(exporter=f"otlp-{protocol}", endpoint=_endpoint(otlp_receiver, protocol),
+                                  headers={"x-tenant": "acme"}, compression="gzip")
+    assert _agent_run("capital of France?") == "Paris"
+    assert handle.flush(10)
+    spans = otlp_receiver.wait_for_spans(3)
+    assert {s.protocol for s in spans} == {protocol}
+    by_name = {s.name: s for s in spans}
+    agent = by_name["invoke_agent helper"]
+    search, broken = by_name["execute_tool search"], by_name["execute_tool broken"]
+    assert agent.parent_span_id is None
+    assert search.parent_span_id == agent.span_id and broken.parent_span_id == agent.span_id
+    assert {s.trace_id for s in spans} == {agent.trace_id}
+    assert agent.attributes[sc.GEN_AI_AGENT_NAME] == "helper"
+    assert agent.attributes[sc.GEN_AI_OUTPUT_MESSAGES] == "Paris"
+    assert [(e.name, e.attributes) for e in search.events] == [
+        ("cache.miss", {"key": "capital of France?"})]
+    assert (broken.status_code, broken.status_message, broken.kind) == ("ERROR", "no luck", "CLIENT")
+    assert broken.attributes[sc.ERROR_TYPE] == "ValueError"
+    assert agent.scope_name == "tracescore-test"
+    (request,) = [r for r in otlp_receiver.requests if r.signal == "traces"]
+    assert request.headers["x-tenant"] == "acme"
+    if protocol == "http":  # gRPC negotiates compression below the metadata the receiver sees
+        assert request.content_encoding == "gzip"
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_configure_twice_exports_each_span_once(otlp_receiver: OTLPReceiver, protocol: str) -> None:
+    endpoint = _endpoint(otlp_receiver, protocol)
+    tracescore.configure(exporter=f"otlp-{protocol}", endpoint=endpoint)
+    _agent_run("one")
+    handle = tracescore.configure(exporter=f"otlp-{protocol}", endpoint=endpoint)
+    _agent_run("two")
+    assert handle.flush(10)
+    otlp_receiver.wait_for_spans(6)
+    assert handle.flush(1)
+    names = sorted(s.name for s in otlp_receiver.spans)
+    assert names == sorted(["invoke_agent helper", "execute_tool search", "execute_tool broken"] * 2)
+
+
+@pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
+def test_standard_env_vars_are_honoured(otlp_receiver: OTLPReceiver, monkeypatch: pytest.MonkeyPatch,
+                                        protocol: str) -> None:
+    port_endpoint = (otlp_receiver.http_endpoint if protocol == "http/protobuf"
+                     else f"http://{otlp_receiver.grpc_endpoint.split('://')[-1]}")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", port_endpoint)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=from-env")
+    handle = tracescore.configure(exporter="otlp")
+    _agent_run("env")
+    assert handle.flush(10)
+    otlp_receiver.wait_for_spans(3)
+    (request,) = otlp_receiver.requests
+    assert request.headers["x-api-key"] == "from-env"
+    assert request.protocol == ("http" if protocol == "http/protobuf" else "grpc")
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_failing_backend_never_raises_into_the_app(otlp_receiver: OTLPReceiver, protocol: str) -> None:
+    handle = tracescore.configure(exporter=f"otlp-{protocol}", endpoint=_endpoint(otlp_receiver, protocol),
+                                  batch=False)
+    otlp_receiver.fail_next(1, status=400)  # not retryable: the batch is dropped
+    assert _agent_run("rejected") == "Paris"  # the first (tool) span's export is rejected
+    otlp_receiver.wait_for_spans(2)
+    assert otlp_receiver.requests[0].rejected_with == 400
+    assert handle.flush(5)
+    assert sorted(s.name for s in otlp_receiver.spans) == ["execute_tool broken", "invoke_agent helper"]
+
+
+def test_unreachable_backend_never_raises_into_the_app() -> None:
+    handle = tracescore.configure(exporter="otlp-http", endpoint="http://127.0.0.1:9")
+    assert _agent_run("nobody listens") == "Paris"  # batched: export happens off the app's thread
+    assert handle.flush(0.5) is False  # the export keeps retrying; flush reports it did not finish
+    handle.shutdown(0.5)  # bounded, even though the backend never answers
+    assert not handle.active
+
+
+def test_file_export_reads_back_as_otlp_json(tmp_path) -> None:
+    path = tmp_path / "spans.jsonl"
+    handle = tracescore.configure(exporter="file", file_path=path)
+    _agent_run("to file")
+    handle.shutdown()
+    spans = spans_from_otlp_json(path.read_text())
+    by_name = {s.name: s for s in spans}
+    assert set(by_name) == {"invoke_agent helper", "execute_tool search", "execute_tool broken"}
+    assert by_name["execute_tool search"].parent_span_id == by_name["invoke_agent helper"].span_id
+    assert by_name["execute_tool broken"].status_code == "ERROR"
+
+
+_SUBPROCESS_APP = """
+import tracescore
+from opentelemetry import trace
+
+tracescore.configure(service_name="checkout-bot", exporter="otlp-{protocol}", endpoint={endpoint!r},
+                     resource_attributes={{"deployment.environment": "test"}})
+with trace.get_tracer("app").start_as_current_span("invoke_agent checkout"):
+    pass
+print("done")  # no flush: interpreter exit must deliver the span
+"""
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_fresh_process_gets_service_resource_and_exit_flush(otlp_receiver: OTLPReceiver,
+                                                            protocol: str) -> None:
+    code = textwrap.dedent(_SUBPROCESS_APP).format(protocol=protocol,
+                                                  endpoint=_endpoint(otlp_receiver, protocol))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "done"
+    (span,) = otlp_receiver.wait_for_spans(1)
+    assert span.name == "invoke_agent checkout"
+    assert span.resource["service.name"] == "checkout-bot"
+    assert span.resource["deployment.environment"] == "test"
