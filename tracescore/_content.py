@@ -398,23 +398,46 @@ def serialize(obj: object, settings: ContentSettings | None = None) -> str:
     """
     s = settings if settings is not None else content_settings()
     try:
-        limit = s.max_length
-        cut = False
         if type(obj) is str:
-            text = obj
-        else:
-            data, cut = _bounded_json_safe(obj, limit + _REDACT_SLACK)
-            text = data if type(data) is str else _ENCODER.encode(data)
+            return finish_text(obj, s)
+        data, cut = _bounded_json_safe(obj, s.max_length + _REDACT_SLACK)
+        text = data if type(data) is str else _ENCODER.encode(data)
+        return finish_text(text, s, at_least=cut)
+    except Exception:  # noqa: BLE001 - telemetry must never raise
+        _log_once("serialize", "tracescore: could not serialize a %s", _type_name(obj))
+        return f"<unserializable {_type_name(obj)}>"
+
+
+def finish_text(text: str, settings: ContentSettings | None = None, *, at_least: bool = False) -> str:
+    """Redact and truncate text that is already serialized (e.g. JSON built by the caller).
+
+    `at_least` says the text was already shortened to fit the bounds. Never raises.
+    """
+    s = settings if settings is not None else content_settings()
+    try:
+        limit = s.max_length
         dropped = 0
         if len(text) > limit + _REDACT_SLACK:
             dropped = len(text) - limit - _REDACT_SLACK
             text = text[: limit + _REDACT_SLACK]
         if s.redact or s.redaction_hook is not None:
             text = redact(text, s)
-        return _valid_utf8(truncate(text, limit, dropped, at_least=cut))
+        return _valid_utf8(truncate(text, limit, dropped, at_least=at_least))
     except Exception:  # noqa: BLE001 - telemetry must never raise
-        _log_once("serialize", "tracescore: could not serialize a %s", _type_name(obj))
-        return f"<unserializable {_type_name(obj)}>"
+        _log_once("finish", "tracescore: could not prepare captured text")
+        return "<unserializable text>"
+
+
+def json_string(text: str, settings: ContentSettings | None = None) -> tuple[str, bool]:
+    """`text` as a JSON string literal, cut first to what `finish_text` could keep.
+
+    Returns the literal and whether `text` was cut (pass it on as `finish_text(at_least=)`).
+    """
+    s = settings if settings is not None else content_settings()
+    keep = s.max_length + _REDACT_SLACK
+    if len(text) <= keep:
+        return _ENCODER.encode(text), False
+    return _ENCODER.encode(text[:keep] + _ELLIPSIS), True
 
 
 def capture_enabled(override: bool | None = None) -> bool:

@@ -1,0 +1,871 @@
+"""`@agent`, `@tool`, `@llm` and `@span`: decorators that turn calls into GenAI spans.
+
+Built on wrapt, so methods, classmethods and staticmethods bind correctly and introspection
+(`__wrapped__`, signature, docstring, `inspect.iscoroutinefunction` …) still sees the original.
+The sync/async/generator/async-generator wrapper is chosen once, at decoration time. Generator
+spans cover the whole iteration; the span is made current around each step only, so no context
+token is ever held across a `yield`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import AsyncGenerator, Callable, Generator, Mapping
+from types import MappingProxyType
+from typing import Any, TypeVar, overload
+
+import wrapt
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
+
+from tracescore import _semconv as sc
+from tracescore._config import ContentSettings, content_settings
+from tracescore._content import serialize
+from tracescore._exceptions import ConfigurationError
+from tracescore._suppress import _KEY as _SUPPRESS_KEY
+from tracescore.instrument import _calls
+from tracescore.instrument._span_messages import input_messages_attr, output_messages_attr
+
+__all__ = ["agent", "llm", "span", "tool"]
+
+_log = logging.getLogger("tracescore")
+F = TypeVar("F", bound=Callable[..., Any])
+_UNSET: Any = object()
+
+_get_current = otel_context.get_current
+_attach = otel_context.attach
+_detach = otel_context.detach
+_set_span_in_context = trace.set_span_in_context
+
+# --- tracer ----------------------------------------------------------------------------------
+
+_tracer_cache: tuple[object, Tracer] | None = None
+
+
+def _tracer() -> Tracer:
+    """The tracescore tracer of the current global provider (cached per provider)."""
+    global _tracer_cache
+    provider = trace.get_tracer_provider()
+    cached = _tracer_cache
+    if cached is not None and cached[0] is provider:
+        return cached[1]
+    from tracescore import __version__
+
+    tracer = trace.get_tracer("tracescore", __version__, tracer_provider=provider)
+    _tracer_cache = (provider, tracer)
+    return tracer
+
+
+_logged: set[str] = set()
+
+
+def _log_once(key: str, message: str) -> None:
+    if key not in _logged:
+        _logged.add(key)
+        _log.warning(message, exc_info=True)
+
+
+def _error_type(exc: BaseException) -> str:
+    cls = type(exc)
+    module = getattr(cls, "__module__", None)
+    name = getattr(cls, "__qualname__", cls.__name__)
+    return name if module in (None, "builtins") else f"{module}.{name}"
+
+
+def _record_error(span: Any, exc: BaseException) -> None:
+    try:
+        if not span.is_recording():
+            return
+        span.record_exception(exc)
+        try:
+            message = str(exc)
+        except Exception:  # noqa: BLE001
+            message = ""
+        span.set_status(Status(StatusCode.ERROR, message or None))
+        span.set_attribute(sc.ERROR_TYPE, _error_type(exc))
+    except Exception:  # noqa: BLE001 - telemetry never raises into the user's code
+        _log_once("record-error", "tracescore: could not record an exception on a span")
+
+
+# --- call inputs -----------------------------------------------------------------------------
+
+
+def _in_class_body(fn: Callable[..., Any]) -> bool:
+    qualname = getattr(fn, "__qualname__", "") or ""
+    parts = qualname.split(".")
+    return len(parts) > 1 and parts[-2] != "<locals>"
+
+
+class _Binder:
+    """Maps a call's arguments to names without `inspect.Signature.bind` on each call."""
+
+    __slots__ = ("_modes", "_var_pos", "_method_like")
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        try:
+            params = list(inspect.signature(fn).parameters.values())
+        except (TypeError, ValueError):
+            params = [inspect.Parameter("args", inspect.Parameter.VAR_POSITIONAL)]
+        kinds = inspect.Parameter
+        self._var_pos = next((p.name for p in params if p.kind is kinds.VAR_POSITIONAL), None)
+        self._method_like = bool(params) and params[0].name in ("self", "cls") and _in_class_body(fn)
+        # mode False: called as a plain function; mode True: the first parameter is the receiver
+        self._modes = (self._mode(params), self._mode(params[1:]))
+
+    @staticmethod
+    def _mode(params: list[inspect.Parameter]) -> tuple[tuple[str, ...], Any]:
+        kinds = inspect.Parameter
+        positional = tuple(
+            p.name for p in params if p.kind in (kinds.POSITIONAL_ONLY, kinds.POSITIONAL_OR_KEYWORD)
+        )
+        single: Any = _UNSET
+        if len(params) == 1 and params[0].kind not in (kinds.VAR_POSITIONAL, kinds.VAR_KEYWORD):
+            p = params[0]
+            single = (p.name, None if p.default is p.empty else p.default)
+        return positional, single
+
+    def _resolve(self, instance: Any, args: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...]]:
+        if instance is not None:
+            return self._modes[1], args
+        if self._method_like and args:  # receiver passed positionally (e.g. classmethod chaining)
+            return self._modes[1], args[1:]
+        return self._modes[0], args
+
+    def value(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The single argument when the function takes one, else a dict of arguments by name."""
+        (names, single), args = self._resolve(instance, args)
+        if single is not _UNSET:
+            if args:
+                return args[0]
+            name, default = single
+            return kwargs.get(name, default)
+        return self._arguments(names, args, kwargs)
+
+    def arguments(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The passed arguments as a dict by parameter name (defaults not filled in)."""
+        (names, _single), args = self._resolve(instance, args)
+        return self._arguments(names, args, kwargs)
+
+    def _arguments(
+        self, names: tuple[str, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> dict[str, Any]:
+        out = dict(zip(names, args))
+        if len(args) > len(names):
+            out[self._var_pos or "args"] = args[len(names) :]
+        if kwargs:
+            out.update(kwargs)
+        return out
+
+
+# --- the operation a decorator describes -----------------------------------------------------
+
+_AGENT, _TOOL, _LLM, _SPAN = "agent", "tool", "llm", "span"
+
+
+def _llm_result_attrs(span: Any, result: Any) -> None:
+    """Token usage, response model/id and finish reasons of an OpenAI/litellm-like response."""
+
+    def get(obj: Any, key: str) -> Any:
+        if isinstance(obj, Mapping):
+            return obj.get(key)
+        try:
+            return getattr(obj, key, None)
+        except Exception:  # noqa: BLE001
+            return None
+
+    if result is None or isinstance(result, (str, bytes, int, float, bool, list, tuple)):
+        return
+    usage = get(result, "usage")
+    if usage is not None:
+        for key, names in (
+            (sc.GEN_AI_USAGE_INPUT_TOKENS, ("prompt_tokens", "input_tokens")),
+            (sc.GEN_AI_USAGE_OUTPUT_TOKENS, ("completion_tokens", "output_tokens")),
+        ):
+            for name in names:
+                value = get(usage, name)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    span.set_attribute(key, value)
+                    break
+    model = get(result, "model")
+    if isinstance(model, str) and model:
+        span.set_attribute(sc.GEN_AI_RESPONSE_MODEL, model)
+    response_id = get(result, "id")
+    if isinstance(response_id, str) and response_id:
+        span.set_attribute(sc.GEN_AI_RESPONSE_ID, response_id)
+    choices = get(result, "choices")
+    if isinstance(choices, (list, tuple)):
+        reasons = [r for r in (get(c, "finish_reason") for c in choices) if isinstance(r, str)]
+        if reasons:
+            span.set_attribute(sc.GEN_AI_RESPONSE_FINISH_REASONS, reasons)
+
+
+def _join_items(items: list[Any]) -> Any:
+    if items and all(type(i) is str for i in items):
+        return "".join(items)
+    return items
+
+
+class _Op:
+    """Everything about one decorated function that can be computed at decoration time."""
+
+    __slots__ = (
+        "kind",
+        "name",
+        "span_name",
+        "span_kind",
+        "attrs",
+        "public_attrs",
+        "capture",
+        "conversation_id",
+        "ground_truth",
+        "model_from_call",
+        "binder",
+        "input_key",
+        "output_key",
+        "is_agent",
+        "is_llm",
+        "needs_value",
+    )
+
+    def __init__(
+        self,
+        kind: str,
+        fn: Callable[..., Any],
+        *,
+        name: str | None,
+        capture_content: bool | None,
+        attributes: Mapping[str, Any] | None,
+        conversation_id: str | Callable[[Any], str | None] | None,
+        ground_truth: Any = _UNSET,
+        model: str | None = None,
+        provider: str | None = None,
+        description: str | None = None,
+    ) -> None:
+        _validate(name, capture_content, attributes, conversation_id, model, provider, description)
+        self.kind = kind
+        self.name = name or getattr(fn, "__name__", None) or "call"
+        self.capture = capture_content
+        self.binder = _Binder(fn)
+        self.is_agent = kind == _AGENT
+        self.is_llm = kind == _LLM
+        self.ground_truth = ground_truth
+        self.model_from_call = kind == _LLM and model is None
+        attrs: dict[str, Any] = dict(attributes or {})
+        if kind == _AGENT:
+            self.span_name = f"{sc.OP_INVOKE_AGENT} {self.name}"
+            self.span_kind = SpanKind.INTERNAL
+            attrs[sc.GEN_AI_OPERATION_NAME] = sc.OP_INVOKE_AGENT
+            attrs[sc.GEN_AI_AGENT_NAME] = self.name
+            if description:
+                attrs[sc.GEN_AI_AGENT_DESCRIPTION] = description
+            self.input_key, self.output_key = sc.GEN_AI_INPUT_MESSAGES, sc.GEN_AI_OUTPUT_MESSAGES
+        elif kind == _TOOL:
+            self.span_name = f"{sc.OP_EXECUTE_TOOL} {self.name}"
+            self.span_kind = SpanKind.INTERNAL
+            attrs[sc.GEN_AI_OPERATION_NAME] = sc.OP_EXECUTE_TOOL
+            attrs[sc.GEN_AI_TOOL_NAME] = self.name
+            attrs[sc.GEN_AI_TOOL_TYPE] = "function"
+            if description:
+                attrs[sc.GEN_AI_TOOL_DESCRIPTION] = description
+            self.input_key, self.output_key = sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.GEN_AI_TOOL_CALL_RESULT
+        elif kind == _LLM:
+            self.span_name = f"{sc.OP_CHAT} {model}" if model else sc.OP_CHAT
+            self.span_kind = SpanKind.CLIENT
+            attrs[sc.GEN_AI_OPERATION_NAME] = sc.OP_CHAT
+            if model:
+                attrs[sc.GEN_AI_REQUEST_MODEL] = model
+            if provider:
+                attrs[sc.GEN_AI_PROVIDER_NAME] = provider
+            self.input_key, self.output_key = sc.GEN_AI_INPUT_MESSAGES, sc.GEN_AI_OUTPUT_MESSAGES
+        else:
+            self.span_name = self.name
+            self.span_kind = SpanKind.INTERNAL
+            attrs[sc.GEN_AI_OPERATION_NAME] = sc.OP_WORKFLOW
+            self.input_key, self.output_key = sc.TS_INPUT, sc.TS_OUTPUT
+        self.conversation_id = conversation_id
+        if isinstance(conversation_id, str):
+            attrs[sc.GEN_AI_CONVERSATION_ID] = conversation_id
+        self.attrs = attrs
+        self.public_attrs = MappingProxyType(attrs)
+        self.needs_value = callable(conversation_id) or callable(ground_truth)
+
+    # -- content ------------------------------------------------------------------------------
+
+    def input_text(self, instance: Any, args: Any, kwargs: Any, value: Any, s: ContentSettings) -> str:
+        if self.kind == _TOOL:
+            return serialize(self.binder.arguments(instance, args, kwargs), s)
+        if self.kind == _SPAN:
+            return serialize(value, s)
+        return input_messages_attr(value, s)
+
+    def output_text(self, result: Any, s: ContentSettings) -> str:
+        if self.kind in (_TOOL, _SPAN):
+            return serialize(result, s)
+        return output_messages_attr(result, s)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def open(
+        self, ctx: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> _Call | None:
+        """Start the span (not yet current) under `ctx`; None when no span should be made."""
+        try:
+            settings = content_settings()
+            capture = self.capture if self.capture is not None else settings.capture
+            listening = self.is_agent and _calls.has_agent_call_listeners()
+            value = (
+                self.binder.value(instance, args, kwargs)
+                if capture or listening or self.needs_value
+                else None
+            )
+            attrs = self.attrs
+            name = self.span_name
+            conversation_id = self.conversation_id
+            if callable(conversation_id) or self.model_from_call:
+                attrs = dict(attrs)
+                if callable(conversation_id):
+                    conversation_id = _call_guarded(conversation_id, value)
+                    if conversation_id is not None:
+                        conversation_id = str(conversation_id)
+                        attrs[sc.GEN_AI_CONVERSATION_ID] = conversation_id
+                if self.model_from_call:
+                    model = kwargs.get("model")
+                    if isinstance(model, str) and model:
+                        attrs[sc.GEN_AI_REQUEST_MODEL] = model
+                        name = f"{sc.OP_CHAT} {model}"
+            otel_span = _tracer().start_span(name, ctx, self.span_kind, attrs)
+        except Exception:  # noqa: BLE001 - no span rather than a broken call
+            _log_once("open", "tracescore: could not start a span; calling through")
+            return None
+        call = _Call(self, otel_span, value, capture and otel_span.is_recording(), settings)
+        if call.capture:
+            try:
+                otel_span.set_attribute(
+                    self.input_key, self.input_text(instance, args, kwargs, value, settings)
+                )
+            except Exception:  # noqa: BLE001
+                _log_once("input", "tracescore: could not capture a call input")
+        if listening:
+            call.listening = True
+            call.conversation_id = conversation_id if isinstance(conversation_id, str) else None
+            call.attributes = MappingProxyType(attrs) if attrs is not self.attrs else self.public_attrs
+        return call
+
+
+def _call_guarded(fn: Callable[[Any], Any], value: Any) -> Any:
+    try:
+        return fn(value)
+    except Exception:  # noqa: BLE001 - a failing user callback only loses the attribute
+        _log_once("callback", "tracescore: a decorator callback raised; ignoring it")
+        return None
+
+
+class _Call:
+    """One running decorated call: its span, captured input and ground-truth slot."""
+
+    __slots__ = (
+        "op",
+        "span",
+        "value",
+        "capture",
+        "settings",
+        "listening",
+        "conversation_id",
+        "attributes",
+        "ground_truth",
+        "_gt",
+    )
+
+    def __init__(self, op: _Op, otel_span: Any, value: Any, capture: bool, s: ContentSettings) -> None:
+        self.op = op
+        self.span = otel_span
+        self.value = value
+        self.capture = capture
+        self.settings = s
+        self.listening = False
+        self.conversation_id: str | None = None
+        self.attributes: Mapping[str, Any] = op.public_attrs
+        self.ground_truth: Any = None
+        self._gt: Any = None
+
+    def enter_ground_truth(self) -> None:
+        """Open the ground-truth slot for this call's body (only when somebody listens)."""
+        if self.listening:
+            try:
+                self._gt = _calls.enter_call()
+            except Exception:  # noqa: BLE001
+                self._gt = None
+
+    def exit_ground_truth(self) -> None:
+        gt = self._gt
+        if gt is not None:
+            self._gt = None
+            try:
+                value = _calls.exit_call(*gt)
+            except Exception:  # noqa: BLE001
+                value = None
+            if value is not None:
+                self.ground_truth = value
+
+    def finish(self, result: Any, error: BaseException | None) -> None:
+        """Record the outcome, notify listeners and end the span. Never raises."""
+        otel_span = self.span
+        try:
+            if error is not None:
+                _record_error(otel_span, error)
+            else:
+                if self.capture:
+                    otel_span.set_attribute(self.op.output_key, self.op.output_text(result, self.settings))
+                if self.op.is_llm and otel_span.is_recording():
+                    _llm_result_attrs(otel_span, result)
+            if self.listening:
+                self._notify(result, error)
+        except Exception:  # noqa: BLE001
+            _log_once("finish", "tracescore: could not record a call result")
+        finally:
+            try:
+                otel_span.end()
+            except Exception:  # noqa: BLE001
+                _log_once("end", "tracescore: could not end a span")
+
+    def _notify(self, result: Any, error: BaseException | None) -> None:
+        gt = self.ground_truth
+        if gt is None:
+            default = self.op.ground_truth
+            if callable(default):
+                gt = _call_guarded(default, self.value)
+            elif default is not _UNSET:
+                gt = default
+        _calls.notify_agent_call(
+            _calls.AgentCall(
+                span=self.span,
+                name=self.op.name,
+                input=self.value,
+                output=None if error is not None else result,
+                error=error,
+                ground_truth=gt,
+                conversation_id=self.conversation_id,
+                attributes=self.attributes,
+            )
+        )
+
+
+# --- wrappers (one per function flavour) -----------------------------------------------------
+
+
+def _sync_wrapper(op: _Op) -> Callable[..., Any]:
+    def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        ctx = _get_current()
+        if ctx.get(_SUPPRESS_KEY):
+            return wrapped(*args, **kwargs)
+        call = op.open(ctx, instance, args, kwargs)
+        if call is None:
+            return wrapped(*args, **kwargs)
+        token = _attach(_set_span_in_context(call.span, ctx))
+        call.enter_ground_truth()
+        try:
+            result = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            call.exit_ground_truth()
+            _detach(token)
+            call.finish(None, exc)
+            raise
+        call.exit_ground_truth()
+        _detach(token)
+        call.finish(result, None)
+        return result
+
+    return wrapper
+
+
+def _async_wrapper(op: _Op) -> Callable[..., Any]:
+    async def traced(coro: Any, call: _Call, ctx: Any) -> Any:
+        token = _attach(_set_span_in_context(call.span, ctx))
+        call.enter_ground_truth()
+        try:
+            result = await coro
+        except BaseException as exc:
+            call.exit_ground_truth()
+            _detach(token)
+            call.finish(None, exc)
+            raise
+        call.exit_ground_truth()
+        _detach(token)
+        call.finish(result, None)
+        return result
+
+    def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        ctx = _get_current()
+        if ctx.get(_SUPPRESS_KEY):
+            return wrapped(*args, **kwargs)
+        coro = wrapped(*args, **kwargs)  # argument errors raise here, as without the decorator
+        call = op.open(ctx, instance, args, kwargs)
+        if call is None:
+            return coro
+        return traced(coro, call, ctx)
+
+    return wrapper
+
+
+def _generator_wrapper(op: _Op) -> Callable[..., Any]:
+    def traced(gen: Generator[Any, Any, Any], ctx: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        # Runs from the first step on: a generator that is never iterated makes no span.
+        call = op.open(ctx, instance, args, kwargs)
+        if call is None:
+            return (yield from gen)
+        step_ctx = _set_span_in_context(call.span, ctx)
+        items: list[Any] | None = [] if call.capture or call.listening else None
+        to_send: Any = None
+        to_throw: BaseException | None = None
+        try:
+            while True:
+                token = _attach(step_ctx)
+                call.enter_ground_truth()
+                try:
+                    if to_throw is not None:
+                        exc, to_throw = to_throw, None
+                        item = gen.throw(exc)
+                    else:
+                        item = gen.send(to_send)
+                except StopIteration as stop:
+                    result = stop.value
+                    break
+                finally:
+                    call.exit_ground_truth()
+                    _detach(token)
+                if items is not None:
+                    items.append(item)
+                try:
+                    to_send = yield item
+                except GeneratorExit:
+                    raise
+                except BaseException as exc:  # thrown in by the consumer: forward it
+                    to_send, to_throw = None, exc
+        except GeneratorExit:  # closed early: close() or garbage collection
+            token = _attach(step_ctx)
+            try:
+                gen.close()
+            except BaseException as exc:
+                _detach(token)
+                call.finish(None, exc)
+                raise
+            _detach(token)
+            call.finish(_join_items(items or []), None)
+            raise
+        except BaseException as exc:
+            call.finish(None, exc)
+            raise
+        call.finish(_join_items(items) if items is not None else result, None)
+        return result
+
+    def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        ctx = _get_current()
+        if ctx.get(_SUPPRESS_KEY):
+            return wrapped(*args, **kwargs)
+        return traced(wrapped(*args, **kwargs), ctx, instance, args, kwargs)
+
+    return wrapper
+
+
+def _async_generator_wrapper(op: _Op) -> Callable[..., Any]:
+    async def traced(
+        agen: AsyncGenerator[Any, Any], ctx: Any, instance: Any, args: Any, kwargs: Any
+    ) -> Any:
+        call = op.open(ctx, instance, args, kwargs)
+        if call is None:  # telemetry failed to start: plain forwarding
+            sent: Any = None
+            while True:
+                try:
+                    item = await agen.asend(sent)
+                except StopAsyncIteration:
+                    return
+                sent = yield item
+        step_ctx = _set_span_in_context(call.span, ctx)
+        items: list[Any] | None = [] if call.capture or call.listening else None
+        to_send: Any = None
+        to_throw: BaseException | None = None
+        try:
+            while True:
+                token = _attach(step_ctx)
+                call.enter_ground_truth()
+                try:
+                    if to_throw is not None:
+                        exc, to_throw = to_throw, None
+                        item = await agen.athrow(exc)
+                    else:
+                        item = await agen.asend(to_send)
+                except StopAsyncIteration:
+                    break
+                finally:
+                    call.exit_ground_truth()
+                    _detach(token)
+                if items is not None:
+                    items.append(item)
+                try:
+                    to_send = yield item
+                except GeneratorExit:
+                    raise
+                except BaseException as exc:  # thrown in by the consumer: forward it
+                    to_send, to_throw = None, exc
+        except GeneratorExit:  # aclose() or garbage collection
+            token = _attach(step_ctx)
+            try:
+                await agen.aclose()
+            except BaseException as exc:
+                _detach(token)
+                call.finish(None, exc)
+                raise
+            _detach(token)
+            call.finish(_join_items(items or []), None)
+            raise
+        except BaseException as exc:
+            call.finish(None, exc)
+            raise
+        call.finish(_join_items(items) if items is not None else None, None)
+
+    def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        ctx = _get_current()
+        if ctx.get(_SUPPRESS_KEY):
+            return wrapped(*args, **kwargs)
+        return traced(wrapped(*args, **kwargs), ctx, instance, args, kwargs)
+
+    return wrapper
+
+
+# --- public decorators -----------------------------------------------------------------------
+
+
+def _validate(
+    name: Any,
+    capture_content: Any,
+    attributes: Any,
+    conversation_id: Any,
+    model: Any,
+    provider: Any,
+    description: Any,
+) -> None:
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise ConfigurationError(f"name must be a non-empty string, got {name!r}")
+    if capture_content is not None and not isinstance(capture_content, bool):
+        raise ConfigurationError(f"capture_content must be True, False or None, got {capture_content!r}")
+    if attributes is not None:
+        if not isinstance(attributes, Mapping) or not all(isinstance(k, str) for k in attributes):
+            raise ConfigurationError(f"attributes must be a mapping with str keys, got {attributes!r}")
+    if conversation_id is not None and not (isinstance(conversation_id, str) or callable(conversation_id)):
+        raise ConfigurationError(
+            f"conversation_id must be a string or a callable(input) -> str, got {conversation_id!r}"
+        )
+    for label, value in (("model", model), ("provider", provider), ("description", description)):
+        if value is not None and not isinstance(value, str):
+            raise ConfigurationError(f"{label} must be a string, got {value!r}")
+
+
+def _unwrap_descriptor(fn: Any) -> Any:
+    """The plain function inside a classmethod/staticmethod object (or `fn` itself)."""
+    return fn.__func__ if isinstance(fn, (classmethod, staticmethod)) else fn
+
+
+def _decorate(kind: str, fn: Any, options: dict[str, Any]) -> Any:
+    if not callable(fn) and not isinstance(fn, (classmethod, staticmethod)):
+        raise ConfigurationError(f"@{kind} decorates a function or method, got {fn!r}")
+    target = _unwrap_descriptor(fn)
+    op = _Op(kind, target, **options)
+    plain = inspect.unwrap(target) if callable(target) else target
+    if inspect.isasyncgenfunction(plain):
+        wrapper = _async_generator_wrapper(op)
+    elif inspect.iscoroutinefunction(plain):
+        wrapper = _async_wrapper(op)
+    elif inspect.isgeneratorfunction(plain):
+        wrapper = _generator_wrapper(op)
+    else:
+        wrapper = _sync_wrapper(op)
+    return wrapt.FunctionWrapper(fn, wrapper)
+
+
+def _decorator(kind: str, fn: Any, options: dict[str, Any]) -> Any:
+    if fn is None:
+        _validate(
+            options.get("name"),
+            options.get("capture_content"),
+            options.get("attributes"),
+            options.get("conversation_id"),
+            options.get("model"),
+            options.get("provider"),
+            options.get("description"),
+        )
+        return lambda f: _decorate(kind, f, options)
+    return _decorate(kind, fn, options)
+
+
+@overload
+def agent(fn: F, /) -> F: ...
+@overload
+def agent(
+    fn: None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    capture_content: bool | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    conversation_id: str | Callable[[Any], str | None] | None = None,
+    ground_truth: Any = ...,
+) -> Callable[[F], F]: ...
+def agent(
+    fn: Any = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    capture_content: bool | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    conversation_id: str | Callable[[Any], str | None] | None = None,
+    ground_truth: Any = _UNSET,
+) -> Any:
+    """Trace each call as an agent invocation: span `invoke_agent {name}` (INTERNAL).
+
+    Records `gen_ai.agent.name`, the input/output as `gen_ai.input.messages` /
+    `gen_ai.output.messages` (under content capture), and hands the finished call to online
+    scoring. `ground_truth` is the expected answer: a constant or a `callable(input)`;
+    `tracescore.set_ground_truth()` inside the call wins over it. Use bare (`@agent`) or with
+    keyword arguments.
+    """
+    return _decorator(
+        _AGENT,
+        fn,
+        {
+            "name": name,
+            "description": description,
+            "capture_content": capture_content,
+            "attributes": attributes,
+            "conversation_id": conversation_id,
+            "ground_truth": ground_truth,
+        },
+    )
+
+
+@overload
+def tool(fn: F, /) -> F: ...
+@overload
+def tool(
+    fn: None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    capture_content: bool | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    conversation_id: str | Callable[[Any], str | None] | None = None,
+) -> Callable[[F], F]: ...
+def tool(
+    fn: Any = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    capture_content: bool | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    conversation_id: str | Callable[[Any], str | None] | None = None,
+) -> Any:
+    """Trace each call as a tool execution: span `execute_tool {name}` (INTERNAL).
+
+    Records `gen_ai.tool.name` and, under content capture, the arguments (JSON object by
+    parameter name) as `gen_ai.tool.call.arguments` and the return value as
+    `gen_ai.tool.call.result`.
+    """
+    return _decorator(
+        _TOOL,
+        fn,
+        {
+            "name": name,
+            "description": description,
+            "capture_content": capture_content,
+            "attributes": attributes,
+            "conversation_id": conversation_id,
+        },
+    )
+
+
+@overload
+def llm(fn: F, /) -> F: ...
+@overload
+def llm(
+    fn: None = None,
+    /,
+    *,
+    model: str | None = None,
+    provider: str | None = None,
+    name: str | None = None,
+    capture_content: bool | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    conversation_id: str | Callable[[Any], str | None] | None = None,
+) -> Callable[[F], F]: ...
+def llm(
+    fn: Any = None,
+    /,
+    *,
+    model: str | None = None,
+    provider: str | None = None,
+    name: str | None = None,
+    capture_content: bool | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    conversation_id: str | Callable[[Any], str | None] | None = None,
+) -> Any:
+    """Trace each call as an LLM chat call: span `chat {model}` (CLIENT).
+
+    `model` defaults to a `model=` keyword argument of the call. Records
+    `gen_ai.request.model`, `gen_ai.provider.name`, messages under content capture, and token
+    usage / response model / finish reasons when the function returns an OpenAI- or
+    litellm-like response (object or dict).
+    """
+    return _decorator(
+        _LLM,
+        fn,
+        {
+            "name": name,
+            "model": model,
+            "provider": provider,
+            "capture_content": capture_content,
+            "attributes": attributes,
+            "conversation_id": conversation_id,
+        },
+    )
+
+
+@overload
+def span(fn: F, /) -> F: ...
+@overload
+def span(
+    fn: None = None,
+    /,
+    *,
+    name: str | None = None,
+    capture_content: bool | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    conversation_id: str | Callable[[Any], str | None] | None = None,
+) -> Callable[[F], F]: ...
+def span(
+    fn: Any = None,
+    /,
+    *,
+    name: str | None = None,
+    capture_content: bool | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    conversation_id: str | Callable[[Any], str | None] | None = None,
+) -> Any:
+    """Trace each call as a generic step: span `{name}` (INTERNAL, operation `workflow`).
+
+    Under content capture the input and output go to `tracescore.input` / `tracescore.output`.
+    """
+    return _decorator(
+        _SPAN,
+        fn,
+        {
+            "name": name,
+            "capture_content": capture_content,
+            "attributes": attributes,
+            "conversation_id": conversation_id,
+        },
+    )
