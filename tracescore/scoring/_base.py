@@ -1,0 +1,199 @@
+"""Scorer abstraction, typed results and the sync-over-async plumbing every scorer shares."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import math
+import threading
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Coroutine
+from dataclasses import asdict, dataclass, field
+from typing import Any, TypeVar
+
+from tracescore._exceptions import ConfigurationError
+
+T = TypeVar("T")
+
+# The four step names of a scorer run (they name the step in a ScorerError and in step events).
+STEP_PREPROCESS = "preprocess"
+STEP_ANALYZE = "analyze"
+STEP_SCORE = "score"
+STEP_REASON = "reason"
+STEPS = (STEP_PREPROCESS, STEP_ANALYZE, STEP_SCORE, STEP_REASON)
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgeUsage:
+    """What the judge cost for one scorer run (summed over its steps and retries)."""
+
+    model: str | None
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    latency_ms: float = 0.0
+
+    def __add__(self, other: JudgeUsage) -> JudgeUsage:
+        if self.cost_usd is None and other.cost_usd is None:
+            cost = None
+        else:
+            cost = (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
+        return JudgeUsage(
+            model=self.model or other.model,
+            calls=self.calls + other.calls,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cost_usd=cost,
+            latency_ms=self.latency_ms + other.latency_ms,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScoreResult:
+    """The typed result of one scorer run; `to_dict()` gives plain JSON-safe data."""
+
+    run_id: str
+    scorer_id: str
+    scorer_name: str
+    score: float
+    label: str | None = None
+    reason: str | None = None
+    preprocess_prompt: str | None = None
+    preprocess_step_result: Any = None
+    analyze_prompt: str | None = None
+    analyze_step_result: Any = None
+    generate_reason_prompt: str | None = None
+    usage: JudgeUsage = field(default_factory=lambda: JudgeUsage(model=None))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (dicts, lists, str, numbers, None) that `json.dumps` accepts."""
+        return asdict(self)
+
+
+def relevancy_label(score: float, scale: float) -> str:
+    """Low-cardinality label of an answer-relevancy score."""
+    fraction = score / scale
+    if fraction >= 0.7:
+        return "relevant"
+    if fraction >= 0.3:
+        return "partially_relevant"
+    return "irrelevant"
+
+
+def similarity_label(score: float, scale: float) -> str:
+    """Low-cardinality label of a content-similarity score."""
+    fraction = score / scale
+    if fraction >= 0.8:
+        return "similar"
+    if fraction >= 0.5:
+        return "partially_similar"
+    return "dissimilar"
+
+
+def new_run_id() -> str:
+    return str(uuid.uuid4())
+
+
+def check_scale(scale: object) -> float:
+    """Validate a `scale` option (a finite number > 0)."""
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)):
+        raise ConfigurationError(f"scale must be a number > 0, got {scale!r}")
+    if not math.isfinite(scale) or scale <= 0:
+        raise ConfigurationError(f"scale must be a finite number > 0, got {scale!r}")
+    return scale
+
+
+class Scorer(ABC):
+    """A scorer: `run()` (sync) and `arun()` (async) turn an input/output pair into a ScoreResult.
+
+    Subclasses set `id`, `name`, `uses_judge` and implement `arun`.
+    """
+
+    id: str
+    name: str
+    uses_judge: bool
+
+    @abstractmethod
+    async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
+                   run_id: str | None = None) -> ScoreResult:
+        """Score one input/output pair."""
+
+    def run(self, *, input: Any, output: Any, ground_truth: Any = None,
+            run_id: str | None = None) -> ScoreResult:
+        """Score one input/output pair, blocking; safe inside a running event loop."""
+        return run_sync(self.arun(input=input, output=output, ground_truth=ground_truth,
+                                  run_id=run_id))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(id={self.id!r})"
+
+
+# --- sync over async -------------------------------------------------------------------------
+class _LoopThread:
+    """One private event loop in a daemon thread, shared by every sync `run()`.
+
+    A long-lived loop (rather than `asyncio.run` per call) keeps litellm's cached async HTTP
+    clients valid, and lets `run()` be called from inside a running loop without deadlock.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._thread is None or not self._thread.is_alive():
+                loop = asyncio.new_event_loop()
+                ready = threading.Event()
+
+                def serve() -> None:
+                    asyncio.set_event_loop(loop)
+                    loop.call_soon(ready.set)
+                    loop.run_forever()
+
+                thread = threading.Thread(target=serve, name="tracescore-scoring", daemon=True)
+                thread.start()
+                ready.wait()
+                self._loop, self._thread = loop, thread
+            return self._loop
+
+    def in_loop_thread(self) -> bool:
+        return self._thread is not None and threading.current_thread() is self._thread
+
+
+_LOOP = _LoopThread()
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run `coro` to completion from sync code, in or out of a running event loop.
+
+    The coroutine runs on the private scoring loop with a copy of the caller's context
+    variables; the caller's thread blocks until it finishes.
+    """
+    if _LOOP.in_loop_thread():  # called from a coroutine on our own loop: use a fresh thread
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            ctx = contextvars.copy_context()
+            return pool.submit(ctx.run, asyncio.run, coro).result()
+    loop = _LOOP.loop()
+    done: concurrent.futures.Future[T] = concurrent.futures.Future()
+    ctx = contextvars.copy_context()
+
+    def start() -> None:
+        task = ctx.run(loop.create_task, coro)
+
+        def finish(t: asyncio.Task[T]) -> None:
+            if t.cancelled():
+                done.cancel()
+            elif (exc := t.exception()) is not None:
+                done.set_exception(exc)
+            else:
+                done.set_result(t.result())
+
+        task.add_done_callback(finish)
+
+    loop.call_soon_threadsafe(start)
+    return done.result()

@@ -1,0 +1,380 @@
+"""The judge layer: one structured-output call per scorer step, through litellm or offline.
+
+`LiteLLMJudge` asks for JSON natively (response_format), validates the reply against the
+step's schema, falls back once to a prompt that spells the schema out, and retries transient
+transport failures (timeouts, connection errors, 429 with Retry-After, 5xx) with exponential
+back-off and jitter. Authentication and request errors are not retried. Every call runs with
+instrumentation suppressed, so the judge never shows up as the user's own LLM spans.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import os
+import random
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from tracescore._exceptions import ConfigurationError, JudgeError
+from tracescore._suppress import suppressed
+from tracescore.scoring._base import JudgeUsage
+
+logger = logging.getLogger("tracescore.scoring")
+
+OFFLINE_MODEL = "tracescore/offline"
+JsonMode = Literal["json_schema", "json_object", "prompt"]
+_JSON_MODES = ("json_schema", "json_object", "prompt")
+# litellm arguments the judge owns itself
+_RESERVED_KWARGS = {"model", "messages", "response_format", "stream", "num_retries", "max_retries"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgeRequest:
+    """One scorer step for the judge: the prompts to send and the reply schema expected.
+
+    `data` carries the step's inputs as structured values, for judges that do not read
+    prompts (the offline judge); `task` names what the step asks for.
+    """
+
+    step: str
+    task: str
+    system: str
+    prompt: str
+    schema_name: str
+    schema: dict[str, Any]
+    validate: Callable[[Any], dict[str, Any]]
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgeReply:
+    """A validated judge reply with the raw text it came from and what it cost."""
+
+    data: dict[str, Any]
+    raw: str
+    usage: JudgeUsage
+    prompt: str  # the user prompt finally sent (the fallback prompt when the fallback ran)
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """Anything that can answer a JudgeRequest: `model` names it in results and spans."""
+
+    model: str
+
+    async def judge(self, request: JudgeRequest) -> JudgeReply:
+        """Answer one step; raise JudgeStepError when no valid reply can be had."""
+        ...
+
+
+class JudgeStepError(JudgeError):
+    """A judge step failed for good; carries the step name and the usage spent on it."""
+
+    def __init__(self, message: str, *, step: str, model: str | None, usage: JudgeUsage,
+                 raw_reply: str | None = None, retryable: bool = False,
+                 prompt: str | None = None) -> None:
+        super().__init__(f"judge {model!r} failed at step {step!r}: {message}", model=model,
+                         raw_reply=raw_reply, retryable=retryable)
+        self.step = step
+        self.usage = usage
+        self.prompt = prompt
+
+
+# --- reply parsing ---------------------------------------------------------------------------
+_FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
+
+
+def parse_json_object(raw: str | None) -> dict[str, Any]:
+    """The JSON object in a reply (code fences and text around the object tolerated)."""
+    if raw is None or not raw.strip():
+        raise ValueError("the reply is empty")
+    text = _FENCE.sub("", raw.strip())
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        start, end = text.find("{"), text.rfind("}")
+        if start < 0 or end <= start:
+            raise ValueError("the reply contains no JSON object") from None
+        try:
+            value = json.loads(text[start:end + 1])
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"the reply is not valid JSON ({exc.msg})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"the reply is JSON {type(value).__name__}, not an object")
+    return value
+
+
+def schema_instructions(request: JudgeRequest) -> str:
+    """The fallback prompt: the step prompt plus the reply schema spelled out."""
+    schema = json.dumps(request.schema, indent=2)
+    return (
+        f"{request.prompt}\n\n"
+        "Your reply must be one JSON object and nothing else: no code fences, no text before "
+        f"or after it. The object must validate against this JSON Schema ({request.schema_name}):"
+        f"\n{schema}"
+    )
+
+
+# --- transport errors ------------------------------------------------------------------------
+def _status(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _is_transient(exc: BaseException) -> bool:
+    """Timeouts, connection failures, 408/409/429 and 5xx are worth retrying."""
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError, ConnectionError)):
+        return True
+    import openai  # litellm's exceptions derive from openai's; litellm imports it anyway
+
+    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
+        return True
+    status = _status(exc)
+    return status is not None and (status in (408, 409, 429) or status >= 500)
+
+
+def _is_rejection(exc: BaseException) -> bool:
+    """A 400/422: the request was refused, possibly because of `response_format`."""
+    return _status(exc) in (400, 422)
+
+
+def retry_after_seconds(exc: BaseException) -> float | None:
+    """Seconds asked for by a Retry-After (or retry-after-ms) header on the error, if any."""
+    headers: Any = None
+    response = getattr(exc, "response", None)
+    if response is not None:
+        headers = getattr(response, "headers", None)
+    if not headers:
+        headers = getattr(exc, "headers", None)
+    if not headers:
+        return None
+    try:
+        value_ms = headers.get("retry-after-ms")
+        if value_ms is not None:
+            return max(0.0, float(value_ms) / 1000.0)
+        value = headers.get("retry-after")
+    except (AttributeError, TypeError, ValueError):
+        return None
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(str(value))
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _describe(exc: BaseException) -> str:
+    status = _status(exc)
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    name = type(exc).__name__
+    prefix = f"{name} (HTTP {status})" if status else name
+    return f"{prefix}: {text[:300]}" if text else prefix
+
+
+def _import_litellm() -> Any:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    return litellm
+
+
+# --- the litellm judge -----------------------------------------------------------------------
+class _Spend:
+    """Usage collected while one step runs."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.calls = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.cost: float | None = None
+        self.started = time.perf_counter()
+
+    def add_response(self, litellm: Any, response: Any) -> None:
+        usage = getattr(response, "usage", None)
+        self.input_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
+        self.output_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
+        try:
+            cost = float(litellm.completion_cost(completion_response=response))
+        except Exception:  # unknown model or provider: cost stays unknown
+            return
+        self.cost = (self.cost or 0.0) + cost
+
+    def usage(self) -> JudgeUsage:
+        return JudgeUsage(model=self.model, calls=self.calls, input_tokens=self.input_tokens,
+                          output_tokens=self.output_tokens, cost_usd=self.cost,
+                          latency_ms=(time.perf_counter() - self.started) * 1000.0)
+
+
+class LiteLLMJudge:
+    """A judge reached through `litellm.acompletion` (any provider litellm supports).
+
+    `model` is a litellm model string (e.g. "openai/gpt-4o-mini"); extra keyword arguments
+    (api_base, api_key, temperature, ...) are passed to every litellm call. Retries are the
+    judge's own: litellm's are turned off.
+    """
+
+    def __init__(self, model: str, *, timeout: float = 60.0, max_retries: int = 3,
+                 backoff_base_s: float = 0.5, backoff_max_s: float = 20.0,
+                 max_retry_after_s: float = 60.0, json_mode: JsonMode = "json_schema",
+                 **litellm_kwargs: Any) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigurationError(f"judge model must be a non-empty litellm model string, got {model!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise ConfigurationError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise ConfigurationError(f"max_retries must be an int >= 0, got {max_retries!r}")
+        for name, value in (("backoff_base_s", backoff_base_s), ("backoff_max_s", backoff_max_s),
+                            ("max_retry_after_s", max_retry_after_s)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ConfigurationError(f"{name} must be a number >= 0, got {value!r}")
+        if json_mode not in _JSON_MODES:
+            raise ConfigurationError(f"json_mode must be one of {', '.join(_JSON_MODES)}, got {json_mode!r}")
+        if "num_retries" in litellm_kwargs:  # litellm's retry option becomes ours
+            max_retries = litellm_kwargs.pop("num_retries")
+            if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+                raise ConfigurationError(f"num_retries must be an int >= 0, got {max_retries!r}")
+        reserved = sorted(_RESERVED_KWARGS & litellm_kwargs.keys())
+        if reserved:
+            raise ConfigurationError(f"the judge sets these litellm arguments itself: {', '.join(reserved)}")
+        self.model = model
+        self.timeout = float(timeout)
+        self.max_retries = max_retries
+        self.backoff_base_s = float(backoff_base_s)
+        self.backoff_max_s = float(backoff_max_s)
+        self.max_retry_after_s = float(max_retry_after_s)
+        self.json_mode: JsonMode = json_mode
+        self.litellm_kwargs = dict(litellm_kwargs)
+        self._sleep: Callable[[float], Any] = asyncio.sleep  # tests may record the waits
+
+    def __repr__(self) -> str:
+        return f"LiteLLMJudge(model={self.model!r})"
+
+    async def judge(self, request: JudgeRequest) -> JudgeReply:
+        litellm = _import_litellm()
+        spend = _Spend(self.model)
+        if self.json_mode != "prompt":
+            raw: str | None = None
+            try:
+                response = await self._complete(litellm, request, request.prompt,
+                                                 self._response_format(request), spend)
+                raw = _reply_text(response)
+                data = request.validate(parse_json_object(raw))
+                return JudgeReply(data=data, raw=raw or "", usage=spend.usage(),
+                                  prompt=request.prompt)
+            except ValueError as exc:  # not JSON or wrong shape: fall back below
+                logger.debug("judge %s step %s: native JSON reply invalid (%s); retrying with "
+                             "the schema in the prompt", self.model, request.step, exc)
+            except Exception as exc:
+                if not _is_rejection(exc):
+                    raise self._failure(request, exc, spend, request.prompt) from exc
+                logger.debug("judge %s step %s: native JSON request refused (%s); retrying "
+                             "with the schema in the prompt", self.model, request.step, exc)
+        prompt = schema_instructions(request)
+        try:
+            response = await self._complete(litellm, request, prompt, None, spend)
+        except Exception as exc:
+            raise self._failure(request, exc, spend, prompt) from exc
+        raw = _reply_text(response)
+        try:
+            data = request.validate(parse_json_object(raw))
+        except ValueError as exc:
+            raise JudgeStepError(
+                f"the reply does not match the {request.schema_name} schema: {exc}",
+                step=request.step, model=self.model, usage=spend.usage(), raw_reply=raw,
+                prompt=prompt) from exc
+        return JudgeReply(data=data, raw=raw or "", usage=spend.usage(), prompt=prompt)
+
+    def _response_format(self, request: JudgeRequest) -> dict[str, Any]:
+        if self.json_mode == "json_object":
+            return {"type": "json_object"}
+        return {"type": "json_schema",
+                "json_schema": {"name": request.schema_name, "schema": request.schema,
+                                "strict": True}}
+
+    def _failure(self, request: JudgeRequest, exc: BaseException, spend: _Spend,
+                 prompt: str) -> JudgeStepError:
+        transient = _is_transient(exc)
+        detail = _describe(exc)
+        if transient:
+            detail += f" (gave up after {spend.calls} attempt{'s' if spend.calls != 1 else ''})"
+        return JudgeStepError(detail, step=request.step, model=self.model, usage=spend.usage(),
+                              retryable=transient, prompt=prompt)
+
+    async def _complete(self, litellm: Any, request: JudgeRequest, prompt: str,
+                        response_format: dict[str, Any] | None, spend: _Spend) -> Any:
+        """One chat completion, retried on transient failures with back-off."""
+        kwargs = dict(self.litellm_kwargs)
+        if response_format is not None:
+            kwargs["response_format"] = response_format
+        messages = [{"role": "system", "content": request.system},
+                    {"role": "user", "content": prompt}]
+        attempt = 0
+        while True:
+            spend.calls += 1
+            try:
+                with suppressed():
+                    response = await asyncio.wait_for(
+                        litellm.acompletion(model=self.model, messages=messages,
+                                            timeout=self.timeout, num_retries=0,
+                                            max_retries=0, **kwargs),
+                        timeout=self.timeout + 5.0)  # guard in case the provider ignores it
+            except Exception as exc:
+                if not _is_transient(exc) or attempt >= self.max_retries:
+                    raise
+                delay = self._delay(attempt, exc)
+                logger.debug("judge %s step %s: %s; retry %d/%d in %.2fs", self.model,
+                             request.step, _describe(exc), attempt + 1, self.max_retries, delay)
+                attempt += 1
+                await self._sleep(delay)
+                continue
+            spend.add_response(litellm, response)
+            return response
+
+    def _delay(self, attempt: int, exc: BaseException) -> float:
+        """Retry-After when the server sent one (capped), else exponential back-off with jitter."""
+        asked = retry_after_seconds(exc)
+        if asked is not None:
+            return min(asked, self.max_retry_after_s)
+        ceiling = min(self.backoff_max_s, self.backoff_base_s * (2 ** attempt))
+        return ceiling * random.uniform(0.5, 1.0)
+
+
+def _reply_text(response: Any) -> str | None:
+    try:
+        return response.choices[0].message.content
+    except (AttributeError, IndexError, TypeError):
+        return None
+
+
+def resolve_judge(model: Any, judge_kwargs: Mapping[str, Any]) -> Judge:
+    """A Judge from a model string ("tracescore/offline" = the offline judge) or Judge object."""
+    from tracescore.scoring._offline import OfflineJudge
+
+    if isinstance(model, str):
+        if model.strip() == OFFLINE_MODEL:
+            if judge_kwargs:
+                raise ConfigurationError(
+                    f"the offline judge takes no options, got {', '.join(sorted(judge_kwargs))}")
+            return OfflineJudge()
+        return LiteLLMJudge(model, **judge_kwargs)
+    if isinstance(model, Judge):
+        if judge_kwargs:
+            raise ConfigurationError(
+                "judge options (" + ", ".join(sorted(judge_kwargs)) + ") only apply to a model "
+                "string; configure the Judge object itself instead")
+        return model
+    raise ConfigurationError(
+        f"model must be a litellm model string (e.g. 'openai/gpt-4o-mini'), "
+        f"'{OFFLINE_MODEL}', or a Judge object; got {model!r}")

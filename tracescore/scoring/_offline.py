@@ -1,0 +1,210 @@
+"""A deterministic judge that needs no network or API key: word overlap instead of a model.
+
+It splits answers into sentences, gives each sentence a verdict from the content words it
+shares with the question (lightly stemmed) plus a few question-type cues, and fills a reason
+template. It cannot check facts: "Lyon is the capital of France." addresses the question as
+well as the right answer does. Its model name, "tracescore/offline", says so in every result.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from tracescore.scoring._base import JudgeUsage
+from tracescore.scoring._judge import OFFLINE_MODEL, JudgeReply, JudgeRequest, JudgeStepError
+from tracescore.scoring._prompts import (
+    TASK_REASON,
+    TASK_STATEMENTS,
+    TASK_VERDICTS,
+    format_score,
+)
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9À-Ý])")
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+
+_STOPWORDS = frozenset("""
+a about above after again against all also am an and any are as at be because been before
+being below between both but by could did do does doing down during each few for from further
+had has have having he her here hers herself him himself his i if in into is it its itself
+just let me more most my myself no nor not now of off on once only or other our ours
+ourselves out over own same she should so some such than that the their theirs them themselves
+then there these they this those through to too under until up very was we were what when
+where which while who whom whose why will with would you your yours yourself yourselves can
+may might must shall yes there's it's that's i'm one get got
+""".split())
+# words that only frame a question or request
+_FRAME_WORDS = frozenset("""
+how tell explain describe name give list please know show find say define mean meaning
+""".split())
+_YES_NO_START = frozenset("""
+is are was were do does did can could will would should has have had may might must
+""".split())
+_PLACE_CUES = frozenset("""
+where capital city country located location place continent region state town province
+""".split())
+_PERSON_CUES = frozenset("""
+who whom whose author inventor founder president ceo person wrote invented founded discovered
+painted directed composed leader king queen
+""".split())
+_NUMBER_CUES = frozenset("""
+many much old long far number count population percent percentage price cost age size
+height distance
+""".split())
+_TIME_CUES = frozenset("when year date day century month time".split())
+_NUMBER_WORDS = frozenset("""
+zero one two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty
+hundred thousand million billion dozen half
+""".split())
+_MONTHS = frozenset("""
+january february march april may june july august september october november december
+""".split())
+
+
+def _stem(word: str) -> str:
+    """A light stemmer: enough to match 'capitals' with 'capital' or 'flows' with 'flow'."""
+    word = word.lower().replace("’", "'")
+    if word.endswith("'s"):
+        word = word[:-2]
+    for suffix, replacement in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""),
+                                ("es", ""), ("s", ""), ("ly", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            if suffix == "s" and word.endswith("ss"):
+                return word
+            return word[: len(word) - len(suffix)] + replacement
+    return word
+
+
+def split_statements(text: str) -> list[str]:
+    """Sentences of `text` (and lines / list items), stripped, empty ones dropped."""
+    statements: list[str] = []
+    for line in text.splitlines():
+        line = _BULLET.sub("", line).strip()
+        if line:
+            statements.extend(p.strip() for p in _SENTENCE_END.split(line) if p.strip())
+    return statements
+
+
+class _Question:
+    """The parts of a question the verdicts are made from."""
+
+    def __init__(self, text: str) -> None:
+        words = _WORD.findall(text)
+        lowered = [w.lower() for w in words]
+        self.yes_no = bool(lowered) and lowered[0] in _YES_NO_START
+        # capitalised words after the first are the entities asked about ("France")
+        self.entities = {_stem(w) for i, w in enumerate(words)
+                         if i > 0 and w[:1].isupper() and w.lower() not in _STOPWORDS}
+        content = {_stem(w) for w in lowered if w not in _STOPWORDS and w not in _FRAME_WORDS}
+        self.attributes = content - self.entities  # what is asked about them ("capital")
+        cues = set(lowered)
+        self.expects = (
+            "place" if cues & _PLACE_CUES else
+            "person" if cues & _PERSON_CUES else
+            "time" if cues & _TIME_CUES else
+            "number" if cues & _NUMBER_CUES else
+            None
+        )
+
+
+def _shape_matches(words: Sequence[str], expects: str | None) -> bool:
+    """Whether a short answer looks like the kind of thing the question asks for."""
+    lowered = {w.lower() for w in words}
+    if expects in ("place", "person"):
+        return any(w[:1].isupper() for w in words)
+    if expects == "number":
+        return any(w.isdigit() or w in _NUMBER_WORDS for w in lowered)
+    if expects == "time":
+        return any(any(c.isdigit() for c in w) or w in _MONTHS for w in lowered)
+    return False
+
+
+def _verdict(question: _Question, statement: str) -> dict[str, str]:
+    words = _WORD.findall(statement)
+    content = [w for w in words if w.lower() not in _STOPWORDS]
+    stems = {_stem(w) for w in content}
+    attrs = sorted(question.attributes & stems)
+    ents = sorted(question.entities & stems)
+    if not words:
+        return {"result": "no", "reason": "The statement has no words to relate to the question."}
+    if question.yes_no and words[0].lower() in ("yes", "no"):
+        return {"result": "yes", "reason": "It gives a yes/no answer to a yes/no question."}
+    if question.attributes:
+        share = len(attrs) / len(question.attributes)
+        if share >= 0.5 and (ents or not question.entities):
+            terms = ", ".join(f"'{t}'" for t in attrs + ents)
+            return {"result": "yes", "reason": f"It addresses what the question asks about ({terms})."}
+        if attrs:
+            missing = sorted(question.entities - stems) or sorted(question.attributes - stems)
+            return {"result": "unsure",
+                    "reason": f"It is about {', '.join(repr(t) for t in attrs)} but not about "
+                              f"{', '.join(repr(t) for t in missing)}, which the question asks about."}
+    elif ents:
+        share = len(ents) / len(question.entities)
+        result = "yes" if share >= 0.5 else "unsure"
+        return {"result": result,
+                "reason": f"It is about {', '.join(repr(t) for t in ents)}, the subject of the question."}
+    if len(content) <= 3 and not ents:
+        if _shape_matches(content, question.expects):
+            return {"result": "yes",
+                    "reason": f"A short answer of the kind the question asks for (a {question.expects})."}
+        if question.expects is None and content:
+            return {"result": "unsure",
+                    "reason": "A short answer that shares no words with the question."}
+    if ents:
+        return {"result": "no",
+                "reason": f"It mentions {', '.join(repr(t) for t in ents)} but not what the "
+                          f"question asks about."}
+    return {"result": "no", "reason": "It shares no key words with the question."}
+
+
+def _explain(data: dict[str, Any]) -> str:
+    results = data.get("results") or []
+    score = format_score(float(data.get("score", 0.0)))
+    if not results:
+        return f"The score is {score} because the output contains no statements to judge."
+    counts = {"yes": 0, "unsure": 0, "no": 0}
+    for item in results:
+        key = "".join(str(item.get("result", "")).split()).lower()
+        counts[key if key in counts else "no"] += 1
+    n = len(results)
+    parts = [f"{counts['yes']} of {n} statement{'s' if n != 1 else ''} directly "
+             f"address{'es' if n == 1 else ''} the question"]
+    if counts["unsure"]:
+        parts.append(f"{counts['unsure']} {'is' if counts['unsure'] == 1 else 'are'} only partly relevant")
+    if counts["no"]:
+        parts.append(f"{counts['no']} {'is' if counts['no'] == 1 else 'are'} off-topic")
+    joined = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return f"The score is {score} because {joined} (offline judge: word overlap, no language model)."
+
+
+class OfflineJudge:
+    """The deterministic offline judge (`model="tracescore/offline"`): no network, no key."""
+
+    model = OFFLINE_MODEL
+
+    def __repr__(self) -> str:
+        return "OfflineJudge()"
+
+    async def judge(self, request: JudgeRequest) -> JudgeReply:
+        started = time.perf_counter()
+        data = request.data
+        if request.task == TASK_STATEMENTS:
+            reply: dict[str, Any] = {"statements": split_statements(str(data.get("output", "")))}
+        elif request.task == TASK_VERDICTS:
+            question = _Question(str(data.get("question", "")))
+            reply = {"results": [_verdict(question, s) for s in data.get("statements", [])]}
+        elif request.task == TASK_REASON:
+            reply = {"reason": _explain(dict(data))}
+        else:
+            raise JudgeStepError(f"the offline judge cannot do task {request.task!r}",
+                                 step=request.step, model=self.model,
+                                 usage=JudgeUsage(model=self.model))
+        raw = json.dumps(reply, ensure_ascii=False)
+        usage = JudgeUsage(model=self.model, calls=1, cost_usd=0.0,
+                           latency_ms=(time.perf_counter() - started) * 1000.0)
+        return JudgeReply(data=request.validate(reply), raw=raw, usage=usage, prompt=request.prompt)
