@@ -28,8 +28,8 @@ _REASON = sc.TS_UNSCORED_REASON
 class OnlineMetrics:
     """Score histogram and sampled/scored/dropped/failed/held-timeout counters."""
 
-    def __init__(self) -> None:
-        meter = metrics.get_meter("tracescore.online")
+    def __init__(self, meter_provider: metrics.MeterProvider | None = None) -> None:
+        meter = metrics.get_meter("tracescore.online", meter_provider=meter_provider)
         self._score = meter.create_histogram(
             sc.METRIC_EVALUATION_SCORE, unit="1", description="Online evaluation scores"
         )

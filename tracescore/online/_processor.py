@@ -80,12 +80,14 @@ class ScoringSpanProcessor(SpanProcessor):
     `shutdown_timeout_s`: how long shutdown waits for pending scoring before exporting.
     `score_genai_spans`: also score `invoke_agent` spans of other instrumentations, reading
     input/output from `gen_ai.input.messages` / `gen_ai.output.messages`.
+    `meter_provider` / `logger_provider`: for metrics and the log sink (default: the global ones).
     """
 
     def __init__(self, downstream: SpanProcessor, scorers: Sequence[Any], *,
                  max_wait_s: float = 30.0, max_held_spans: int = 2048, queue_size: int = 1000,
                  concurrency: int = 8, shutdown_timeout_s: float = 30.0,
-                 score_genai_spans: bool = False) -> None:
+                 score_genai_spans: bool = False, meter_provider: Any = None,
+                 logger_provider: Any = None) -> None:
         if not callable(getattr(downstream, "on_end", None)):
             raise ConfigurationError(
                 f"ScoringSpanProcessor needs a downstream SpanProcessor, got {downstream!r}"
@@ -100,7 +102,8 @@ class ScoringSpanProcessor(SpanProcessor):
         )
         self._downstream = downstream
         self._max_candidates = max(1024, 4 * queue_size)
-        self._metrics = OnlineMetrics()
+        self._metrics = OnlineMetrics(meter_provider)
+        self._logger_provider = logger_provider
         self._worker = Worker(
             queue_size=queue_size, concurrency=concurrency,
             tick_s=min(1.0, max(0.01, self._options.max_wait_s / 4)), on_tick=self._expire_held,
@@ -424,7 +427,7 @@ class ScoringSpanProcessor(SpanProcessor):
             except Exception:  # noqa: BLE001
                 self._log_once("carrier", "tracescore: carrier span export failed", exc_info=True)
         if "log" in online.sinks and span.context is not None:
-            if not emit_log_records(span.context, events):
+            if not emit_log_records(span.context, events, self._logger_provider):
                 self._log_once("log", "tracescore: the 'log' sink needs a LoggerProvider "
                                "(opentelemetry._logs.set_logger_provider); no records emitted")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import Event, ReadableSpan
@@ -89,15 +90,15 @@ def carrier_span(evaluated: ReadableSpan, scorer_name: str, events: Sequence[Eve
     )
 
 
-def emit_log_records(evaluated: SpanContext, events: Sequence[EventPayload]) -> bool:
-    """Emit each event as a log record tied to `evaluated` via the global LoggerProvider.
-
-    Returns False (and emits nothing) when no LoggerProvider is configured.
+def emit_log_records(evaluated: SpanContext, events: Sequence[EventPayload],
+                     logger_provider: Any = None) -> bool:
+    """Emit each event as a log record tied to `evaluated` (via `logger_provider`, else the
+    global LoggerProvider). Returns False (and emits nothing) when none is configured.
     """
     from opentelemetry import _logs
 
-    provider = _logs.get_logger_provider()
-    if isinstance(provider, (_logs.NoOpLoggerProvider, _logs.ProxyLoggerProvider)):
+    provider = logger_provider if logger_provider is not None else _logs.get_logger_provider()
+    if _is_noop(provider):
         return False
     logger = provider.get_logger(SCOPE.name)
     context = trace.set_span_in_context(trace.NonRecordingSpan(evaluated))
@@ -117,3 +118,15 @@ def emit_log_records(evaluated: SpanContext, events: Sequence[EventPayload]) -> 
             )
             logger.emit(record)
     return True
+
+
+def _is_noop(provider: object) -> bool:
+    from opentelemetry import _logs
+
+    if isinstance(provider, _logs.NoOpLoggerProvider):
+        return True
+    try:
+        from opentelemetry._logs._internal import ProxyLoggerProvider
+    except ImportError:  # pragma: no cover - layout of other SDK versions
+        return type(provider).__name__ == "ProxyLoggerProvider"
+    return isinstance(provider, ProxyLoggerProvider)

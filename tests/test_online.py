@@ -1,0 +1,668 @@
+"""ScoringSpanProcessor mechanics: sampling, filters, holding, sinks, faults, flush and shutdown.
+
+Agent calls go through the real hand-off contract (`notify_agent_call` just before the agent
+span ends, as the decorators do) on a private SDK TracerProvider; spans are checked in an
+in-memory exporter. The small scorers below are test doubles for the scorer contract that let
+a test hold a run open (gate) or make it fail; the end-to-end tests use the real scorers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import pytest
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+from opentelemetry.trace import format_span_id
+
+from tracescore import _semconv as sc
+from tracescore._content import serialize
+from tracescore._exceptions import ConfigurationError, ScorerError
+from tracescore.instrument._calls import AgentCall, has_agent_call_listeners, notify_agent_call
+from tracescore.online import OnlineScorer, ScoringSpanProcessor
+from tracescore.online._sampling import is_sampled
+from tracescore.scoring._base import JudgeUsage, Scorer, ScoreResult
+
+
+# --- test doubles of the scorer contract ------------------------------------------------------------
+class LengthScorer(Scorer):
+    """Scores len(output)/10; optionally waits on a gate or fails."""
+
+    uses_judge = True
+
+    def __init__(self, id: str = "length", *, gate: threading.Event | None = None,
+                 fail: BaseException | None = None, cost: float | None = None) -> None:
+        self.id = id
+        self.name = id.title()
+        self.gate = gate
+        self.fail = fail
+        self.cost = cost
+        self.calls: list[dict[str, Any]] = []
+
+    async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
+                   run_id: str | None = None) -> ScoreResult:
+        self.calls.append({"input": input, "output": output, "ground_truth": ground_truth,
+                           "run_id": run_id})
+        while self.gate is not None and not self.gate.is_set():
+            await asyncio.sleep(0.002)
+        if self.fail is not None:
+            raise self.fail
+        return ScoreResult(
+            run_id=run_id or "x", scorer_id=self.id, scorer_name=self.name,
+            score=len(str(output)) / 10, label="long" if len(str(output)) > 5 else "short",
+            reason=f"The score is {len(str(output)) / 10} because of its length.",
+            preprocess_prompt="Split: <<output>>", preprocess_step_result={"statements": [output]},
+            analyze_prompt="Judge the statements", analyze_step_result={"results": ["yes"]},
+            generate_reason_prompt="Explain", usage=JudgeUsage(
+                model="stub-judge", calls=3, input_tokens=30, output_tokens=12, cost_usd=self.cost,
+                latency_ms=1.5,
+            ),
+        )
+
+
+# --- harness -----------------------------------------------------------------------------------------
+class Harness:
+    """A private provider -> ScoringSpanProcessor -> SimpleSpanProcessor(in-memory) pipeline."""
+
+    def __init__(self, scorers: Sequence[Any], downstream: SpanProcessor | None = None,
+                 sampler: Any = None, **options: Any) -> None:
+        self.exporter = InMemorySpanExporter()
+        self.provider = TracerProvider(sampler=sampler) if sampler else TracerProvider()
+        self.processor = ScoringSpanProcessor(
+            downstream or SimpleSpanProcessor(self.exporter), scorers, **options
+        )
+        self.provider.add_span_processor(self.processor)
+        self.tracer = self.provider.get_tracer("tracescore.test")
+
+    def call(self, output: Any = "hello", *, name: str = "helper", input: Any = "question",
+             ground_truth: Any = None, error: BaseException | None = None,
+             attributes: dict[str, Any] | None = None) -> ReadableSpan | Any:
+        """One agent call as the decorators make it; returns the span (still unexported maybe)."""
+        attrs = {sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.GEN_AI_AGENT_NAME: name,
+                 **(attributes or {})}
+        with self.tracer.start_as_current_span(f"invoke_agent {name}", attributes=attrs) as span:
+            notify_agent_call(AgentCall(span=span, name=name, input=input, output=output,
+                                        error=error, ground_truth=ground_truth,
+                                        attributes=attrs))
+        return span
+
+    def spans(self) -> list[ReadableSpan]:
+        return list(self.exporter.get_finished_spans())
+
+    def agent_spans(self) -> list[ReadableSpan]:
+        return [s for s in self.spans() if s.name.startswith("invoke_agent")]
+
+    def flush(self) -> bool:
+        return self.provider.force_flush(30_000)
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise AssertionError("condition not reached")
+            time.sleep(0.005)
+
+    def close(self) -> None:
+        self.provider.shutdown()
+
+
+@pytest.fixture
+def make() -> Iterator[Callable[..., Harness]]:
+    made: list[Harness] = []
+
+    def factory(scorers: Sequence[Any], **kwargs: Any) -> Harness:
+        harness = Harness(scorers, **kwargs)
+        made.append(harness)
+        return harness
+
+    yield factory
+    for harness in made:
+        harness.close()
+    assert not has_agent_call_listeners()
+
+
+def results(span: ReadableSpan) -> list[dict[str, Any]]:
+    return [dict(e.attributes or {}) for e in span.events if e.name == sc.GEN_AI_EVALUATION_RESULT]
+
+
+def unscored(span: ReadableSpan) -> list[dict[str, Any]]:
+    return [dict(e.attributes or {}) for e in span.events if e.name == sc.TS_UNSCORED]
+
+
+def steps(span: ReadableSpan) -> list[dict[str, Any]]:
+    return [dict(e.attributes or {}) for e in span.events if e.name == sc.TS_EVALUATION_STEP]
+
+
+def assert_exactly_once(harness: Harness, spans: Sequence[Any]) -> None:
+    exported = Counter(s.context.span_id for s in harness.agent_spans())
+    expected = {s.get_span_context().span_id for s in spans}
+    assert set(exported) == expected
+    assert set(exported.values()) == {1}
+
+
+# --- span sink -----------------------------------------------------------------------------------------
+def test_sampled_span_is_held_then_exported_once_with_its_score_events(make) -> None:
+    scorer = LengthScorer()
+    h = make([scorer])
+    span = h.call("hello world", input="What?")
+    assert h.flush()
+    (exported,) = h.agent_spans()
+    assert exported.context.span_id == span.get_span_context().span_id
+    (result,) = results(exported)
+    assert result[sc.GEN_AI_EVALUATION_NAME] == "Length"
+    assert result[sc.TS_SCORER_ID] == "length"
+    assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] == pytest.approx(1.1)
+    assert result[sc.GEN_AI_EVALUATION_SCORE_LABEL] == "long"
+    assert result[sc.GEN_AI_EVALUATION_EXPLANATION].startswith("The score is 1.1")
+    assert result[sc.TS_RUN_ID] == scorer.calls[0]["run_id"]
+    assert result[sc.TS_SAMPLING_RATE] == 1.0
+    assert result[sc.TS_JUDGE_MODEL] == "stub-judge"
+    assert (result[sc.TS_JUDGE_CALLS], result[sc.TS_JUDGE_INPUT_TOKENS],
+            result[sc.TS_JUDGE_OUTPUT_TOKENS]) == (3, 30, 12)
+    assert [s[sc.TS_STEP_NAME] for s in steps(exported)] == ["preprocess", "analyze", "reason"]
+    assert steps(exported)[0][sc.TS_STEP_PROMPT] == "Split: <<output>>"
+    assert steps(exported)[0][sc.TS_STEP_RESULT] == serialize({"statements": ["hello world"]})
+    # the scorer saw the real in-process input/output; the span keeps its own attributes
+    assert scorer.calls[0]["input"] == "What?" and scorer.calls[0]["output"] == "hello world"
+    assert exported.attributes[sc.GEN_AI_AGENT_NAME] == "helper"
+    assert exported.end_time is not None and exported.status.status_code.name == "UNSET"
+    stats = h.processor.stats()
+    assert (stats["sampled"], stats["scored"], stats["failed"], stats["held"]) == (1, 1, 0, 0)
+
+
+def test_held_span_is_not_exported_before_its_score(make) -> None:
+    gate = threading.Event()
+    h = make([LengthScorer(gate=gate)])
+    h.call()
+    assert h.agent_spans() == []
+    assert h.processor.stats()["held"] == 1
+    gate.set()
+    assert h.flush()
+    assert len(results(h.agent_spans()[0])) == 1
+
+
+def test_unsampled_and_non_agent_spans_are_exported_at_once(make) -> None:
+    scorer = LengthScorer()
+    h = make([OnlineScorer(scorer, rate=0.0)])
+    span = h.call()
+    with h.tracer.start_as_current_span("execute_tool search"):
+        pass
+    names = [s.name for s in h.spans()]  # no flush: exported synchronously on end
+    assert names == ["invoke_agent helper", "execute_tool search"]
+    assert h.spans()[0].events == ()
+    assert h.flush() and scorer.calls == []
+    assert_exactly_once(h, [span])
+
+
+def test_traces_not_sampled_by_the_tracer_are_never_scored(make) -> None:
+    scorer = LengthScorer()
+    h = make([scorer], sampler=ALWAYS_OFF)
+    for _ in range(5):
+        h.call()
+    assert h.flush()
+    assert scorer.calls == [] and h.spans() == [] and h.processor.stats()["sampled"] == 0
+
+
+def test_sampling_rate_follows_the_trace_id(make) -> None:
+    scorer = LengthScorer()
+    h = make([OnlineScorer(scorer, rate=0.3)])
+    spans = [h.call() for _ in range(300)]
+    assert h.flush()
+    expected = {s.get_span_context().span_id for s in spans
+                if is_sampled(s.get_span_context().trace_id, 0.3)}
+    scored = {s.context.span_id for s in h.agent_spans() if results(s)}
+    assert scored == expected and 30 < len(expected) < 150
+    assert all(results(s)[0][sc.TS_SAMPLING_RATE] == 0.3 for s in h.agent_spans() if results(s))
+    assert_exactly_once(h, spans)
+
+
+def test_nested_rates_score_subsets_of_each_other(make) -> None:
+    broad, narrow = LengthScorer("broad"), LengthScorer("narrow")
+    h = make([OnlineScorer(broad, rate=0.5), OnlineScorer(narrow, rate=0.1)])
+    for _ in range(300):
+        h.call()
+    assert h.flush()
+    by = {sid: {s.context.span_id for s in h.agent_spans()
+                if any(r[sc.TS_SCORER_ID] == sid for r in results(s))} for sid in ("broad", "narrow")}
+    assert by["narrow"] < by["broad"]
+
+
+def test_filters_by_agent_attributes_and_predicate(make) -> None:
+    by_agent, by_attr, by_pred = LengthScorer("a"), LengthScorer("b"), LengthScorer("c")
+
+    def broken(call: AgentCall) -> bool:
+        raise RuntimeError("predicate bug")
+
+    h = make([
+        OnlineScorer(by_agent, agents=["support"]),
+        OnlineScorer(by_attr, attributes={"tier": "gold"}),
+        OnlineScorer(by_pred, predicate=lambda call: "refund" in str(call.input)),
+        OnlineScorer(LengthScorer("d"), predicate=broken),
+    ])
+    h.call(name="support", input="hi")
+    h.call(name="sales", input="please refund", attributes={"tier": "gold"})
+    h.call(name="sales", input="hi", attributes={"tier": "silver"})
+    assert h.flush()
+    assert [c["input"] for c in by_agent.calls] == ["hi"]
+    assert [c["input"] for c in by_attr.calls] == ["please refund"]
+    assert [c["input"] for c in by_pred.calls] == ["please refund"]
+    assert len(h.agent_spans()) == 3
+
+
+def test_ground_truth_from_the_call_or_a_reference_dataset(make) -> None:
+    from_call, from_map, from_fn = LengthScorer("a"), LengthScorer("b"), LengthScorer("c")
+    h = make([
+        OnlineScorer(from_call),
+        OnlineScorer(from_map, reference={"capital of France?": "Paris", '{"q":1}': "one"}),
+        OnlineScorer(from_fn, reference=lambda question: f"expected for {question}"),
+    ])
+    h.call(input="capital of France?", ground_truth="Paris (given)")
+    h.call(input="capital of France?")
+    h.call(input={"q": 1})
+    assert h.flush()
+    assert [c["ground_truth"] for c in from_call.calls] == ["Paris (given)", None, None]
+    assert [c["ground_truth"] for c in from_map.calls] == ["Paris (given)", "Paris", "one"]
+    assert [c["ground_truth"] for c in from_fn.calls][1] == "expected for capital of France?"
+
+
+def test_failed_agent_calls_are_not_scored(make) -> None:
+    scorer = LengthScorer()
+    h = make([scorer])
+    span = h.call(output=None, error=ValueError("agent failed"))
+    assert h.flush() and scorer.calls == []
+    assert_exactly_once(h, [span])
+
+
+def test_rate_limit_caps_scored_calls_and_counts_the_rest(make) -> None:
+    scorer = LengthScorer()
+    h = make([OnlineScorer(scorer, rate_limit_per_minute=3)])
+    spans = [h.call() for _ in range(10)]
+    assert h.flush()
+    assert len(scorer.calls) == 3
+    stats = h.processor.stats()
+    assert stats["dropped.rate_limited"] == 7 and stats["scored"] == 3
+    assert_exactly_once(h, spans)
+
+
+def test_cost_budget_stops_judge_scoring_when_spent(make) -> None:
+    scorer = LengthScorer(cost=0.4)
+    h = make([OnlineScorer(scorer, budget_usd_per_hour=1.0)])
+    for _ in range(4):
+        h.call()
+        assert h.flush()
+    assert len(scorer.calls) == 2  # 0.8 spent; a third (~0.4 more) would exceed 1.0
+    assert h.processor.stats()["dropped.budget_exhausted"] == 2
+    assert results(h.agent_spans()[0])[0][sc.TS_JUDGE_COST_USD] == pytest.approx(0.4)
+
+
+# --- failures and limits -----------------------------------------------------------------------------------
+def test_scorer_failure_is_an_event_with_error_type(make) -> None:
+    failure = ScorerError("reply is not JSON", scorer_id="length", step="analyze",
+                          partial={"preprocess_prompt": "Split", "preprocess_step_result": {"s": 1}},
+                          raw_reply="not json {")
+    h = make([LengthScorer(fail=failure)])
+    span = h.call()
+    assert h.flush()
+    (exported,) = h.agent_spans()
+    (result,) = results(exported)
+    assert result[sc.ERROR_TYPE] == "ScorerError"
+    assert result[sc.TS_FAILED_STEP] == "analyze"
+    assert sc.GEN_AI_EVALUATION_SCORE_VALUE not in result
+    assert "reply is not JSON" in result[sc.GEN_AI_EVALUATION_EXPLANATION]
+    assert [s[sc.TS_STEP_NAME] for s in steps(exported)] == ["preprocess", "analyze"]
+    assert steps(exported)[1][sc.TS_STEP_RESULT] == "not json {"
+    assert h.processor.stats()["failed"] == 1
+    assert_exactly_once(h, [span])
+
+
+def test_scorer_timeout_is_a_failure_event(make) -> None:
+    h = make([OnlineScorer(LengthScorer(gate=threading.Event()), timeout_s=0.05)])
+    h.call()
+    assert h.flush()
+    (result,) = results(h.agent_spans()[0])
+    assert result[sc.ERROR_TYPE] == "TimeoutError"
+
+
+def test_slow_scoring_beyond_max_wait_exports_unscored_and_late_result_goes_elsewhere(make) -> None:
+    gate = threading.Event()
+    h = make([OnlineScorer(LengthScorer(gate=gate), sinks=("span", "carrier"))], max_wait_s=0.05)
+    span = h.call()
+    h.wait_for(lambda: len(h.agent_spans()) == 1)
+    (exported,) = h.agent_spans()
+    assert results(exported) == []
+    (why,) = unscored(exported)
+    assert why[sc.TS_UNSCORED_REASON] == "timeout" and why[sc.TS_SCORER_ID] == "length"
+    assert h.processor.stats()["held_timeout"] == 1
+    gate.set()
+    assert h.flush()
+    carriers = [s for s in h.spans() if s.name == "evaluation Length"]
+    assert len(carriers) == 1 and len(results(carriers[0])) == 1
+    assert_exactly_once(h, [span])  # the late result did not export the agent span again
+
+
+def test_one_slow_scorer_does_not_hide_a_fast_ones_result(make) -> None:
+    h = make([LengthScorer("fast"), LengthScorer("slow", gate=threading.Event())],
+             max_wait_s=0.05, shutdown_timeout_s=0.05)
+    h.call()
+    h.wait_for(lambda: len(h.agent_spans()) == 1)
+    (exported,) = h.agent_spans()
+    assert [r[sc.TS_SCORER_ID] for r in results(exported)] == ["fast"]
+    assert [u[sc.TS_SCORER_ID] for u in unscored(exported)] == ["slow"]
+
+
+def test_burst_overflows_the_queue_every_span_arrives_once_and_drops_are_counted(make) -> None:
+    gate = threading.Event()
+    scorer = LengthScorer(gate=gate)
+    h = make([scorer], queue_size=20, concurrency=2, max_held_spans=10_000)
+    spans: list[Any] = []
+    lock = threading.Lock()
+
+    def burst() -> None:
+        mine = [h.call() for _ in range(750)]
+        with lock:
+            spans.extend(mine)
+
+    threads = [threading.Thread(target=burst) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    stats = h.processor.stats()
+    dropped = stats["dropped.queue_full"]
+    assert dropped >= 3000 - 22 and stats["sampled"] == 3000
+    full = [s for s in h.agent_spans() if unscored(s)]
+    assert len(full) == dropped
+    assert {u[sc.TS_UNSCORED_REASON] for s in full for u in unscored(s)} == {"queue_full"}
+    gate.set()
+    assert h.flush()
+    assert h.processor.stats()["scored"] == 3000 - dropped
+    assert_exactly_once(h, spans)
+
+
+def test_held_span_limit_exports_extra_spans_unscored(make) -> None:
+    gate = threading.Event()
+    h = make([LengthScorer(gate=gate)], max_held_spans=5, queue_size=100)
+    spans = [h.call() for _ in range(20)]
+    early = h.agent_spans()
+    assert len(early) == 15
+    assert {u[sc.TS_UNSCORED_REASON] for s in early for u in unscored(s)} == {"held_overflow"}
+    gate.set()
+    assert h.flush()
+    assert sum(1 for s in h.agent_spans() if results(s)) == 5
+    assert h.processor.stats()["dropped.held_overflow"] == 15
+    assert_exactly_once(h, spans)
+
+
+def test_shutdown_with_jobs_in_flight_exports_everything_once(make) -> None:
+    gate = threading.Event()  # never opened: the judge hangs
+    carrier = LengthScorer("carrier-only", gate=gate)
+    h = make([LengthScorer(gate=gate), OnlineScorer(carrier, sinks=["carrier"])],
+             concurrency=2, shutdown_timeout_s=0.1)
+    spans = [h.call() for _ in range(10)]
+    h.provider.shutdown()
+    assert all(unscored(s)[0][sc.TS_UNSCORED_REASON] == "shutdown" for s in h.agent_spans()
+               if unscored(s))
+    assert_exactly_once(h, spans)
+    stats = h.processor.stats()
+    assert stats["dropped.shutdown"] == 20 and stats["scored"] == 0
+    h.processor.shutdown()  # idempotent
+    after = h.call()  # after shutdown: no scoring, no exception
+    assert after is not None and h.processor.stats()["sampled"] == 20
+
+
+def test_flush_waits_for_pending_scoring(make) -> None:
+    h = make([LengthScorer()], concurrency=3)
+    spans = [h.call() for _ in range(50)]
+    assert h.flush()
+    assert all(len(results(s)) == 1 for s in h.agent_spans())
+    assert_exactly_once(h, spans)
+
+
+def test_flush_timeout_exports_held_spans_unscored(make) -> None:
+    gate = threading.Event()
+    h = make([LengthScorer(gate=gate)])
+    span = h.call()
+    assert h.provider.force_flush(50) is False
+    (exported,) = h.agent_spans()
+    assert unscored(exported)[0][sc.TS_UNSCORED_REASON] == "flush"
+    gate.set()
+    assert h.flush()
+    assert_exactly_once(h, [span])
+
+
+class _FlakyProcessor(SimpleSpanProcessor):
+    """Raises from on_end for the first `n` spans it receives, then exports normally."""
+
+    def __init__(self, exporter: SpanExporter, n: int) -> None:
+        super().__init__(exporter)
+        self.n = n
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self.n > 0:
+            self.n -= 1
+            raise RuntimeError("exporter down")
+        super().on_end(span)
+
+
+class _FailingExporter(SpanExporter):
+    def __init__(self) -> None:
+        self.attempts = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.attempts += len(spans)
+        return SpanExportResult.FAILURE
+
+    def shutdown(self) -> None:
+        pass
+
+
+def test_failing_downstream_never_reaches_the_agent_or_stops_the_worker(make) -> None:
+    exporter = InMemorySpanExporter()
+    h = make([LengthScorer()], downstream=_FlakyProcessor(exporter, n=2))
+    for _ in range(5):
+        h.call()
+    assert h.flush()
+    assert len(exporter.get_finished_spans()) == 3
+    assert all(results(s) for s in exporter.get_finished_spans())
+
+
+def test_failing_exporter_is_handled_by_the_export_processor(make) -> None:
+    exporter = _FailingExporter()
+    h = make([LengthScorer()], downstream=SimpleSpanProcessor(exporter))
+    for _ in range(5):
+        h.call()
+    assert h.flush()
+    assert exporter.attempts == 5 and h.processor.stats()["scored"] == 5
+
+
+# --- carrier, log and metrics sinks --------------------------------------------------------------------
+def test_carrier_sink_exports_a_linked_child_span_and_does_not_hold(make) -> None:
+    gate = threading.Event()
+    h = make([OnlineScorer(LengthScorer(gate=gate), sinks="carrier")])
+    span = h.call("hello world")
+    (agent_span,) = h.agent_spans()  # exported at once, without events
+    assert agent_span.events == ()
+    gate.set()
+    assert h.flush()
+    (carrier,) = [s for s in h.spans() if s.name == "evaluation Length"]
+    ctx = span.get_span_context()
+    assert carrier.context.trace_id == ctx.trace_id
+    assert carrier.parent.span_id == ctx.span_id
+    assert [link.context.span_id for link in carrier.links] == [ctx.span_id]
+    assert carrier.attributes[sc.TS_EVALUATED_SPAN_ID] == format_span_id(ctx.span_id)
+    assert carrier.attributes[sc.GEN_AI_AGENT_NAME] == "helper"
+    assert carrier.resource == agent_span.resource
+    assert results(carrier)[0][sc.GEN_AI_EVALUATION_SCORE_VALUE] == pytest.approx(1.1)
+    assert carrier.start_time <= carrier.end_time
+
+
+def test_log_sink_emits_evaluation_records_tied_to_the_agent_span(make) -> None:
+    log_exporter = InMemoryLogRecordExporter()
+    loggers = LoggerProvider()
+    loggers.add_log_record_processor(SimpleLogRecordProcessor(log_exporter))
+    h = make([OnlineScorer(LengthScorer(), sinks=["log"])], logger_provider=loggers)
+    span = h.call()
+    assert h.flush()
+    (agent_span,) = h.agent_spans()
+    assert agent_span.events == ()
+    records = [r.log_record for r in log_exporter.get_finished_logs()]
+    main = [r for r in records if r.event_name == sc.GEN_AI_EVALUATION_RESULT]
+    assert len(main) == 1 and len(records) == 4  # + preprocess, analyze, reason steps
+    ctx = span.get_span_context()
+    assert (main[0].trace_id, main[0].span_id) == (ctx.trace_id, ctx.span_id)
+    assert main[0].attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == pytest.approx(0.5)
+
+
+def test_log_sink_without_a_logger_provider_is_a_no_op(make) -> None:
+    h = make([OnlineScorer(LengthScorer(), sinks=["log", "span"])])
+    h.call()
+    assert h.flush()
+    assert len(results(h.agent_spans()[0])) == 1
+
+
+def test_metrics_histogram_and_counters(make) -> None:
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    h = make([LengthScorer("good"), LengthScorer("bad", fail=RuntimeError("judge down"))],
+             meter_provider=meters)
+    for _ in range(3):
+        h.call("hello world", name="support")
+    assert h.flush()
+    points: dict[str, list[Any]] = {}
+    for rm in reader.get_metrics_data().resource_metrics:
+        for sm in rm.scope_metrics:
+            for metric in sm.metrics:
+                points[metric.name] = list(metric.data.data_points)
+    sampled = {p.attributes[sc.TS_SCORER_ID]: p.value for p in points[sc.METRIC_EVALUATION_SAMPLED]}
+    assert sampled == {"good": 3, "bad": 3}
+    (scored,) = points[sc.METRIC_EVALUATION_SCORED]
+    assert scored.value == 3 and scored.attributes[sc.GEN_AI_AGENT_NAME] == "support"
+    (failed,) = points[sc.METRIC_EVALUATION_FAILED]
+    assert failed.value == 3 and failed.attributes[sc.ERROR_TYPE] == "RuntimeError"
+    (histogram,) = points[sc.METRIC_EVALUATION_SCORE]
+    assert histogram.count == 3 and histogram.sum == pytest.approx(3.3)
+    meters.shutdown()
+
+
+# --- other instrumentations, isolation, configuration -------------------------------------------------
+def test_genai_invoke_agent_spans_of_other_instrumentations_are_opt_in(make) -> None:
+    import json
+
+    messages_in = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Capital?"}]}])
+    messages_out = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "Paris"}]}])
+    attrs = {sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.GEN_AI_AGENT_NAME: "other",
+             sc.GEN_AI_INPUT_MESSAGES: messages_in, sc.GEN_AI_OUTPUT_MESSAGES: messages_out}
+    for enabled in (False, True):
+        scorer = LengthScorer()
+        h = make([scorer], score_genai_spans=enabled)
+        tracer = h.provider.get_tracer("some.other.instrumentation")
+        with tracer.start_as_current_span("invoke_agent other", attributes=attrs):
+            pass
+        assert h.flush()
+        if enabled:
+            assert scorer.calls[0]["input"] == [{"role": "user", "content": "Capital?"}]
+            assert scorer.calls[0]["output"] == "Paris"
+            assert len(results(h.agent_spans()[0])) == 1
+        else:
+            assert scorer.calls == [] and len(h.agent_spans()) == 1
+
+
+def test_each_processor_scores_only_its_own_providers_spans(make) -> None:
+    a, b = LengthScorer("a"), LengthScorer("b")
+    ha, hb = make([a]), make([b])
+    ha.call(input="for a")
+    hb.call(input="for b")
+    assert ha.flush() and hb.flush()
+    assert [c["input"] for c in a.calls] == ["for a"]
+    assert [c["input"] for c in b.calls] == ["for b"]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"rate": 1.5}, "rate must be within"),
+    ({"rate": "0.5"}, "rate must be a number"),
+    ({"sinks": ["span", "kafka"]}, "sinks must be one or more"),
+    ({"sinks": []}, "sinks must be one or more"),
+    ({"agents": [""]}, "agents must be non-empty"),
+    ({"attributes": ["tier"]}, "attributes must be a mapping"),
+    ({"predicate": 3}, "predicate must be callable"),
+    ({"rate_limit_per_minute": 0}, "rate_limit_per_minute must be > 0"),
+    ({"budget_usd_per_hour": -1}, "budget_usd_per_hour must be >= 0"),
+    ({"reference": 3}, "reference must be a mapping or a callable"),
+    ({"timeout_s": 0}, "timeout_s must be > 0"),
+])
+def test_online_scorer_validates_at_construction(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        OnlineScorer(LengthScorer(), **kwargs)
+
+
+def test_processor_validates_at_construction() -> None:
+    downstream = SimpleSpanProcessor(InMemorySpanExporter())
+    with pytest.raises(ConfigurationError, match="non-empty string `id`"):
+        ScoringSpanProcessor(downstream, [object()])
+    with pytest.raises(ConfigurationError, match="own id; duplicated: length"):
+        ScoringSpanProcessor(downstream, [LengthScorer(), LengthScorer()])
+    with pytest.raises(ConfigurationError, match="at least one scorer"):
+        ScoringSpanProcessor(downstream, [])
+    with pytest.raises(ConfigurationError, match="queue_size must be an integer >= 1"):
+        ScoringSpanProcessor(downstream, [LengthScorer()], queue_size=0)
+    with pytest.raises(ConfigurationError, match="max_wait_s must be > 0"):
+        ScoringSpanProcessor(downstream, [LengthScorer()], max_wait_s=0)
+    with pytest.raises(ConfigurationError, match="downstream SpanProcessor"):
+        ScoringSpanProcessor(object(), [LengthScorer()])  # type: ignore[arg-type]
+    assert not has_agent_call_listeners()
+
+
+def test_a_single_scorer_is_accepted_and_defaults_are_span_sink_rate_one() -> None:
+    processor = ScoringSpanProcessor(SimpleSpanProcessor(InMemorySpanExporter()), LengthScorer())
+    try:
+        (online,) = processor.scorers
+        assert (online.rate, set(online.sinks)) == (1.0, {"span"})
+    finally:
+        processor.shutdown()
+
+
+# --- fork ------------------------------------------------------------------------------------------------
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_forked_child_starts_its_own_worker_and_leaves_parent_spans_alone(make) -> None:
+    gate = threading.Event()
+    h = make([LengthScorer(gate=gate)])
+    parent_span = h.call("parent")  # held in the parent, its job running in the parent worker
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        code = 1
+        try:
+            gate.set()  # the child's copy of the gate
+            h.exporter.clear()
+            child_span = h.call("child output")
+            ok = h.flush()
+            exported = h.agent_spans()
+            good = (ok and len(exported) == 1
+                    and exported[0].context.span_id == child_span.get_span_context().span_id
+                    and len(results(exported[0])) == 1)
+            code = 0 if good else 2
+        finally:
+            os.write(write_fd, bytes([code]))
+            os._exit(code)
+    os.close(write_fd)
+    status = os.read(read_fd, 1)
+    os.close(read_fd)
+    os.waitpid(pid, 0)
+    assert status == bytes([0])
+    assert h.agent_spans() == []  # still held in the parent
+    gate.set()
+    assert h.flush()
+    assert_exactly_once(h, [parent_span])
+    assert len(results(h.agent_spans()[0])) == 1
