@@ -165,3 +165,62 @@ def test_fresh_process_gets_service_resource_and_exit_flush(otlp_receiver: OTLPR
     assert span.name == "invoke_agent checkout"
     assert span.resource["service.name"] == "checkout-bot"
     assert span.resource["deployment.environment"] == "test"
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_decorated_agent_with_litellm_end_to_end(otlp_receiver: OTLPReceiver, stub_llm, protocol: str
+                                                 ) -> None:  # noqa: ANN001 - stub_llm fixture
+    import litellm
+
+    @tracescore.tool
+    def lookup(city: str) -> str:
+        return f"{city} is in France"
+
+    @tracescore.agent(name="geo")
+    def geo(question: str) -> str:
+        facts = lookup("Paris")
+        reply = litellm.completion(model="openai/gpt-4o-mini", api_base=stub_llm.base_url,
+                                   api_key="sk-test", max_retries=0,
+                                   messages=[{"role": "user", "content": f"{facts}. {question}"}])
+        return reply.choices[0].message.content
+
+    stub_llm.enqueue("Paris.", usage={"prompt_tokens": 12, "completion_tokens": 2})
+    handle = tracescore.configure(exporter=f"otlp-{protocol}", endpoint=_endpoint(otlp_receiver, protocol))
+    tracescore.instrument_litellm()
+    try:
+        assert geo("Capital?") == "Paris."
+    finally:
+        tracescore.uninstrument_litellm()
+    assert handle.flush(10)
+    spans = {s.name: s for s in otlp_receiver.wait_for_spans(3)}
+    agent, tool, chat = spans["invoke_agent geo"], spans["execute_tool lookup"], spans["chat gpt-4o-mini"]
+    assert tool.parent_span_id == agent.span_id and chat.parent_span_id == agent.span_id
+    assert (chat.kind, agent.kind) == ("CLIENT", "INTERNAL")
+    assert chat.attributes[sc.GEN_AI_USAGE_INPUT_TOKENS] == 12
+    assert chat.attributes[sc.GEN_AI_USAGE_OUTPUT_TOKENS] == 2
+    assert chat.attributes[sc.GEN_AI_PROVIDER_NAME] == "openai"
+    assert chat.attributes[sc.TS_COST_USD] > 0
+    assert "Paris." in agent.attributes[sc.GEN_AI_OUTPUT_MESSAGES]
+
+
+def test_online_scoring_through_configure(otlp_receiver: OTLPReceiver) -> None:
+    @tracescore.agent(name="echo")
+    def echo(text: str) -> str:
+        return text.upper()
+
+    handle = tracescore.configure(exporter="otlp-http", endpoint=otlp_receiver.http_endpoint,
+                                  scorers=[tracescore.create_content_similarity_scorer()],
+                                  online={"max_wait_s": 10})
+    echo("hello world")
+    assert handle.flush(15)
+    (span,) = otlp_receiver.wait_for_spans(1)
+    (event,) = span.events_named(sc.GEN_AI_EVALUATION_RESULT)
+    assert event.attributes[sc.TS_SCORER_ID] == "content-similarity"
+    assert event.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0
+
+
+def test_bad_online_options_fail_at_configure() -> None:
+    with pytest.raises(tracescore.ConfigurationError):
+        tracescore.configure(exporter="none", scorers=[tracescore.create_content_similarity_scorer()],
+                             online={"max_wait_s": -1})
+    assert not _setup._handles
