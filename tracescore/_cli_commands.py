@@ -35,12 +35,12 @@ def run_eval_command(*, dataset: Path, target: str, scorer_names: Sequence[str],
     except DatasetError as exc:
         raise SetupError(str(exc)) from None
     thresholds = parse_thresholds(threshold_specs)
+    agent = load_target(target)
     scorers = build_scorers(list(scorer_names), model)  # none named: both scorers
     missing = set(thresholds) - {s.id for s in scorers}
     if missing:
         raise SetupError(f"--threshold for a scorer that does not run: {', '.join(sorted(missing))}"
                          " (add it with --scorer)")
-    agent = load_target(target)
     handle = export_to(spans_file, endpoint, service_name="tracescore-eval")
 
     out, err = render.console(), render.console(stderr=True)

@@ -62,7 +62,7 @@ def score_table(result: ScoreResult) -> Table:
                                        else json.dumps(value, ensure_ascii=False, indent=2,
                                                        default=str)))
     usage = result.usage
-    if usage is not None:
+    if usage is not None and usage.calls:
         table.add_row("judge", f"{usage.model or '-'}: {usage.calls} call(s), "
                                f"{usage.input_tokens} in / {usage.output_tokens} out tokens, "
                                f"{usage.latency_ms:.0f} ms"
@@ -113,7 +113,7 @@ def eval_items(result: EvalResult) -> Table:
         for sid in result.scores:
             score = item.scores.get(sid)
             cells.append(Text("error", style="red") if score is None
-                         else Text(f"{score.score:g}", style=score_style(score.score)))
+                         else Text(f"{score.score:.3f}", style=score_style(score.score)))
         table.add_row(*cells)
     return table
 
@@ -209,6 +209,32 @@ def _add_details(node: Tree, span: FileSpan) -> None:
         elif name == sc.TS_UNSCORED:
             node.add(Text(f"unscored by {event.get(sc.GEN_AI_EVALUATION_NAME)}: "
                           f"{event.get(sc.TS_UNSCORED_REASON)}", style="yellow"))
+
+
+def demo_summary(roots: list[FileSpan], scorer_ids: list[str]) -> Table:
+    """One row per agent call: question, answer and each score with its label."""
+    table = Table(title="Scores per call")
+    table.add_column("question", overflow="fold", ratio=3)
+    table.add_column("answer", overflow="fold", ratio=3)
+    for sid in scorer_ids:
+        table.add_column(sid, justify="right", ratio=2)
+    for root in roots:
+        events = {e.get(sc.TS_SCORER_ID): e for name, e in root.events
+                  if name == sc.GEN_AI_EVALUATION_RESULT}
+        cells: list[Any] = [
+            escape(short(_message_text(root.attributes.get(sc.GEN_AI_INPUT_MESSAGES)) or "", 60)),
+            escape(short(_message_text(root.attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)) or "", 60)),
+        ]
+        for sid in scorer_ids:
+            event = events.get(sid)
+            value = None if event is None else event.get(sc.GEN_AI_EVALUATION_SCORE_VALUE)
+            if value is None:
+                cells.append(Text("unscored" if event is None else "error", style="red"))
+            else:
+                label = event.get(sc.GEN_AI_EVALUATION_SCORE_LABEL, "")  # type: ignore[union-attr]
+                cells.append(Text(f"{float(value):.2f} {label}", style=score_style(float(value))))
+        table.add_row(*cells)
+    return table
 
 
 def _score_label(event: dict[str, Any]) -> Text:

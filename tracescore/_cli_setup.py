@@ -52,6 +52,8 @@ def build_scorers(names: Sequence[str], model: str) -> list[Scorer]:
     from tracescore.scoring import create_answer_relevancy_scorer, create_content_similarity_scorer
 
     ids = list(dict.fromkeys(scorer_id(n) for n in names)) or list(DEFAULT_SCORERS)
+    if "answer-relevancy" in ids:
+        check_model(model)
     scorers: list[Scorer] = []
     try:
         for sid in ids:
@@ -62,6 +64,21 @@ def build_scorers(names: Sequence[str], model: str) -> list[Scorer]:
     except ConfigurationError as exc:
         raise SetupError(str(exc)) from None
     return scorers
+
+
+def check_model(model: str) -> None:
+    """Fail early, with a clear message, on a judge model litellm cannot route."""
+    if model.strip() == OFFLINE_MODEL:
+        return
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True  # no provider banner on stdout
+    try:
+        litellm.get_llm_provider(model)
+    except Exception:  # noqa: BLE001 - litellm raises several types for an unknown provider
+        raise SetupError(f"unknown judge model {model!r}: litellm cannot tell its provider; use "
+                         f"provider/model (e.g. openai/gpt-4o-mini) or {OFFLINE_MODEL}") from None
 
 
 def parse_thresholds(values: Sequence[str]) -> dict[str, float]:

@@ -89,3 +89,6 @@ METRIC_EVALUATION_HELD_TIMEOUT = "tracescore.evaluation.held_timeout"
 TS_EVAL_NAME = "tracescore.eval.name"  # name of the run_evals run that produced the span
 TS_EVAL_RUN_ID = "tracescore.eval.run_id"
 TS_EVAL_ITEM_INDEX = "tracescore.eval.item.index"  # position of the item in the dataset
+# OpenTelemetry context key set while run_evals calls its target (value: the eval run id);
+# online scoring skips agent calls made under it, so eval items are not scored twice.
+CTX_EVAL_RUN_ID = "tracescore.eval.run_id"

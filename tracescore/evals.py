@@ -11,16 +11,17 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
-import json
 import logging
 import math
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
@@ -271,12 +272,11 @@ class _Run:
         output: Any = None
         span = self.tracer.start_span(f"{sc.OP_INVOKE_AGENT} {self.name}", kind=SpanKind.INTERNAL,
                                       attributes=self._span_attributes(index, value))
-        trace_id = format(span.get_span_context().trace_id, "032x")
+        span_context = span.get_span_context()
+        trace_id = format(span_context.trace_id, "032x") if span_context.is_valid else None
         started = time.perf_counter()
         try:
-            with trace.use_span(span, end_on_exit=False, record_exception=False,
-                                    set_status_on_exception=False), \
-                    ground_truth_scope(expected):
+            with _item_context(span, self.run_id), ground_truth_scope(expected):
                 output = await self.call(value, self.executor)
         except Exception as exc:  # noqa: BLE001 - a failed item is data, not a crash
             failures.append(_failure(index, STEP_TARGET, None, exc))
@@ -287,7 +287,7 @@ class _Run:
         end_ns = time.time_ns()
         try:
             if not failures:
-                _set_content(span, sc.GEN_AI_OUTPUT_MESSAGES, "assistant", output)
+                _set_output(span, output)
                 scores = await self._score(span, index, value, output, expected, failures)
                 await self._callback(index, item, output, scores, failures)
         finally:
@@ -304,7 +304,7 @@ class _Run:
             sc.TS_EVAL_RUN_ID: self.run_id,
             sc.TS_EVAL_ITEM_INDEX: index,
         }
-        messages = _messages("user", value)
+        messages = _input_attr(value)
         if messages is not None:
             attrs[sc.GEN_AI_INPUT_MESSAGES] = messages
         return attrs
@@ -490,17 +490,31 @@ def _failure(index: int, step: str, scorer_id: str | None, exc: BaseException) -
                        error_type=type(exc).__qualname__, message=str(exc) or type(exc).__name__)
 
 
-def _messages(role: str, value: Any) -> str | None:
-    """A semconv message list (JSON) holding `value`, or None when content capture is off."""
-    from tracescore._content import capture_enabled, serialize
+@contextmanager
+def _item_context(span: Span, run_id: str) -> Iterator[None]:
+    """Make `span` current and mark the context as an eval run (online scoring skips it)."""
+    ctx = otel_context.set_value(sc.CTX_EVAL_RUN_ID, run_id, trace.set_span_in_context(span))
+    token = otel_context.attach(ctx)
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
 
-    if not capture_enabled():
-        return None
-    return json.dumps([{"role": role, "parts": [{"type": "text", "content": serialize(value)}]}],
-                      ensure_ascii=False)
+
+def _input_attr(value: Any) -> str | None:
+    """`gen_ai.input.messages` text for `value`, or None when content capture is off."""
+    from tracescore._config import content_settings
+    from tracescore.instrument._span_messages import input_messages_attr
+
+    settings = content_settings()
+    return input_messages_attr(value, settings) if settings.capture else None
 
 
-def _set_content(span: Span, key: str, role: str, value: Any) -> None:
-    messages = _messages(role, value)
-    if messages is not None:
-        span.set_attribute(key, messages)
+def _set_output(span: Span, value: Any) -> None:
+    """Record the target's output as `gen_ai.output.messages` (under content capture)."""
+    from tracescore._config import content_settings
+    from tracescore.instrument._span_messages import output_messages_attr
+
+    settings = content_settings()
+    if settings.capture and span.is_recording():
+        span.set_attribute(sc.GEN_AI_OUTPUT_MESSAGES, output_messages_attr(value, settings))

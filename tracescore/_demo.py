@@ -1,0 +1,90 @@
+"""`tracescore demo`: the example agent, traced and scored online, then read back from the export.
+
+Steps: load examples/demo_agent.py; configure() with both scorers and a file exporter (plus OTLP
+when an endpoint is set); ask the questions with their ground truth; flush; read the OTLP JSON
+file back and print one trace tree per call with its scores.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from tracescore._cli_setup import SetupError, build_scorers
+
+_DEMO_FILE = Path("examples") / "demo_agent.py"
+_MODULE_NAME = "tracescore_demo_agent"
+
+
+def run_demo(*, spans_file: Path, model: str, endpoint: str | None) -> None:
+    from rich.rule import Rule
+
+    from tracescore import _cli_render as render
+    from tracescore._cli_commands import export_to
+    from tracescore._cli_otlp import children_of, read_spans
+    from tracescore.instrument._calls import ground_truth
+
+    out = render.console()
+    demo = load_demo_agent()
+    scorers = build_scorers([], model)
+    spans_file.parent.mkdir(parents=True, exist_ok=True)
+    spans_file.unlink(missing_ok=True)  # the file shows this run only
+    handle = export_to(spans_file, endpoint, service_name="tracescore-demo", scorers=scorers)
+    assert handle is not None
+
+    out.print(Rule("tracescore demo"))
+    out.print(f"Agent: {demo.__file__}")
+    out.print(f"Judge: {model}   scorers: {', '.join(s.id for s in scorers)}")
+    out.print(f"Export: {spans_file}" + (f" and OTLP {endpoint}" if endpoint else ""))
+    out.print()
+    try:
+        for number, item in enumerate(demo.QUESTIONS, start=1):
+            with ground_truth(item.get("ground_truth")):
+                reply = demo.answer(item["input"])
+            out.print(f"[bold]{number}.[/] {render.escape(item['input'])}\n"
+                      f"   [cyan]→[/] {render.escape(str(reply))}")
+        out.print("\nWaiting for the online scores and the export …")
+        flushed = handle.flush()
+    finally:
+        handle.shutdown()
+    if not flushed:
+        out.print("[yellow]The export did not finish in time; some spans may be missing.[/]")
+
+    spans = read_spans(spans_file)
+    tree = children_of(spans)
+    roots = [s for s in tree.get(None, []) if s.name.startswith("invoke_agent")]
+    out.print()
+    out.print(Rule(f"Read back from {spans_file}: {len(spans)} spans, "
+                   f"{sum(_score_count(s.events) for s in spans)} score events"))
+    for root in roots:
+        out.print(render.trace_tree(root, tree))
+        out.print()
+    out.print(render.demo_summary(roots, [s.id for s in scorers]))
+    out.print("\nEvery span above was read back from the exported OTLP file; "
+              "send the same traffic to a collector with OTEL_EXPORTER_OTLP_ENDPOINT.")
+
+
+def load_demo_agent() -> ModuleType:
+    """Import examples/demo_agent.py from the source checkout (or the current directory)."""
+    if _MODULE_NAME in sys.modules:
+        return sys.modules[_MODULE_NAME]
+    candidates = [Path(__file__).resolve().parent.parent / _DEMO_FILE, Path.cwd() / _DEMO_FILE]
+    path = next((p for p in candidates if p.is_file()), None)
+    if path is None:
+        raise SetupError(f"cannot find {_DEMO_FILE}; run the demo from a tracescore source "
+                         "checkout (the demo agent is one of its examples)")
+    spec = importlib.util.spec_from_file_location(_MODULE_NAME, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[_MODULE_NAME] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _score_count(events: list[tuple[str, dict[str, Any]]]) -> int:
+    from tracescore import _semconv as sc
+
+    return sum(1 for name, _ in events if name == sc.GEN_AI_EVALUATION_RESULT)
