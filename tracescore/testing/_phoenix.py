@@ -1,0 +1,178 @@
+"""Run Arize Phoenix locally for end-to-end tests and demos: a cached venv outside the checkout, free ports.
+
+`python -m tracescore.testing._phoenix serve` installs (once) and runs Phoenix in the foreground;
+`PhoenixServer()` does the same from Python as a context manager (used by the end-to-end test).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from tracescore.testing._tools import cache_dir, cached_venv, free_port, tail, wait_until
+
+PHOENIX_VERSION = os.environ.get("TRACESCORE_PHOENIX_VERSION", "20.26.1")
+
+
+def phoenix_venv(version: str = PHOENIX_VERSION) -> Path:
+    """The cached venv holding arize-phoenix==version (installed on first use; minutes)."""
+    return cached_venv(f"phoenix-venv-{version}", f"arize-phoenix=={version}")
+
+
+class PhoenixServer:
+    """`phoenix serve` on free loopback ports with offline settings and a temporary working dir."""
+
+    def __init__(
+        self,
+        *,
+        version: str = PHOENIX_VERSION,
+        port: int | None = None,
+        grpc_port: int | None = None,
+        working_dir: str | Path | None = None,
+        startup_timeout: float = 180.0,
+        log_path: str | Path | None = None,
+    ) -> None:
+        self.version = version
+        self.port = port or free_port()
+        self.grpc_port = grpc_port or free_port()
+        self._working_dir = Path(working_dir) if working_dir else None
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._startup_timeout = startup_timeout
+        self._log_path = Path(log_path) if log_path else None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: Any = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def traces_url(self) -> str:
+        """OTLP/HTTP traces endpoint."""
+        return f"{self.base_url}/v1/traces"
+
+    @property
+    def grpc_endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.grpc_port}"
+
+    def environment(self) -> dict[str, str]:
+        assert self._working_dir is not None
+        env = dict(os.environ)
+        env.update(
+            PHOENIX_WORKING_DIR=str(self._working_dir),
+            PHOENIX_HOST="127.0.0.1",
+            PHOENIX_PORT=str(self.port),
+            PHOENIX_GRPC_PORT=str(self.grpc_port),
+            PHOENIX_TELEMETRY_ENABLED="false",
+            PHOENIX_ALLOW_EXTERNAL_RESOURCES="false",
+        )
+        return env
+
+    def start(self) -> PhoenixServer:
+        venv = phoenix_venv(self.version)
+        if self._working_dir is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="tracescore-phoenix-")
+            self._working_dir = Path(self._tmp.name)
+        log_path = self._log_path or self._working_dir / "phoenix.log"
+        self._log = open(log_path, "ab")  # noqa: SIM115 - lives as long as the server process
+        self._process = subprocess.Popen(
+            [str(venv / "bin" / "phoenix"), "serve"],
+            env=self.environment(),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            self._wait_ready(log_path)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_ready(self, log_path: Path) -> None:
+        def ready() -> bool:
+            try:
+                with urllib.request.urlopen(f"{self.base_url}/healthz", timeout=2) as response:
+                    return bool(response.status == 200)
+            except (urllib.error.URLError, OSError):
+                return False
+
+        try:
+            wait_until(ready, timeout=self._startup_timeout, alive=self._alive, what="phoenix")
+        except (RuntimeError, TimeoutError) as exc:
+            raise type(exc)(f"{exc}; log:\n{tail(log_path)}") from None
+
+    def _alive(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=5)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp, self._working_dir = None, None
+
+    def __enter__(self) -> PhoenixServer:  # noqa: PYI034
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def get_json(self, path: str, **params: Any) -> Any:
+        """GET a Phoenix REST path (e.g. "/v1/projects/default/spans"); urllib HTTPError on 4xx/5xx."""
+        query = "&".join(f"{key}={value}" for key, value in params.items() if value is not None)
+        url = f"{self.base_url}{path}" + (f"?{query}" if query else "")
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return json.loads(response.read())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`install` the cached venv, or `serve` Phoenix in the foreground until Ctrl-C."""
+    parser = argparse.ArgumentParser(prog="python -m tracescore.testing._phoenix")
+    parser.add_argument("command", choices=["install", "serve"])
+    parser.add_argument("--port", type=int, default=int(os.environ.get("PHOENIX_PORT", "6006")))
+    parser.add_argument(
+        "--grpc-port", type=int, default=int(os.environ.get("PHOENIX_GRPC_PORT", "4317"))
+    )
+    parser.add_argument("--working-dir", default=os.environ.get("PHOENIX_WORKING_DIR"))
+    args = parser.parse_args(argv)
+    if args.command == "install":
+        print(phoenix_venv())
+        return 0
+    working_dir = Path(args.working_dir or cache_dir() / "phoenix-data")
+    working_dir.mkdir(parents=True, exist_ok=True)
+    server = PhoenixServer(port=args.port, grpc_port=args.grpc_port, working_dir=working_dir)
+    server.start()
+    print(
+        f"Phoenix UI: {server.base_url}  OTLP/HTTP: {server.traces_url}  OTLP/gRPC: {server.grpc_endpoint}"
+    )
+    print(f"Data: {working_dir}. Ctrl-C stops it.", flush=True)
+    try:
+        assert server._process is not None
+        server._process.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,109 @@
+"""Run rotel (a Rust OTLP collector shipped on PyPI) as a real second collector hop in tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
+from tracescore.testing._tools import cached_venv, free_port, port_open, tail, wait_until
+
+ROTEL_VERSION = os.environ.get("TRACESCORE_ROTEL_VERSION", "0.0.1a15")
+
+
+def rotel_binary(version: str = ROTEL_VERSION) -> Path:
+    """The `rotel-agent` binary from a cached venv holding rotel==version (installed on first use)."""
+    venv = cached_venv(f"rotel-venv-{version}", f"rotel=={version}")
+    found = sorted(venv.glob("lib/python*/site-packages/rotel/rotel-agent"))
+    if not found:
+        raise FileNotFoundError(f"rotel-agent not found in {venv}")
+    return found[0]
+
+
+class RotelCollector:
+    """rotel receiving OTLP (gRPC + HTTP) on free loopback ports and exporting OTLP to `exporter_endpoint`.
+
+    exporter_protocol: "grpc" (endpoint "http://host:port") or "http" (base URL; rotel adds /v1/traces).
+    """
+
+    def __init__(
+        self,
+        exporter_endpoint: str,
+        *,
+        exporter_protocol: str = "grpc",
+        version: str = ROTEL_VERSION,
+        startup_timeout: float = 60.0,
+    ) -> None:
+        self.exporter_endpoint = exporter_endpoint
+        self.exporter_protocol = exporter_protocol
+        self.version = version
+        self.grpc_port = free_port()
+        self.http_port = free_port()
+        self._startup_timeout = startup_timeout
+        self._process: subprocess.Popen[bytes] | None = None
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+
+    @property
+    def grpc_endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.grpc_port}"
+
+    @property
+    def http_endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+    @property
+    def log_path(self) -> Path:
+        assert self._tmp is not None
+        return Path(self._tmp.name) / "rotel.log"
+
+    def start(self) -> RotelCollector:
+        binary = rotel_binary(self.version)
+        self._tmp = tempfile.TemporaryDirectory(prefix="tracescore-rotel-")
+        command = [
+            str(binary),
+            "start",
+            "--otlp-grpc-endpoint", f"127.0.0.1:{self.grpc_port}",
+            "--otlp-http-endpoint", f"127.0.0.1:{self.http_port}",
+            "--exporter", "otlp",
+            "--otlp-exporter-endpoint", self.exporter_endpoint,
+            "--otlp-exporter-protocol", self.exporter_protocol,
+            "--batch-timeout", "50ms",
+        ]  # fmt: skip
+        env = {key: value for key, value in os.environ.items() if not key.startswith("ROTEL_")}
+        with open(self.log_path, "ab") as log:
+            self._process = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
+        try:
+            wait_until(
+                lambda: port_open(self.grpc_port) and port_open(self.http_port),
+                timeout=self._startup_timeout,
+                alive=lambda: self._process is not None and self._process.poll() is None,
+                what="rotel",
+            )
+        except (RuntimeError, TimeoutError) as exc:
+            log_text = tail(self.log_path)
+            self.stop()
+            raise type(exc)(f"{exc}; log:\n{log_text}") from None
+        return self
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)  # rotel flushes its batches on SIGTERM
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=5)
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def __enter__(self) -> RotelCollector:  # noqa: PYI034
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()

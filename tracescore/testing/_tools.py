@@ -1,0 +1,90 @@
+"""Shared helpers for the external test services: cached venvs outside the checkout, free ports, readiness."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+_READY_MARKER = ".tracescore-ready"
+
+
+def cache_dir() -> Path:
+    """$TRACESCORE_CACHE_DIR, else $XDG_CACHE_HOME/tracescore, else ~/.cache/tracescore."""
+    if explicit := os.environ.get("TRACESCORE_CACHE_DIR"):
+        return Path(explicit)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tracescore"
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def cached_venv(
+    name: str, requirement: str, *, python: str | None = None, quiet: bool = True
+) -> Path:
+    """A venv under cache_dir() with `requirement` installed, created once and reused (process-safe)."""
+    venv = cache_dir() / name
+    with _file_lock(cache_dir() / f"{name}.lock"):
+        if (venv / _READY_MARKER).exists():
+            return venv
+        shutil.rmtree(venv, ignore_errors=True)  # a half-finished earlier attempt
+        base_python = python or getattr(sys, "_base_executable", None) or sys.executable
+        subprocess.run([base_python, "-m", "venv", str(venv)], check=True)
+        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check"]
+        if quiet:
+            pip.append("--quiet")
+        subprocess.run([*pip, requirement], check=True)
+        (venv / _READY_MARKER).write_text(requirement + "\n")
+    return venv
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until(
+    ready: Callable[[], bool], *, timeout: float, alive: Callable[[], bool], what: str
+) -> None:
+    """Poll `ready()` (an external process has no readiness signal to wait on) until true or timeout.
+
+    Raises RuntimeError as soon as `alive()` turns false, TimeoutError after `timeout` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not alive():
+            raise RuntimeError(f"{what} exited before it was ready")
+        if ready():
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"{what} not ready after {timeout}s")
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    """The last lines of a log file, for error messages."""
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
