@@ -339,7 +339,8 @@ class _Op:
         except Exception:  # noqa: BLE001 - no span rather than a broken call
             _log_once("open", "tracescore: could not start a span; calling through")
             return None
-        call = _Call(self, otel_span, value, capture and otel_span.is_recording(), settings)
+        recording = otel_span.is_recording()
+        call = _Call(self, otel_span, value, capture and recording, settings)
         if call.capture:
             try:
                 otel_span.set_attribute(
@@ -347,7 +348,7 @@ class _Op:
                 )
             except Exception:  # noqa: BLE001
                 _log_once("input", "tracescore: could not capture a call input")
-        if listening:
+        if listening and recording:  # unsampled calls are never scored: no hand-off
             call.listening = True
             call.conversation_id = conversation_id if isinstance(conversation_id, str) else None
             call.attributes = MappingProxyType(attrs) if attrs is not self.attrs else self.public_attrs
