@@ -154,6 +154,8 @@ def retry_after_seconds(exc: BaseException) -> float | None:
         headers = getattr(exc, "headers", None)
     if not headers:
         return None
+    if isinstance(headers, dict):  # a plain dict is case-sensitive; httpx.Headers is not
+        headers = {str(k).lower(): v for k, v in headers.items()}
     try:
         value_ms = headers.get("retry-after-ms")
         if value_ms is not None:
