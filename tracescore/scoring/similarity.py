@@ -24,12 +24,12 @@ from tracescore.scoring._base import (
 from tracescore.scoring._inputs import InputError, answer_text, question_text
 from tracescore.scoring.relevancy import _merge_options
 
-_LONG = 64  # from this length on, bigrams are counted as integers (faster than substrings)
+_LONG = 128  # from this total length on, bigrams are counted as integers (faster than substrings)
 
 
-def _bigram_counts(text: str) -> Counter[Any]:
-    """Multiset of the character bigrams of `text` (len >= 2)."""
-    if len(text) < _LONG:
+def _bigram_counts(text: str, as_ints: bool) -> Counter[Any]:
+    """Multiset of the character bigrams of `text` (len >= 2), as substrings or as integers."""
+    if not as_ints:
         return Counter(map(str.__add__, text[:-1], text[1:]))
     # Two UTF-32 code units side by side read as one 64-bit integer: even offsets, then odd.
     data = memoryview(text.encode("utf-32-le"))
@@ -52,7 +52,8 @@ def dice_similarity(a: str, b: str) -> float:
         return 1.0
     if len(a) < 2 or len(b) < 2:
         return 0.0
-    ca, cb = _bigram_counts(a), _bigram_counts(b)
+    as_ints = len(a) + len(b) >= _LONG  # both texts must use the same representation
+    ca, cb = _bigram_counts(a, as_ints), _bigram_counts(b, as_ints)
     if len(ca) > len(cb):
         ca, cb = cb, ca
     common = sum(map(min, ca.values(), map(cb.get, ca, repeat(0))))

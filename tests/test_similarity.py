@@ -1,0 +1,209 @@
+"""Content similarity: the reference numbers, rapidfuzz algorithms, options and properties."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rapidfuzz import fuzz
+from rapidfuzz.distance import JaroWinkler, Levenshtein
+
+from tracescore import (
+    ConfigurationError,
+    ContentSimilarityScorer,
+    ScorerError,
+    create_content_similarity_scorer,
+)
+from tracescore.scoring.similarity import ALGORITHMS, dice_similarity
+
+FOX = "The quick brown fox"
+
+
+@pytest.mark.parametrize(("a", "b", "options", "expected"), [
+    (FOX, "the quick brown fox", {}, 1.0),
+    ("The Quick Brown FOX", "the quick brown fox", {"ignore_case": False}, 7 / 15),
+    ("The quick brown fox jumps over the lazy dog",
+     "The quick brown fox runs past the lazy dog", {}, 48 / 67),
+    (FOX, "", {}, 0.0),
+    ("", "", {}, 1.0),
+    ("a", "a", {}, 1.0),
+    ("a", "b", {}, 0.0),
+    ("ab", "a", {}, 0.0),
+])
+def test_reference_examples(a: str, b: str, options: dict[str, bool], expected: float) -> None:
+    result = create_content_similarity_scorer(**options).run(input=a, output=b)
+    assert result.score == pytest.approx(expected, abs=1e-12)
+
+
+def test_reference_numbers_to_the_digits() -> None:
+    scorer = create_content_similarity_scorer()
+    fox = scorer.run(input="The quick brown fox jumps over the lazy dog",
+                     output="The quick brown fox runs past the lazy dog")
+    assert f"{fox.score:.8f}" == "0.71641791"
+    case = create_content_similarity_scorer(ignore_case=False).run(
+        input="The Quick Brown FOX", output="the quick brown fox")
+    assert f"{case.score:.4f}" == "0.4667"
+
+
+def _dice_reference(a: str, b: str) -> float:
+    """The coefficient written out plainly, to compare the fast implementation with."""
+    a, b = "".join(a.split()), "".join(b.split())
+    if a == b:
+        return 1.0
+    if len(a) < 2 or len(b) < 2:
+        return 0.0
+    ba = Counter(a[i:i + 2] for i in range(len(a) - 1))
+    bb = Counter(b[i:i + 2] for i in range(len(b) - 1))
+    return 2 * sum((ba & bb).values()) / (len(a) + len(b) - 2)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200), st.text(max_size=200))
+def test_fast_dice_equals_the_plain_formula(a: str, b: str) -> None:
+    assert dice_similarity(a, b) == pytest.approx(_dice_reference(a, b), abs=1e-12)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.text(alphabet="abcdé€𝄞 \n", min_size=60, max_size=400),
+       st.text(alphabet="abcdé€𝄞 \n", min_size=60, max_size=400))
+def test_fast_dice_on_long_texts_with_wide_characters(a: str, b: str) -> None:
+    assert dice_similarity(a, b) == pytest.approx(_dice_reference(a, b), abs=1e-12)
+
+
+def test_whitespace_is_always_ignored_by_dice_like_the_reference() -> None:
+    # ignore_whitespace only normalises the processed texts; bigrams never include whitespace
+    strict = create_content_similarity_scorer(ignore_whitespace=False)
+    result = strict.run(input="a  b c", output="abc")
+    assert result.score == 1.0
+    assert result.preprocess_step_result["processed_input"] == "a  b c"
+    loose = create_content_similarity_scorer().run(input="  a  b\tc ", output="abc")
+    assert loose.preprocess_step_result["processed_input"] == "a b c"
+
+
+def test_compares_with_ground_truth_when_given() -> None:
+    scorer = create_content_similarity_scorer()
+    with_truth = scorer.run(input="unrelated question", output=FOX, ground_truth=FOX.upper())
+    assert with_truth.score == 1.0
+    assert with_truth.preprocess_step_result == {
+        "processed_input": FOX.lower(), "processed_output": FOX.lower(),
+        "compared_with": "ground_truth"}
+    without = scorer.run(input="unrelated question", output=FOX)
+    assert without.score < 0.3
+    assert without.preprocess_step_result["compared_with"] == "input"
+
+
+def test_result_fields() -> None:
+    result = create_content_similarity_scorer(scale=10).run(
+        input="The quick brown fox jumps over the lazy dog",
+        output="The quick brown fox runs past the lazy dog", run_id="r1")
+    assert result.run_id == "r1"
+    assert result.scorer_id == "content-similarity" and result.scorer_name == "Content Similarity"
+    assert result.score == pytest.approx(48 / 67 * 10)
+    assert result.analyze_step_result == {"similarity": pytest.approx(48 / 67)}
+    assert result.label == "partially_similar"
+    assert result.usage.calls == 0 and result.usage.model is None
+    assert result.preprocess_prompt is None and result.analyze_prompt is None
+    assert result.generate_reason_prompt is None
+    assert "0.7164" in result.reason
+    json.dumps(result.to_dict())
+
+
+@pytest.mark.parametrize(("a", "b", "label"), [
+    (FOX, FOX, "similar"),
+    ("The quick brown fox jumps over the lazy dog",
+     "The quick brown fox runs past the lazy dog", "partially_similar"),
+    (FOX, "completely different", "dissimilar"),
+])
+def test_labels(a: str, b: str, label: str) -> None:
+    assert create_content_similarity_scorer().run(input=a, output=b).label == label
+
+
+@pytest.mark.parametrize(("algorithm", "expected"), [
+    ("ratio", lambda a, b: fuzz.ratio(a, b) / 100),
+    ("partial_ratio", lambda a, b: fuzz.partial_ratio(a, b) / 100),
+    ("token_set_ratio", lambda a, b: fuzz.token_set_ratio(a, b) / 100),
+    ("token_sort_ratio", lambda a, b: fuzz.token_sort_ratio(a, b) / 100),
+    ("jaro_winkler", JaroWinkler.normalized_similarity),
+    ("levenshtein", Levenshtein.normalized_similarity),
+    ("normalized_levenshtein", Levenshtein.normalized_similarity),
+])
+def test_rapidfuzz_algorithms_normalised(algorithm: str, expected) -> None:
+    a, b = "the quick brown fox jumps", "the quick brown dog jumped"
+    result = create_content_similarity_scorer(algorithm=algorithm, scale=2).run(input=a, output=b)
+    assert result.analyze_step_result["similarity"] == pytest.approx(expected(a, b))
+    assert result.score == pytest.approx(2 * expected(a, b))
+    assert 0 < result.analyze_step_result["similarity"] < 1
+
+
+def test_token_set_ratio_ignores_word_order() -> None:
+    scorer = create_content_similarity_scorer(algorithm="token_set_ratio")
+    assert scorer.run(input="brown fox quick the", output=FOX).score == 1.0
+
+
+_SYMMETRIC = list(ALGORITHMS)  # every algorithm offered is symmetric
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(ALGORITHMS), st.text(max_size=60), st.text(max_size=60),
+       st.sampled_from([1, 5, 0.5]))
+def test_in_range_and_identical_is_one(algorithm: str, a: str, b: str, scale: float) -> None:
+    scorer = ContentSimilarityScorer(algorithm=algorithm, scale=scale)
+    score = scorer.run(input=a, output=b).score
+    assert 0.0 <= score <= scale
+    assert scorer.run(input=a, output=a).score == scale
+    if a.isascii():  # (JS-like lower(): Unicode case pairs such as 'ﬀ'/'FF' do not round-trip)
+        assert scorer.run(input=a, output=a.upper()).score == scale  # case ignored by default
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(_SYMMETRIC), st.text(max_size=60), st.text(max_size=60))
+def test_symmetric_algorithms(algorithm: str, a: str, b: str) -> None:
+    scorer = ContentSimilarityScorer(algorithm=algorithm)
+    assert scorer.run(input=a, output=b).score == pytest.approx(scorer.run(input=b, output=a).score)
+
+
+def test_chat_shapes_are_accepted() -> None:
+    scorer = create_content_similarity_scorer()
+    result = scorer.run(
+        input=[{"role": "user", "content": "ignored"}],
+        output={"messages": [{"role": "assistant", "content": [{"type": "text", "text": FOX}]}]},
+        ground_truth={"text": FOX})
+    assert result.score == 1.0
+
+
+def test_unusable_output_is_a_clear_error() -> None:
+    with pytest.raises(ScorerError) as info:
+        create_content_similarity_scorer().run(input="q", output={"a": "x", "b": "y"})
+    assert info.value.step == "preprocess" and info.value.scorer_id == "content-similarity"
+    assert "cannot tell which value" in str(info.value)
+
+
+async def test_arun_and_run_agree() -> None:
+    scorer = create_content_similarity_scorer()
+    assert (await scorer.arun(input=FOX, output="the quick")).score == \
+        scorer.run(input=FOX, output="the quick").score
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"algorithm": "cosine"}, "unknown similarity algorithm 'cosine'; choose one of dice"),
+    ({"algorithm": 3}, "algorithm must be a name"),
+    ({"scale": -1}, "scale must be"),
+    ({"scale": "1"}, "scale must be"),
+    ({"ignore_case": "yes"}, "ignore_case must be True or False"),
+    ({"options": {"ignoreCase": False, "colour": 1}}, "unknown option 'colour'"),
+])
+def test_configuration_errors(kwargs, message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        create_content_similarity_scorer(**kwargs)
+
+
+def test_reference_style_options_merge_with_defaults() -> None:
+    scorer = create_content_similarity_scorer(options={"ignoreCase": False})
+    assert (scorer.ignore_case, scorer.ignore_whitespace, scorer.algorithm) == (False, True, "dice")
+
+
+def test_does_not_use_a_judge() -> None:
+    assert ContentSimilarityScorer().uses_judge is False
