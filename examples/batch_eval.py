@@ -5,11 +5,13 @@ Every item becomes an `invoke_agent` span with its scores as events, exported li
 so the script can gate a CI job. Offline by default (deterministic judge); set
 TRACESCORE_JUDGE_MODEL=openai/gpt-4o-mini (and its API key) to use a real judge.
 
-    python examples/batch_eval.py
+    python examples/batch_eval.py                      # passes: means above 0.6 / 0.5
+    python examples/batch_eval.py --min-relevancy 0.9  # fails the gate, exit code 1
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 
@@ -51,6 +53,10 @@ def print_item(item: dict, output: str, scores: dict) -> None:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--min-relevancy", type=float, default=0.6)
+    parser.add_argument("--min-similarity", type=float, default=0.5)
+    args = parser.parse_args()
     endpoint = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
     tracescore.configure(service_name="support-bot-eval", exporter="otlp" if endpoint else "none")
     judge = os.environ.get("TRACESCORE_JUDGE_MODEL", "tracescore/offline")
@@ -61,7 +67,8 @@ def main() -> int:
     result = tracescore.run_evals(
         DATASET, scorers, support_bot,
         concurrency=4,
-        thresholds={"answer-relevancy": 0.6, "content-similarity": 0.5},
+        thresholds={"answer-relevancy": args.min_relevancy,
+                    "content-similarity": args.min_similarity},
         on_item_complete=print_item,
     )
     tracescore.flush()
