@@ -148,7 +148,7 @@ def _verdict(question: _Question, statement: str) -> dict[str, str]:
         result = "yes" if share >= 0.5 else "unsure"
         return {"result": result,
                 "reason": f"It is about {', '.join(repr(t) for t in ents)}, the subject of the question."}
-    if len(content) <= 3 and not ents:
+    if len(words) <= 3 and not ents:  # a bare answer such as "Paris" or "In 1989."
         if _shape_matches(content, question.expects):
             return {"result": "yes",
                     "reason": f"A short answer of the kind the question asks for (a {question.expects})."}

@@ -1,0 +1,136 @@
+"""The offline judge: the whole relevancy pipeline with no network, deterministic verdicts."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from tracescore import AnswerRelevancyScorer, OfflineJudge, create_answer_relevancy_scorer
+from tracescore.scoring._offline import split_statements
+
+QUESTION = "What is the capital of France?"
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(self: socket.socket, address: Any) -> None:
+        raise AssertionError(f"the offline judge tried to connect to {address!r}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+
+
+@pytest.fixture
+def scorer(no_network: None) -> AnswerRelevancyScorer:
+    return create_answer_relevancy_scorer(model="tracescore/offline")
+
+
+@pytest.mark.parametrize(("output", "expected"), [
+    ("Paris is the capital of France.", 1.0),
+    ("Paris", 1.0),
+    ("Paris is the capital of France. Berlin is the capital of Germany. I enjoy cooking pasta.",
+     0.43),
+    ("Berlin is the capital of Germany.", 0.3),
+    ("France is a beautiful country with great food and culture.", 0.0),
+    ("", 0.0),
+])
+def test_reference_examples(scorer: AnswerRelevancyScorer, output: str, expected: float) -> None:
+    result = scorer.run(input=QUESTION, output=output)
+    assert result.score == expected
+    assert result.usage.model == "tracescore/offline"
+    assert result.reason.startswith(f"The score is {expected:g} because")
+
+
+def test_full_pipeline_is_recorded(scorer: AnswerRelevancyScorer) -> None:
+    output = "Paris is the capital of France. Berlin is the capital of Germany. I enjoy cooking pasta."
+    result = scorer.run(input=QUESTION, output=output)
+    assert result.preprocess_step_result == {"statements": [
+        "Paris is the capital of France.", "Berlin is the capital of Germany.",
+        "I enjoy cooking pasta."]}
+    assert [r["result"] for r in result.analyze_step_result["results"]] == ["yes", "unsure", "no"]
+    assert all(r["reason"] for r in result.analyze_step_result["results"])
+    assert f"<output>\n{output}\n</output>" in result.preprocess_prompt
+    assert f"<question>\n{QUESTION}\n</question>" in result.analyze_prompt
+    assert "The score is 0.43 because" in result.generate_reason_prompt
+    assert result.reason == ("The score is 0.43 because 1 of 3 statements directly address the "
+                             "question, 1 is only partly relevant and 1 is off-topic (offline "
+                             "judge: word overlap, no language model).")
+    usage = result.usage
+    assert (usage.model, usage.calls, usage.input_tokens, usage.cost_usd) == (
+        "tracescore/offline", 3, 0, 0.0)
+
+
+def test_deterministic(scorer: AnswerRelevancyScorer) -> None:
+    output = "Paris. It has been the capital since the 10th century. The food is great."
+    first, second = (scorer.run(input=QUESTION, output=output).to_dict() for _ in range(2))
+    for data in (first, second):
+        data.pop("run_id")
+        data["usage"].pop("latency_ms")
+    assert first == second
+
+
+def test_does_not_check_facts(scorer: AnswerRelevancyScorer) -> None:
+    """Word overlap cannot tell a wrong capital from the right one (documented limitation)."""
+    wrong = scorer.run(input=QUESTION, output="Lyon is the capital of France.")
+    right = scorer.run(input=QUESTION, output="Paris is the capital of France.")
+    assert wrong.score == right.score
+
+
+@pytest.mark.parametrize(("question", "output", "verdicts"), [
+    ("How do I reset my password?",
+     "Open the settings page and choose reset password. Our office is in Berlin.",
+     ["yes", "no"]),
+    ("Is Python dynamically typed?", "Yes, it is.", ["yes"]),
+    ("How many legs does a spider have?", "Eight.", ["yes"]),
+    ("When did the Berlin Wall fall?", "In 1989.", ["yes"]),
+    ("Who wrote Hamlet?", "William Shakespeare wrote Hamlet around 1600.", ["yes"]),
+    ("Who wrote Hamlet?", "Hamlet is a tragedy set in Denmark.", ["no"]),  # subject, not author
+    ("What is your favourite colour?", "Blue.", ["unsure"]),
+    ("Which river flows through Vienna?",
+     "The Danube flows through Vienna. The Rhine flows through Basel. Vienna has coffee houses.",
+     ["yes", "unsure", "no"]),
+])
+def test_verdicts(scorer: AnswerRelevancyScorer, question: str, output: str,
+                  verdicts: list[str]) -> None:
+    result = scorer.run(input=question, output=output)
+    assert [r["result"] for r in result.analyze_step_result["results"]] == verdicts
+
+
+def test_judge_object_and_model_string_are_the_same_judge(no_network: None) -> None:
+    by_object = AnswerRelevancyScorer(model=OfflineJudge())
+    by_name = create_answer_relevancy_scorer(model="tracescore/offline")
+    assert by_object.model == by_name.model == "tracescore/offline"
+    a = by_object.run(input=QUESTION, output="Paris")
+    b = by_name.run(input=QUESTION, output="Paris")
+    assert (a.score, a.reason) == (b.score, b.reason)
+
+
+async def test_arun(scorer: AnswerRelevancyScorer) -> None:
+    result = await scorer.arun(input=QUESTION, output="Paris")
+    assert result.score == 1.0
+
+
+@pytest.mark.parametrize(("text", "statements"), [
+    ("One. Two! Three?", ["One.", "Two!", "Three?"]),
+    ("- first item\n- second item\n\n3. third", ["first item", "second item", "third"]),
+    ("Use e.g. a fork. Then eat.", ["Use e.g. a fork.", "Then eat."]),
+    ("It costs 3.50 euros.", ["It costs 3.50 euros."]),
+    ("   \n ", []),
+])
+def test_sentence_splitting(text: str, statements: list[str]) -> None:
+    assert split_statements(text) == statements
+
+
+def test_offline_scoring_never_imports_litellm() -> None:
+    code = (
+        "import sys, tracescore\n"
+        "s = tracescore.create_answer_relevancy_scorer(model='tracescore/offline')\n"
+        "r = s.run(input='What is the capital of France?', output='Paris')\n"
+        "assert r.score == 1.0, r\n"
+        "assert 'litellm' not in sys.modules and 'rapidfuzz' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
