@@ -151,6 +151,7 @@ def test_fastapi_service(otlp_receiver: OTLPReceiver) -> None:
     finally:
         server.send_signal(signal.SIGINT)  # graceful: lifespan shutdown flushes the scores
         _, stderr = server.communicate(timeout=60)
+    assert server.returncode == 0, stderr  # a clean shutdown, no traceback
     assert first["conversation_id"] == "conv-42" and "9am to 6pm" in first["answer"]
     assert second["conversation_id"] != "conv-42" and "Harbour Street" in second["answer"]
     agents = otlp_receiver.wait_for_spans(lambda s: s.name == "invoke_agent shop-assistant",
