@@ -1,0 +1,120 @@
+"""A second, real collector hop: tracescore -> rotel (Rust OTLP collector from PyPI) -> OTLP receiver.
+
+The scored agent span, its children and the gen_ai.evaluation.result events must survive the hop
+unchanged, over gRPC and over HTTP. rotel is installed once into a cached venv outside the checkout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from opentelemetry import trace
+
+import tracescore
+from tracescore import _semconv as sc
+from tracescore import _setup
+from tracescore._config import reset_content_settings
+from tracescore.testing import OTLPReceiver, StubLLMServer
+from tracescore.testing._rotel import RotelCollector
+
+QUESTION = "What is the capital of France?"
+ANSWER = "Paris is the capital of France."
+
+
+@pytest.fixture(autouse=True)
+def _clean_pipelines(span_exporter) -> Iterator[None]:
+    yield
+    while _setup._handles:
+        _setup._handles[-1].shutdown(5)
+    reset_content_settings()
+
+
+def _judge_and_agent_llm(request: dict[str, Any]) -> Any:
+    """The stub plays the agent's LLM and, step by step, the relevancy judge."""
+    if request.get("model") == "agent-llm":
+        return ANSWER
+    prompt = next(m["content"] for m in request["messages"] if m["role"] == "user")
+    if "<verdicts>" in prompt:
+        return {"reason": "The score is 1 because the statement names the capital."}
+    if "<statements>" in prompt:
+        return {"results": [{"result": "yes", "reason": "names the capital"}]}
+    return {"statements": [ANSWER]}
+
+
+def _run_scored_agent(stub: StubLLMServer, protocol: str, endpoint: str) -> None:
+    import litellm
+
+    @tracescore.tool
+    def lookup(city: str) -> str:
+        return f"{city}: capital"
+
+    @tracescore.agent(name="geo")
+    def geo(question: str) -> str:
+        lookup("Paris")
+        reply = litellm.completion(
+            model="openai/agent-llm",
+            api_base=stub.base_url,
+            api_key="sk-test",
+            max_retries=0,
+            messages=[{"role": "user", "content": question}],
+        )
+        return reply.choices[0].message.content
+
+    stub.responder = _judge_and_agent_llm
+    relevancy = tracescore.create_answer_relevancy_scorer(
+        model="openai/judge", api_base=stub.base_url, api_key="sk-test"
+    )
+    handle = tracescore.configure(
+        exporter=f"otlp-{protocol}",
+        endpoint=endpoint,
+        scorers=[relevancy],
+        online={"max_wait_s": 20},
+    )
+    tracescore.instrument_litellm()
+    try:
+        assert geo(QUESTION) == ANSWER
+    finally:
+        tracescore.uninstrument_litellm()
+    assert handle.flush(25)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)  # first run installs rotel (seconds) into the cache
+@pytest.mark.parametrize("protocol", ["grpc", "http"])
+def test_score_events_survive_a_rotel_hop(
+    otlp_receiver: OTLPReceiver, stub_llm: StubLLMServer, protocol: str
+) -> None:
+    downstream = otlp_receiver.grpc_endpoint if protocol == "grpc" else otlp_receiver.http_endpoint
+    with RotelCollector(downstream, exporter_protocol=protocol) as rotel:
+        upstream = rotel.grpc_endpoint if protocol == "grpc" else rotel.http_endpoint
+        _run_scored_agent(stub_llm, protocol, upstream)
+        spans = {s.name: s for s in otlp_receiver.wait_for_spans(3, timeout=30)}
+
+    agent, tool, chat = (
+        spans["invoke_agent geo"],
+        spans["execute_tool lookup"],
+        spans["chat agent-llm"],
+    )
+    assert tool.parent_span_id == agent.span_id and chat.parent_span_id == agent.span_id
+    assert {s.protocol for s in spans.values()} == {
+        protocol
+    }  # it really came through rotel's exporter
+    assert all(r.headers.get("user-agent", "").startswith("Rotel") for r in otlp_receiver.requests)
+    assert agent.resource == trace.get_tracer_provider().resource.attributes  # type: ignore[attr-defined]
+    assert agent.attributes[sc.GEN_AI_AGENT_NAME] == "geo"
+
+    (result,) = agent.events_named(sc.GEN_AI_EVALUATION_RESULT)
+    assert result.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0
+    assert result.attributes[sc.GEN_AI_EVALUATION_SCORE_LABEL] == "relevant"
+    assert result.attributes[sc.GEN_AI_EVALUATION_EXPLANATION].startswith("The score is 1 because")
+    assert result.attributes[sc.TS_SCORER_ID] == "answer-relevancy"
+    steps = agent.events_named(sc.TS_EVALUATION_STEP)
+    assert {e.attributes[sc.TS_STEP_NAME] for e in steps} >= {"preprocess", "analyze"}
+    assert all(
+        isinstance(e.attributes.get(sc.TS_STEP_PROMPT), str)
+        for e in steps
+        if sc.TS_STEP_PROMPT in e.attributes
+    )
+    assert "chat judge" not in spans  # the judge's own calls are not traced
