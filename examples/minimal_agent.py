@@ -15,7 +15,7 @@ import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch of the price map
 
-import tracescore  # noqa: E402
+import tracescore
 
 
 @tracescore.tool

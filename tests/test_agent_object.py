@@ -14,7 +14,11 @@ from opentelemetry.trace import StatusCode
 import tracescore
 from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
-from tracescore.instrument._calls import AgentCall, add_agent_call_listener, remove_agent_call_listener
+from tracescore.instrument._calls import (
+    AgentCall,
+    add_agent_call_listener,
+    remove_agent_call_listener,
+)
 
 
 class Helper:

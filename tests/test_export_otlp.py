@@ -22,7 +22,7 @@ PROTOCOLS = ["http", "grpc"]
 
 
 @pytest.fixture(autouse=True)
-def _clean_pipelines(span_exporter) -> Iterator[None]:  # noqa: ANN001 - fixture from the plugin
+def _clean_pipelines(span_exporter) -> Iterator[None]:
     yield
     while _setup._handles:
         _setup._handles[-1].shutdown(5)
@@ -158,7 +158,7 @@ def test_fresh_process_gets_service_resource_and_exit_flush(otlp_receiver: OTLPR
                                                   endpoint=_endpoint(otlp_receiver, protocol))
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                            timeout=120)
+                            timeout=120, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "done"
     (span,) = otlp_receiver.wait_for_spans(1)
@@ -169,7 +169,7 @@ def test_fresh_process_gets_service_resource_and_exit_flush(otlp_receiver: OTLPR
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_decorated_agent_with_litellm_end_to_end(otlp_receiver: OTLPReceiver, stub_llm, protocol: str
-                                                 ) -> None:  # noqa: ANN001 - stub_llm fixture
+                                                 ) -> None:
     import litellm
 
     @tracescore.tool

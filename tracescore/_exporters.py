@@ -79,7 +79,7 @@ class OTLPJsonFileExporter(SpanExporter):
 
 def encode_otlp_json(spans: Sequence[ReadableSpan]) -> str:
     """One ExportTraceServiceRequest in OTLP JSON form (camelCase keys, hex ids, integer enums)."""
-    from google.protobuf import json_format
+    from google.protobuf import json_format  # type: ignore[import-untyped]
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
     data = json_format.MessageToDict(encode_spans(spans), use_integers_for_enums=True)
@@ -145,7 +145,7 @@ def check_headers(headers: Mapping[str, str] | str | None) -> dict[str, str] | N
     if isinstance(headers, str):
         from opentelemetry.util.re import parse_env_headers
 
-        return parse_env_headers(headers, liberal=True)
+        return dict(parse_env_headers(headers, liberal=True))
     if not isinstance(headers, Mapping):
         raise ConfigurationError(f"headers must be a mapping or a 'k=v,k2=v2' string (got {headers!r})")
     for key, value in headers.items():
@@ -186,7 +186,7 @@ def grpc_target(endpoint: str) -> tuple[str, bool | None]:
 
 def _check_port(parts: Any, endpoint: str) -> None:
     try:
-        parts.port
+        _ = parts.port  # urlsplit validates the port lazily
     except ValueError as exc:
         raise ConfigurationError(f"invalid port in endpoint {endpoint!r}") from exc
 
@@ -198,7 +198,9 @@ def build_exporter(name: str, *, endpoint: str | None, headers: dict[str, str] |
         name = otlp_protocol_from_env()
     if name == "otlp-http":
         from opentelemetry.exporter.otlp.proto.http import Compression as HttpCompression
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+            OTLPSpanExporter as HttpExporter,
+        )
 
         return HttpExporter(
             endpoint=http_traces_url(endpoint) if endpoint else None,
@@ -206,8 +208,10 @@ def build_exporter(name: str, *, endpoint: str | None, headers: dict[str, str] |
             compression=HttpCompression(compression) if compression else None,
         )
     if name == "otlp-grpc":
-        from grpc import Compression as GrpcCompression
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+        from grpc import Compression as GrpcCompression  # type: ignore[import-untyped]
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+            OTLPSpanExporter as GrpcExporter,
+        )
 
         target, insecure = grpc_target(endpoint) if endpoint else (None, None)
         grpc_compression = {"gzip": GrpcCompression.Gzip, "deflate": GrpcCompression.Deflate,

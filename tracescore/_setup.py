@@ -13,7 +13,7 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -82,7 +82,7 @@ class _Lease(SpanExporter):
     """A caller's SpanExporter inside one pipeline; the exporter is shut down with its last pipeline,
     so configure(exporter=same_instance) twice does not close the instance the new pipeline uses."""
 
-    _counts: dict[int, int] = {}
+    _counts: ClassVar[dict[int, int]] = {}
 
     def __init__(self, exporter: SpanExporter) -> None:
         self.exporter = exporter
@@ -353,6 +353,8 @@ def _provider(given: TracerProvider | None, resource: Resource, service_name: st
               ) -> TracerProvider:
     if given is not None:
         provider = given
+        if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+            trace.set_tracer_provider(given)  # no global provider yet: decorators need one to reach it
     else:
         current = trace.get_tracer_provider()
         if isinstance(current, trace.ProxyTracerProvider):

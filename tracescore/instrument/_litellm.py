@@ -11,7 +11,7 @@ import logging
 import threading
 import weakref
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import wrapt
@@ -20,6 +20,9 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from tracescore import _semconv as sc
 from tracescore._suppress import is_suppressed
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = ["instrument_litellm", "uninstrument_litellm"]
 
@@ -360,16 +363,16 @@ class _TracedStream(wrapt.ObjectProxy):  # type: ignore[misc]
         finally:
             self._self_state.finish_span()
 
-    def __enter__(self) -> _TracedStream:
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc_info: Any) -> Any:
+    def __exit__(self, *exc_info: object) -> Any:
         self.close()
 
-    async def __aenter__(self) -> _TracedStream:
+    async def __aenter__(self) -> Self:
         return self
 
-    async def __aexit__(self, *exc_info: Any) -> Any:
+    async def __aexit__(self, *exc_info: object) -> Any:
         await self.aclose()
 
 
