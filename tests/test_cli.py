@@ -14,6 +14,7 @@ import pytest
 from tracescore import __version__
 from tracescore import _semconv as sc
 from tracescore._cli_otlp import read_spans
+from tracescore.testing import Reply
 
 SCRIPT = Path(sys.executable).parent / "tracescore"
 ROOT = Path(__file__).resolve().parent.parent
@@ -297,3 +298,33 @@ def test_demo_overwrites_its_spans_file(tmp_path: Path) -> None:
     result = run("demo", "--spans-file", str(spans_file), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert len([s for s in read_spans(spans_file) if s.name.startswith("invoke_agent")]) == 6
+
+
+def test_demo_with_an_unknown_judge_model_exits_2(tmp_path: Path) -> None:
+    result = run("demo", "--spans-file", str(tmp_path / "d.jsonl"), cwd=tmp_path,
+                 env={"TRACESCORE_JUDGE_MODEL": "no-such-provider/model-x"})
+    assert result.returncode == 2
+    assert "unknown judge model 'no-such-provider/model-x'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def _stub_judge(request) -> Reply:
+    """Plays a judge model: one statement, judged relevant, explained (by response schema)."""
+    schema = request["response_format"]["json_schema"]["name"]
+    if schema.endswith("statements"):
+        return Reply(content={"statements": ["The whole answer."]})
+    if schema.endswith("verdicts"):
+        return Reply(content={"results": [{"result": "yes", "reason": "On topic."}]})
+    return Reply(content={"reason": "The score is 1 because the stub judge found it on topic."})
+
+
+def test_demo_with_a_real_judge_model_over_http(tmp_path: Path, stub_llm) -> None:
+    stub_llm.responder = _stub_judge
+    result = run("demo", "--spans-file", str(tmp_path / "d.jsonl"), "--judge-model",
+                 "openai/stub-judge", cwd=tmp_path,
+                 env={"OPENAI_API_BASE": stub_llm.base_url, "OPENAI_API_KEY": "sk-test"})
+    assert result.returncode == 0, result.stderr
+    assert "Judge: openai/stub-judge" in result.stdout
+    assert result.stdout.count("The score is 1 because the stub judge found it on topic.") == 6
+    assert len(stub_llm.requests) == 6 * 3  # three judge steps per call
+    assert {r["model"] for r in stub_llm.requests} == {"stub-judge"}

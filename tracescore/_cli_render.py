@@ -172,7 +172,9 @@ def _cell(value: Any) -> str:
 
 def trace_tree(root: FileSpan, children: dict[str | None, list[FileSpan]]) -> Tree:
     """A call's spans as a tree, each span with its score events (score, label, reason)."""
-    tree = Tree(_span_label(root))
+    label = _span_label(root)
+    label.append(f"  trace {root.trace_id}", style="dim")
+    tree = Tree(label)
     _add_details(tree, root)
     for child in children.get(root.span_id, []):
         _add_span(tree, child, children)
