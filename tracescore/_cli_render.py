@@ -216,10 +216,10 @@ def _add_details(node: Tree, span: FileSpan) -> None:
 def demo_summary(roots: list[FileSpan], scorer_ids: list[str]) -> Table:
     """One row per agent call: question, answer and each score with its label."""
     table = Table(title="Scores per call")
-    table.add_column("question", overflow="fold", ratio=3)
-    table.add_column("answer", overflow="fold", ratio=3)
+    table.add_column("question", overflow="fold", ratio=1)
+    table.add_column("answer", overflow="fold", ratio=1)
     for sid in scorer_ids:
-        table.add_column(sid, justify="right", ratio=2)
+        table.add_column(sid, justify="right", no_wrap=True)
     for root in roots:
         events = {e.get(sc.TS_SCORER_ID): e for name, e in root.events
                   if name == sc.GEN_AI_EVALUATION_RESULT}
