@@ -36,7 +36,7 @@ def run_demo(*, spans_file: Path, model: str, endpoint: str | None) -> None:
     assert handle is not None
 
     out.print(Rule("tracescore demo"))
-    out.print(f"Agent: {demo.__file__}")
+    out.print(f"Agent: {_shown(Path(str(demo.__file__)))}")
     out.print(f"Judge: {model}   scorers: {', '.join(s.id for s in scorers)}")
     out.print(f"Export: {spans_file}" + (f" and OTLP {endpoint}" if endpoint else ""))
     out.print()
@@ -82,6 +82,14 @@ def load_demo_agent() -> ModuleType:
     sys.modules[_MODULE_NAME] = module
     spec.loader.exec_module(module)
     return module
+
+
+def _shown(path: Path) -> str:
+    """`path` relative to the current directory when it is below it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def _score_count(events: list[tuple[str, dict[str, Any]]]) -> int:
