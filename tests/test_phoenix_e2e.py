@@ -1,0 +1,168 @@
+"""End to end with a real backend: an instrumented, online-scored agent exports to Arize Phoenix over
+OTLP/HTTP, and the spans are read back through Phoenix's REST API with their score events intact.
+
+Phoenix is installed once into a cached venv outside the checkout (~/.cache/tracescore; the first
+run takes a few minutes), then started on free loopback ports with telemetry and external
+resources off, in a temporary working directory.
+"""
+
+from __future__ import annotations
+
+import time
+import urllib.error
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import tracescore
+from tracescore import _semconv as sc
+from tracescore import _setup
+from tracescore._config import reset_content_settings
+from tracescore.testing import StubLLMServer
+from tracescore.testing._phoenix import PhoenixServer
+
+PROJECT = "default"  # the test's spans come from the shared test provider, without a project name
+ANSWER = "Paris is the capital of France."
+ON_TOPIC = "What is the capital of France?"
+OFF_TOPIC = "Will it rain in Lyon tomorrow?"
+
+
+@pytest.fixture(autouse=True)
+def _clean_pipelines(span_exporter) -> Iterator[None]:
+    yield
+    while _setup._handles:
+        _setup._handles[-1].shutdown(5)
+    reset_content_settings()
+
+
+@pytest.fixture
+def phoenix() -> Iterator[PhoenixServer]:
+    with PhoenixServer(startup_timeout=300) as server:
+        yield server
+
+
+def _agent_llm_and_judge(request: dict[str, Any]) -> Any:
+    """The stub plays the agent's LLM and, per step, the relevancy judge (off-topic -> "no")."""
+    if request.get("model") == "agent-llm":
+        return ANSWER
+    prompt = next(m["content"] for m in request["messages"] if m["role"] == "user")
+    off_topic = "rain" in prompt
+    if "<verdicts>" in prompt:
+        if off_topic:
+            return {
+                "reason": "The score is 0 because the answer names a capital instead of the weather."
+            }
+        return {"reason": "The score is 1 because the answer names the capital."}
+    if "<statements>" in prompt:
+        verdict = "no" if off_topic else "yes"
+        return {"results": [{"result": verdict, "reason": f"judged {verdict}"}]}
+    return {"statements": [ANSWER]}
+
+
+def _phoenix_spans(
+    phoenix: PhoenixServer, expected_agents: int, timeout: float = 90.0
+) -> list[dict[str, Any]]:
+    """Poll Phoenix's REST API until the scored agent spans are stored (ingestion is asynchronous)."""
+    deadline = time.monotonic() + timeout
+    spans: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        try:
+            spans = phoenix.get_json(f"/v1/projects/{PROJECT}/spans", limit=1000)["data"]
+        except urllib.error.HTTPError as exc:
+            if exc.code != 404:  # 404: the project does not exist until its first span
+                raise
+        agents = [s for s in spans if s["name"] == "invoke_agent geo"]
+        if len(agents) >= expected_agents and all(
+            _events(s, sc.GEN_AI_EVALUATION_RESULT) for s in agents
+        ):
+            return spans
+        time.sleep(0.5)  # an external server: nothing to wait on but its API
+    raise TimeoutError(f"Phoenix has {[s['name'] for s in spans]} after {timeout}s")
+
+
+def _events(span: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    return [event["attributes"] for event in span["events"] if event["name"] == name]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)  # the first run installs Phoenix into the cache
+def test_scored_agent_traces_arrive_in_phoenix(
+    phoenix: PhoenixServer, stub_llm: StubLLMServer, span_exporter
+) -> None:
+    import litellm
+
+    @tracescore.tool
+    def lookup(city: str) -> str:
+        return f"{city}: capital of France"
+
+    @tracescore.agent(name="geo")
+    def geo(question: str) -> str:
+        lookup("Paris")
+        reply = litellm.completion(
+            model="openai/agent-llm",
+            api_base=stub_llm.base_url,
+            api_key="sk-test",
+            max_retries=0,
+            messages=[{"role": "user", "content": question}],
+        )
+        return reply.choices[0].message.content
+
+    stub_llm.responder = _agent_llm_and_judge
+    scorers = [
+        tracescore.create_answer_relevancy_scorer(
+            model="openai/judge", api_base=stub_llm.base_url, api_key="sk-test"
+        ),
+        tracescore.create_content_similarity_scorer(),
+    ]
+    handle = tracescore.configure(
+        exporter="otlp-http", endpoint=phoenix.base_url, scorers=scorers, online={"max_wait_s": 30}
+    )
+    tracescore.instrument_litellm()
+    try:
+        for question in (ON_TOPIC, OFF_TOPIC):
+            with tracescore.ground_truth(ANSWER):
+                assert geo(question) == ANSWER
+    finally:
+        tracescore.uninstrument_litellm()
+    assert handle.flush(40)
+
+    spans = _phoenix_spans(phoenix, expected_agents=2)
+    sent = {
+        s.context.trace_id: s
+        for s in span_exporter.get_finished_spans()
+        if s.name == "invoke_agent geo"
+    }
+    by_question: dict[str, dict[str, Any]] = {}
+    for agent in (s for s in spans if s["name"] == "invoke_agent geo"):
+        trace_id = agent["context"]["trace_id"]
+        assert int(trace_id, 16) in sent  # the very traces the SDK produced
+        children = {s["name"] for s in spans if s["parent_id"] == agent["context"]["span_id"]}
+        assert children == {"execute_tool lookup", "chat agent-llm"}
+        assert agent["attributes"]["gen_ai.agent.name"] == "geo"
+        question = (
+            ON_TOPIC if ON_TOPIC in agent["attributes"][sc.GEN_AI_INPUT_MESSAGES] else OFF_TOPIC
+        )
+        by_question[question] = agent
+    assert set(by_question) == {ON_TOPIC, OFF_TOPIC}
+    assert not [
+        s for s in spans if s["name"].startswith("chat judge")
+    ]  # judge calls are not traced
+
+    for question, score, label in ((ON_TOPIC, 1.0, "relevant"), (OFF_TOPIC, 0.0, "irrelevant")):
+        results = {
+            e[sc.TS_SCORER_ID]: e
+            for e in _events(by_question[question], sc.GEN_AI_EVALUATION_RESULT)
+        }
+        relevancy, similarity = results["answer-relevancy"], results["content-similarity"]
+        assert relevancy[sc.GEN_AI_EVALUATION_SCORE_VALUE] == score
+        assert relevancy[sc.GEN_AI_EVALUATION_SCORE_LABEL] == label
+        assert relevancy[sc.GEN_AI_EVALUATION_EXPLANATION].startswith(
+            f"The score is {score:g} because"
+        )
+        assert relevancy[sc.GEN_AI_EVALUATION_NAME] == "Answer Relevancy"
+        assert (
+            similarity[sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0
+        )  # the answer equals the ground truth
+        steps = {e[sc.TS_STEP_NAME] for e in _events(by_question[question], sc.TS_EVALUATION_STEP)}
+        assert {"preprocess", "analyze"} <= steps
