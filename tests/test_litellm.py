@@ -232,3 +232,67 @@ def test_instrument_is_idempotent_and_undoable(span_exporter: InMemorySpanExport
     assert litellm.acompletion is ORIGINAL_ACOMPLETION
     litellm.completion(**_kwargs(stub_llm))
     assert len(_chat_spans(span_exporter)) == 1
+
+
+def test_telemetry_failure_never_breaks_the_call(span_exporter: InMemorySpanExporter,
+                                                 stub_llm: StubLLMServer,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracescore.instrument import _litellm
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("bug in telemetry")
+
+    monkeypatch.setattr(_litellm, "_output_message", broken)
+    monkeypatch.setattr(_litellm, "_input_messages", broken)
+    response = litellm.completion(**_kwargs(stub_llm))
+    assert response.choices[0].message.content == "ok"
+    stream = litellm.completion(**_kwargs(stub_llm, stream=True))
+    assert "".join(c.choices[0].delta.content or "" for c in stream) == "ok"
+    assert len(stub_llm.requests) == 2
+    spans = _chat_spans(span_exporter)
+    assert len(spans) == 2  # both still traced and ended, just without messages
+    assert all(sc.GEN_AI_INPUT_MESSAGES not in s.attributes for s in spans)
+    assert all(s.attributes[sc.GEN_AI_RESPONSE_MODEL] == "gpt-4o-mini" for s in spans)
+
+
+async def test_concurrent_calls_nest_under_their_own_agent(span_exporter: InMemorySpanExporter,
+                                                           stub_llm: StubLLMServer) -> None:
+    import asyncio
+
+    tracer = trace.get_tracer("test")
+
+    async def agent(i: int) -> str:
+        with tracer.start_as_current_span(f"agent {i}"):
+            reply = await litellm.acompletion(**_kwargs(stub_llm))
+            return reply.choices[0].message.content
+
+    assert await asyncio.gather(*(agent(i) for i in range(4))) == ["ok"] * 4
+    spans = span_exporter.get_finished_spans()
+    agents = {s.context.span_id: s for s in spans if s.name.startswith("agent ")}
+    chats = _chat_spans(span_exporter)
+    assert len(chats) == 4
+    assert sorted(agents[c.parent.span_id].name for c in chats) == [f"agent {i}" for i in range(4)]
+
+
+async def test_cancelled_call_ends_the_span(span_exporter: InMemorySpanExporter,
+                                            stub_llm: StubLLMServer) -> None:
+    import asyncio
+
+    stub_llm.enqueue("slow", delay=2.0)
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(litellm.acompletion(**_kwargs(stub_llm)), timeout=0.2)
+    (span,) = _chat_spans(span_exporter)
+    assert span.status.status_code is StatusCode.ERROR
+    assert span.attributes[sc.ERROR_TYPE] == "CancelledError"
+
+
+async def test_async_stream_closed_early(span_exporter: InMemorySpanExporter,
+                                         stub_llm: StubLLMServer) -> None:
+    stub_llm.enqueue("a b c", stream=["a", " b", " c"])
+    stream = await litellm.acompletion(**_kwargs(stub_llm, stream=True))
+    async for _chunk in stream:
+        break
+    assert _chat_spans(span_exporter) == []
+    await stream.aclose()
+    (span,) = _chat_spans(span_exporter)
+    assert span.status.status_code is StatusCode.UNSET

@@ -158,13 +158,16 @@ class _ChatCall:
             capture = capture_enabled()
             span = _tracer().start_span(f"{sc.OP_CHAT} {request_model}".strip(), kind=SpanKind.CLIENT,
                                         attributes=attributes)
-            call = cls(span, request_model, provider, messages, capture)
-            if capture and messages is not None:
-                call._set_content(sc.GEN_AI_INPUT_MESSAGES, _input_messages(messages))
-            return call
         except Exception:  # noqa: BLE001 - telemetry never breaks the call
             _log_once("begin", "could not start the litellm span; the call runs untraced")
             return None
+        call = cls(span, request_model, provider, messages, capture)
+        if capture and messages is not None:
+            try:
+                call._set_content(sc.GEN_AI_INPUT_MESSAGES, _input_messages(messages))
+            except Exception:  # noqa: BLE001
+                _log_once("input", "could not record the litellm input messages")
+        return call
 
     def complete(self, result: Any) -> Any:
         """Record a finished response, or wrap a stream so the span follows its iteration."""
