@@ -145,9 +145,30 @@ from opentelemetry import trace
 
 tracescore.configure(service_name="checkout-bot", exporter="otlp-{protocol}", endpoint={endpoint!r},
                      resource_attributes={{"deployment.environment": "test"}})
-with trace.get_tracer("app").start_as_current_span("invoke_agent checkout"):
-    pass
+
+@tracescore.agent(name="checkout")
+def checkout(order: str) -> str:
+    return "ok"
+
+checkout("o-1")
 print("done")  # no flush: interpreter exit must deliver the span
+"""
+
+_SUBPROCESS_OWN_PROVIDER = """
+import tracescore
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+
+provider = TracerProvider(resource=Resource.create({{"service.name": "own-provider"}}))
+handle = tracescore.configure(tracer_provider=provider, exporter="otlp-{protocol}", endpoint={endpoint!r})
+
+@tracescore.agent(name="checkout")
+def checkout(order: str) -> str:
+    return "ok"
+
+checkout("o-1")
+handle.flush(10)
+print("done")
 """
 
 
@@ -165,6 +186,17 @@ def test_fresh_process_gets_service_resource_and_exit_flush(otlp_receiver: OTLPR
     assert span.name == "invoke_agent checkout"
     assert span.resource["service.name"] == "checkout-bot"
     assert span.resource["deployment.environment"] == "test"
+
+
+def test_given_provider_becomes_global_when_none_is_set(otlp_receiver: OTLPReceiver) -> None:
+    code = textwrap.dedent(_SUBPROCESS_OWN_PROVIDER).format(protocol="http",
+                                                           endpoint=otlp_receiver.http_endpoint)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                            timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    (span,) = otlp_receiver.wait_for_spans(1)
+    assert (span.name, span.resource["service.name"]) == ("invoke_agent checkout", "own-provider")
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
