@@ -39,6 +39,7 @@ from tracescore.online._worker import Worker
 
 _log = logging.getLogger("tracescore")
 _MISSING: Any = object()
+_SCORING_SHARE = 0.8  # of a flush timeout spent waiting for pending scoring
 
 
 @dataclass(slots=True)
@@ -164,8 +165,10 @@ class ScoringSpanProcessor(SpanProcessor):
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Wait (bounded) for pending scoring, export every held span, flush downstream."""
-        deadline = time.monotonic() + max(0, timeout_millis) / 1000
-        idle = self._worker.wait_idle(deadline - time.monotonic())
+        timeout = max(0, timeout_millis) / 1000
+        deadline = time.monotonic() + timeout
+        # scoring gets most of the time; the rest is kept for exporting what it released
+        idle = self._worker.wait_idle(timeout * _SCORING_SHARE)
         self._release_all(reasons.FLUSH)
         remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
         try:
@@ -189,7 +192,8 @@ class ScoringSpanProcessor(SpanProcessor):
         for candidate in orphans:
             _release_budgets(candidate.scorers)
         self._worker.wait_idle(self._options.shutdown_timeout_s)
-        for never_run in self._worker.stop():
+        # a job stuck in blocking code cannot hold shutdown: held spans are released regardless
+        for never_run in self._worker.stop(timeout=0.5):
             job = never_run.args[0]  # type: ignore[attr-defined]
             self._count_shutdown_drop(job.candidate, job.candidate.scorers)
         self._release_all(reasons.SHUTDOWN)

@@ -48,6 +48,7 @@ class Worker:
         self._thread: threading.Thread | None = None
         self._wake: asyncio.Event | None = None
         self._stopped = False
+        self._stop_ticks = threading.Event()
 
     # --- producer side (any thread) ------------------------------------------------------------
     def submit(self, job: Job) -> bool:
@@ -101,6 +102,7 @@ class Worker:
                 pass
             if thread is not threading.current_thread():
                 thread.join(timeout)
+        self._stop_ticks.set()
         return discarded
 
     # --- loop side --------------------------------------------------------------------------------
@@ -113,13 +115,15 @@ class Worker:
         )
         self._thread.start()
         started.wait()
+        if self._on_tick is not None:  # a thread of its own: timers fire even if a job blocks the loop
+            threading.Thread(target=self._tick_main, args=(self._stop_ticks,),
+                             name=f"{self._name}-timer", daemon=True).start()
         return loop
 
     def _thread_main(self, loop: asyncio.AbstractEventLoop, started: threading.Event) -> None:
         asyncio.set_event_loop(loop)
         self._wake = asyncio.Event()
         self._main_task = loop.create_task(self._dispatch())
-        self._tick_task = loop.create_task(self._ticker()) if self._on_tick else None
         started.set()
         try:
             loop.run_until_complete(self._main_task)
@@ -180,10 +184,9 @@ class Worker:
                 if not self._running and not self._pending:
                     self._idle.notify_all()
 
-    async def _ticker(self) -> None:
+    def _tick_main(self, stop: threading.Event) -> None:
         assert self._on_tick is not None and self._tick_s is not None
-        while True:
-            await asyncio.sleep(self._tick_s)
+        while not stop.wait(self._tick_s):
             try:
                 self._on_tick()
             except Exception:  # noqa: BLE001

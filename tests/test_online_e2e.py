@@ -1,0 +1,364 @@
+"""Online scoring end to end: decorated agents, real scorers, real litellm to the stub judge over
+HTTP, real OTLP exporters into the loopback receiver (HTTP and gRPC).
+
+Every test checks what a backend receives: each agent span exactly once, with its score events,
+or with an event saying why it is unscored; drops and failures are counted.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+import tracescore
+from tracescore import _semconv as sc
+from tracescore import _setup
+from tracescore._config import reset_content_settings
+from tracescore.online import OnlineScorer, ScoringSpanProcessor
+from tracescore.testing import OTLPReceiver, ReceivedSpan, Reply, StubLLMServer
+from tracescore.testing import pytest_plugin
+
+PROTOCOLS = ["http", "grpc"]
+QUESTION = "What is the capital of France?"
+ANSWER = "Paris is the capital of France. France is in Europe. Cats purr."
+STATEMENTS_REQUEST = {"response_format": {"json_schema": {"name": "answer_relevancy_statements"}}}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _litellm_imported() -> None:
+    """Import litellm once up front (it takes seconds) so scripted judge delays dominate timing."""
+    import litellm  # noqa: F401
+
+
+@pytest.fixture(autouse=True)
+def _clean_pipelines(span_exporter) -> Iterator[None]:  # noqa: ANN001 - fixture from the plugin
+    yield
+    while _setup._handles:
+        _setup._handles[-1].shutdown(5)
+    reset_content_settings()
+
+
+def endpoint(receiver: OTLPReceiver, protocol: str) -> str:
+    return receiver.http_endpoint if protocol == "http" else receiver.grpc_endpoint
+
+
+def judge_replies(request: dict[str, Any], delay: float = 0.0) -> Reply:
+    """A judge that answers each step of answer relevancy: 3 statements, yes/unsure/no, reason."""
+    step = request.get("response_format", {}).get("json_schema", {}).get("name", "")
+    if step.endswith("statements"):
+        content: Any = {"statements": ANSWER.replace(". ", ".|").split("|")}
+    elif step.endswith("verdicts"):
+        content = {"results": [{"result": v, "reason": f"verdict {v}"}
+                               for v in ("yes", "unsure", "no")]}
+    else:
+        content = {"reason": "The score is 0.43 because one statement answers the question."}
+    return Reply(content=content, delay=delay)
+
+
+def relevancy(stub: StubLLMServer | None = None, *, api_base: str | None = None,
+              **options: Any) -> tracescore.AnswerRelevancyScorer:
+    return tracescore.create_answer_relevancy_scorer(
+        model="openai/judge-stub", api_base=api_base or stub.base_url,  # type: ignore[union-attr]
+        api_key="sk-test", timeout=10, backoff_base_s=0.001, backoff_max_s=0.01, **options,
+    )
+
+
+@tracescore.agent(name="support")
+def support_agent(question: str) -> str:
+    return ANSWER
+
+
+def agent_spans(receiver: OTLPReceiver) -> list[ReceivedSpan]:
+    return [s for s in receiver.spans if s.name == "invoke_agent support"]
+
+
+def result_events(span: ReceivedSpan) -> dict[str, dict[str, Any]]:
+    return {e.attributes[sc.TS_SCORER_ID]: e.attributes
+            for e in span.events_named(sc.GEN_AI_EVALUATION_RESULT)}
+
+
+def assert_each_once(receiver: OTLPReceiver, n: int) -> list[ReceivedSpan]:
+    spans = agent_spans(receiver)
+    counts = Counter(s.span_id for s in spans)
+    assert len(counts) == n and set(counts.values()) == {1}
+    return spans
+
+
+def processor_of(handle: Any) -> ScoringSpanProcessor:
+    pipeline = handle._pipeline
+    assert isinstance(pipeline, ScoringSpanProcessor)
+    return pipeline
+
+
+# --- the happy path ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_decorated_agent_span_arrives_with_its_scores(otlp_receiver: OTLPReceiver,
+                                                      stub_llm: StubLLMServer, protocol: str) -> None:
+    stub_llm.responder = judge_replies
+    similarity = tracescore.create_content_similarity_scorer()
+    handle = tracescore.configure(
+        exporter=f"otlp-{protocol}", endpoint=endpoint(otlp_receiver, protocol),
+        scorers=[relevancy(stub_llm), OnlineScorer(similarity, rate=1.0)],
+    )
+    with tracescore.ground_truth(ANSWER):
+        assert support_agent(QUESTION) == ANSWER
+    assert handle.flush(20)
+    (span,) = otlp_receiver.wait_for_spans(1)
+    assert span.protocol == protocol and span.name == "invoke_agent support"
+    events = result_events(span)
+    rel, sim = events["answer-relevancy"], events["content-similarity"]
+    assert rel[sc.GEN_AI_EVALUATION_NAME] == "Answer Relevancy"
+    assert rel[sc.GEN_AI_EVALUATION_SCORE_VALUE] == 0.43
+    assert rel[sc.GEN_AI_EVALUATION_SCORE_LABEL] == "partially_relevant"
+    assert rel[sc.GEN_AI_EVALUATION_EXPLANATION].startswith("The score is 0.43")
+    assert rel[sc.TS_JUDGE_MODEL] == "openai/judge-stub" and rel[sc.TS_JUDGE_CALLS] == 3
+    assert rel[sc.TS_JUDGE_INPUT_TOKENS] > 0 and rel[sc.TS_SAMPLING_RATE] == 1.0
+    assert len(rel[sc.TS_RUN_ID]) >= 32
+    assert sim[sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0  # output vs the ground truth given
+    assert sim[sc.GEN_AI_EVALUATION_SCORE_LABEL] == "similar"
+    rel_steps = [e.attributes for e in span.events_named(sc.TS_EVALUATION_STEP)
+                 if e.attributes[sc.TS_SCORER_ID] == "answer-relevancy"]
+    assert [s[sc.TS_STEP_NAME] for s in rel_steps] == ["preprocess", "analyze", "reason"]
+    assert QUESTION in rel_steps[1][sc.TS_STEP_PROMPT] and "unsure" in rel_steps[1][sc.TS_STEP_RESULT]
+    assert len(stub_llm.requests) == 3
+    assert [s.name for s in otlp_receiver.spans] == ["invoke_agent support"]  # judge not traced
+
+
+def test_scoring_works_with_content_capture_off(otlp_receiver: OTLPReceiver,
+                                                stub_llm: StubLLMServer) -> None:
+    stub_llm.responder = judge_replies
+    handle = tracescore.configure(exporter="otlp-http", endpoint=otlp_receiver.http_endpoint,
+                                  capture_content=False, scorers=[relevancy(stub_llm)])
+    support_agent(QUESTION)
+    assert handle.flush(20)
+    (span,) = otlp_receiver.wait_for_spans(1)
+    assert sc.GEN_AI_OUTPUT_MESSAGES not in span.attributes
+    (rel,) = result_events(span).values()
+    assert rel[sc.GEN_AI_EVALUATION_SCORE_VALUE] == 0.43
+    assert rel[sc.GEN_AI_EVALUATION_SCORE_LABEL] == "partially_relevant"
+    assert sc.GEN_AI_EVALUATION_EXPLANATION not in rel
+    assert span.events_named(sc.TS_EVALUATION_STEP) == []
+    assert QUESTION in str(stub_llm.requests[1].messages)  # the judge still saw the real call
+
+
+def test_own_tracer_provider_one_line_hookup(otlp_receiver: OTLPReceiver,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # the documented hook-up: provider.add_span_processor(ScoringSpanProcessor(Batch..., scorers))
+    processor = ScoringSpanProcessor(
+        BatchSpanProcessor(OTLPSpanExporter(endpoint=otlp_receiver.traces_url)),
+        scorers=[tracescore.create_content_similarity_scorer()],
+    )
+    monkeypatch.setattr(pytest_plugin._switch, "delegate", processor)  # the test provider's slot
+    try:
+        support_agent(ANSWER)  # input == output: similarity 1.0
+        assert processor.force_flush(20_000)
+    finally:
+        processor.shutdown()
+    (span,) = otlp_receiver.wait_for_spans(1)
+    assert result_events(span)["content-similarity"][sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0
+
+
+# --- carrier and log sinks --------------------------------------------------------------------------
+def test_carrier_and_log_sinks_through_otlp(otlp_receiver: OTLPReceiver,
+                                            stub_llm: StubLLMServer) -> None:
+    stub_llm.responder = judge_replies
+    loggers = LoggerProvider()
+    loggers.add_log_record_processor(
+        SimpleLogRecordProcessor(OTLPLogExporter(endpoint=otlp_receiver.logs_url)))
+    handle = tracescore.configure(
+        exporter="otlp-http", endpoint=otlp_receiver.http_endpoint,
+        scorers=[OnlineScorer(relevancy(stub_llm), sinks=["carrier", "log"])],
+        online={"logger_provider": loggers},
+    )
+    support_agent(QUESTION)
+    assert handle.flush(20)
+    agent, carrier = (otlp_receiver.wait_for_spans(2)[i] for i in (0, 1))
+    if agent.name != "invoke_agent support":
+        agent, carrier = carrier, agent
+    assert agent.events == []  # not held, nothing attached
+    assert carrier.name == "evaluation Answer Relevancy"
+    assert carrier.parent_span_id == agent.span_id and carrier.trace_id == agent.trace_id
+    assert [(link.trace_id, link.span_id) for link in carrier.links] == [(agent.trace_id,
+                                                                           agent.span_id)]
+    assert result_events(carrier)["answer-relevancy"][sc.GEN_AI_EVALUATION_SCORE_VALUE] == 0.43
+    (record,) = otlp_receiver.wait_for_logs(
+        lambda r: r.event_name == sc.GEN_AI_EVALUATION_RESULT)
+    assert (record.trace_id, record.span_id) == (agent.trace_id, agent.span_id)
+    assert record.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == 0.43
+    loggers.shutdown()
+
+
+# --- judge faults -----------------------------------------------------------------------------------------
+def _configure_faulty(receiver: OTLPReceiver, scorer: Any, **online: Any) -> Any:
+    return tracescore.configure(exporter="otlp-http", endpoint=receiver.http_endpoint,
+                                scorers=[scorer], online=online or None)
+
+
+def test_judge_down_is_recorded_as_a_failure(otlp_receiver: OTLPReceiver) -> None:
+    dead = StubLLMServer().start()
+    base = dead.base_url
+    dead.stop()  # nothing listens there any more
+    handle = _configure_faulty(otlp_receiver, relevancy(api_base=base, max_retries=1))
+    for _ in range(3):
+        assert support_agent(QUESTION) == ANSWER
+    assert handle.flush(30)
+    for span in assert_each_once(otlp_receiver, 3):
+        rel = result_events(span)["answer-relevancy"]
+        assert rel[sc.ERROR_TYPE] == "ScorerError" and rel[sc.TS_FAILED_STEP] == "preprocess"
+        assert sc.GEN_AI_EVALUATION_SCORE_VALUE not in rel
+    stats = processor_of(handle).stats()
+    assert (stats["failed"], stats["scored"]) == (3, 0)
+
+
+def test_rate_limited_and_5xx_replies_are_retried(otlp_receiver: OTLPReceiver,
+                                                  stub_llm: StubLLMServer) -> None:
+    stub_llm.enqueue_error(429, "slow down", headers={"Retry-After": "0"})
+    stub_llm.enqueue_error(503, "overloaded")
+    stub_llm.responder = judge_replies
+    handle = _configure_faulty(otlp_receiver, relevancy(stub_llm, max_retries=3))
+    support_agent(QUESTION)
+    assert handle.flush(30)
+    (span,) = assert_each_once(otlp_receiver, 1)
+    assert result_events(span)["answer-relevancy"][sc.GEN_AI_EVALUATION_SCORE_VALUE] == 0.43
+    assert len(stub_llm.requests) == 5
+
+
+def test_persistent_server_errors_end_as_a_failure_event(otlp_receiver: OTLPReceiver,
+                                                         stub_llm: StubLLMServer) -> None:
+    stub_llm.responder = lambda request: Reply(status=500, content="boom")
+    handle = _configure_faulty(otlp_receiver, relevancy(stub_llm, max_retries=2))
+    support_agent(QUESTION)
+    assert handle.flush(30)
+    (span,) = assert_each_once(otlp_receiver, 1)
+    assert result_events(span)["answer-relevancy"][sc.ERROR_TYPE] == "ScorerError"
+    assert len(stub_llm.requests) == 3  # first try + 2 retries
+    assert processor_of(handle).stats()["failed"] == 1
+
+
+def test_malformed_judge_replies_fail_the_step_with_the_raw_reply(otlp_receiver: OTLPReceiver,
+                                                                  stub_llm: StubLLMServer) -> None:
+    stub_llm.responder = lambda request: Reply(content="Sure! The statements are: Paris.")
+    handle = _configure_faulty(otlp_receiver, relevancy(stub_llm))
+    support_agent(QUESTION)
+    assert handle.flush(30)
+    (span,) = assert_each_once(otlp_receiver, 1)
+    rel = result_events(span)["answer-relevancy"]
+    assert rel[sc.ERROR_TYPE] == "ScorerError" and rel[sc.TS_FAILED_STEP] == "preprocess"
+    (failed_step,) = span.events_named(sc.TS_EVALUATION_STEP)
+    assert failed_step.attributes[sc.TS_STEP_NAME] == "preprocess"
+    assert "The statements are" in failed_step.attributes[sc.TS_STEP_RESULT]
+
+
+def test_judge_slower_than_max_wait(otlp_receiver: OTLPReceiver, stub_llm: StubLLMServer) -> None:
+    stub_llm.enqueue(judge_replies(STATEMENTS_REQUEST, delay=1.0))
+    stub_llm.responder = judge_replies
+    handle = _configure_faulty(
+        otlp_receiver, OnlineScorer(relevancy(stub_llm), sinks=["span", "carrier"]),
+        max_wait_s=0.2,
+    )
+    support_agent(QUESTION)
+    (span,) = otlp_receiver.wait_for_spans(lambda s: s.name == "invoke_agent support", timeout=20)
+    (why,) = span.events_named(sc.TS_UNSCORED)  # exported when max wait passed, without score
+    assert why.attributes[sc.TS_UNSCORED_REASON] == "timeout"
+    assert handle.flush(30)  # the late score still reaches the carrier span
+    (carrier,) = otlp_receiver.wait_for_spans(
+        lambda s: s.name == "evaluation Answer Relevancy", timeout=20)
+    assert result_events(carrier)["answer-relevancy"][sc.GEN_AI_EVALUATION_SCORE_VALUE] == 0.43
+    assert_each_once(otlp_receiver, 1)
+    assert processor_of(handle).stats()["held_timeout"] == 1
+
+
+# --- overload, shutdown, exporter faults ------------------------------------------------------------------
+def test_burst_of_thousands_of_calls_every_span_arrives_once(
+        otlp_receiver: OTLPReceiver, stub_llm: StubLLMServer,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    stub_llm.responder = lambda request: judge_replies(request, delay=0.05)
+    processor = ScoringSpanProcessor(
+        BatchSpanProcessor(OTLPSpanExporter(endpoint=otlp_receiver.traces_url),
+                           max_queue_size=20_000, max_export_batch_size=1000),
+        scorers=[relevancy(stub_llm)], queue_size=30, concurrency=4,
+    )
+    monkeypatch.setattr(pytest_plugin._switch, "delegate", processor)
+    calls = 2000
+    try:
+        for _ in range(calls):
+            support_agent(QUESTION)
+        assert processor.force_flush(60_000)
+        stats = processor.stats()
+    finally:
+        processor.shutdown()
+    spans = assert_each_once(otlp_receiver, calls)
+    scored = [s for s in spans if sc.GEN_AI_EVALUATION_RESULT in {e.name for e in s.events}]
+    full = [s for s in spans if s.events_named(sc.TS_UNSCORED)]
+    assert len(scored) + len(full) == calls
+    assert stats["dropped.queue_full"] == len(full) > calls // 2
+    assert stats["scored"] == len(scored) >= 30
+    assert all(e.attributes[sc.TS_UNSCORED_REASON] == "queue_full"
+               for s in full for e in s.events_named(sc.TS_UNSCORED))
+
+
+def test_shutdown_with_judge_calls_in_flight(otlp_receiver: OTLPReceiver,
+                                             stub_llm: StubLLMServer) -> None:
+    stub_llm.responder = lambda request: judge_replies(request, delay=5.0)
+    handle = _configure_faulty(otlp_receiver, relevancy(stub_llm), shutdown_timeout_s=0.2,
+                               concurrency=2)
+    for _ in range(6):
+        support_agent(QUESTION)
+    stub_llm.wait_for_requests(2)
+    processor = processor_of(handle)
+    handle.shutdown(2)  # flush (bounded: the judge is far slower), then shutdown
+    otlp_receiver.wait_for_spans(6)
+    spans = assert_each_once(otlp_receiver, 6)
+    reasons = [e.attributes[sc.TS_UNSCORED_REASON] for s in spans
+               for e in s.events_named(sc.TS_UNSCORED)]
+    assert len(reasons) == 6 and set(reasons) <= {"flush", "shutdown"}
+    assert processor.stats()["scored"] == 0 and processor.stats()["held"] == 0
+
+
+def test_failing_exporter_is_retried_and_each_span_arrives_once(otlp_receiver: OTLPReceiver) -> None:
+    otlp_receiver.fail_next(2, status=503)
+    handle = tracescore.configure(exporter="otlp-http", endpoint=otlp_receiver.http_endpoint,
+                                  scorers=[tracescore.create_content_similarity_scorer()])
+    for _ in range(5):
+        support_agent(ANSWER)
+    assert handle.flush(30)
+    spans = assert_each_once(otlp_receiver, 5)
+    assert all(result_events(s)["content-similarity"][sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0
+               for s in spans)
+
+
+_EXIT_APP = """
+import tracescore
+
+tracescore.configure(exporter="otlp-http", endpoint={endpoint!r},
+                     scorers=[tracescore.create_content_similarity_scorer()])
+
+@tracescore.agent(name="support")
+def support(question):
+    return question
+
+support("Paris is the capital of France.")
+print("done")  # no flush: interpreter exit must score and deliver the span
+"""
+
+
+def test_interpreter_exit_scores_and_exports_held_spans(otlp_receiver: OTLPReceiver) -> None:
+    code = textwrap.dedent(_EXIT_APP).format(endpoint=otlp_receiver.http_endpoint)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    (span,) = otlp_receiver.wait_for_spans(1)
+    assert result_events(span)["content-similarity"][sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0
