@@ -249,3 +249,27 @@ def test_file_exporter_appends_whole_lines_from_many_threads(tmp_path) -> None:
     lines = path.read_text().splitlines()
     assert len(lines) == 100
     assert all(json.loads(line)["resourceSpans"] for line in lines)
+
+
+def test_bad_online_option_names_are_configuration_errors() -> None:
+    scorer = tracescore.create_content_similarity_scorer()
+    with pytest.raises(ConfigurationError, match="online"):
+        tracescore.configure(exporter="none", scorers=[scorer], online={"bogus_option": 1})
+    assert not _setup._handles
+
+
+def test_a_single_scorer_is_accepted(span_exporter: InMemorySpanExporter) -> None:
+    scorer = tracescore.create_content_similarity_scorer()
+    handle = tracescore.configure(exporter="none", scorers=scorer)
+    assert type(handle._pipeline).__name__ == "ScoringSpanProcessor"
+
+
+def test_failed_configure_changes_nothing(tmp_path) -> None:
+    exporter = InMemorySpanExporter()
+    tracescore.configure(exporter=exporter, batch=False)
+    with pytest.raises(ConfigurationError):
+        tracescore.configure(exporter=["console", "otlp-http"], endpoint="nope",
+                             capture_content=False)
+    assert content_settings().capture is True
+    _emit("still-here")
+    assert [s.name for s in exporter.get_finished_spans()] == ["still-here"]

@@ -199,7 +199,7 @@ def configure(
     max_content_length: int | None = None,
     redact: bool | None = None,
     redaction_hook: Callable[[str], str] | None = None,
-    scorers: Sequence[Any] | None = None,
+    scorers: Any = None,
     online: Mapping[str, Any] | None = None,
     tracer_provider: TracerProvider | None = None,
 ) -> TracescoreHandle:
@@ -223,7 +223,7 @@ def configure(
                                  f"(exporters chosen: {_describe(specs)})")
     if file_path is not None and "file" not in specs:
         raise ConfigurationError('file_path applies only to exporter="file"')
-    if online is not None and not scorers:
+    if online is not None and not _scorer_list(scorers):
         raise ConfigurationError("online= options need scorers=")
     if tracer_provider is not None and not isinstance(tracer_provider, TracerProvider):
         raise ConfigurationError("tracer_provider must be an opentelemetry.sdk.trace.TracerProvider "
@@ -233,9 +233,10 @@ def configure(
     if endpoint is not None and not isinstance(endpoint, str):
         raise ConfigurationError(f"endpoint must be a string (got {endpoint!r})")
     resource = _resource(service_name, resource_attributes)
-    _set_content_options(capture_content, max_content_length, redact, redaction_hook)
+    scorer_list = _scorer_list(scorers)
 
     built: list[SpanExporter] = []
+    pipeline: SpanProcessor | None = None
     try:
         for spec in specs:
             exp = _Lease(spec) if isinstance(spec, SpanExporter) else _exporters.build_exporter(
@@ -243,19 +244,17 @@ def configure(
                 file_path=file_path)
             if exp is not None:
                 built.append(exp)
+        pipeline = _pipeline(built, batch)
+        if scorer_list:
+            pipeline = _scoring(pipeline, scorer_list, online)
+        _set_content_options(capture_content, max_content_length, redact, redaction_hook)
     except BaseException:
-        for exp in built:
-            exp.shutdown()
-        raise
-    pipeline = _pipeline(built, batch)
-    if scorers:
-        try:
-            from tracescore.online import ScoringSpanProcessor
-
-            pipeline = ScoringSpanProcessor(pipeline, list(scorers), **dict(online or {}))
-        except BaseException:
+        if pipeline is not None:
             pipeline.shutdown()
-            raise
+        else:
+            for exp in built:
+                exp.shutdown()
+        raise
 
     with _lock:
         provider = _provider(tracer_provider, resource, service_name)
@@ -308,6 +307,26 @@ def _exporter_specs(exporter: ExporterSpec | Sequence[ExporterSpec] | None) -> l
             raise ConfigurationError(f"unknown exporter {item!r}; use one of "
                                      f"{', '.join(_exporters.EXPORTER_NAMES)} or a SpanExporter")
     return specs
+
+
+def _scorer_list(scorers: Any) -> list[Any]:
+    if scorers is None:
+        return []
+    if isinstance(scorers, (str, bytes)) or not isinstance(scorers, (Sequence, set, frozenset)):
+        return [scorers]  # a single scorer
+    return list(scorers)
+
+
+def _scoring(pipeline: SpanProcessor, scorers: list[Any], online: Mapping[str, Any] | None
+             ) -> SpanProcessor:
+    """Wrap the export pipeline in online scoring (validated by ScoringSpanProcessor itself)."""
+    from tracescore.online import ScoringSpanProcessor
+
+    options = dict(online or {})
+    try:
+        return ScoringSpanProcessor(pipeline, scorers, **options)
+    except TypeError as exc:  # unknown option name
+        raise ConfigurationError(f"invalid online= options {sorted(options)}: {exc}") from exc
 
 
 def _describe(specs: Sequence[ExporterSpec]) -> str:
