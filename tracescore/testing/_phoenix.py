@@ -1,6 +1,8 @@
 """Run Arize Phoenix locally for end-to-end tests and demos: a cached venv outside the checkout, free ports.
 
-`python -m tracescore.testing._phoenix serve` installs (once) and runs Phoenix in the foreground;
+    python -m tracescore.testing._phoenix serve   # install once, run Phoenix on :6006 until Ctrl-C
+    python -m tracescore.testing._phoenix demo    # the same, plus `tracescore demo` traffic sent to it
+
 `PhoenixServer()` does the same from Python as a context manager (used by the end-to-end test).
 """
 
@@ -11,6 +13,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import urllib.error
 import urllib.request
@@ -143,21 +146,68 @@ class PhoenixServer:
             return json.loads(response.read())
 
 
+DEMO_PROJECT = "tracescore-demo"
+
+
+def _healthy(base_url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{base_url}/healthz", timeout=2) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def run_demo(base_url: str, spans_file: Path) -> int:
+    """`tracescore demo` with its spans also exported to Phoenix (project DEMO_PROJECT) over OTLP/HTTP."""
+    env = dict(os.environ)
+    resource = env.get("OTEL_RESOURCE_ATTRIBUTES", "")
+    env.update(
+        OTEL_EXPORTER_OTLP_ENDPOINT=base_url,
+        OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf",
+        OTEL_RESOURCE_ATTRIBUTES=",".join(
+            part for part in (resource, f"openinference.project.name={DEMO_PROJECT}") if part
+        ),
+    )
+    env.setdefault("OTEL_SERVICE_NAME", DEMO_PROJECT)
+    command = [sys.executable, "-m", "tracescore", "demo", "--spans-file", str(spans_file)]
+    return subprocess.run(command, env=env, check=False).returncode
+
+
+def _where_to_click(base_url: str) -> str:
+    return (
+        f"Open {base_url}/projects, pick the project '{DEMO_PROJECT}', open a trace and select its "
+        "'invoke_agent ...' span: the Events tab lists one gen_ai.evaluation.result per scorer "
+        "(score, label, explanation) and the judge's step events."
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
-    """`install` the cached venv, or `serve` Phoenix in the foreground until Ctrl-C."""
+    """`install` the cached venv, `serve` Phoenix in the foreground, or run the `demo` against it."""
     parser = argparse.ArgumentParser(prog="python -m tracescore.testing._phoenix")
-    parser.add_argument("command", choices=["install", "serve"])
+    parser.add_argument("command", choices=["install", "serve", "demo"])
     parser.add_argument("--port", type=int, default=int(os.environ.get("PHOENIX_PORT", "6006")))
     parser.add_argument(
         "--grpc-port", type=int, default=int(os.environ.get("PHOENIX_GRPC_PORT", "4317"))
     )
     parser.add_argument("--working-dir", default=os.environ.get("PHOENIX_WORKING_DIR"))
+    parser.add_argument(
+        "--exit", action="store_true", help="demo: stop the Phoenix it started when done"
+    )
     args = parser.parse_args(argv)
     if args.command == "install":
         print(phoenix_venv())
         return 0
+    base_url = f"http://127.0.0.1:{args.port}"
+    if args.command == "demo" and _healthy(base_url):  # a Phoenix (e.g. `make phoenix`) is running
+        code = run_demo(base_url, cache_dir() / "demo-spans.jsonl")
+        print(_where_to_click(base_url))
+        return code
     working_dir = Path(args.working_dir or cache_dir() / "phoenix-data")
     working_dir.mkdir(parents=True, exist_ok=True)
+    print(
+        f"Starting Phoenix {PHOENIX_VERSION} (first run installs it into {cache_dir()}) ...",
+        flush=True,
+    )
     server = PhoenixServer(port=args.port, grpc_port=args.grpc_port, working_dir=working_dir)
     server.start()
     print(
@@ -165,6 +215,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"Data: {working_dir}. Ctrl-C stops it.", flush=True)
     try:
+        if args.command == "demo":
+            code = run_demo(server.base_url, working_dir / "demo-spans.jsonl")
+            print(_where_to_click(server.base_url), flush=True)
+            if args.exit or code:
+                return code
         assert server._process is not None
         server._process.wait()
     except KeyboardInterrupt:
