@@ -168,6 +168,7 @@ def checkout(order: str) -> str:
 
 checkout("o-1")
 handle.flush(10)
+handle.shutdown()  # the exit-time shutdown that follows must be a quiet no-op
 print("done")
 """
 
@@ -181,6 +182,7 @@ def test_fresh_process_gets_service_resource_and_exit_flush(otlp_receiver: OTLPR
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                             timeout=120, check=False)
     assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr and "Exception" not in result.stderr, result.stderr
     assert result.stdout.strip() == "done"
     (span,) = otlp_receiver.wait_for_spans(1)
     assert span.name == "invoke_agent checkout"
@@ -195,6 +197,7 @@ def test_given_provider_becomes_global_when_none_is_set(otlp_receiver: OTLPRecei
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                             timeout=120, check=False)
     assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr and "Exception" not in result.stderr, result.stderr
     (span,) = otlp_receiver.wait_for_spans(1)
     assert (span.name, span.resource["service.name"]) == ("invoke_agent checkout", "own-provider")
 
