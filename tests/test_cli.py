@@ -138,7 +138,6 @@ def test_score_similarity_without_ground_truth_compares_with_the_input() -> None
     [
         (["-i", "q", "-o", "a", "-s", "fluency"], "Invalid value for '--scorer'"),
         (["-i", "q"], "Missing option '--output'"),
-        (["-i", "q", "-o", "a", "--judge-model", "no-such-provider/model-x"], "judge"),
     ],
 )
 def test_score_usage_errors_exit_2(args: list[str], message: str) -> None:
@@ -242,7 +241,8 @@ def test_eval_exports_item_spans_with_scores(project: Path, otlp_receiver) -> No
         ({}, ["qa.jsonl", "-o", "out.xlsx"], "--output must end in .json or .csv"),
         ({}, ["qa.jsonl", "-s", "bleu"], "Invalid value for '--scorer'"),
         ({}, ["qa.jsonl", "-c", "0"], "Invalid value for '--concurrency'"),
-        ({}, ["qa.jsonl", "--judge-model", "no-such-provider/model-x"], "judge"),
+        ({}, ["qa.jsonl", "--judge-model", "no-such-provider/model-x"],
+         "unknown judge model 'no-such-provider/model-x'"),
     ],
 )
 def test_eval_bad_input_exits_2_with_a_clear_message(project: Path, files: dict[str, str],

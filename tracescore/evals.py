@@ -220,7 +220,7 @@ async def arun_evals(
     )
     started = time.perf_counter()
     try:
-        results = await asyncio.gather(*(run.item(i, item) for i, item in enumerate(items)))
+        results = await run.all(items)
     finally:
         run.close()
     return _summarize(run, results, limits, time.perf_counter() - started)
@@ -243,7 +243,7 @@ class _Run:
         self.progress = progress
         self.total = total
         self.completed = 0
-        self.semaphore = asyncio.Semaphore(concurrency)
+        self.concurrency = concurrency
         self.executor = ThreadPoolExecutor(max_workers=concurrency,
                                            thread_name_prefix="tracescore-eval")
         self.tracer = trace.get_tracer(_TRACER_NAME)
@@ -251,9 +251,20 @@ class _Run:
     def close(self) -> None:
         self.executor.shutdown(wait=False)
 
+    async def all(self, items: list[Mapping[str, Any]]) -> list[ItemResult]:
+        """Evaluate every item with `concurrency` workers; results in dataset order."""
+        results: list[ItemResult | None] = [None] * len(items)
+        queue = iter(enumerate(items))  # shared by the workers (one event loop: no lock needed)
+
+        async def worker() -> None:
+            for index, item in queue:
+                results[index] = await self.item(index, item)
+
+        await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(items)))))
+        return [r for r in results if r is not None]
+
     async def item(self, index: int, item: Mapping[str, Any]) -> ItemResult:
-        async with self.semaphore:
-            result = await self._item(index, item)
+        result = await self._item(index, item)
         self.completed += 1
         if self.progress is not None:
             try:
