@@ -309,3 +309,47 @@ def test_to_dict_is_plain_json() -> None:
     assert data["items"][0]["metadata"] == {"topic": "geo"}
     assert data["items"][0]["scores"]["word-overlap"]["reason"] == "4 of 4 words"
     assert set(data["scores"]) == {"word-overlap", "content-similarity"}
+
+
+def test_without_content_capture_scores_are_still_exported(span_exporter) -> None:
+    from tracescore._config import content_settings, set_content_capture
+
+    before = content_settings()
+    set_content_capture(False)
+    try:
+        result = run_evals(DATA[:1], WordOverlapScorer(), answer)
+    finally:
+        set_content_capture(before.capture)
+    (span,) = span_exporter.get_finished_spans()
+    assert sc.GEN_AI_INPUT_MESSAGES not in span.attributes
+    assert sc.GEN_AI_OUTPUT_MESSAGES not in span.attributes
+    (event,) = [e for e in span.events if e.name == sc.GEN_AI_EVALUATION_RESULT]
+    assert event.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0
+    assert sc.GEN_AI_EVALUATION_EXPLANATION not in event.attributes  # the reason is content
+    assert result.items[0].scores["word-overlap"].reason == "4 of 4 words"  # kept in-process
+
+
+def test_a_decorated_agent_target_nests_under_the_item_span_and_sees_ground_truth(
+        span_exporter) -> None:
+    import tracescore
+    from tracescore.instrument._calls import (
+        AgentCall,
+        add_agent_call_listener,
+        remove_agent_call_listener,
+    )
+
+    calls: list[AgentCall] = []
+    listener = calls.append  # one bound method object, so removal finds it
+    inner = tracescore.agent(name="inner-agent")(answer)
+    add_agent_call_listener(listener)
+    try:
+        run_evals(DATA, WordOverlapScorer(), inner, name="outer")
+    finally:
+        remove_agent_call_listener(listener)
+
+    spans = span_exporter.get_finished_spans()
+    items = {s.context.span_id: s for s in spans if s.name == "invoke_agent outer"}
+    agents = [s for s in spans if s.name == "invoke_agent inner-agent"]
+    assert len(items) == len(agents) == 3
+    assert {a.parent.span_id for a in agents} == set(items)
+    assert sorted(c.ground_truth for c in calls) == sorted(d["ground_truth"] for d in DATA)
