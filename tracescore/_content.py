@@ -310,21 +310,20 @@ _RULES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]
     (re.compile(r"(?<![\d])\d(?:[ -]?\d){12,18}(?![\d])"), _card),
 )
 
-# Cheap pre-check: text (lower-cased) without any of these tokens, and without four digits in a
-# row, cannot match a rule, so the rules are skipped (most captured text takes this path).
+# Cheap pre-check: lower-cased text without any of these tokens (or four digits in a row) cannot
+# match a rule, so the rules are skipped; most captured text takes this path. Every branch starts
+# with a literal, which lets the regex engine scan for candidate characters quickly.
 _TRIGGER_TOKENS = (
     "@", "key", "token", "secret", "passw", "pwd", "bearer", "authorization", "sk-", "akia",
     "asia", "eyj", "-----begin", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox",
 )
-_FOUR_DIGITS = re.compile(r"\d{4}")
+_TRIGGER = re.compile(
+    "|".join([*(re.escape(t) for t in _TRIGGER_TOKENS), *(f"{d}[0-9]{{3}}" for d in range(10))])
+)
 
 
 def _may_contain_secret(text: str) -> bool:
-    lowered = text.lower()
-    for token in _TRIGGER_TOKENS:
-        if token in lowered:
-            return True
-    return _FOUR_DIGITS.search(text) is not None
+    return _TRIGGER.search(text.lower()) is not None
 
 
 def _builtin_redact(text: str) -> str:
@@ -408,10 +407,17 @@ def serialize(obj: object, settings: ContentSettings | None = None) -> str:
         return f"<unserializable {_type_name(obj)}>"
 
 
-def finish_text(text: str, settings: ContentSettings | None = None, *, at_least: bool = False) -> str:
+def finish_text(
+    text: str,
+    settings: ContentSettings | None = None,
+    *,
+    at_least: bool = False,
+    redacted: bool = False,
+) -> str:
     """Redact and truncate text that is already serialized (e.g. JSON built by the caller).
 
-    `at_least` says the text was already shortened to fit the bounds. Never raises.
+    `at_least` says the text was already shortened to fit the bounds; `redacted` that its
+    content already went through `redact`. Never raises.
     """
     s = settings if settings is not None else content_settings()
     try:
@@ -420,7 +426,7 @@ def finish_text(text: str, settings: ContentSettings | None = None, *, at_least:
         if len(text) > limit + _REDACT_SLACK:
             dropped = len(text) - limit - _REDACT_SLACK
             text = text[: limit + _REDACT_SLACK]
-        if s.redact or s.redaction_hook is not None:
+        if not redacted and (s.redact or s.redaction_hook is not None):
             text = redact(text, s)
         return _valid_utf8(truncate(text, limit, dropped, at_least=at_least))
     except Exception:  # noqa: BLE001 - telemetry must never raise
@@ -429,15 +435,19 @@ def finish_text(text: str, settings: ContentSettings | None = None, *, at_least:
 
 
 def json_string(text: str, settings: ContentSettings | None = None) -> tuple[str, bool]:
-    """`text` as a JSON string literal, cut first to what `finish_text` could keep.
+    """`text` redacted and encoded as a JSON string literal, cut first to what can be kept.
 
-    Returns the literal and whether `text` was cut (pass it on as `finish_text(at_least=)`).
+    Returns the literal and whether `text` was cut; pass the result on to
+    `finish_text(..., at_least=cut, redacted=True)`.
     """
     s = settings if settings is not None else content_settings()
     keep = s.max_length + _REDACT_SLACK
-    if len(text) <= keep:
-        return _ENCODER.encode(text), False
-    return _ENCODER.encode(text[:keep] + _ELLIPSIS), True
+    cut = len(text) > keep
+    if cut:
+        text = text[:keep] + _ELLIPSIS
+    if s.redact or s.redaction_hook is not None:
+        text = redact(text, s)
+    return _ENCODER.encode(text), cut
 
 
 def capture_enabled(override: bool | None = None) -> bool:

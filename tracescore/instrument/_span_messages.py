@@ -155,7 +155,9 @@ def input_messages_attr(value: Any, settings: ContentSettings) -> str:
     """`gen_ai.input.messages` attribute text for `value` (redacted, truncated). Never raises."""
     if type(value) is str:  # fast path: the common single-question input
         literal, cut = json_string(value, settings)
-        return finish_text(_USER_PREFIX + literal + _USER_SUFFIX, settings, at_least=cut)
+        return finish_text(
+            _USER_PREFIX + literal + _USER_SUFFIX, settings, at_least=cut, redacted=True
+        )
     try:
         return serialize(to_input_messages(value), settings)
     except Exception:  # noqa: BLE001 - fall back to the raw value
@@ -166,7 +168,9 @@ def output_messages_attr(value: Any, settings: ContentSettings) -> str:
     """`gen_ai.output.messages` attribute text for `value` (redacted, truncated). Never raises."""
     if type(value) is str:
         literal, cut = json_string(value, settings)
-        return finish_text(_ASSISTANT_PREFIX + literal + _ASSISTANT_SUFFIX, settings, at_least=cut)
+        return finish_text(
+            _ASSISTANT_PREFIX + literal + _ASSISTANT_SUFFIX, settings, at_least=cut, redacted=True
+        )
     try:
         return serialize(to_output_messages(value), settings)
     except Exception:  # noqa: BLE001

@@ -1,0 +1,162 @@
+"""Decorator overhead: `@tracescore.agent` against a hand-written OpenTelemetry span, side by side.
+
+Per-call cost of a sync and an async function, measured interleaved in one run:
+  * bare:       the undecorated function;
+  * raw:        `tracer.start_as_current_span(...)` around the call, setting the same attributes
+                (operation, agent name, input/output messages as semconv JSON);
+  * tracescore: the same function under `@tracescore.agent` (content capture and redaction on,
+                the defaults).
+Both traced variants export through the same TracerProvider + SimpleSpanProcessor into an
+exporter that discards spans, so only instrumentation cost differs. The ratio column is
+tracescore/raw (target <= 1.2).
+
+    python benchmarks/bench_decorators.py [--quick] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import environment, interleaved, print_table, write_json  # noqa: E402
+from opentelemetry import trace  # noqa: E402
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import (  # noqa: E402
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
+from opentelemetry.trace import SpanKind  # noqa: E402
+
+import tracescore  # noqa: E402
+from tracescore import _semconv as sc  # noqa: E402
+
+QUESTION = "What is the capital of France, and how many people live there?"
+ANSWER = "Paris is the capital of France; about 2.1 million people live in the city proper."
+
+
+class _DiscardExporter(SpanExporter):
+    """Accepts and drops every span (counts them, to prove both sides export)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.count += len(spans)
+        return SpanExportResult.SUCCESS
+
+
+def _messages(role: str, text: str, finish: bool) -> str:
+    message: dict[str, Any] = {"role": role, "parts": [{"type": "text", "content": text}]}
+    if finish:
+        message["finish_reason"] = "stop"
+    return json.dumps([message], ensure_ascii=False, separators=(",", ":"))
+
+
+def build_cases(tracer: trace.Tracer) -> dict[str, Callable[[], Any]]:
+    def answer(question: str) -> str:
+        return ANSWER
+
+    async def aanswer(question: str) -> str:
+        return ANSWER
+
+    static = {sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.GEN_AI_AGENT_NAME: "bench"}
+
+    def raw(question: str) -> str:
+        with tracer.start_as_current_span(
+            "invoke_agent bench",
+            kind=SpanKind.INTERNAL,
+            attributes={**static, sc.GEN_AI_INPUT_MESSAGES: _messages("user", question, False)},
+        ) as span:
+            result = answer(question)
+            span.set_attribute(sc.GEN_AI_OUTPUT_MESSAGES, _messages("assistant", result, True))
+            return result
+
+    async def araw(question: str) -> str:
+        with tracer.start_as_current_span(
+            "invoke_agent bench",
+            kind=SpanKind.INTERNAL,
+            attributes={**static, sc.GEN_AI_INPUT_MESSAGES: _messages("user", question, False)},
+        ) as span:
+            result = await aanswer(question)
+            span.set_attribute(sc.GEN_AI_OUTPUT_MESSAGES, _messages("assistant", result, True))
+            return result
+
+    traced = tracescore.agent(name="bench")(answer)
+    atraced = tracescore.agent(name="bench")(aanswer)
+
+    return {
+        "sync bare": lambda: answer(QUESTION),
+        "sync raw": lambda: raw(QUESTION),
+        "sync tracescore": lambda: traced(QUESTION),
+        "async bare": lambda: aanswer(QUESTION),
+        "async raw": lambda: araw(QUESTION),
+        "async tracescore": lambda: atraced(QUESTION),
+    }
+
+
+def _async_case(make: Callable[[], Any]) -> Callable[[], Any]:
+    async def run() -> Any:
+        return await make()
+
+    return run
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds/calls (smoke run)")
+    parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--calls", type=int, default=None, help="calls per round and case")
+    parser.add_argument("--json", dest="json_path", default=None, help="write figures here")
+    args = parser.parse_args(argv)
+    rounds = args.rounds or (3 if args.quick else 9)
+    calls = args.calls or (2_000 if args.quick else 20_000)
+
+    exporter = _DiscardExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    tracer = provider.get_tracer("bench")
+    tracescore.set_content_capture(True, redact=True)
+
+    cases = build_cases(tracer)
+    timed = {
+        name: (_async_case(fn) if name.startswith("async") else fn) for name, fn in cases.items()
+    }
+    medians = interleaved(timed, rounds=rounds, n=calls)
+    assert exporter.count > 0
+
+    results: dict[str, Any] = {"environment": environment(), "rounds": rounds, "calls": calls}
+    rows = []
+    for flavour in ("sync", "async"):
+        bare, raw, ours = (medians[f"{flavour} {k}"] for k in ("bare", "raw", "tracescore"))
+        ratio = ours / raw
+        results[flavour] = {
+            "bare_ns": bare,
+            "raw_ns": raw,
+            "tracescore_ns": ours,
+            "raw_overhead_ns": raw - bare,
+            "tracescore_overhead_ns": ours - bare,
+            "ratio_tracescore_over_raw": ratio,
+        }
+        rows.append([flavour, bare, raw, ours, ratio])
+    print_table(
+        rows,
+        ["function", "bare ns/call", "raw OTel ns/call", "tracescore ns/call", "ratio ts/raw"],
+        title=f"Decorator overhead (median of {rounds} interleaved rounds x {calls} calls)",
+    )
+    for flavour in ("sync", "async"):
+        verdict = "OK" if results[flavour]["ratio_tracescore_over_raw"] <= 1.2 else "ABOVE TARGET"
+        print(f"{flavour}: tracescore/raw = {results[flavour]['ratio_tracescore_over_raw']:.3f} "
+              f"(target <= 1.2) {verdict}")
+    write_json(args.json_path, results)
+    return results
+
+
+if __name__ == "__main__":
+    main()
