@@ -9,7 +9,6 @@ target or scorer on one item is recorded as an `ItemFailure`; the other items ca
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import inspect
 import logging
 import math
@@ -27,6 +26,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError, ScorerError
+from tracescore.instrument._context import ContextThreadPoolExecutor
 
 if TYPE_CHECKING:
     from tracescore.scoring import Scorer, ScoreResult
@@ -244,8 +244,8 @@ class _Run:
         self.total = total
         self.completed = 0
         self.concurrency = concurrency
-        self.executor = ThreadPoolExecutor(max_workers=concurrency,
-                                           thread_name_prefix="tracescore-eval")
+        self.executor = ContextThreadPoolExecutor(max_workers=concurrency,
+                                                  thread_name_prefix="tracescore-eval")
         self.tracer = trace.get_tracer(_TRACER_NAME)
 
     def close(self) -> None:
@@ -411,9 +411,9 @@ def _resolve_target(target: Any) -> _Call:
         return call_async
 
     async def call_sync(value: Any, executor: ThreadPoolExecutor) -> Any:
-        ctx = contextvars.copy_context()  # the item's span and ground truth follow the call
+        # the executor carries the item's context (span, ground truth) into its thread
         result = await asyncio.get_running_loop().run_in_executor(
-            executor, ctx.run, _call_and_drain, fn, value)
+            executor, _call_and_drain, fn, value)
         return await _settle(result)
     return call_sync
 
