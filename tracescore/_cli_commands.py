@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -94,9 +95,9 @@ def run_score_command(*, input_text: str, output_text: str, ground_truth: str | 
         except TracescoreError as exc:
             err.print(f"[bold red]Error:[/] {render.escape(str(exc))}")
             return None
-    if as_json:
+    if as_json:  # plain JSON on stdout, never re-wrapped or styled
         payload: Any = [r.to_dict() for r in results]
-        out.print_json(json.dumps(payload, ensure_ascii=False, default=str))
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2, default=str) + "\n")
     else:
         for result in results:
             out.print(render.score_table(result))
