@@ -16,7 +16,7 @@ _SCORER_CHOICE = click.Choice(SCORER_NAMES, case_sensitive=False)
 _JUDGE_HELP = (f"Judge model for answer relevancy: a litellm model string such as "
                f"openai/gpt-4o-mini, or tracescore/offline (deterministic, no network). "
                f"Default: ${ENV_JUDGE_MODEL}, else tracescore/offline.")
-ENV_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
+ENV_ENDPOINTS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 
 
 class CommandError(click.ClickException):
@@ -57,7 +57,7 @@ def demo(spans_file: Path, judge_model: str | None) -> None:
 
     try:
         run_demo(spans_file=spans_file, model=pick_model(judge_model),
-                 endpoint=os.environ.get(ENV_ENDPOINT) or None)
+                 endpoint=_otlp_endpoint())
     except SetupError as exc:
         raise CommandError(str(exc)) from None
 
@@ -104,7 +104,7 @@ def eval_command(dataset: Path, target: str, scorers: Sequence[str], concurrency
         passed = run_eval_command(
             dataset=dataset, target=target, scorer_names=scorers, concurrency=concurrency,
             threshold_specs=thresholds, output=output, model=_model(judge_model), name=name,
-            spans_file=spans_file, endpoint=os.environ.get(ENV_ENDPOINT) or None,
+            spans_file=spans_file, endpoint=_otlp_endpoint(),
             show_items=show_items,
         )
     except SetupError as exc:
@@ -141,6 +141,11 @@ def score(input_text: str, output_text: str, ground_truth: str | None, scorers: 
         raise CommandError(str(exc)) from None
     if results is None:
         sys.exit(1)
+
+
+def _otlp_endpoint() -> str | None:
+    """The OTLP endpoint from the standard env vars (the exporter reads them itself)."""
+    return next((os.environ[v] for v in ENV_ENDPOINTS if os.environ.get(v)), None)
 
 
 def _model(option: str | None) -> str:
