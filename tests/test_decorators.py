@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import logging
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -743,3 +745,18 @@ def test_no_hand_off_without_listeners(span_exporter: Any, monkeypatch: pytest.M
         return "a"
 
     assert bot("q") == "a"
+
+
+def test_empty_parentheses_and_never_awaited_coroutine(span_exporter: Any) -> None:
+    @agent()
+    async def bot(q: str) -> str:
+        return q
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # "never awaited", as without us
+        coro = bot("q")
+        del coro
+        gc.collect()
+    assert span_exporter.get_finished_spans() == ()  # nothing ran, so no span was started
+    assert asyncio.run(bot("r")) == "r"
+    assert only_span(span_exporter).name == "invoke_agent bot"

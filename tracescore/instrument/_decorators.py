@@ -482,7 +482,11 @@ def _sync_wrapper(op: _Op) -> Callable[..., Any]:
 
 
 def _async_wrapper(op: _Op) -> Callable[..., Any]:
-    async def traced(coro: Any, call: _Call, ctx: Any) -> Any:
+    async def traced(coro: Any, ctx: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        # The span starts when the coroutine starts running: one never awaited makes no span.
+        call = op.open(ctx, instance, args, kwargs)
+        if call is None:
+            return await coro
         token = _attach(_set_span_in_context(call.span, ctx))
         call.enter_ground_truth()
         try:
@@ -502,10 +506,7 @@ def _async_wrapper(op: _Op) -> Callable[..., Any]:
         if ctx.get(_SUPPRESS_KEY):
             return wrapped(*args, **kwargs)
         coro = wrapped(*args, **kwargs)  # argument errors raise here, as without the decorator
-        call = op.open(ctx, instance, args, kwargs)
-        if call is None:
-            return coro
-        return traced(coro, call, ctx)
+        return traced(coro, ctx, instance, args, kwargs)
 
     return wrapper
 
