@@ -79,7 +79,7 @@ def demo(spans_file: Path, judge_model: str | None) -> None:
 @click.option("--name", help="Name of the run (the agent name on its spans). Default: the "
                              "target's name.")
 @click.option("--spans-file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also write the run's spans to this OTLP JSON-lines file.")
+              help="Also append the run's spans to this OTLP JSON-lines file.")
 @click.option("--items/--no-items", "show_items", default=True, show_default=True,
               help="Print the per-item table.")
 def eval_command(dataset: Path, target: str, scorers: Sequence[str], concurrency: int,
