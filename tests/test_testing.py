@@ -532,3 +532,12 @@ def test_stub_stop_closes_keepalive_connections() -> None:
         base_url = stub.base_url
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(base_url + "/models", timeout=2)
+
+
+def test_stub_reports_a_broken_responder_as_500(stub_llm: StubLLMServer) -> None:
+    def broken(body):
+        raise KeyError("no such step")
+
+    stub_llm.responder = broken
+    with pytest.raises(_litellm().InternalServerError, match="stub responder raised KeyError"):
+        _litellm().completion(**_kwargs(stub_llm))

@@ -100,6 +100,7 @@ class OTLPReceiver:
         self._http: LoopbackServer | None = None
         self._grpc: grpc.Server | None = None
         self._grpc_port: int | None = None
+        self._grpc_pool: futures.ThreadPoolExecutor | None = None
 
     # --- lifecycle ----------------------------------------------------------------------------
     def start(self) -> OTLPReceiver:
@@ -131,6 +132,9 @@ class OTLPReceiver:
             http.close()
         if server is not None:
             server.stop(grace=None).wait(timeout=5)
+        pool, self._grpc_pool = self._grpc_pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def __enter__(self) -> OTLPReceiver:  # noqa: PYI034
         return self.start()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json as _json
+import logging
 import socket
 import threading
 import time
@@ -16,6 +17,7 @@ from urllib.parse import urlsplit
 
 from tracescore.testing._http import LoopbackServer, QuietHandler
 
+_log = logging.getLogger(__name__)
 _CHAT_PATHS = {"/v1/chat/completions", "/chat/completions"}
 _ERROR_TYPES = {
     400: ("invalid_request_error", None),
@@ -217,7 +219,11 @@ class StubLLMServer:
             if self._queue:
                 return self._queue.popleft()
         if self.responder is not None:
-            answer = self.responder(request_json)
+            try:
+                answer = self.responder(request_json)
+            except Exception as exc:  # noqa: BLE001 - a broken test script: answer 500, say why
+                _log.exception("StubLLMServer responder raised")
+                return Reply(status=500, content=f"stub responder raised {exc!r}")
             if isinstance(answer, Reply):
                 return answer
             if answer is not None:
