@@ -23,18 +23,18 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import environment, interleaved, print_table, write_json  # noqa: E402
-from opentelemetry import trace  # noqa: E402
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import (  # noqa: E402
+from _common import environment, interleaved, print_table, write_json
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import (
     SimpleSpanProcessor,
     SpanExporter,
     SpanExportResult,
 )
-from opentelemetry.trace import SpanKind  # noqa: E402
+from opentelemetry.trace import SpanKind
 
-import tracescore  # noqa: E402
-from tracescore import _semconv as sc  # noqa: E402
+import tracescore
+from tracescore import _semconv as sc
 
 QUESTION = "What is the capital of France, and how many people live there?"
 ANSWER = "Paris is the capital of France; about 2.1 million people live in the city proper."
@@ -114,8 +114,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--calls", type=int, default=None, help="calls per round and case")
     parser.add_argument("--json", dest="json_path", default=None, help="write figures here")
     args = parser.parse_args(argv)
-    rounds = args.rounds or (3 if args.quick else 9)
-    calls = args.calls or (2_000 if args.quick else 20_000)
+    # Many short rounds: the interleaving then spreads a busy host's noise evenly over the cases.
+    rounds = args.rounds or (5 if args.quick else 21)
+    calls = args.calls or (500 if args.quick else 3_000)
 
     exporter = _DiscardExporter()
     provider = TracerProvider()
@@ -152,8 +153,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     )
     for flavour in ("sync", "async"):
         verdict = "OK" if results[flavour]["ratio_tracescore_over_raw"] <= 1.2 else "ABOVE TARGET"
-        print(f"{flavour}: tracescore/raw = {results[flavour]['ratio_tracescore_over_raw']:.3f} "
-              f"(target <= 1.2) {verdict}")
+        print(
+            f"{flavour}: tracescore/raw = {results[flavour]['ratio_tracescore_over_raw']:.3f} "
+            f"(target <= 1.2) {verdict}"
+        )
     write_json(args.json_path, results)
     return results
 

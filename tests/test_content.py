@@ -74,7 +74,9 @@ def test_otel_capture_env(monkeypatch: pytest.MonkeyPatch, value: str, expected:
 def test_tracescore_capture_env_wins_over_otel(monkeypatch: pytest.MonkeyPatch) -> None:
     s = _from_env(monkeypatch, **{_config.ENV_OTEL_CAPTURE: "true", _config.ENV_CAPTURE: "0"})
     assert s.capture is False
-    s = _from_env(monkeypatch, **{_config.ENV_OTEL_CAPTURE: "NO_CONTENT", _config.ENV_CAPTURE: "yes"})
+    s = _from_env(
+        monkeypatch, **{_config.ENV_OTEL_CAPTURE: "NO_CONTENT", _config.ENV_CAPTURE: "yes"}
+    )
     assert s.capture is True
 
 
@@ -318,10 +320,12 @@ def test_explicit_settings_argument_is_used() -> None:
         | st.text()
         | st.binary()
         | st.dates(),
-        lambda children: st.lists(children)
-        | st.dictionaries(st.text() | st.integers(), children)
-        | st.frozensets(st.integers() | st.text())
-        | st.tuples(children, children),
+        lambda children: (
+            st.lists(children)
+            | st.dictionaries(st.text() | st.integers(), children)
+            | st.frozensets(st.integers() | st.text())
+            | st.tuples(children, children)
+        ),
         max_leaves=30,
     ),
     st.integers(min_value=1, max_value=200),
@@ -359,7 +363,10 @@ _GH = "ghp_" + "A1b2C3d4E5" * 4
         ("card 4111 1111 1111 1111 ok", "card [REDACTED:card_number] ok"),
         ("card 4111-1111-1111-1111", "card [REDACTED:card_number]"),
         ("amex 378282246310005", "amex [REDACTED:card_number]"),
-        ("-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----", "[REDACTED:private_key]"),
+        (
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----",
+            "[REDACTED:private_key]",
+        ),
     ],
 )
 def test_builtin_redaction(text: str, expected: str) -> None:
@@ -384,7 +391,9 @@ def test_no_false_positives_on_ordinary_text(text: str) -> None:
 
 
 def test_redaction_inside_serialized_structures() -> None:
-    out = serialize({"user": "bob@example.com", "headers": {"Authorization": "Bearer abcdefgh12345"}})
+    out = serialize(
+        {"user": "bob@example.com", "headers": {"Authorization": "Bearer abcdefgh12345"}}
+    )
     assert "bob@example.com" not in out and "abcdefgh12345" not in out
     assert "[REDACTED:email]" in out and "[REDACTED:bearer_token]" in out
 

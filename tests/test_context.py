@@ -16,8 +16,12 @@ from test_decorators_support import (  # noqa: F401 - autouse fixtures
 )
 
 import tracescore
-from tracescore.instrument._calls import AgentCall, add_agent_call_listener, remove_agent_call_listener
-from tracescore.instrument._calls import set_ground_truth
+from tracescore.instrument._calls import (
+    AgentCall,
+    add_agent_call_listener,
+    remove_agent_call_listener,
+    set_ground_truth,
+)
 from tracescore.instrument._context import ContextThreadPoolExecutor, propagate_context
 from tracescore.instrument._decorators import agent, span, tool
 

@@ -65,7 +65,12 @@ def calls() -> Iterator[list[AgentCall]]:
 
 
 def test_public_names_resolve_to_the_decorators() -> None:
-    assert (tracescore.agent, tracescore.tool, tracescore.llm, tracescore.span) == (agent, tool, llm, span)
+    assert (tracescore.agent, tracescore.tool, tracescore.llm, tracescore.span) == (
+        agent,
+        tool,
+        llm,
+        span,
+    )
 
 
 def test_bare_decorators_semconv(span_exporter: Any) -> None:
@@ -87,8 +92,18 @@ def test_bare_decorators_semconv(span_exporter: Any) -> None:
 
     assert (planner("q"), search("s"), complete("p"), pipeline(1)) == ("plan", ["hit"], "text", 2)
     spans = spans_by_name(span_exporter)
-    a, t, c, w = spans["invoke_agent planner"], spans["execute_tool search"], spans["chat"], spans["pipeline"]
-    assert (a.kind, t.kind, c.kind, w.kind) == (SpanKind.INTERNAL, SpanKind.INTERNAL, SpanKind.CLIENT, SpanKind.INTERNAL)
+    a, t, c, w = (
+        spans["invoke_agent planner"],
+        spans["execute_tool search"],
+        spans["chat"],
+        spans["pipeline"],
+    )
+    assert (a.kind, t.kind, c.kind, w.kind) == (
+        SpanKind.INTERNAL,
+        SpanKind.INTERNAL,
+        SpanKind.CLIENT,
+        SpanKind.INTERNAL,
+    )
     assert a.attributes[sc.GEN_AI_OPERATION_NAME] == sc.OP_INVOKE_AGENT
     assert a.attributes[sc.GEN_AI_AGENT_NAME] == "planner"
     assert t.attributes[sc.GEN_AI_OPERATION_NAME] == sc.OP_EXECUTE_TOOL
@@ -101,7 +116,12 @@ def test_bare_decorators_semconv(span_exporter: Any) -> None:
 
 
 def test_decorator_arguments(span_exporter: Any) -> None:
-    @agent(name="support-bot", description="answers", conversation_id="conv-1", attributes={"team": "a"})
+    @agent(
+        name="support-bot",
+        description="answers",
+        conversation_id="conv-1",
+        attributes={"team": "a"},
+    )
     def bot(q: str) -> str:
         return "ok"
 
@@ -324,7 +344,11 @@ def test_agent_content_string_in_string_out(span_exporter: Any) -> None:
     s = only_span(span_exporter)
     assert attr_json(s, sc.GEN_AI_INPUT_MESSAGES) == text_messages("user", "Capital of France?")
     assert attr_json(s, sc.GEN_AI_OUTPUT_MESSAGES) == [
-        {"role": "assistant", "parts": [{"type": "text", "content": "Paris"}], "finish_reason": "stop"}
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": "Paris"}],
+            "finish_reason": "stop",
+        }
     ]
 
 
@@ -336,7 +360,11 @@ def test_chat_messages_pass_through_in_semconv_shape(span_exporter: Any) -> None
             "role": "assistant",
             "content": None,
             "tool_calls": [
-                {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": '{"city":"Oslo"}'}}
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "weather", "arguments": '{"city":"Oslo"}'},
+                }
             ],
         },
         {"role": "tool", "tool_call_id": "c1", "content": "rain"},
@@ -347,7 +375,9 @@ def test_chat_messages_pass_through_in_semconv_shape(span_exporter: Any) -> None
         return {
             "id": "resp-1",
             "model": "m-2024",
-            "choices": [{"message": {"role": "assistant", "content": "It rains."}, "finish_reason": "stop"}],
+            "choices": [
+                {"message": {"role": "assistant", "content": "It rains."}, "finish_reason": "stop"}
+            ],
             "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14},
         }
 
@@ -358,12 +388,18 @@ def test_chat_messages_pass_through_in_semconv_shape(span_exporter: Any) -> None
         {"role": "user", "parts": [{"type": "text", "content": "weather?"}]},
         {
             "role": "assistant",
-            "parts": [{"type": "tool_call", "id": "c1", "name": "weather", "arguments": '{"city":"Oslo"}'}],
+            "parts": [
+                {"type": "tool_call", "id": "c1", "name": "weather", "arguments": '{"city":"Oslo"}'}
+            ],
         },
         {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "rain"}]},
     ]
     assert attr_json(s, sc.GEN_AI_OUTPUT_MESSAGES) == [
-        {"role": "assistant", "parts": [{"type": "text", "content": "It rains."}], "finish_reason": "stop"}
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": "It rains."}],
+            "finish_reason": "stop",
+        }
     ]
     attrs = s.attributes
     assert attrs[sc.GEN_AI_USAGE_INPUT_TOKENS] == 11
@@ -408,7 +444,11 @@ def test_llm_response_object_usage_and_output(span_exporter: Any) -> None:
     assert s.attributes[sc.GEN_AI_USAGE_INPUT_TOKENS] == 5
     assert s.attributes[sc.GEN_AI_USAGE_OUTPUT_TOKENS] == 7
     assert attr_json(s, sc.GEN_AI_OUTPUT_MESSAGES) == [
-        {"role": "assistant", "parts": [{"type": "text", "content": "hello"}], "finish_reason": "length"}
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": "hello"}],
+            "finish_reason": "length",
+        }
     ]
 
 
@@ -437,7 +477,11 @@ def test_multi_argument_agent_input_is_a_dict(span_exporter: Any) -> None:
     assert messages[0]["role"] == "user"
     import json
 
-    assert json.loads(messages[0]["parts"][0]["content"]) == {"question": "hello?", "user_id": 42, "lang": "fr"}
+    assert json.loads(messages[0]["parts"][0]["content"]) == {
+        "question": "hello?",
+        "user_id": 42,
+        "lang": "fr",
+    }
     out = attr_json(s, sc.GEN_AI_OUTPUT_MESSAGES)
     assert json.loads(out[0]["parts"][0]["content"]) == {"answer": "x"}
 
@@ -456,7 +500,10 @@ def test_tool_and_span_content(span_exporter: Any) -> None:
     spans = spans_by_name(span_exporter)
     t = spans["execute_tool weather"]
     assert attr_json(t, sc.GEN_AI_TOOL_CALL_ARGUMENTS) == {"city": "Oslo", "days": 2}
-    assert attr_json(t, sc.GEN_AI_TOOL_CALL_RESULT) == {"city": "Oslo", "forecast": ["rain", "rain"]}
+    assert attr_json(t, sc.GEN_AI_TOOL_CALL_RESULT) == {
+        "city": "Oslo",
+        "forecast": ["rain", "rain"],
+    }
     w = spans["step"]
     assert attr_json(w, sc.TS_INPUT) == {"b": 2, "a": 1}
     assert attr_json(w, sc.TS_OUTPUT) == [1, 2]
@@ -503,8 +550,14 @@ def test_capture_global_and_per_decorator(
         return "a"
 
     bot("q"), t("q"), s("q")
-    keys = {sc.GEN_AI_INPUT_MESSAGES, sc.GEN_AI_OUTPUT_MESSAGES, sc.GEN_AI_TOOL_CALL_ARGUMENTS,
-            sc.GEN_AI_TOOL_CALL_RESULT, sc.TS_INPUT, sc.TS_OUTPUT}
+    keys = {
+        sc.GEN_AI_INPUT_MESSAGES,
+        sc.GEN_AI_OUTPUT_MESSAGES,
+        sc.GEN_AI_TOOL_CALL_ARGUMENTS,
+        sc.GEN_AI_TOOL_CALL_RESULT,
+        sc.TS_INPUT,
+        sc.TS_OUTPUT,
+    }
     found = {k for sp in span_exporter.get_finished_spans() for k in sp.attributes if k in keys}
     assert found == (keys if captured else set())
 
@@ -576,7 +629,9 @@ def test_failing_callbacks_never_break_the_call(span_exporter: Any, calls: list[
     assert calls[0].ground_truth is None and calls[0].output == "fine"
 
 
-def test_listener_failure_is_logged_not_raised(span_exporter: Any, caplog: pytest.LogCaptureFixture) -> None:
+def test_listener_failure_is_logged_not_raised(
+    span_exporter: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     def listener(call: AgentCall) -> None:
         raise RuntimeError("listener broke")
 
@@ -596,7 +651,9 @@ def test_listener_failure_is_logged_not_raised(span_exporter: Any, caplog: pytes
 # --- suppression and sampling ------------------------------------------------------------------
 
 
-async def test_suppressed_instrumentation_makes_no_spans(span_exporter: Any, calls: list[AgentCall]) -> None:
+async def test_suppressed_instrumentation_makes_no_spans(
+    span_exporter: Any, calls: list[AgentCall]
+) -> None:
     @agent
     def bot(q: str) -> str:
         return q + "!"
@@ -717,7 +774,9 @@ def test_agent_call_hand_off(span_exporter: Any, calls: list[AgentCall]) -> None
     assert calls[4].ground_truth is None
 
 
-async def test_agent_call_hand_off_on_error_and_async(span_exporter: Any, calls: list[AgentCall]) -> None:
+async def test_agent_call_hand_off_on_error_and_async(
+    span_exporter: Any, calls: list[AgentCall]
+) -> None:
     @agent
     async def aqa(q: str) -> str:
         set_ground_truth("gt")

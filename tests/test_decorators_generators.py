@@ -24,7 +24,11 @@ from test_decorators_support import (  # noqa: F401 - autouse fixtures
 )
 
 from tracescore import _semconv as sc
-from tracescore.instrument._calls import AgentCall, add_agent_call_listener, remove_agent_call_listener
+from tracescore.instrument._calls import (
+    AgentCall,
+    add_agent_call_listener,
+    remove_agent_call_listener,
+)
 from tracescore.instrument._decorators import agent, span, tool
 
 

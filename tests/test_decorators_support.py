@@ -51,7 +51,12 @@ def assert_no_detach_errors(records: Sequence[logging.LogRecord]) -> None:
 
 @pytest.fixture(autouse=True)
 def clean_content_settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for var in (_config.ENV_OTEL_CAPTURE, _config.ENV_CAPTURE, _config.ENV_MAX_LENGTH, _config.ENV_REDACT):
+    for var in (
+        _config.ENV_OTEL_CAPTURE,
+        _config.ENV_CAPTURE,
+        _config.ENV_MAX_LENGTH,
+        _config.ENV_REDACT,
+    ):
         monkeypatch.delenv(var, raising=False)
     _config.reset_content_settings()
     yield
@@ -66,5 +71,7 @@ def no_context_errors(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
         yield
     records = [*caplog.get_records("setup"), *caplog.get_records("call"), *caplog.records]
     assert_no_detach_errors(records)
-    errors = [r for r in records if r.name.startswith("opentelemetry") and r.levelno >= logging.ERROR]
+    errors = [
+        r for r in records if r.name.startswith("opentelemetry") and r.levelno >= logging.ERROR
+    ]
     assert not errors, [r.getMessage() for r in errors]

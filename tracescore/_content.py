@@ -11,6 +11,7 @@ import datetime as _dt
 import enum
 import json
 import logging
+import math
 import re
 from collections.abc import Callable, Mapping
 from decimal import Decimal
@@ -69,7 +70,7 @@ def _is_pydantic_model(obj: object) -> bool:
 class _Walker:
     """One bounded traversal: counts nodes and characters, detects cycles, limits depth."""
 
-    __slots__ = ("nodes", "chars", "active", "cut")
+    __slots__ = ("active", "chars", "cut", "nodes")
 
     def __init__(self, max_chars: int) -> None:
         self.nodes = _MAX_NODES
@@ -159,9 +160,11 @@ class _Walker:
         if callable(getattr(obj, "_asdict", None)) and not isinstance(obj, type):
             try:
                 return self.walk(obj._asdict(), depth)  # type: ignore[attr-defined]
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001, S110 - fall through to the generic forms
                 pass
-        if type(obj).__repr__ is object.__repr__ and isinstance(getattr(obj, "__dict__", None), dict):
+        if type(obj).__repr__ is object.__repr__ and isinstance(
+            getattr(obj, "__dict__", None), dict
+        ):
             attrs = obj.__dict__
             return self._mapping(attrs.items(), len(attrs), depth)
         return self.text(_safe_repr(obj, min(_REPR_LIMIT, max(self.chars, 16))))
@@ -201,7 +204,7 @@ class _Walker:
         return self.text(f"<int with {value.bit_length()} bits>")
 
     def _float(self, value: float) -> object:
-        if value != value or value in (float("inf"), float("-inf")):
+        if not math.isfinite(value):
             return repr(value)
         return value
 
@@ -257,7 +260,9 @@ def _card(match: re.Match[str]) -> str:
     return match.group(0)
 
 
-_KEY_NAMES = r"api[_-]?key|apikey|x-api-key|access[_-]?key(?:[_-]?id)?|secret[_-]?key|private[_-]?key"
+_KEY_NAMES = (
+    r"api[_-]?key|apikey|x-api-key|access[_-]?key(?:[_-]?id)?|secret[_-]?key|private[_-]?key"
+)
 _SECRET_NAMES = (
     r"client[_-]?secret|auth[_-]?token|access[_-]?token|refresh[_-]?token|id[_-]?token"
     r"|password|passwd|pwd|secret|token"
@@ -270,7 +275,7 @@ _RULES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]
     (
         re.compile(
             r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
-            re.S,
+            re.DOTALL,
         ),
         "[REDACTED:private_key]",
     ),
@@ -314,8 +319,26 @@ _RULES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]
 # match a rule, so the rules are skipped; most captured text takes this path. Every branch starts
 # with a literal, which lets the regex engine scan for candidate characters quickly.
 _TRIGGER_TOKENS = (
-    "@", "key", "token", "secret", "passw", "pwd", "bearer", "authorization", "sk-", "akia",
-    "asia", "eyj", "-----begin", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox",
+    "@",
+    "key",
+    "token",
+    "secret",
+    "passw",
+    "pwd",
+    "bearer",
+    "authorization",
+    "sk-",
+    "akia",
+    "asia",
+    "eyj",
+    "-----begin",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "xox",
 )
 _TRIGGER = re.compile(
     "|".join([*(re.escape(t) for t in _TRIGGER_TOKENS), *(f"{d}[0-9]{{3}}" for d in range(10))])

@@ -101,7 +101,7 @@ def _in_class_body(fn: Callable[..., Any]) -> bool:
 class _Binder:
     """Maps a call's arguments to names without `inspect.Signature.bind` on each call."""
 
-    __slots__ = ("_modes", "_var_pos", "_method_like")
+    __slots__ = ("_method_like", "_modes", "_var_pos")
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         try:
@@ -110,7 +110,9 @@ class _Binder:
             params = [inspect.Parameter("args", inspect.Parameter.VAR_POSITIONAL)]
         kinds = inspect.Parameter
         self._var_pos = next((p.name for p in params if p.kind is kinds.VAR_POSITIONAL), None)
-        self._method_like = bool(params) and params[0].name in ("self", "cls") and _in_class_body(fn)
+        self._method_like = (
+            bool(params) and params[0].name in ("self", "cls") and _in_class_body(fn)
+        )
         # mode False: called as a plain function; mode True: the first parameter is the receiver
         self._modes = (self._mode(params), self._mode(params[1:]))
 
@@ -143,7 +145,9 @@ class _Binder:
             return kwargs.get(name, default)
         return self._arguments(names, args, kwargs)
 
-    def arguments(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    def arguments(
+        self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> dict[str, Any]:
         """The passed arguments as a dict by parameter name (defaults not filled in)."""
         (names, _single), args = self._resolve(instance, args)
         return self._arguments(names, args, kwargs)
@@ -211,22 +215,22 @@ class _Op:
     """Everything about one decorated function that can be computed at decoration time."""
 
     __slots__ = (
-        "kind",
-        "name",
-        "span_name",
-        "span_kind",
         "attrs",
-        "public_attrs",
+        "binder",
         "capture",
         "conversation_id",
         "ground_truth",
-        "model_from_call",
-        "binder",
         "input_key",
-        "output_key",
         "is_agent",
         "is_llm",
+        "kind",
+        "model_from_call",
+        "name",
         "needs_value",
+        "output_key",
+        "public_attrs",
+        "span_kind",
+        "span_name",
     )
 
     def __init__(
@@ -269,7 +273,10 @@ class _Op:
             attrs[sc.GEN_AI_TOOL_TYPE] = "function"
             if description:
                 attrs[sc.GEN_AI_TOOL_DESCRIPTION] = description
-            self.input_key, self.output_key = sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.GEN_AI_TOOL_CALL_RESULT
+            self.input_key, self.output_key = (
+                sc.GEN_AI_TOOL_CALL_ARGUMENTS,
+                sc.GEN_AI_TOOL_CALL_RESULT,
+            )
         elif kind == _LLM:
             self.span_name = f"{sc.OP_CHAT} {model}" if model else sc.OP_CHAT
             self.span_kind = SpanKind.CLIENT
@@ -293,7 +300,9 @@ class _Op:
 
     # -- content ------------------------------------------------------------------------------
 
-    def input_text(self, instance: Any, args: Any, kwargs: Any, value: Any, s: ContentSettings) -> str:
+    def input_text(
+        self, instance: Any, args: Any, kwargs: Any, value: Any, s: ContentSettings
+    ) -> str:
         if self.kind == _TOOL:
             return serialize(self.binder.arguments(instance, args, kwargs), s)
         if self.kind == _SPAN:
@@ -351,7 +360,9 @@ class _Op:
         if listening and recording:  # unsampled calls are never scored: no hand-off
             call.listening = True
             call.conversation_id = conversation_id if isinstance(conversation_id, str) else None
-            call.attributes = MappingProxyType(attrs) if attrs is not self.attrs else self.public_attrs
+            call.attributes = (
+                MappingProxyType(attrs) if attrs is not self.attrs else self.public_attrs
+            )
         return call
 
 
@@ -367,19 +378,21 @@ class _Call:
     """One running decorated call: its span, captured input and ground-truth slot."""
 
     __slots__ = (
+        "_gt",
+        "attributes",
+        "capture",
+        "conversation_id",
+        "ground_truth",
+        "listening",
         "op",
+        "settings",
         "span",
         "value",
-        "capture",
-        "settings",
-        "listening",
-        "conversation_id",
-        "attributes",
-        "ground_truth",
-        "_gt",
     )
 
-    def __init__(self, op: _Op, otel_span: Any, value: Any, capture: bool, s: ContentSettings) -> None:
+    def __init__(
+        self, op: _Op, otel_span: Any, value: Any, capture: bool, s: ContentSettings
+    ) -> None:
         self.op = op
         self.span = otel_span
         self.value = value
@@ -418,7 +431,9 @@ class _Call:
                 _record_error(otel_span, error)
             else:
                 if self.capture:
-                    otel_span.set_attribute(self.op.output_key, self.op.output_text(result, self.settings))
+                    otel_span.set_attribute(
+                        self.op.output_key, self.op.output_text(result, self.settings)
+                    )
                 if self.op.is_llm and otel_span.is_recording():
                     _llm_result_attrs(otel_span, result)
             if self.listening:
@@ -512,7 +527,9 @@ def _async_wrapper(op: _Op) -> Callable[..., Any]:
 
 
 def _generator_wrapper(op: _Op) -> Callable[..., Any]:
-    def traced(gen: Generator[Any, Any, Any], ctx: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    def traced(
+        gen: Generator[Any, Any, Any], ctx: Any, instance: Any, args: Any, kwargs: Any
+    ) -> Any:
         # Runs from the first step on: a generator that is never iterated makes no span.
         call = op.open(ctx, instance, args, kwargs)
         if call is None:
@@ -543,7 +560,7 @@ def _generator_wrapper(op: _Op) -> Callable[..., Any]:
                     to_send = yield item
                 except GeneratorExit:
                     raise
-                except BaseException as exc:  # thrown in by the consumer: forward it
+                except BaseException as exc:  # noqa: BLE001 - thrown in by the consumer: forward it
                     to_send, to_throw = None, exc
         except GeneratorExit:  # closed early: close() or garbage collection
             token = _attach(step_ctx)
@@ -609,7 +626,7 @@ def _async_generator_wrapper(op: _Op) -> Callable[..., Any]:
                     to_send = yield item
                 except GeneratorExit:
                     raise
-                except BaseException as exc:  # thrown in by the consumer: forward it
+                except BaseException as exc:  # noqa: BLE001 - thrown in by the consumer: forward it
                     to_send, to_throw = None, exc
         except GeneratorExit:  # aclose() or garbage collection
             token = _attach(step_ctx)
@@ -651,11 +668,16 @@ def _validate(
     if name is not None and (not isinstance(name, str) or not name.strip()):
         raise ConfigurationError(f"name must be a non-empty string, got {name!r}")
     if capture_content is not None and not isinstance(capture_content, bool):
-        raise ConfigurationError(f"capture_content must be True, False or None, got {capture_content!r}")
-    if attributes is not None:
-        if not isinstance(attributes, Mapping) or not all(isinstance(k, str) for k in attributes):
-            raise ConfigurationError(f"attributes must be a mapping with str keys, got {attributes!r}")
-    if conversation_id is not None and not (isinstance(conversation_id, str) or callable(conversation_id)):
+        raise ConfigurationError(
+            f"capture_content must be True, False or None, got {capture_content!r}"
+        )
+    if attributes is not None and (
+        not isinstance(attributes, Mapping) or not all(isinstance(k, str) for k in attributes)
+    ):
+        raise ConfigurationError(f"attributes must be a mapping with str keys, got {attributes!r}")
+    if conversation_id is not None and not (
+        isinstance(conversation_id, str) or callable(conversation_id)
+    ):
         raise ConfigurationError(
             f"conversation_id must be a string or a callable(input) -> str, got {conversation_id!r}"
         )

@@ -51,7 +51,9 @@ def _content_parts(content: Any) -> list[dict[str, Any]]:
             if isinstance(part, str):
                 parts.append({"type": "text", "content": part})
             elif kind == "text":
-                parts.append({"type": "text", "content": _get(part, "text") or _get(part, "content")})
+                parts.append(
+                    {"type": "text", "content": _get(part, "text") or _get(part, "content")}
+                )
             elif isinstance(part, Mapping):
                 parts.append(dict(part))
             else:
@@ -66,7 +68,9 @@ def _tool_call_part(call: Any) -> dict[str, Any]:
         "type": "tool_call",
         "id": _get(call, "id"),
         "name": _get(function, "name") if function is not None else _get(call, "name"),
-        "arguments": _get(function, "arguments") if function is not None else _get(call, "arguments"),
+        "arguments": _get(function, "arguments")
+        if function is not None
+        else _get(call, "arguments"),
     }
 
 
@@ -126,14 +130,20 @@ def to_output_messages(value: Any) -> list[dict[str, Any]]:
     """Output messages for a call result: a string, a chat-completion response, messages, …"""
     if isinstance(value, str):
         return [
-            {"role": "assistant", "parts": [{"type": "text", "content": value}], "finish_reason": "stop"}
+            {
+                "role": "assistant",
+                "parts": [{"type": "text", "content": value}],
+                "finish_reason": "stop",
+            }
         ]
     choices = _get(value, "choices") if not isinstance(value, (list, tuple)) else None
     if isinstance(choices, (list, tuple)) and choices:
         out = []
         for choice in choices:
             message = _get(choice, "message") or _get(choice, "delta")
-            shaped = to_message(message) if message is not None else {"role": "assistant", "parts": []}
+            shaped = (
+                to_message(message) if message is not None else {"role": "assistant", "parts": []}
+            )
             shaped["role"] = shaped.get("role") or "assistant"
             shaped["finish_reason"] = _finish_reason(choice)
             out.append(shaped)
