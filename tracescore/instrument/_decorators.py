@@ -171,14 +171,7 @@ _AGENT, _TOOL, _LLM, _SPAN = "agent", "tool", "llm", "span"
 def _llm_result_attrs(span: Any, result: Any) -> None:
     """Token usage, response model/id and finish reasons of an OpenAI/litellm-like response."""
 
-    def get(obj: Any, key: str) -> Any:
-        if isinstance(obj, Mapping):
-            return obj.get(key)
-        try:
-            return getattr(obj, key, None)
-        except Exception:  # noqa: BLE001
-            return None
-
+    get = _get
     if result is None or isinstance(result, (str, bytes, int, float, bool, list, tuple)):
         return
     usage = get(result, "usage")
@@ -205,10 +198,54 @@ def _llm_result_attrs(span: Any, result: Any) -> None:
             span.set_attribute(sc.GEN_AI_RESPONSE_FINISH_REASONS, reasons)
 
 
-def _join_items(items: list[Any]) -> Any:
-    if items and all(type(i) is str for i in items):
+def _get(obj: Any, key: str) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(key)
+    try:
+        return getattr(obj, key, None)
+    except Exception:  # noqa: BLE001 - a property that raises counts as absent
+        return None
+
+
+def _assemble_chunks(items: list[Any]) -> dict[str, Any] | None:
+    """A chat-completion-like dict from streamed chunks (`choices[0].delta.content`), or None."""
+    text: list[str] = []
+    response: dict[str, Any] = {}
+    finish_reason = None
+    for item in items:
+        choices = _get(item, "choices")
+        if not isinstance(choices, (list, tuple)):
+            return None
+        for choice in choices[:1]:
+            content = _get(_get(choice, "delta"), "content")
+            if isinstance(content, str):
+                text.append(content)
+            finish_reason = _get(choice, "finish_reason") or finish_reason
+        for key in ("usage", "model", "id"):
+            value = _get(item, key)
+            if value is not None:
+                response[key] = value
+    message = {"role": "assistant", "content": "".join(text)}
+    response["choices"] = [{"message": message, "finish_reason": finish_reason or "stop"}]
+    return response
+
+
+def _join_items(items: list[Any], kind: str) -> Any:
+    """The output of a generator call: its items, joined when they are strings.
+
+    Streamed chat chunks become the assembled text (a response dict for `@llm`).
+    """
+    if not items:
+        return items
+    if all(type(i) is str for i in items):
         return "".join(items)
-    return items
+    try:
+        response = _assemble_chunks(items)
+    except Exception:  # noqa: BLE001
+        response = None
+    if response is None:
+        return items
+    return response if kind == _LLM else response["choices"][0]["message"]["content"]
 
 
 class _Op:
@@ -535,7 +572,7 @@ def _generator_wrapper(op: _Op) -> Callable[..., Any]:
         if call is None:
             return (yield from gen)
         step_ctx = _set_span_in_context(call.span, ctx)
-        items: list[Any] | None = [] if call.capture or call.listening else None
+        items: list[Any] | None = [] if call.capture or call.listening or op.is_llm else None
         to_send: Any = None
         to_throw: BaseException | None = None
         try:
@@ -571,12 +608,12 @@ def _generator_wrapper(op: _Op) -> Callable[..., Any]:
                 call.finish(None, exc)
                 raise
             _detach(token)
-            call.finish(_join_items(items or []), None)
+            call.finish(_join_items(items or [], op.kind), None)
             raise
         except BaseException as exc:
             call.finish(None, exc)
             raise
-        call.finish(_join_items(items) if items is not None else result, None)
+        call.finish(_join_items(items, op.kind) if items is not None else result, None)
         return result
 
     def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
@@ -602,7 +639,7 @@ def _async_generator_wrapper(op: _Op) -> Callable[..., Any]:
                     return
                 sent = yield item
         step_ctx = _set_span_in_context(call.span, ctx)
-        items: list[Any] | None = [] if call.capture or call.listening else None
+        items: list[Any] | None = [] if call.capture or call.listening or op.is_llm else None
         to_send: Any = None
         to_throw: BaseException | None = None
         try:
@@ -637,12 +674,12 @@ def _async_generator_wrapper(op: _Op) -> Callable[..., Any]:
                 call.finish(None, exc)
                 raise
             _detach(token)
-            call.finish(_join_items(items or []), None)
+            call.finish(_join_items(items or [], op.kind), None)
             raise
         except BaseException as exc:
             call.finish(None, exc)
             raise
-        call.finish(_join_items(items) if items is not None else None, None)
+        call.finish(_join_items(items, op.kind) if items is not None else None, None)
 
     def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         ctx = _get_current()
