@@ -819,3 +819,31 @@ def test_empty_parentheses_and_never_awaited_coroutine(span_exporter: Any) -> No
     assert span_exporter.get_finished_spans() == ()  # nothing ran, so no span was started
     assert asyncio.run(bot("r")) == "r"
     assert only_span(span_exporter).name == "invoke_agent bot"
+
+
+def test_llm_model_from_positional_argument_and_bound_methods(span_exporter: Any) -> None:
+    received: list[Any] = []
+
+    @llm
+    def complete(model: str, prompt: str) -> str:
+        return "x"
+
+    class Bot:
+        def run(self, question: str) -> str:
+            return "a"
+
+    complete("gpt-positional", "p")
+    bot = Bot()
+    bot.run = agent(name="bound")(bot.run)  # decorating a bound method (no class edit)
+
+    def listener(call: AgentCall) -> None:
+        received.append(call.input)
+
+    add_agent_call_listener(listener)
+    try:
+        bot.run("q")
+    finally:
+        remove_agent_call_listener(listener)
+    names = [s.name for s in span_exporter.get_finished_spans()]
+    assert names == ["chat gpt-positional", "invoke_agent bound"]
+    assert received == ["q"]

@@ -104,6 +104,8 @@ class _Binder:
     __slots__ = ("_method_like", "_modes", "_var_pos")
 
     def __init__(self, fn: Callable[..., Any]) -> None:
+        if inspect.ismethod(fn):  # wrapt passes a bound method's receiver as `instance`
+            fn = fn.__func__
         try:
             params = list(inspect.signature(fn).parameters.values())
         except (TypeError, ValueError):
@@ -144,6 +146,17 @@ class _Binder:
             name, default = single
             return kwargs.get(name, default)
         return self._arguments(names, args, kwargs)
+
+    def find(self, name: str, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The value passed for parameter `name` (by keyword or position), or None."""
+        if name in kwargs:
+            return kwargs[name]
+        (names, _single), args = self._resolve(instance, args)
+        try:
+            index = names.index(name)
+        except ValueError:
+            return None
+        return args[index] if index < len(args) else None
 
     def arguments(
         self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -377,7 +390,7 @@ class _Op:
                         conversation_id = str(conversation_id)
                         attrs[sc.GEN_AI_CONVERSATION_ID] = conversation_id
                 if self.model_from_call:
-                    model = kwargs.get("model")
+                    model = self.binder.find("model", instance, args, kwargs)
                     if isinstance(model, str) and model:
                         attrs[sc.GEN_AI_REQUEST_MODEL] = model
                         name = f"{sc.OP_CHAT} {model}"
@@ -876,7 +889,7 @@ def llm(
 ) -> Any:
     """Trace each call as an LLM chat call: span `chat {model}` (CLIENT).
 
-    `model` defaults to a `model=` keyword argument of the call. Records
+    `model` defaults to the call's `model` argument (by keyword or position). Records
     `gen_ai.request.model`, `gen_ai.provider.name`, messages under content capture, and token
     usage / response model / finish reasons when the function returns an OpenAI- or
     litellm-like response (object or dict).
