@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, StatusCode, TraceFlags
@@ -847,3 +849,42 @@ def test_llm_model_from_positional_argument_and_bound_methods(span_exporter: Any
     names = [s.name for s in span_exporter.get_finished_spans()]
     assert names == ["chat gpt-positional", "invoke_agent bound"]
     assert received == ["q"]
+
+
+_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text() | st.binary(),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(st.text(max_size=5), children, max_size=4)
+        | st.tuples(children, children)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(arg=_values, result=_values, max_length=st.integers(min_value=1, max_value=300))
+def test_any_values_pass_through_unchanged(
+    span_exporter: Any, arg: Any, result: Any, max_length: int
+) -> None:
+    span_exporter.clear()
+    set_content_capture(max_length=max_length)
+
+    @agent
+    def bot(x: Any) -> Any:
+        return result
+
+    @tool
+    def t(x: Any, y: Any = None) -> Any:
+        return result
+
+    assert bot(arg) is result
+    assert t(arg, y=arg) is result
+    spans = span_exporter.get_finished_spans()
+    assert len(spans) == 2
+    for s in spans:
+        for key in (sc.GEN_AI_INPUT_MESSAGES, sc.GEN_AI_TOOL_CALL_ARGUMENTS):
+            if key in s.attributes:
+                assert len(str(s.attributes[key]).split("…[truncated ")[0]) <= max_length
