@@ -54,6 +54,7 @@ class OnlineScorer:
     _threshold: int = field(init=False, repr=False)
     _limiter: RateLimiter | None = field(init=False, repr=False)
     _budget: CostBudget | None = field(init=False, repr=False)
+    _filtered: bool = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         scorer = self.scorer
@@ -108,6 +109,7 @@ class OnlineScorer:
         set_(self, "_threshold", rejection_threshold(rate))
         set_(self, "_limiter", limiter)
         set_(self, "_budget", budget)
+        set_(self, "_filtered", bool(self.agents or self.attributes or self.predicate))
 
     @property
     def scorer_id(self) -> str:

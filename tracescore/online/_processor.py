@@ -28,7 +28,11 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
 from tracescore._suppress import suppressed
-from tracescore.instrument._calls import AgentCall, add_agent_call_listener
+from tracescore.instrument._calls import (
+    AgentCall,
+    add_agent_call_listener,
+    remove_agent_call_listener,
+)
 from tracescore.online import _metrics as reasons
 from tracescore.online._events import EventPayload, error_type, evaluation_events, unscored_event
 from tracescore.online._metrics import OnlineMetrics
@@ -102,6 +106,7 @@ class ScoringSpanProcessor(SpanProcessor):
             score_genai_spans=score_genai_spans,
         )
         self._downstream = downstream
+        self._min_threshold = min(s._threshold for s in self._scorers)
         self._max_candidates = max(1024, 4 * queue_size)
         self._metrics = OnlineMetrics(meter_provider)
         self._logger_provider = logger_provider
@@ -210,22 +215,26 @@ class ScoringSpanProcessor(SpanProcessor):
             owner = getattr(span, "_span_processor", None)
             if owner is not self._last_owner and owner not in self._owners:
                 return  # a span of another provider
-        if call.error is not None or not span.is_recording():
+        if call.error is not None:
             return
         context = span.get_span_context()
-        if not context.trace_flags.sampled:
+        if not context.trace_flags & 1:  # not sampled by the tracer: never scored
             return
-        chosen = self._choose(call, context.trace_id)
+        randomness = context.trace_id & RANDOMNESS_MASK
+        if randomness < self._min_threshold or not span.is_recording():
+            return  # no scorer samples this trace: the common, cheap case
+        chosen = self._choose(call, randomness)
         if chosen:
             self._stash(context.span_id, _Candidate(
                 call.input, call.output, call.ground_truth, call.name, chosen
             ))
 
-    def _choose(self, call: AgentCall, trace_id: int) -> tuple[OnlineScorer, ...]:
-        randomness = trace_id & RANDOMNESS_MASK
+    def _choose(self, call: AgentCall, randomness: int) -> tuple[OnlineScorer, ...]:
         chosen: list[OnlineScorer] = []
         for online in self._scorers:
-            if randomness < online._threshold or not self._matches(online, call):
+            if randomness < online._threshold or (
+                online._filtered and not self._matches(online, call)
+            ):
                 continue
             if online._limiter is not None and not online._limiter.try_acquire():
                 self._metrics.dropped(online.scorer_id, call.name, reasons.RATE_LIMITED)
@@ -288,7 +297,7 @@ class ScoringSpanProcessor(SpanProcessor):
                 name=str(name) if name is not None else span.name,
                 input=_messages(raw_in), output=_output_text(raw_out), attributes=attributes,
             )
-            chosen = self._choose(call, context.trace_id)
+            chosen = self._choose(call, context.trace_id & RANDOMNESS_MASK)
             if not chosen:
                 return None
             return _Candidate(call.input, call.output, None, call.name, chosen)
@@ -336,8 +345,6 @@ class ScoringSpanProcessor(SpanProcessor):
                     held = self._held.pop(span_id, None)
                 if held is not None:
                     self._unscored(span, holding, reasons.QUEUE_FULL, agent, count=False)
-        if self._held:
-            self._expire_held()
 
     def _unscored(self, span: ReadableSpan, scorers: dict[str, OnlineScorer], reason: str,
                   agent: str | None, events: Sequence[EventPayload] = (), count: bool = True
@@ -476,11 +483,21 @@ class ScoringSpanProcessor(SpanProcessor):
 
 
 # --- the agent-call listener shared by all processors ---------------------------------------------
-_processors: weakref.WeakSet[ScoringSpanProcessor] = weakref.WeakSet()
+# A tuple of weak references: iterating it is cheap on the hot path (a WeakSet is not), and a
+# processor dropped without shutdown does not stay alive because of us.
+_active: tuple[weakref.ref[ScoringSpanProcessor], ...] = ()
+_registry_lock = threading.Lock()
+
+
+def _live() -> list[ScoringSpanProcessor]:
+    return [p for p in (ref() for ref in _active) if p is not None]
 
 
 def _on_agent_call(call: AgentCall) -> None:
-    for processor in tuple(_processors):
+    for ref in _active:
+        processor = ref()
+        if processor is None:
+            continue
         try:
             processor._consider(call)
         except Exception:  # noqa: BLE001
@@ -489,20 +506,25 @@ def _on_agent_call(call: AgentCall) -> None:
 
 
 def _register(processor: ScoringSpanProcessor) -> None:
-    _processors.add(processor)
+    global _active
+    with _registry_lock:
+        _active = (*(weakref.ref(p) for p in _live() if p is not processor),
+                   weakref.ref(processor))
     add_agent_call_listener(_on_agent_call)
 
 
 def _unregister(processor: ScoringSpanProcessor) -> None:
-    from tracescore.instrument._calls import remove_agent_call_listener
-
-    _processors.discard(processor)
-    if not _processors:
-        remove_agent_call_listener(_on_agent_call)
+    global _active
+    with _registry_lock:
+        _active = tuple(weakref.ref(p) for p in _live() if p is not processor)
+        if not _active:
+            remove_agent_call_listener(_on_agent_call)
 
 
 def _after_fork_in_child() -> None:
-    for processor in tuple(_processors):
+    global _registry_lock
+    _registry_lock = threading.Lock()
+    for processor in _live():
         processor._after_fork()
 
 

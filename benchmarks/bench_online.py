@@ -1,0 +1,412 @@
+"""Online scoring costs, side by side in one run.
+
+1. Per-call cost added to a decorated agent call (`@tracescore.agent`, content capture on):
+     tracing          tracing alone (no scorer registered);
+     listening        the decorator's hand-off (AgentCall) to a listener that does nothing;
+     unsampled        a ScoringSpanProcessor whose scorer samples nothing (rate 0);
+     sampled-handoff  every call sampled, the judge busy (jobs queue up): the hand-off alone;
+     sampled-total    every call sampled, an instant in-process scorer: hand-off plus the
+                      background work competing for the GIL.
+   Targets: unsampled - tracing < 1 us; sampled-handoff - tracing < 15 us.
+2. Agent latency p50/p99 (agent body: 2 ms sleep) with scoring off vs on with a 2-second
+   judge (real litellm to a stub OpenAI server in a subprocess, every call sampled, queue
+   overflowing). Target: equal.
+3. Scoring throughput against the ideal concurrency / (judge calls per run x judge latency)
+   with a fixed-latency stub judge (litellm over HTTP) and with an in-process sleep judge.
+   Target: 90% of ideal.
+4. RSS growth while agents run at 10x the ideal scoring throughput for 60 s (`--quick`: 15 s).
+   Target: < 50 MB.
+
+    python benchmarks/bench_online.py [--quick] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import statistics
+import os
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (  # noqa: E402
+    RssSampler,
+    environment,
+    percentiles,
+    print_table,
+    rss_mb,
+    timeit_ns,
+    write_json,
+)
+from opentelemetry import trace  # noqa: E402
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import (  # noqa: E402
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
+
+import tracescore  # noqa: E402
+from tracescore.instrument._calls import add_agent_call_listener, remove_agent_call_listener  # noqa: E402
+from tracescore.online import OnlineScorer, ScoringSpanProcessor  # noqa: E402
+from tracescore.online import _processor as online_processor  # noqa: E402
+from tracescore.scoring import JudgeUsage, Scorer, ScoreResult  # noqa: E402
+
+QUESTION = "What is the capital of France?"
+ANSWER = "Paris is the capital of France. France is in Europe. Cats purr."
+JUDGE_CALLS_PER_RUN = 3  # answer relevancy: statements, verdicts, reason
+
+
+# --- plumbing ------------------------------------------------------------------------------------
+class _Discard(SpanExporter):
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        pass
+
+
+class _Switch(SpanProcessor):
+    """The global provider's one processor; each phase points it at its own pipeline."""
+
+    def __init__(self) -> None:
+        self.delegate: SpanProcessor = SimpleSpanProcessor(_Discard())
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        self.delegate.on_start(span, parent_context=parent_context)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self.delegate.on_end(span)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.delegate.force_flush(timeout_millis)
+
+
+_switch = _Switch()
+
+
+def activate(processor: ScoringSpanProcessor | None) -> None:
+    """Route spans (and agent calls) to `processor` only; None = tracing alone."""
+    if processor is None:
+        online_processor._active = ()
+        remove_agent_call_listener(online_processor._on_agent_call)
+        _switch.delegate = SimpleSpanProcessor(_Discard())
+    else:
+        online_processor._active = (weakref.ref(processor),)
+        add_agent_call_listener(online_processor._on_agent_call)
+        _switch.delegate = processor
+
+
+def close(processor: ScoringSpanProcessor | None) -> None:
+    if processor is not None:
+        processor.shutdown()
+
+
+class InstantScorer(Scorer):
+    id = "instant"
+    name = "Instant"
+    uses_judge = False
+
+    def __init__(self, gate: threading.Event | None = None, sleep_s: float = 0.0) -> None:
+        self.gate = gate
+        self.sleep_s = sleep_s
+
+    async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
+                   run_id: str | None = None) -> ScoreResult:
+        while self.gate is not None and not self.gate.is_set():
+            await asyncio.sleep(0.05)
+        for _ in range(JUDGE_CALLS_PER_RUN if self.sleep_s else 0):
+            await asyncio.sleep(self.sleep_s)
+        return ScoreResult(run_id=run_id or "", scorer_id=self.id, scorer_name=self.name,
+                           score=1.0, label="ok", usage=JudgeUsage(model=None))
+
+
+@tracescore.agent(name="bench")
+def quick_agent(question: str) -> str:
+    return ANSWER
+
+
+@tracescore.agent(name="bench")
+def sleepy_agent(question: str) -> str:
+    time.sleep(0.002)
+    return ANSWER
+
+
+_STUB = """
+import sys, threading
+from tracescore.testing import Reply, StubLLMServer
+delay = float(sys.argv[1])
+ANSWER = {answer!r}
+
+def respond(request):
+    step = request.get("response_format", {{}}).get("json_schema", {{}}).get("name", "")
+    if step.endswith("statements"):
+        content = {{"statements": ANSWER.replace(". ", ".|").split("|")}}
+    elif step.endswith("verdicts"):
+        content = {{"results": [{{"result": v, "reason": "r"}} for v in ("yes", "unsure", "no")]}}
+    else:
+        content = {{"reason": "The score is 0.43 because one statement answers it."}}
+    return Reply(content=content, delay=delay)
+
+class Quiet(StubLLMServer):
+    def _record(self, request):  # keep no history: a long run must not grow this process
+        pass
+
+stub = Quiet(responder=respond).start()
+print(stub.base_url, flush=True)
+sys.stdin.read()
+"""
+
+
+class StubJudge:
+    """A stub OpenAI server of fixed latency in its own process (its memory is not ours)."""
+
+    def __init__(self, delay_s: float) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _STUB.format(answer=ANSWER), str(delay_s)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )
+        assert self.proc.stdout is not None
+        self.base_url = self.proc.stdout.readline().strip()
+
+    def scorer(self) -> Any:
+        return tracescore.create_answer_relevancy_scorer(
+            model="openai/bench-judge", api_base=self.base_url, api_key="sk-test", timeout=60,
+            max_retries=0)
+
+    def stop(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(10)
+
+
+def _warm_litellm(judge: StubJudge) -> None:
+    """Import litellm and make one judged run, so import time is not measured anywhere."""
+    judge.scorer().run(input=QUESTION, output=ANSWER)
+
+
+def _ignore_call(call: Any) -> None:
+    return None
+
+
+# --- 1. per-call overhead ----------------------------------------------------------------------
+def _cpu_ns_per_call(n: int, processor: ScoringSpanProcessor | None, flush: bool) -> float:
+    """Process CPU time (all threads: agent and worker) per decorated call, in ns.
+
+    CPU time rather than wall time: on a shared host, neighbours' load does not count.
+    """
+    start = time.process_time_ns()
+    for _ in range(n):
+        quick_agent(QUESTION)
+    if flush and processor is not None:  # the background work is part of this case's cost
+        processor.force_flush(120_000)
+    return (time.process_time_ns() - start) / n
+
+
+def per_call_overhead(rounds: int, n: int) -> dict[str, float]:
+    def tracing() -> None:
+        return None
+
+    def listening() -> None:  # the decorator's hand-off to a listener that does nothing
+        add_agent_call_listener(_ignore_call)
+        return None
+
+    def unsampled() -> ScoringSpanProcessor:
+        return ScoringSpanProcessor(SimpleSpanProcessor(_Discard()),
+                                    [OnlineScorer(InstantScorer(), rate=0.0)])
+
+    def handoff() -> ScoringSpanProcessor:
+        busy = InstantScorer(gate=threading.Event())  # never opens: jobs queue up
+        return ScoringSpanProcessor(SimpleSpanProcessor(_Discard()), [busy], concurrency=1,
+                                    queue_size=n + 10, max_held_spans=n + 10,
+                                    shutdown_timeout_s=0.01, max_wait_s=3600)
+
+    def total() -> ScoringSpanProcessor:
+        return ScoringSpanProcessor(SimpleSpanProcessor(_Discard()), [InstantScorer()],
+                                    queue_size=n + 10, max_held_spans=n + 10)
+
+    cases = {"tracing": tracing, "listening": listening, "unsampled": unsampled,
+             "sampled-handoff": handoff, "sampled-total": total}
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    names = list(cases)
+    for r in range(rounds + 1):  # round 0 warms up
+        order = names[r % len(names):] + names[: r % len(names)]
+        for name in order:
+            processor = cases[name]()
+            activate(processor)
+            gc.collect()
+            ns = _cpu_ns_per_call(n if r else max(1, n // 10), processor,
+                                  flush=name == "sampled-total")
+            activate(None)
+            remove_agent_call_listener(_ignore_call)
+            close(processor)
+            if r:
+                samples[name].append(ns)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+# --- 2. agent latency with a slow judge ------------------------------------------------------------
+def agent_latency(judge: StubJudge, blocks: int, per_block: int) -> dict[str, list[float]]:
+    processor = ScoringSpanProcessor(SimpleSpanProcessor(_Discard()), [judge.scorer()],
+                                     max_wait_s=30, shutdown_timeout_s=0.5)
+    latencies: dict[str, list[float]] = {"scoring off": [], "scoring on (2 s judge)": []}
+    for b in range(blocks * 2):
+        name = "scoring off" if b % 2 == 0 else "scoring on (2 s judge)"
+        activate(processor if b % 2 else None)
+        for _ in range(per_block):
+            start = time.perf_counter_ns()
+            sleepy_agent(QUESTION)
+            latencies[name].append((time.perf_counter_ns() - start) / 1e6)
+    activate(None)
+    stats = processor.stats()
+    close(processor)
+    latencies["_stats"] = [float(stats["sampled"]), float(stats["dropped"])]
+    return latencies
+
+
+# --- 3. throughput against the ideal ------------------------------------------------------------
+def throughput(scorer: Any, latency_s: float, concurrency: int, jobs: int) -> dict[str, float]:
+    processor = ScoringSpanProcessor(SimpleSpanProcessor(_Discard()), [scorer],
+                                     concurrency=concurrency, queue_size=jobs + 10,
+                                     max_held_spans=jobs + 10, max_wait_s=3600)
+    activate(processor)
+    start = time.perf_counter()
+    for _ in range(jobs):
+        quick_agent(QUESTION)
+    processor.force_flush(600_000)
+    elapsed = time.perf_counter() - start
+    activate(None)
+    stats = processor.stats()
+    close(processor)
+    ideal = concurrency / (JUDGE_CALLS_PER_RUN * latency_s)
+    actual = stats["scored"] / elapsed
+    return {"ideal_runs_per_s": ideal, "runs_per_s": actual, "ratio": actual / ideal,
+            "scored": stats["scored"], "failed": stats["failed"]}
+
+
+# --- 4. memory under overload ----------------------------------------------------------------------
+def memory_under_overload(judge: StubJudge, latency_s: float, concurrency: int,
+                          seconds: float) -> dict[str, float]:
+    ideal = concurrency / (JUDGE_CALLS_PER_RUN * latency_s)
+    rate = 10 * ideal
+    processor = ScoringSpanProcessor(SimpleSpanProcessor(_Discard()), [judge.scorer()],
+                                     concurrency=concurrency, shutdown_timeout_s=0.5)
+    activate(processor)
+    gc.collect()
+    warmup = min(10.0, seconds / 4)
+    interval = 1.0 / rate
+    with RssSampler(0.5) as sampler:
+        start = time.monotonic()
+        calls = 0
+        while (now := time.monotonic()) - start < seconds + warmup:
+            due = start + calls * interval
+            if due > now:
+                time.sleep(due - now)
+            quick_agent(QUESTION)
+            calls += 1
+    activate(None)
+    stats = processor.stats()
+    close(processor)
+    steady = [mb for t, mb in sampler.samples if t >= warmup]
+    baseline = steady[0]
+    return {"calls_per_s": calls / (seconds + warmup), "ideal_runs_per_s": ideal,
+            "baseline_mb": baseline, "final_mb": steady[-1], "max_mb": max(steady),
+            "growth_mb": steady[-1] - baseline, "max_growth_mb": max(steady) - baseline,
+            "seconds": seconds, "scored": stats["scored"], "dropped": stats["dropped"]}
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="shorter run (smoke)")
+    parser.add_argument("--json", dest="json_path", default=None, help="write figures here")
+    args = parser.parse_args(argv)
+    quick = args.quick
+
+    provider = TracerProvider()
+    provider.add_span_processor(_switch)
+    trace.set_tracer_provider(provider)
+    figures: dict[str, Any] = {"environment": environment(), "quick": quick}
+
+    # 1
+    overhead = per_call_overhead(rounds=5 if quick else 15, n=1_000 if quick else 3_000)
+    base = overhead["tracing"]
+    targets = {"unsampled": "< 1 us", "sampled-handoff": "< 15 us"}
+    rows = [[name, ns / 1000, (ns - base) / 1000, targets.get(name, "")]
+            for name, ns in overhead.items()]
+    print_table(rows, ["case", "us/call", "added us", "target"],
+                title="1. per-call CPU cost of a decorated agent call (median of rounds)")
+    figures["per_call_us"] = {k: v / 1000 for k, v in overhead.items()}
+    figures["added_unsampled_us"] = (overhead["unsampled"] - base) / 1000
+    figures["added_sampled_handoff_us"] = (overhead["sampled-handoff"] - base) / 1000
+    figures["added_sampled_total_us"] = (overhead["sampled-total"] - base) / 1000
+
+    # 2
+    slow = StubJudge(2.0)
+    try:
+        fast = StubJudge(0.0)
+        _warm_litellm(fast)
+        fast.stop()
+        lat = agent_latency(slow, blocks=3 if quick else 5, per_block=100 if quick else 300)
+    finally:
+        slow.stop()
+    sampled, dropped = lat.pop("_stats")
+    rows = []
+    figures["agent_latency_ms"] = {}
+    for name, values in lat.items():
+        p50, p99 = percentiles(values)
+        rows.append([name, len(values), p50, p99])
+        figures["agent_latency_ms"][name] = {"p50": p50, "p99": p99, "n": len(values)}
+    print_table(rows, ["case", "calls", "p50 ms", "p99 ms"],
+                title=f"2. agent latency, 2 ms agent, judge 2 s per call "
+                      f"(sampled {sampled:.0f}, dropped {dropped:.0f})")
+
+    # 3
+    concurrency = 8
+    http_latency, local_latency = 0.5, 0.1
+    judge = StubJudge(http_latency)
+    try:
+        over_http = throughput(judge.scorer(), http_latency, concurrency, 40 if quick else 160)
+    finally:
+        judge.stop()
+    in_process = throughput(InstantScorer(sleep_s=local_latency), local_latency, concurrency,
+                            80 if quick else 320)
+    rows = [[name, r["ideal_runs_per_s"], r["runs_per_s"], r["ratio"] * 100, "90%"]
+            for name, r in ((f"stub judge over HTTP (litellm), {http_latency * 1000:.0f} ms",
+                             over_http),
+                            (f"in-process sleep judge, {local_latency * 1000:.0f} ms", in_process))]
+    print_table(rows, ["judge (latency per call)", "ideal runs/s", "runs/s", "% of ideal",
+                       "target"],
+                title=f"3. throughput, {concurrency} concurrent runs, {JUDGE_CALLS_PER_RUN} "
+                      f"judge calls per run")
+    figures["throughput"] = {"litellm_stub": over_http, "in_process": in_process}
+
+    # 4
+    judge = StubJudge(http_latency)
+    try:
+        memory = memory_under_overload(judge, http_latency, concurrency, 15.0 if quick else 60.0)
+    finally:
+        judge.stop()
+    print_table([[f"{memory['calls_per_s']:.0f} calls/s (10x {memory['ideal_runs_per_s']:.1f})",
+                  memory["baseline_mb"], memory["final_mb"], memory["max_growth_mb"], "< 50"]],
+                ["load", "baseline MB", "final MB", "max growth MB", "target"],
+                title=f"4. RSS under 10x overload for {memory['seconds']:.0f} s "
+                      f"(scored {memory['scored']}, dropped {memory['dropped']})")
+    figures["memory_overload"] = memory
+    figures["rss_end_mb"] = rss_mb()
+    write_json(args.json_path, figures)
+    return figures
+
+
+if __name__ == "__main__":
+    main()
+    sys.stdout.flush()
+    os._exit(0)  # daemon threads of litellm/httpx: no need to wait for them
