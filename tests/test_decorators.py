@@ -888,3 +888,16 @@ def test_any_values_pass_through_unchanged(
         for key in (sc.GEN_AI_INPUT_MESSAGES, sc.GEN_AI_TOOL_CALL_ARGUMENTS):
             if key in s.attributes:
                 assert len(str(s.attributes[key]).split("…[truncated ")[0]) <= max_length
+
+
+async def test_callable_object_with_async_call(span_exporter: Any) -> None:
+    class Runner:
+        async def __call__(self, question: str) -> str:
+            await asyncio.sleep(0)
+            return question[::-1]
+
+    traced = agent(name="runner")(Runner())
+    assert await traced("abc") == "cba"
+    s = only_span(span_exporter)
+    assert s.name == "invoke_agent runner"
+    assert attr_json(s, sc.GEN_AI_OUTPUT_MESSAGES)[0]["parts"][0]["content"] == "cba"

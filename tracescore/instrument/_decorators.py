@@ -299,7 +299,7 @@ class _Op:
     ) -> None:
         _validate(name, capture_content, attributes, conversation_id, model, provider, description)
         self.kind = kind
-        self.name = name or getattr(fn, "__name__", None) or "call"
+        self.name = name or getattr(fn, "__name__", None) or type(fn).__name__
         self.capture = capture_content
         self.binder = _Binder(fn)
         self.is_agent = kind == _AGENT
@@ -747,6 +747,10 @@ def _decorate(kind: str, fn: Any, options: dict[str, Any]) -> Any:
     target = _unwrap_descriptor(fn)
     op = _Op(kind, target, **options)
     plain = inspect.unwrap(target) if callable(target) else target
+    if not (inspect.isfunction(plain) or inspect.ismethod(plain)) and callable(plain):
+        call_method = getattr(type(plain), "__call__", None)  # a callable object: its __call__
+        if inspect.isfunction(call_method):
+            plain = call_method
     if inspect.isasyncgenfunction(plain):
         wrapper = _async_generator_wrapper(op)
     elif inspect.iscoroutinefunction(plain):
