@@ -748,7 +748,7 @@ def _decorate(kind: str, fn: Any, options: dict[str, Any]) -> Any:
     op = _Op(kind, target, **options)
     plain = inspect.unwrap(target) if callable(target) else target
     if not (inspect.isfunction(plain) or inspect.ismethod(plain)) and callable(plain):
-        call_method = vars(type(plain)).get("__call__")  # a callable object: its __call__
+        call_method = inspect.getattr_static(type(plain), "__call__", None)  # a callable object
         if inspect.isfunction(call_method):
             plain = call_method
     if inspect.isasyncgenfunction(plain):
