@@ -141,7 +141,7 @@ class _Walker:
             items: Any = obj
             if len(obj) <= _MAX_NODES:
                 try:
-                    items = sorted(obj)  # type: ignore[type-var]
+                    items = sorted(obj)
                 except Exception:  # noqa: BLE001 - unorderable members keep set order
                     items = obj
             return self._sequence(items, len(obj), depth)
