@@ -111,6 +111,7 @@ def test_invalid_reply_twice_is_a_scorer_error_naming_the_step(stub_llm: StubLLM
     assert error.partial["preprocess_step_result"] == STATEMENTS
     assert error.partial["analyze_step_result"] is None
     assert error.partial["usage"]["calls"] == 3
+    assert error.partial["step_usage"]["analyze"]["calls"] == 2
     assert isinstance(error.__cause__, JudgeError) and error.__cause__.retryable is False
     assert len(stub_llm.requests) == 3
 

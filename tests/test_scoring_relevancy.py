@@ -186,6 +186,11 @@ def test_usage_sums_tokens_and_costs_over_steps(stub_llm: StubLLMServer) -> None
     assert (usage.calls, usage.input_tokens, usage.output_tokens) == (3, 3000, 300)
     assert usage.cost_usd is not None and usage.cost_usd > 0  # priced from litellm's cost map
     assert usage.latency_ms > 0
+    steps = result.step_usage
+    assert list(steps) == ["preprocess", "analyze", "reason"]
+    assert all((s.calls, s.input_tokens, s.output_tokens) == (1, 1000, 100) for s in steps.values())
+    assert sum(s.cost_usd for s in steps.values()) == pytest.approx(usage.cost_usd)
+    assert result.to_dict()["step_usage"]["analyze"]["input_tokens"] == 1000
 
 
 def test_unknown_model_has_unknown_cost(stub_llm: StubLLMServer) -> None:

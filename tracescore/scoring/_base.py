@@ -67,6 +67,7 @@ class ScoreResult:
     analyze_step_result: Any = None
     generate_reason_prompt: str | None = None
     usage: JudgeUsage = field(default_factory=lambda: JudgeUsage(model=None))
+    step_usage: dict[str, JudgeUsage] = field(default_factory=dict)  # per judge step
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (dicts, lists, str, numbers, None) that `json.dumps` accepts."""

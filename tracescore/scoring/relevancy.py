@@ -98,6 +98,7 @@ class _Run:
         self.scorer = scorer
         self.run_id = run_id
         self.usage = JudgeUsage(model=scorer.judge.model)
+        self.step_usage: dict[str, JudgeUsage] = {}
         self.fields: dict[str, Any] = {
             "preprocess_prompt": None, "preprocess_step_result": None,
             "analyze_prompt": None, "analyze_step_result": None,
@@ -106,7 +107,8 @@ class _Run:
 
     def _error(self, step: str, message: str, *, raw_reply: str | None = None,
                score: float | None = None) -> ScorerError:
-        partial = {"run_id": self.run_id, **self.fields, "usage": asdict(self.usage)}
+        partial = {"run_id": self.run_id, **self.fields, "usage": asdict(self.usage),
+                   "step_usage": {k: asdict(v) for k, v in self.step_usage.items()}}
         if score is not None:
             partial["score"] = score
         return ScorerError(message, scorer_id=self.scorer.id, step=step, partial=partial,
@@ -116,19 +118,25 @@ class _Run:
         try:
             reply = await self.scorer.judge.judge(request)
         except JudgeStepError as exc:
-            self.usage += exc.usage
+            self._spend(request.step, exc.usage)
             raise self._error(request.step, str(exc), raw_reply=exc.raw_reply, score=score) from exc
         except Exception as exc:  # a third-party Judge failing its own way
             raise self._error(request.step, f"judge {self.scorer.judge.model!r} failed: "
                               f"{type(exc).__name__}: {exc}", score=score) from exc
-        self.usage += reply.usage
+        self._spend(request.step, reply.usage)
         return reply
+
+    def _spend(self, step: str, usage: JudgeUsage) -> None:
+        self.usage += usage
+        previous = self.step_usage.get(step)
+        self.step_usage[step] = usage if previous is None else previous + usage
 
     def _result(self, score: float, reason: str) -> ScoreResult:
         scorer = self.scorer
         return ScoreResult(run_id=self.run_id, scorer_id=scorer.id, scorer_name=scorer.name,
                            score=score, label=relevancy_label(score, scorer.scale),
-                           reason=reason, usage=self.usage, **self.fields)
+                           reason=reason, usage=self.usage, step_usage=dict(self.step_usage),
+                           **self.fields)
 
     async def execute(self, input: Any, output: Any) -> ScoreResult:
         scorer = self.scorer

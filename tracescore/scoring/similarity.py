@@ -6,8 +6,8 @@ bigrams; rapidfuzz metrics are selectable by name. Every algorithm gives 0..1, t
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Mapping
+import operator
+from collections.abc import Callable, Iterable, Mapping
 from itertools import repeat
 from typing import Any
 
@@ -24,19 +24,29 @@ from tracescore.scoring._base import (
 from tracescore.scoring._inputs import InputError, answer_text, question_text
 from tracescore.scoring.relevancy import _merge_options
 
+try:  # the C helper behind Counter.update; a plain dict skips Counter's own overhead
+    from collections import _count_elements  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - other interpreters
+    def _count_elements(mapping: dict[Any, int], iterable: Iterable[Any]) -> None:
+        get = mapping.get
+        for item in iterable:
+            mapping[item] = get(item, 0) + 1
+
 _LONG = 128  # from this total length on, bigrams are counted as integers (faster than substrings)
 
 
-def _bigram_counts(text: str, as_ints: bool) -> Counter[Any]:
+def _bigram_counts(text: str, as_ints: bool) -> dict[Any, int]:
     """Multiset of the character bigrams of `text` (len >= 2), as substrings or as integers."""
+    counts: dict[Any, int] = {}
     if not as_ints:
-        return Counter(map(str.__add__, text[:-1], text[1:]))
+        _count_elements(counts, map(operator.add, text[:-1], text[1:]))
+        return counts
     # Two UTF-32 code units side by side read as one 64-bit integer: even offsets, then odd.
     data = memoryview(text.encode("utf-32-le"))
     even = (len(data) // 8) * 8
     odd = ((len(data) - 4) // 8) * 8
-    counts = Counter(data[:even].cast("Q"))
-    counts.update(data[4:4 + odd].cast("Q"))
+    _count_elements(counts, data[:even].cast("Q"))
+    _count_elements(counts, data[4:4 + odd].cast("Q"))
     return counts
 
 
