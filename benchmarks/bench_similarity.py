@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import environment, interleaved, print_table, timeit_ns, write_json  # noqa: E402
+from _common import environment, interleaved, print_table, timeit_ns, write_json
 
-from tracescore.scoring.similarity import ALGORITHMS, ContentSimilarityScorer, _metric  # noqa: E402
+from tracescore.scoring.similarity import ALGORITHMS, ContentSimilarityScorer, _metric
 
 _WORDS = ("the quick brown fox jumps over lazy dog paris capital france answer relevant model "
           "judge score latency token request service customer order refund shipping invoice "

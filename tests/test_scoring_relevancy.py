@@ -12,8 +12,8 @@ from tracescore import (
     AnswerRelevancyScorer,
     ConfigurationError,
     JudgeUsage,
-    ScoreResult,
     ScorerError,
+    ScoreResult,
     create_answer_relevancy_scorer,
 )
 from tracescore.scoring.relevancy import relevancy_score
@@ -282,9 +282,9 @@ async def test_concurrent_aruns(stub_llm: StubLLMServer) -> None:
 
 
 def test_judge_calls_are_not_traced_as_user_spans(stub_llm: StubLLMServer, span_exporter) -> None:
-    from tracescore.instrument._litellm import instrument_litellm, uninstrument_litellm
-
     import litellm
+
+    from tracescore.instrument._litellm import instrument_litellm, uninstrument_litellm
 
     script(stub_llm, ["Paris"], ["yes"])
     instrument_litellm()

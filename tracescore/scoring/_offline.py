@@ -68,8 +68,7 @@ january february march april may june july august september october november dec
 def _stem(word: str) -> str:
     """A light stemmer: enough to match 'capitals' with 'capital' or 'flows' with 'flow'."""
     word = word.lower().replace("’", "'")
-    if word.endswith("'s"):
-        word = word[:-2]
+    word = word.removesuffix("'s")
     for suffix, replacement in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""),
                                 ("es", ""), ("s", ""), ("ly", "")):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
@@ -172,8 +171,8 @@ def _explain(data: dict[str, Any]) -> str:
         key = "".join(str(item.get("result", "")).split()).lower()
         counts[key if key in counts else "no"] += 1
     n = len(results)
-    parts = [f"{counts['yes']} of {n} statement{'s' if n != 1 else ''} directly "
-             f"address{'es' if n == 1 else ''} the question"]
+    parts = [(f"{counts['yes']} of {n} statement{'s' if n != 1 else ''} directly "
+              f"address{'es' if n == 1 else ''} the question")]
     if counts["unsure"]:
         parts.append(f"{counts['unsure']} {'is' if counts['unsure'] == 1 else 'are'} only partly relevant")
     if counts["no"]:

@@ -15,7 +15,6 @@ from typing import Any
 from tracescore._exceptions import ConfigurationError, ScorerError
 from tracescore.scoring import _prompts
 from tracescore.scoring._base import (
-    STEP_ANALYZE,
     STEP_PREPROCESS,
     STEP_SCORE,
     JudgeUsage,
