@@ -25,19 +25,22 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = [
-    "timeit_ns",
+    "RssSampler",
     "atimeit_ns",
+    "environment",
     "interleaved",
     "percentiles",
-    "rss_mb",
-    "RssSampler",
-    "write_json",
-    "read_json",
     "print_table",
-    "environment",
+    "read_json",
+    "rss_mb",
+    "timeit_ns",
+    "write_json",
 ]
 
 
@@ -93,7 +96,7 @@ def interleaved(
     names = list(cases)
     for r in range(rounds):
         # Rotate the start so no case always runs right after a gc or a noisy neighbour.
-        order = names[r % len(names):] + names[: r % len(names)]
+        order = names[r % len(names) :] + names[: r % len(names)]
         for name in order:
             gc.collect()
             per_case[name].append(_measure(cases[name], n))
@@ -150,7 +153,7 @@ class RssSampler:
             if self._stop.wait(self.interval):
                 break
 
-    def __enter__(self) -> RssSampler:
+    def __enter__(self) -> Self:
         self._t0 = time.monotonic()
         self._thread.start()
         return self
@@ -209,5 +212,7 @@ def print_table(
     print("  ".join(h.ljust(w) for h, w in zip(headers, widths)))
     print("  ".join("-" * w for w in widths))
     for row in cells:
-        print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))))
+        print(
+            "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths)))
+        )
     sys.stdout.flush()

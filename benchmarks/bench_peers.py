@@ -38,7 +38,7 @@ ROOT = HERE.parent
 VENVS = ROOT / ".bench-venvs"
 sys.path.insert(0, str(HERE))
 
-from _common import environment, interleaved, print_table, write_json  # noqa: E402
+from _common import environment, interleaved, print_table, write_json
 
 QUESTION = "What is the capital of France, and how many people live there?"
 ANSWER = "Paris is the capital of France; about 2.1 million people live in the city proper."
@@ -329,7 +329,9 @@ def _run_child(sdk: str, python: Path, rounds: int, calls: int) -> dict[str, Any
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         cmd = [str(python), str(Path(__file__).resolve()), "--child", sdk]
         cmd += ["--rounds", str(rounds), "--calls", str(calls), "--out", str(out)]
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+        proc = subprocess.run(
+            cmd, check=False, env=env, capture_output=True, text=True, timeout=900
+        )
         if proc.returncode != 0 or not out.exists():
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
             raise RuntimeError(f"{sdk} child failed (exit {proc.returncode}): " + " | ".join(tail))
