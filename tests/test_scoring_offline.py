@@ -135,3 +135,45 @@ def test_offline_scoring_never_imports_litellm() -> None:
         "assert 'litellm' not in sys.modules and 'rapidfuzz' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_sync_run_from_many_threads_at_once(scorer: AnswerRelevancyScorer) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: scorer.run(input=QUESTION, output="Paris"), range(16)))
+    assert [r.score for r in results] == [1.0] * 16
+    assert len({r.run_id for r in results}) == 16
+
+
+def test_sync_run_nested_inside_a_judge_on_the_scoring_loop(no_network: None) -> None:
+    """A judge that itself calls a scorer's blocking run() (on tracescore's loop) still finishes."""
+    inner = create_answer_relevancy_scorer(model="tracescore/offline")
+
+    class NestingJudge(OfflineJudge):
+        model = "test/nesting"
+
+        async def judge(self, request):  # type: ignore[no-untyped-def]
+            assert inner.run(input=QUESTION, output="Paris").score == 1.0
+            return await super().judge(request)
+
+    outer = AnswerRelevancyScorer(model=NestingJudge())
+    result = outer.run(input=QUESTION, output="Paris")
+    assert result.score == 1.0 and result.usage.model == "test/nesting"
+
+
+def test_sync_run_in_a_forked_child(scorer: AnswerRelevancyScorer) -> None:
+    import os
+
+    scorer.run(input=QUESTION, output="Paris")  # the parent's scoring loop is running
+    pid = os.fork()
+    if pid == 0:  # child: a fresh scoring loop must be started
+        ok = False
+        try:
+            ok = scorer.run(input=QUESTION, output="Paris").score == 1.0
+        except BaseException:
+            pass
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -6,6 +6,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import math
+import os
 import threading
 import uuid
 from abc import ABC, abstractmethod
@@ -167,6 +168,15 @@ class _LoopThread:
 
 
 _LOOP = _LoopThread()
+
+
+def _reset_after_fork() -> None:
+    global _LOOP
+    _LOOP = _LoopThread()  # the parent's loop thread does not exist in a forked child
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
