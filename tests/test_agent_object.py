@@ -17,6 +17,7 @@ from tracescore._exceptions import ConfigurationError
 from tracescore.instrument._calls import (
     AgentCall,
     add_agent_call_listener,
+    has_agent_call_listeners,
     remove_agent_call_listener,
 )
 
@@ -95,13 +96,15 @@ def test_class_instrumentation_covers_all_instances_and_is_undoable(
 
 def test_agent_call_gets_the_argument_not_self(span_exporter: InMemorySpanExporter) -> None:
     calls: list[AgentCall] = []
-    add_agent_call_listener(calls.append)
+    listener = calls.append
+    add_agent_call_listener(listener)
     try:
         tracescore.instrument_agent(Helper)
         Helper().run("what?")
     finally:
         tracescore.uninstrument_agent(Helper)
-        remove_agent_call_listener(calls.append)
+        remove_agent_call_listener(listener)
+    assert not has_agent_call_listeners()
     (call,) = calls
     assert (call.name, call.input, call.output) == ("Helper", "what?", "A: what?")
 

@@ -23,10 +23,15 @@ PROTOCOLS = ["http", "grpc"]
 
 @pytest.fixture(autouse=True)
 def _clean_pipelines(span_exporter) -> Iterator[None]:
+    _shutdown_all()
     yield
+    _shutdown_all()
+    reset_content_settings()
+
+
+def _shutdown_all() -> None:
     while _setup._handles:
         _setup._handles[-1].shutdown(5)
-    reset_content_settings()
 
 
 def _endpoint(receiver: OTLPReceiver, protocol: str) -> str:

@@ -23,10 +23,15 @@ from tracescore._exporters import OTLPJsonFileExporter
 @pytest.fixture(autouse=True)
 def _clean_pipelines(span_exporter: InMemorySpanExporter) -> Iterator[None]:
     """Every test starts and ends with no tracescore pipeline on the shared global provider."""
+    _shutdown_all()
     yield
+    _shutdown_all()
+    reset_content_settings()
+
+
+def _shutdown_all() -> None:
     while _setup._handles:
         _setup._handles[-1].shutdown(5)
-    reset_content_settings()
 
 
 def _emit(name: str, provider: TracerProvider | None = None) -> None:
