@@ -91,6 +91,7 @@ def test_does_not_check_facts(scorer: AnswerRelevancyScorer) -> None:
     ("Who wrote Hamlet?", "William Shakespeare wrote Hamlet around 1600.", ["yes"]),
     ("Who wrote Hamlet?", "Hamlet is a tragedy set in Denmark.", ["no"]),  # subject, not author
     ("What is your favourite colour?", "Blue.", ["unsure"]),
+    ("What is the capital of France?", "Paris. Nice food.", ["yes", "no"]),  # bare answer first
     ("Which river flows through Vienna?",
      "The Danube flows through Vienna. The Rhine flows through Basel. Vienna has coffee houses.",
      ["yes", "unsure", "no"]),

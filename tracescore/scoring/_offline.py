@@ -122,7 +122,8 @@ def _shape_matches(words: Sequence[str], expects: str | None) -> bool:
     return False
 
 
-def _verdict(question: _Question, statement: str) -> dict[str, str]:
+def _verdict(question: _Question, statement: str, first: bool) -> dict[str, str]:
+    """The verdict on one statement; only the first one may be a bare answer ("Paris.")."""
     words = _WORD.findall(statement)
     content = [w for w in words if w.lower() not in _STOPWORDS]
     stems = {_stem(w) for w in content}
@@ -147,7 +148,7 @@ def _verdict(question: _Question, statement: str) -> dict[str, str]:
         result = "yes" if share >= 0.5 else "unsure"
         return {"result": result,
                 "reason": f"It is about {', '.join(repr(t) for t in ents)}, the subject of the question."}
-    if len(words) <= 3 and not ents:  # a bare answer such as "Paris" or "In 1989."
+    if first and len(words) <= 3 and not ents:  # a bare answer such as "Paris" or "In 1989."
         if _shape_matches(content, question.expects):
             return {"result": "yes",
                     "reason": f"A short answer of the kind the question asks for (a {question.expects})."}
@@ -196,7 +197,8 @@ class OfflineJudge:
             reply: dict[str, Any] = {"statements": split_statements(str(data.get("output", "")))}
         elif request.task == TASK_VERDICTS:
             question = _Question(str(data.get("question", "")))
-            reply = {"results": [_verdict(question, s) for s in data.get("statements", [])]}
+            statements = data.get("statements", [])
+            reply = {"results": [_verdict(question, s, i == 0) for i, s in enumerate(statements)]}
         elif request.task == TASK_REASON:
             reply = {"reason": _explain(dict(data))}
         else:
