@@ -25,8 +25,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import statistics
 import os
+import statistics
 import subprocess
 import sys
 import threading
@@ -38,28 +38,27 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (  # noqa: E402
+from _common import (
     RssSampler,
     environment,
     percentiles,
     print_table,
     rss_mb,
-    timeit_ns,
     write_json,
 )
-from opentelemetry import trace  # noqa: E402
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import (  # noqa: E402
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import (
     SimpleSpanProcessor,
     SpanExporter,
     SpanExportResult,
 )
 
-import tracescore  # noqa: E402
-from tracescore.instrument._calls import add_agent_call_listener, remove_agent_call_listener  # noqa: E402
-from tracescore.online import OnlineScorer, ScoringSpanProcessor  # noqa: E402
-from tracescore.online import _processor as online_processor  # noqa: E402
-from tracescore.scoring import JudgeUsage, Scorer, ScoreResult  # noqa: E402
+import tracescore
+from tracescore.instrument._calls import add_agent_call_listener, remove_agent_call_listener
+from tracescore.online import OnlineScorer, ScoringSpanProcessor
+from tracescore.online import _processor as online_processor
+from tracescore.scoring import JudgeUsage, Scorer, ScoreResult
 
 QUESTION = "What is the capital of France?"
 ANSWER = "Paris is the capital of France. France is in Europe. Cats purr."
@@ -218,7 +217,6 @@ def per_call_overhead(rounds: int, n: int) -> dict[str, float]:
 
     def listening() -> None:  # the decorator's hand-off to a listener that does nothing
         add_agent_call_listener(_ignore_call)
-        return None
 
     def unsampled() -> ScoringSpanProcessor:
         return ScoringSpanProcessor(SimpleSpanProcessor(_Discard()),

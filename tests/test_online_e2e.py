@@ -27,8 +27,7 @@ from tracescore import _semconv as sc
 from tracescore import _setup
 from tracescore._config import reset_content_settings
 from tracescore.online import OnlineScorer, ScoringSpanProcessor
-from tracescore.testing import OTLPReceiver, ReceivedSpan, Reply, StubLLMServer
-from tracescore.testing import pytest_plugin
+from tracescore.testing import OTLPReceiver, ReceivedSpan, Reply, StubLLMServer, pytest_plugin
 
 PROTOCOLS = ["http", "grpc"]
 QUESTION = "What is the capital of France?"
@@ -43,7 +42,7 @@ def _litellm_imported() -> None:
 
 
 @pytest.fixture(autouse=True)
-def _clean_pipelines(span_exporter) -> Iterator[None]:  # noqa: ANN001 - fixture from the plugin
+def _clean_pipelines(span_exporter) -> Iterator[None]:
     yield
     while _setup._handles:
         _setup._handles[-1].shutdown(5)
@@ -358,7 +357,7 @@ def test_interpreter_exit_scores_and_exports_held_spans(otlp_receiver: OTLPRecei
     code = textwrap.dedent(_EXIT_APP).format(endpoint=otlp_receiver.http_endpoint)
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     (span,) = otlp_receiver.wait_for_spans(1)
     assert result_events(span)["content-similarity"][sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0

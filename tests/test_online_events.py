@@ -22,17 +22,18 @@ def _fresh_content_settings() -> Iterator[None]:
 
 
 def relevancy_result(**overrides: object) -> ScoreResult:
-    fields: dict[str, object] = dict(
-        run_id="run-1", scorer_id="answer-relevancy", scorer_name="Answer Relevancy", score=0.43,
-        label="partially_relevant", reason="The score is 0.43 because one statement is on topic.",
-        preprocess_prompt="Split <output>Paris. Cats.</output>",
-        preprocess_step_result={"statements": ["Paris.", "Cats."]},
-        analyze_prompt="Judge each statement against <input>Capital?</input>",
-        analyze_step_result={"results": [{"result": "yes", "reason": "r"}]},
-        generate_reason_prompt="Explain the score 0.43",
-        usage=JudgeUsage(model="openai/gpt-4o-mini", calls=3, input_tokens=300,
-                         output_tokens=40, cost_usd=0.0012, latency_ms=812.5),
-    )
+    fields: dict[str, object] = {
+        "run_id": "run-1", "scorer_id": "answer-relevancy", "scorer_name": "Answer Relevancy",
+        "score": 0.43, "label": "partially_relevant",
+        "reason": "The score is 0.43 because one statement is on topic.",
+        "preprocess_prompt": "Split <output>Paris. Cats.</output>",
+        "preprocess_step_result": {"statements": ["Paris.", "Cats."]},
+        "analyze_prompt": "Judge each statement against <input>Capital?</input>",
+        "analyze_step_result": {"results": [{"result": "yes", "reason": "r"}]},
+        "generate_reason_prompt": "Explain the score 0.43",
+        "usage": JudgeUsage(model="openai/gpt-4o-mini", calls=3, input_tokens=300,
+                            output_tokens=40, cost_usd=0.0012, latency_ms=812.5),
+    }
     fields.update(overrides)
     return ScoreResult(**fields)  # type: ignore[arg-type]
 

@@ -317,7 +317,7 @@ class ScoringSpanProcessor(SpanProcessor):
             self._metrics.sampled(online.scorer_id, agent)
         span_id = span.context.span_id  # type: ignore[union-attr]
         holding = {s.scorer_id: s for s in candidate.scorers if "span" in s.sinks}
-        others = any(s.sinks - {"span"} for s in candidate.scorers)
+        others = any(sink != "span" for s in candidate.scorers for sink in s.sinks)
         held = None
         if holding:
             with self._lock:
@@ -437,9 +437,9 @@ class ScoringSpanProcessor(SpanProcessor):
                 ))
             except Exception:  # noqa: BLE001
                 self._log_once("carrier", "tracescore: carrier span export failed", exc_info=True)
-        if "log" in online.sinks and span.context is not None:
-            if not emit_log_records(span.context, events, self._logger_provider):
-                self._log_once("log", "tracescore: the 'log' sink needs a LoggerProvider "
+        if ("log" in online.sinks and span.context is not None
+                and not emit_log_records(span.context, events, self._logger_provider)):
+            self._log_once("log", "tracescore: the 'log' sink needs a LoggerProvider "
                                "(opentelemetry._logs.set_logger_provider); no records emitted")
 
     def _expire_held(self) -> None:
@@ -447,7 +447,7 @@ class ScoringSpanProcessor(SpanProcessor):
         now = time.monotonic()
         expired: list[_Held] = []
         with self._lock:
-            for span_id, held in self._held.items():
+            for held in self._held.values():
                 if held.deadline > now:
                     break
                 expired.append(held)

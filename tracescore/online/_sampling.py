@@ -39,7 +39,7 @@ def is_sampled(trace_id: int, rate: float) -> bool:
 class RateLimiter:
     """Token bucket: at most `per_minute` acquisitions per minute, bursting up to that amount."""
 
-    __slots__ = ("_capacity", "_per_second", "_tokens", "_updated", "_lock", "_clock")
+    __slots__ = ("_capacity", "_clock", "_lock", "_per_second", "_tokens", "_updated")
 
     def __init__(self, per_minute: float, *, clock=time.monotonic) -> None:  # type: ignore[no-untyped-def]
         self._capacity = float(per_minute)
@@ -69,7 +69,7 @@ class CostBudget:
     reserved at the running average cost to keep a burst from overshooting the budget.
     """
 
-    __slots__ = ("_budget", "_spent", "_window", "_in_flight", "_avg", "_lock", "_clock")
+    __slots__ = ("_avg", "_budget", "_clock", "_in_flight", "_lock", "_spent", "_window")
 
     _WINDOW_S = 3600.0
 

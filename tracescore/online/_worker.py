@@ -127,8 +127,10 @@ class Worker:
         started.set()
         try:
             loop.run_until_complete(self._main_task)
-        except BaseException:  # noqa: BLE001 - cancelled at stop, or a bug: never propagate
+        except asyncio.CancelledError:  # stop() cancelled the dispatcher
             pass
+        except BaseException:  # noqa: BLE001 - a bug here must not propagate into the thread
+            _log.exception("tracescore: online scoring worker stopped unexpectedly")
         finally:
             try:
                 tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
@@ -138,7 +140,7 @@ class Worker:
                     loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
                 loop.run_until_complete(loop.shutdown_asyncgens())
             except BaseException:  # noqa: BLE001
-                pass
+                _log.debug("tracescore: online worker cleanup failed", exc_info=True)
             loop.close()
             with self._idle:
                 self._running = 0
