@@ -296,3 +296,20 @@ async def test_async_stream_closed_early(span_exporter: InMemorySpanExporter,
     await stream.aclose()
     (span,) = _chat_spans(span_exporter)
     assert span.status.status_code is StatusCode.UNSET
+
+
+def test_sampled_out_call_returns_the_plain_stream(stub_llm: StubLLMServer) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    from tracescore.instrument import _litellm
+
+    provider = TracerProvider(sampler=ALWAYS_OFF)
+    original = _litellm._tracer
+    _litellm._tracer = lambda: provider.get_tracer("test")
+    try:
+        stream = litellm.completion(**_kwargs(stub_llm, stream=True))
+    finally:
+        _litellm._tracer = original
+    assert type(stream).__name__ == "CustomStreamWrapper"  # not wrapped: no span work per chunk
+    assert "".join(c.choices[0].delta.content or "" for c in stream) == "ok"

@@ -128,12 +128,10 @@ def _get(obj: Any, key: str, default: Any = None) -> Any:
 class _ChatCall:
     """One traced chat call: starts the span, records the response or error, ends exactly once."""
 
-    def __init__(self, span: Span, model: str, provider: str | None, messages: Any,
-                 capture: bool) -> None:
+    def __init__(self, span: Span, model: str, provider: str | None, capture: bool) -> None:
         self.span = span
         self.model = model
         self.provider = provider
-        self.messages = messages
         self.capture = capture
         self._ended = False
         self._end_lock = threading.Lock()
@@ -161,8 +159,8 @@ class _ChatCall:
         except Exception:  # noqa: BLE001 - telemetry never breaks the call
             _log_once("begin", "could not start the litellm span; the call runs untraced")
             return None
-        call = cls(span, request_model, provider, messages, capture)
-        if capture and messages is not None:
+        call = cls(span, request_model, provider, capture and span.is_recording())
+        if call.capture and messages is not None:
             try:
                 call._set_content(sc.GEN_AI_INPUT_MESSAGES, _input_messages(messages))
             except Exception:  # noqa: BLE001
@@ -172,7 +170,9 @@ class _ChatCall:
     def complete(self, result: Any) -> Any:
         """Record a finished response, or wrap a stream so the span follows its iteration."""
         try:
-            if _is_stream(result):
+            if not self.span.is_recording():  # sampled out: nothing to record
+                pass
+            elif _is_stream(result):
                 return _TracedStream(result, self)
             self._record_response(result)
         except Exception:  # noqa: BLE001
