@@ -193,7 +193,8 @@ def test_wrapped_callable_runs_concurrently_and_keeps_metadata(span_exporter: An
 
 def test_ground_truth_set_in_a_worker_reaches_the_agent_call(span_exporter: Any) -> None:
     calls: list[AgentCall] = []
-    add_agent_call_listener(calls.append)
+    listener = calls.append  # one bound-method object, so removal finds it
+    add_agent_call_listener(listener)
 
     def label() -> None:
         set_ground_truth("from worker")
@@ -207,5 +208,5 @@ def test_ground_truth_set_in_a_worker_reaches_the_agent_call(span_exporter: Any)
     try:
         bot("q")
     finally:
-        remove_agent_call_listener(calls.append)
+        remove_agent_call_listener(listener)
     assert calls[0].ground_truth == "from worker"

@@ -215,7 +215,8 @@ def test_interleaved_generators_keep_their_own_spans(span_exporter: Any) -> None
 
 def test_generator_agent_hand_off_joins_string_items(span_exporter: Any) -> None:
     calls: list[AgentCall] = []
-    add_agent_call_listener(calls.append)
+    listener = calls.append  # one bound-method object, so removal finds it
+    add_agent_call_listener(listener)
     try:
 
         @agent
@@ -225,7 +226,7 @@ def test_generator_agent_hand_off_joins_string_items(span_exporter: Any) -> None
 
         assert "".join(stream("hi")) == "Hello, world"
     finally:
-        remove_agent_call_listener(calls.append)
+        remove_agent_call_listener(listener)
     (call,) = calls
     assert (call.input, call.output, call.error) == ("hi", "Hello, world", None)
 

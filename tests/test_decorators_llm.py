@@ -100,10 +100,12 @@ def test_streaming_agent_hands_off_the_assembled_text(span_exporter: Any) -> Non
     def streaming_agent(question: str) -> Iterator[Any]:
         yield from stream([{"role": "user", "content": question}])
 
-    add_agent_call_listener(calls.append)
+    listener = calls.append  # one bound-method object, so removal finds it
+
+    add_agent_call_listener(listener)
     try:
         list(streaming_agent("Capital of France?"))
     finally:
-        remove_agent_call_listener(calls.append)
+        remove_agent_call_listener(listener)
     assert calls[0].output == "Paris is the capital."
     assert calls[0].input == "Capital of France?"

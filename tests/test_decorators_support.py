@@ -12,6 +12,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tracescore import _config
+from tracescore.instrument import _calls
 
 
 def spans_by_name(exporter: InMemorySpanExporter) -> dict[str, ReadableSpan]:
@@ -66,9 +67,11 @@ def clean_content_settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def no_context_errors(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
-    """Every test: no 'Failed to detach context' (or any error) from OTel's context module."""
+    """Every test: no 'Failed to detach context' (or any error) from OTel, no leaked listener."""
+    listeners = _calls._listeners
     with caplog.at_level(logging.WARNING):
         yield
+    assert _calls._listeners == listeners, "a test left an agent-call listener registered"
     records = [*caplog.get_records("setup"), *caplog.get_records("call"), *caplog.records]
     assert_no_detach_errors(records)
     errors = [
