@@ -57,7 +57,7 @@ def _agent_run(question: str) -> str:
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_spans_reach_the_receiver(otlp_receiver: OTLPReceiver, protocol: str) -> None:
     handle = tracescore.configure(exporter=f"otlp-{protocol}", endpoint=_endpoint(otlp_receiver, protocol),
-                                  headers={"x-tenant": "acme"}, compression="gzip")
+                                  headers={"X-Tenant": "acme"}, compression="gzip")
     assert _agent_run("capital of France?") == "Paris"
     assert handle.flush(10)
     spans = otlp_receiver.wait_for_spans(3)

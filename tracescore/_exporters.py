@@ -139,19 +139,19 @@ def check_compression(compression: str | None) -> str | None:
 
 
 def check_headers(headers: Mapping[str, str] | str | None) -> dict[str, str] | None:
-    """Headers as a dict; a string is parsed like OTEL_EXPORTER_OTLP_HEADERS ("k1=v1,k2=v2")."""
+    """Headers as a dict with lower-case names; a string is parsed like OTEL_EXPORTER_OTLP_HEADERS."""
     if headers is None:
         return None
     if isinstance(headers, str):
         from opentelemetry.util.re import parse_env_headers
 
-        return dict(parse_env_headers(headers, liberal=True))
+        return {k.lower(): v for k, v in parse_env_headers(headers, liberal=True).items()}
     if not isinstance(headers, Mapping):
         raise ConfigurationError(f"headers must be a mapping or a 'k=v,k2=v2' string (got {headers!r})")
     for key, value in headers.items():
         if not isinstance(key, str) or not isinstance(value, str) or not key:
             raise ConfigurationError(f"headers must map str to str (bad entry {key!r}: {value!r})")
-    return dict(headers)
+    return {key.lower(): value for key, value in headers.items()}  # gRPC metadata must be lower-case
 
 
 def http_traces_url(endpoint: str) -> str:
