@@ -264,3 +264,15 @@ def test_bad_online_options_fail_at_configure() -> None:
         tracescore.configure(exporter="none", scorers=[tracescore.create_content_similarity_scorer()],
                              online={"max_wait_s": -1})
     assert not _setup._handles
+
+
+def test_signal_specific_env_endpoint_is_used_as_is(otlp_receiver: OTLPReceiver,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")  # the TRACES_ one wins
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", otlp_receiver.traces_url)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "gzip")
+    handle = tracescore.configure(exporter="otlp-http")
+    _agent_run("traces endpoint")
+    assert handle.flush(10)
+    otlp_receiver.wait_for_spans(3)
+    assert otlp_receiver.requests[0].content_encoding == "gzip"
