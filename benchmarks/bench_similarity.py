@@ -101,9 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
     parser.add_argument("--json", metavar="PATH", help="write the figures as JSON")
     args = parser.parse_args(argv)
-    rounds = 3 if args.quick else 7
-    sizes = {"short": (40, 200, 5 if args.quick else 20),
-             "2KB": (2048, 10, 1 if args.quick else 3)}  # chars, pairs per batch, batches/round
+    rounds = 3 if args.quick else 15
+    sizes = {"short": (40, 200, 5 if args.quick else 100),
+             "2KB": (2048, 10, 2 if args.quick else 20)}  # chars, pairs per batch, batches/round
 
     results: dict[str, Any] = {"environment": environment(), "levels": {}}
     for level in ("metric", "scorer"):
