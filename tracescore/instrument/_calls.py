@@ -60,9 +60,9 @@ def add_agent_call_listener(listener: AgentCallListener) -> None:
 
 
 def remove_agent_call_listener(listener: AgentCallListener) -> None:
-    """Unregister `listener`; unknown listeners are ignored."""
+    """Unregister `listener` (compared by equality, so bound methods work); unknown ones are ignored."""
     global _listeners
-    _listeners = tuple(x for x in _listeners if x is not listener)
+    _listeners = tuple(x for x in _listeners if x != listener)
 
 
 def has_agent_call_listeners() -> bool:
