@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 import grpc
 from google.protobuf.message import DecodeError, Message
+from grpc import Server as _GrpcServer
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2, metrics_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
@@ -98,7 +99,7 @@ class OTLPReceiver:
         self._fail_remaining = 0
         self._fail_status = 503
         self._http: LoopbackServer | None = None
-        self._grpc: grpc.Server | None = None
+        self._grpc: _GrpcServer | None = None
         self._grpc_port: int | None = None
         self._grpc_pool: futures.ThreadPoolExecutor | None = None
 
@@ -110,9 +111,10 @@ class OTLPReceiver:
             self._http = LoopbackServer(_OTLPHTTPHandler, self)
             self._http.start()
         if self._want_grpc:
-            server = grpc.server(
-                futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="otlp-grpc")
+            self._grpc_pool = futures.ThreadPoolExecutor(
+                max_workers=4, thread_name_prefix="otlp-grpc"
             )
+            server = grpc.server(self._grpc_pool)
             trace_service_pb2_grpc.add_TraceServiceServicer_to_server(
                 _servicer(self, _TRACES), server
             )
