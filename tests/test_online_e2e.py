@@ -169,6 +169,43 @@ def test_own_tracer_provider_one_line_hookup(otlp_receiver: OTLPReceiver,
     assert result_events(span)["content-similarity"][sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0
 
 
+def test_ground_truth_sources_and_instrumented_agent_objects(otlp_receiver: OTLPReceiver) -> None:
+    @tracescore.agent(name="constant", ground_truth="Paris")
+    def constant(question: str) -> str:
+        return "Paris"
+
+    @tracescore.agent(name="computed", ground_truth=lambda question: question.split()[-1])
+    def computed(question: str) -> str:
+        return "Lyon"
+
+    @tracescore.agent(name="inside")
+    def inside(question: str) -> str:
+        tracescore.set_ground_truth("Marseille")
+        return "Marseille"
+
+    class Bot:
+        def run(self, question: str) -> str:
+            return "Nice"
+
+    bot = tracescore.instrument_agent(Bot(), name="bot")
+    handle = tracescore.configure(exporter="otlp-http", endpoint=otlp_receiver.http_endpoint,
+                                  scorers=[tracescore.create_content_similarity_scorer()])
+    try:
+        constant("What is the capital of France?")
+        computed("Name a city: Lyon")
+        inside("Which port city?")
+        with tracescore.ground_truth("Nice"):
+            bot.run("Where is the carnival?")
+        assert handle.flush(20)
+    finally:
+        tracescore.uninstrument_agent(bot)
+    spans = {s.attributes[sc.GEN_AI_AGENT_NAME]: s for s in otlp_receiver.wait_for_spans(4)}
+    # every output equals its ground truth, while it differs from its input
+    for name in ("constant", "computed", "inside", "bot"):
+        sim = result_events(spans[name])["content-similarity"]
+        assert sim[sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0, name
+
+
 # --- carrier and log sinks --------------------------------------------------------------------------
 def test_carrier_and_log_sinks_through_otlp(otlp_receiver: OTLPReceiver,
                                             stub_llm: StubLLMServer) -> None:

@@ -473,8 +473,11 @@ class ScoringSpanProcessor(SpanProcessor):
             self._unscored(held.span, held.waiting, reason, _agent_name(held.span), held.events)
 
     def _after_fork(self) -> None:
-        # Held spans and candidates belong to the parent, which exports them.
+        # Held spans and candidates belong to the parent, which exports them; the providers
+        # that feed us (owners) are the same objects in the child.
+        owners, last = self._owners, self._last_owner
         self._init_state()
+        self._owners, self._last_owner = owners, last
 
     def _log_once(self, key: str, message: str, *args: object, exc_info: bool = False) -> None:
         if key not in self._logged:
