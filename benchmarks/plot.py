@@ -1,0 +1,189 @@
+"""Draw benchmarks/results/summary.json as one PNG (needs matplotlib; run_all.py arranges that).
+
+    python benchmarks/plot.py [SUMMARY_JSON] [OUT_PNG]
+
+Panels: agent decorator cost as a multiple of a raw OpenTelemetry span (tracescore and peer
+SDKs, sync and async); online scoring cost added per agent call; scoring throughput as a share
+of the ideal; import time. A panel whose benchmark did not run says so instead of a chart.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from _common import read_json
+
+DEFAULT_SUMMARY = HERE / "results" / "summary.json"
+DEFAULT_PNG = HERE / "results" / "overview.png"
+OURS = "#1f77b4"
+PEER = "#b0b0b0"
+FLOOR = "#2ca02c"
+
+
+def _get(data: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(data, dict) or key not in data:
+            return None
+        data = data[key]
+    return data
+
+
+def _missing(ax: Any, title: str) -> None:
+    ax.set_title(title, fontsize=10)
+    ax.text(0.5, 0.5, "not measured in this run", ha="center", va="center", color="gray")
+    ax.set_axis_off()
+
+
+def _overhead(ax: Any, peers: dict[str, Any] | None) -> None:
+    title = "Agent decorator cost per call / raw OTel span\n(content capture on; lower is better)"
+    sdks = _get(peers, "sdks") or {}
+    if not sdks:
+        _missing(ax, title)
+        return
+    names = list(sdks)
+    width = 0.38
+    for i, flavour in enumerate(("sync", "async")):
+        values = [_get(sdks[n], flavour, "ratio_to_raw") or 0.0 for n in names]
+        xs = [x + (i - 0.5) * width for x in range(len(names))]
+        colors = [OURS if n == "tracescore" else PEER for n in names]
+        bars = ax.bar(
+            xs,
+            values,
+            width,
+            color=colors,
+            edgecolor="black",
+            linewidth=0.5,
+            hatch="" if flavour == "sync" else "//",
+        )
+        for bar, v in zip(bars, values):
+            ax.text(
+                bar.get_x() + bar.get_width() / 2,
+                v,
+                f"{v:.2f}",
+                ha="center",
+                va="bottom",
+                fontsize=7,
+            )
+    target = _get(peers, "target_ratio") or 1.2
+    ax.axhline(1.0, color=FLOOR, linewidth=1, label="raw OTel span = 1")
+    ax.axhline(target, color="red", linestyle="--", linewidth=1, label=f"target {target}x")
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names, fontsize=8)
+    ax.set_ylabel("x raw OTel (plain: sync, hatched: async)", fontsize=8)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, loc="upper left")
+
+
+def _online_cost(ax: Any, online: dict[str, Any] | None) -> None:
+    title = "Online scoring: cost added per agent call (us)"
+    cases = [
+        ("unsampled", _get(online, "added_unsampled_us"), 1.0),
+        ("sampled\nhand-off", _get(online, "added_sampled_handoff_us"), 15.0),
+    ]
+    if all(v is None for _, v, _ in cases):
+        _missing(ax, title)
+        return
+    labels = [f"{name}\n(target < {target:g} us)" for name, _, target in cases]
+    values = [v or 0.0 for _, v, _ in cases]
+    bars = ax.bar(labels, values, color=OURS, edgecolor="black", linewidth=0.5)
+    for i, (bar, (_, v, target)) in enumerate(zip(bars, cases)):
+        ax.hlines(target, i - 0.4, i + 0.4, colors="red", linestyles="--", linewidth=1)
+        if v is not None:
+            ax.text(
+                bar.get_x() + bar.get_width() / 2,
+                v,
+                f"{v:.1f}",
+                ha="center",
+                va="bottom",
+                fontsize=7,
+            )
+    ax.set_ylabel("us per call over tracing alone", fontsize=8)
+    ax.set_title(title, fontsize=10)
+
+
+def _throughput(ax: Any, online: dict[str, Any] | None) -> None:
+    title = "Scoring throughput, % of ideal\n(concurrency / (judge calls x latency))"
+    runs = _get(online, "throughput") or {}
+    if not runs:
+        _missing(ax, title)
+        return
+    labels = list(runs)
+    values = [100 * (_get(runs[k], "ratio") or 0.0) for k in labels]
+    bars = ax.bar(labels, values, color=OURS, edgecolor="black", linewidth=0.5)
+    for bar, v in zip(bars, values):
+        ax.text(
+            bar.get_x() + bar.get_width() / 2, v, f"{v:.0f}%", ha="center", va="bottom", fontsize=7
+        )
+    ax.axhline(90, color="red", linestyle="--", linewidth=1, label="target 90%")
+    growth = _get(online, "memory_overload", "growth_mb")
+    if growth is not None:
+        secs = _get(online, "memory_overload", "seconds") or 0
+        ax.set_xlabel(
+            f"RSS growth under 10x overload for {secs:.0f} s: {growth:.1f} MB (target < 50 MB)",
+            fontsize=8,
+        )
+    ax.set_ylim(0, 115)
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, fontsize=8)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, loc="upper right")
+
+
+def _imports(ax: Any, imports: dict[str, Any] | None) -> None:
+    title = "Import time, fresh interpreter (ms, median)"
+    cases = _get(imports, "cases") or {}
+    if not cases:
+        _missing(ax, title)
+        return
+    labels = list(cases)
+    values = [_get(cases[k], "median_ms") or 0.0 for k in labels]
+    colors = [OURS if k.startswith("tracescore") else PEER for k in labels]
+    bars = ax.barh(labels, values, color=colors, edgecolor="black", linewidth=0.5)
+    for bar, v in zip(bars, values):
+        ax.text(v, bar.get_y() + bar.get_height() / 2, f" {v:.0f}", va="center", fontsize=7)
+    ax.invert_yaxis()
+    ax.tick_params(axis="y", labelsize=7)
+    ax.set_xlabel("ms", fontsize=8)
+    ax.set_title(title, fontsize=10)
+
+
+def plot(summary: dict[str, Any], out: Path) -> Path:
+    """Render `summary` (as written by run_all.py) to `out`; returns the path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    results = summary.get("results", {})
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8.5))
+    _overhead(axes[0][0], results.get("peers"))
+    _online_cost(axes[0][1], results.get("online"))
+    _throughput(axes[1][0], results.get("online"))
+    _imports(axes[1][1], results.get("import"))
+    env = summary.get("environment", {})
+    fig.suptitle(
+        f"tracescore benchmarks ({summary.get('mode', '?')} run, {env.get('time_utc', '')}, "
+        f"Python {env.get('python', '?')}, {env.get('cpus', '?')} CPUs)",
+        fontsize=11,
+    )
+    fig.tight_layout(rect=(0, 0, 1, 0.96))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    summary_path = Path(args[0]) if args else DEFAULT_SUMMARY
+    out = Path(args[1]) if len(args) > 1 else DEFAULT_PNG
+    print(f"wrote {plot(read_json(summary_path), out)}")
+
+
+if __name__ == "__main__":
+    main()

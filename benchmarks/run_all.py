@@ -1,0 +1,363 @@
+"""Run every benchmark, collect their JSON, write a summary and a plot, print one table.
+
+    python benchmarks/run_all.py            # quick mode: a few minutes (`make bench`)
+    python benchmarks/run_all.py --full     # full rounds and the 60 s memory run
+    python benchmarks/run_all.py --only peers,import
+
+Each benchmark runs as a subprocess with `--json benchmarks/results/<name>.json` (and `--quick`
+unless --full); its own tables stream to the terminal. Then `results/summary.json` gathers all
+figures plus a headline table (figure, target, verdict), and `results/overview.png` plots them
+(matplotlib from this interpreter, else from `.bench-venvs/plot`, created on first use).
+A benchmark that fails is reported and the others still run; the exit code is then 1.
+Missed targets do not fail the run: they are figures to read, not assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import operator
+import os
+import subprocess
+import sys
+import time
+import venv
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from _common import environment, print_table, read_json, write_json
+
+RESULTS = HERE / "results"
+PLOT_VENV = ROOT / ".bench-venvs" / "plot"
+PLOT_REQUIREMENTS = ["matplotlib==3.11.2"]
+
+# name -> script; run in this order (the CPU-heavy online run last but one).
+BENCHMARKS: dict[str, str] = {
+    "decorators": "bench_decorators.py",
+    "peers": "bench_peers.py",
+    "similarity": "bench_similarity.py",
+    "online": "bench_online.py",
+    "import": "bench_import.py",
+}
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One row of the summary table: a figure at `path` in a benchmark's JSON, and its target."""
+
+    benchmark: str
+    label: str
+    path: tuple[str, ...]
+    unit: str
+    compare: str | None = None  # "<=", "<", ">="
+    target: float | None = None
+    scale: float = 1.0
+
+
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    "<=": operator.le,
+    "<": operator.lt,
+    ">=": operator.ge,
+}
+
+HEADLINES: list[Headline] = [
+    Headline(
+        "decorators",
+        "@agent sync / raw OTel span",
+        ("sync", "ratio_tracescore_over_raw"),
+        "x",
+        "<=",
+        1.2,
+    ),
+    Headline(
+        "decorators",
+        "@agent async / raw OTel span",
+        ("async", "ratio_tracescore_over_raw"),
+        "x",
+        "<=",
+        1.2,
+    ),
+    Headline(
+        "similarity",
+        "dice / rapidfuzz ratio, short (scorer)",
+        ("levels", "scorer", "short", "dice", "vs_ratio"),
+        "x",
+        ">=",
+        1 / 3,
+    ),
+    Headline(
+        "similarity",
+        "dice / rapidfuzz ratio, 2 KB (scorer)",
+        ("levels", "scorer", "2KB", "dice", "vs_ratio"),
+        "x",
+        ">=",
+        1 / 3,
+    ),
+    Headline("online", "unsampled: added per call", ("added_unsampled_us",), "us", "<", 1.0),
+    Headline(
+        "online", "sampled: hand-off per call", ("added_sampled_handoff_us",), "us", "<", 15.0
+    ),
+    Headline("online", "agent p50, scoring off", ("agent_latency_ms", "scoring off", "p50"), "ms"),
+    Headline(
+        "online",
+        "agent p50, scoring on (2 s judge)",
+        ("agent_latency_ms", "scoring on (2 s judge)", "p50"),
+        "ms",
+    ),
+    Headline("online", "agent p99, scoring off", ("agent_latency_ms", "scoring off", "p99"), "ms"),
+    Headline(
+        "online",
+        "agent p99, scoring on (2 s judge)",
+        ("agent_latency_ms", "scoring on (2 s judge)", "p99"),
+        "ms",
+    ),
+    Headline(
+        "online",
+        "throughput, litellm stub judge",
+        ("throughput", "litellm_stub", "ratio"),
+        "% ideal",
+        ">=",
+        90.0,
+        100.0,
+    ),
+    Headline(
+        "online",
+        "throughput, in-process judge",
+        ("throughput", "in_process", "ratio"),
+        "% ideal",
+        ">=",
+        90.0,
+        100.0,
+    ),
+    Headline(
+        "online", "RSS growth, 10x overload", ("memory_overload", "growth_mb"), "MB", "<", 50.0
+    ),
+    Headline("import", "import tracescore", ("cases", "tracescore", "median_ms"), "ms"),
+    Headline("import", "import opentelemetry.trace", ("cases", "otel api", "median_ms"), "ms"),
+    Headline(
+        "import",
+        "from tracescore import agent, configure",
+        ("cases", "tracescore agent+configure", "median_ms"),
+        "ms",
+    ),
+]
+
+
+def _get(data: Any, path: Sequence[str]) -> Any:
+    for key in path:
+        if not isinstance(data, dict) or key not in data:
+            return None
+        data = data[key]
+    return data
+
+
+def _peer_headlines(peers: dict[str, Any]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    sdks = peers.get("sdks", {})
+    target = peers.get("target_ratio", 1.2)
+    for flavour in ("sync", "async"):
+        for sdk, res in sdks.items():
+            ratio = _get(res, (flavour, "ratio_to_raw"))
+            ours = sdk == "tracescore"
+            rows.append(
+                {
+                    "benchmark": "peers",
+                    "label": f"{sdk} {res.get('version', '')} {flavour} / raw OTel",
+                    "value": ratio,
+                    "unit": "x",
+                    "target": f"<= {target}" if ours else None,
+                    "ok": (ratio <= target) if (ours and ratio is not None) else None,
+                }
+            )
+        check = _get(peers, ("checks", flavour))
+        if check:
+            rows.append(
+                {
+                    "benchmark": "peers",
+                    "label": f"tracescore {flavour} faster than every peer",
+                    "value": None,
+                    "unit": "",
+                    "target": "yes",
+                    "ok": bool(check.get("faster_than_all_peers")),
+                }
+            )
+    return rows
+
+
+def _headline(h: Headline, data: dict[str, Any]) -> dict[str, Any]:
+    value = _get(data, h.path)
+    value = float(value) * h.scale if isinstance(value, (int, float)) else None
+    ok = None
+    if h.compare and h.target is not None and value is not None:
+        ok = _OPS[h.compare](value, h.target)
+    target = f"{h.compare} {h.target:.3g}" if h.compare and h.target is not None else None
+    return {
+        "benchmark": h.benchmark,
+        "label": h.label,
+        "value": value,
+        "unit": h.unit,
+        "target": target,
+        "ok": ok,
+    }
+
+
+def headlines(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Headline rows (figure, unit, target, verdict) for the benchmarks that produced JSON."""
+    rows: list[dict[str, Any]] = []
+    for name in BENCHMARKS:
+        if name not in results:
+            continue
+        if name == "peers":
+            rows.extend(_peer_headlines(results[name]))
+        else:
+            rows.extend(_headline(h, results[name]) for h in HEADLINES if h.benchmark == name)
+    return rows
+
+
+def _run(name: str, script: Path, full: bool, out: Path) -> dict[str, Any]:
+    cmd = [sys.executable, str(script), "--json", str(out)]
+    if not full:
+        cmd.append("--quick")
+    print(
+        f"\n===== {name}: {' '.join(Path(c).name if c == str(script) else c for c in cmd)}",
+        flush=True,
+    )
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    started = time.monotonic()
+    if out.exists():
+        out.unlink()
+    try:
+        code = subprocess.run(cmd, check=False, env=env, cwd=ROOT, timeout=1800).returncode
+    except subprocess.TimeoutExpired:
+        code = -1
+    seconds = time.monotonic() - started
+    ok = code == 0 and out.exists()
+    return {"script": script.name, "exit_code": code, "seconds": round(seconds, 1), "ok": ok}
+
+
+def _plot_python() -> Path | None:
+    """An interpreter with matplotlib: this one, else `.bench-venvs/plot` (made on demand)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        return Path(sys.executable)
+    python = PLOT_VENV / "bin" / "python"
+    probe = [str(python), "-c", "import matplotlib"]
+    if python.exists() and subprocess.run(probe, check=False, capture_output=True).returncode == 0:
+        return python
+    print(f"[plot] installing {' '.join(PLOT_REQUIREMENTS)} into {PLOT_VENV.relative_to(ROOT)}")
+    try:
+        if not python.exists():
+            venv.EnvBuilder(with_pip=True, clear=True).create(PLOT_VENV)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", *PLOT_REQUIREMENTS],
+            check=True,
+            capture_output=True,
+            timeout=900,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        print(f"[plot] matplotlib unavailable ({exc}); no PNG written", file=sys.stderr)
+        return None
+    return python
+
+
+def _fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    if unit == "x":
+        return f"{value:.2f}x"
+    if unit in ("us", "ms", "MB"):
+        return f"{value:,.2f} {unit}"
+    return f"{value:.1f} {unit}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="full rounds, 60 s memory run")
+    parser.add_argument(
+        "--only", default=None, help=f"comma-separated subset of {list(BENCHMARKS)}"
+    )
+    parser.add_argument("--out-dir", type=Path, default=RESULTS)
+    parser.add_argument("--no-plot", action="store_true")
+    args = parser.parse_args(argv)
+    selected = list(BENCHMARKS)
+    if args.only:
+        selected = [n.strip() for n in args.only.split(",") if n.strip()]
+        unknown = sorted(set(selected) - set(BENCHMARKS))
+        if unknown:
+            parser.error(f"unknown benchmark(s): {', '.join(unknown)}")
+
+    out_dir: Path = args.out_dir.resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    runs: dict[str, Any] = {}
+    results: dict[str, Any] = {}
+    for name in selected:
+        script = HERE / BENCHMARKS[name]
+        if not script.exists():
+            runs[name] = {
+                "script": script.name,
+                "ok": False,
+                "exit_code": None,
+                "error": "script not found",
+            }
+            continue
+        out = out_dir / f"{name}.json"
+        runs[name] = _run(name, script, args.full, out)
+        if runs[name]["ok"]:
+            results[name] = read_json(out)
+
+    summary: dict[str, Any] = {
+        "environment": environment(),
+        "mode": "full" if args.full else "quick",
+        "runs": runs,
+        "headlines": headlines(results),
+        "results": results,
+    }
+    summary["elapsed_s"] = round(time.monotonic() - started, 1)
+    summary_path = out_dir / "summary.json"
+    write_json(summary_path, summary)
+
+    png = out_dir / "overview.png"
+    if not args.no_plot and results:
+        python = _plot_python()
+        if python is not None:
+            proc = subprocess.run(
+                [str(python), str(HERE / "plot.py"), str(summary_path), str(png)],
+                check=False,
+                capture_output=True,
+                text=True,
+            )
+            if proc.returncode != 0:
+                print(f"[plot] failed: {proc.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+
+    rows = []
+    for h in summary["headlines"]:
+        verdict = {True: "OK", False: "MISSED", None: ""}[h["ok"]]
+        rows.append(
+            [h["benchmark"], h["label"], _fmt(h["value"], h["unit"]), h["target"] or "", verdict]
+        )
+    print_table(
+        rows,
+        ["benchmark", "figure", "value", "target", "verdict"],
+        title=f"Summary ({summary['mode']} run, {summary['elapsed_s']:.0f} s)",
+    )
+    failed = [n for n, r in runs.items() if not r["ok"]]
+    for name in failed:
+        print(f"{name}: FAILED (exit code {runs[name].get('exit_code')})")
+    print(
+        f"\nwrote {summary_path.relative_to(ROOT) if summary_path.is_relative_to(ROOT) else summary_path}"
+        + (f" and {png.name}" if png.exists() else "")
+    )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
