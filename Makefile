@@ -23,5 +23,11 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
 
+phoenix: $(STAMP)
+	$(PY) -m tracescore.testing._phoenix serve
+
+demo-phoenix: $(STAMP)
+	$(PY) -m tracescore.testing._phoenix demo
+
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,5 +1,4 @@
 import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
-pytest_plugins = ["tracescore.testing.pytest_plugin"]
+# The fixtures (span_exporter, otlp_receiver, stub_llm) come from tracescore's pytest11 entry point.
