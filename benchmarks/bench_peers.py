@@ -8,6 +8,9 @@ SimpleSpanProcessor (Langfuse: its own batch processor, which it always installs
 in-process exporter that drops spans and counts them by name; before timing, each SDK must
 have produced a span with the expected name. Because the floor is measured in every
 subprocess, each SDK's ratio to raw OTel is fair even though their OTel versions differ.
+Time is the calling thread's CPU time by default (`--clock wall` for elapsed time): on a busy
+host it leaves out time spent waiting for a core (it also leaves out background export threads,
+which only Langfuse uses here).
 
 SDKs: tracescore (`@tracescore.agent`, via `tracescore.configure(exporter=..., batch=False)`),
 traceloop-sdk (`@agent`), langfuse (`@observe`), openinference (`OITracer.agent`).
@@ -222,7 +225,7 @@ SETUPS: dict[str, Callable[[Any], Setup]] = {
 }
 
 
-def _child(sdk: str, rounds: int, calls: int, out: Path) -> None:
+def _child(sdk: str, rounds: int, calls: int, clock: str, out: Path) -> None:
     os.environ.update(
         TRACELOOP_TELEMETRY="false",
         TRACELOOP_METRICS_ENABLED="false",
@@ -276,7 +279,7 @@ def _child(sdk: str, rounds: int, calls: int, out: Path) -> None:
 
         cases[key] = run
     before = exporter.counts[expected]
-    medians = interleaved(cases, rounds=rounds, n=calls)
+    medians = interleaved(cases, rounds=rounds, n=calls, clock=clock)
     flush()
     exported = exporter.counts[expected] - before
     result = {
@@ -322,13 +325,14 @@ def ensure_venv(peer: str, log: Callable[[str], None] = print) -> Path:
     return python
 
 
-def _run_child(sdk: str, python: Path, rounds: int, calls: int) -> dict[str, Any]:
+def _run_child(sdk: str, python: Path, rounds: int, calls: int, clock: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "result.json"
         env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "TRACELOOP_"))}
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         cmd = [str(python), str(Path(__file__).resolve()), "--child", sdk]
-        cmd += ["--rounds", str(rounds), "--calls", str(calls), "--out", str(out)]
+        cmd += ["--rounds", str(rounds), "--calls", str(calls), "--clock", clock]
+        cmd += ["--out", str(out)]
         proc = subprocess.run(
             cmd, check=False, env=env, capture_output=True, text=True, timeout=900
         )
@@ -364,6 +368,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--peers", default=",".join(PEERS), help="comma-separated peers (default: all)"
     )
+    parser.add_argument(
+        "--clock",
+        choices=("cpu", "wall"),
+        default="cpu",
+        help="cpu: the calling thread's CPU time (default; steady on a busy host), wall: elapsed",
+    )
     parser.add_argument("--no-install", action="store_true", help="skip peers without a venv")
     parser.add_argument("--child", choices=sorted(SETUPS), help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
@@ -372,7 +382,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     calls = args.calls or (1_000 if args.quick else 3_000)
 
     if args.child:
-        _child(args.child, rounds, calls, args.out)
+        _child(args.child, rounds, calls, args.clock, args.out)
         return {}
 
     peers = [p.strip() for p in args.peers.split(",") if p.strip()]
@@ -385,6 +395,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "environment": environment(),
         "rounds": rounds,
         "calls": calls,
+        "clock": args.clock,
         "target_ratio": TARGET_RATIO,
         "sdks": {},
         "errors": {},
@@ -405,7 +416,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     for sdk, python in plan:
         print(f"[peers] timing {sdk} ...", file=sys.stderr, flush=True)
         try:
-            results["sdks"][sdk] = _summarise(_run_child(sdk, python, rounds, calls))
+            results["sdks"][sdk] = _summarise(_run_child(sdk, python, rounds, calls, args.clock))
         except (RuntimeError, subprocess.SubprocessError, OSError, ValueError) as exc:
             results["errors"][sdk] = str(exc)
             print(f"[peers] {sdk}: failed: {exc}", file=sys.stderr)
@@ -426,8 +437,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     print_table(
         rows,
         ["sdk (content capture on)", "bare ns", "raw OTel ns", "sdk ns", "sdk/raw"],
-        title=f"Agent decorator overhead per call, each SDK vs raw OTel in its own process "
-        f"(median of {rounds} interleaved rounds x {calls} calls)",
+        title=f"Agent decorator cost per call ({args.clock} time), each SDK vs raw OTel in its "
+        f"own process (median of {rounds} interleaved rounds x {calls} calls)",
     )
     ours = results["sdks"].get("tracescore")
     checks: dict[str, Any] = {}

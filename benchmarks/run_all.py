@@ -33,6 +33,12 @@ sys.path.insert(0, str(HERE))
 from _common import environment, print_table, read_json, write_json
 
 RESULTS = HERE / "results"
+LABELS = {
+    "tracescore": "tracescore `@agent`",
+    "traceloop": "traceloop-sdk `@agent`",
+    "langfuse": "langfuse `@observe`",
+    "openinference": "openinference `tracer.agent`",
+}
 PLOT_VENV = ROOT / ".bench-venvs" / "plot"
 PLOT_REQUIREMENTS = ["matplotlib==3.11.2"]
 
@@ -219,6 +225,45 @@ def headlines(results: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def markdown(summary: dict[str, Any]) -> str:
+    """The headline table (and the peer comparison) as Markdown, for docs/performance.md."""
+    env = summary["environment"]
+    lines = [
+        (
+            f"_{summary['mode']} run, {env['time_utc']}, Python {env['python']}, "
+            f"{env['cpus']} CPUs ({env['platform']})_"
+        ),
+        "",
+        "| benchmark | figure | value | target | verdict |",
+        "| --- | --- | ---: | --- | --- |",
+    ]
+    for h in summary["headlines"]:
+        verdict = {True: "OK", False: "missed", None: ""}[h["ok"]]
+        target = (h["target"] or "").replace("<", "&lt;").replace(">", "&gt;")
+        lines.append(
+            f"| {h['benchmark']} | {h['label']} | {_fmt(h['value'], h['unit'])} | {target} "
+            f"| {verdict} |"
+        )
+    sdks = _get(summary, ("results", "peers", "sdks")) or {}
+    if sdks:
+        lines += [
+            "",
+            (
+                "| SDK (agent decorator, content capture on) | sync ns/call | raw OTel ns | "
+                "sync / raw | async ns/call | raw OTel ns | async / raw |"
+            ),
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for sdk, res in sdks.items():
+            s, a = res["sync"], res["async"]
+            lines.append(
+                f"| {LABELS.get(sdk, sdk)} {res.get('version', '')} | {s['sdk_ns']:,.0f} | "
+                f"{s['raw_ns']:,.0f} | {s['ratio_to_raw']:.2f}x | {a['sdk_ns']:,.0f} | "
+                f"{a['raw_ns']:,.0f} | {a['ratio_to_raw']:.2f}x |"
+            )
+    return "\n".join(lines) + "\n"
+
+
 def _run(name: str, script: Path, full: bool, out: Path) -> dict[str, Any]:
     cmd = [sys.executable, str(script), "--json", str(out)]
     if not full:
@@ -324,6 +369,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     summary["elapsed_s"] = round(time.monotonic() - started, 1)
     summary_path = out_dir / "summary.json"
     write_json(summary_path, summary)
+
+    (out_dir / "summary.md").write_text(markdown(summary), "utf-8")
 
     png = out_dir / "overview.png"
     if not args.no_plot and results:
