@@ -30,8 +30,8 @@ from opentelemetry.trace import format_span_id
 from tracescore import _semconv as sc
 from tracescore._content import serialize
 from tracescore._exceptions import ConfigurationError, ScorerError
-from tracescore.instrument._calls import AgentCall, has_agent_call_listeners, notify_agent_call
-from tracescore.online import OnlineScorer, ScoringSpanProcessor
+from tracescore.instrument._calls import AgentCall, notify_agent_call
+from tracescore.online import OnlineScorer, ScoringSpanProcessor, _processor
 from tracescore.online._sampling import is_sampled
 from tracescore.scoring._base import JudgeUsage, Scorer, ScoreResult
 
@@ -130,7 +130,8 @@ def make() -> Iterator[Callable[..., Harness]]:
     yield factory
     for harness in made:
         harness.close()
-    assert not has_agent_call_listeners()
+    live = _processor._live()
+    assert not any(h.processor in live for h in made)  # shutdown unregistered them
 
 
 def results(span: ReadableSpan) -> list[dict[str, Any]]:
@@ -608,6 +609,7 @@ def test_online_scorer_validates_at_construction(kwargs: dict[str, Any], message
 
 
 def test_processor_validates_at_construction() -> None:
+    before = _processor._live()
     downstream = SimpleSpanProcessor(InMemorySpanExporter())
     with pytest.raises(ConfigurationError, match="non-empty string `id`"):
         ScoringSpanProcessor(downstream, [object()])
@@ -621,7 +623,7 @@ def test_processor_validates_at_construction() -> None:
         ScoringSpanProcessor(downstream, [LengthScorer()], max_wait_s=0)
     with pytest.raises(ConfigurationError, match="downstream SpanProcessor"):
         ScoringSpanProcessor(object(), [LengthScorer()])  # type: ignore[arg-type]
-    assert not has_agent_call_listeners()
+    assert _processor._live() == before  # nothing half-built was registered
 
 
 def test_a_single_scorer_is_accepted_and_defaults_are_span_sink_rate_one() -> None:
@@ -666,3 +668,14 @@ def test_forked_child_starts_its_own_worker_and_leaves_parent_spans_alone(make) 
     assert h.flush()
     assert_exactly_once(h, [parent_span])
     assert len(results(h.agent_spans()[0])) == 1
+
+
+def test_the_agent_call_listener_lives_only_while_a_processor_does() -> None:
+    from tracescore.instrument import _calls
+
+    processor = ScoringSpanProcessor(SimpleSpanProcessor(InMemorySpanExporter()), LengthScorer())
+    assert _processor._on_agent_call in _calls._listeners
+    processor.shutdown()
+    assert processor not in _processor._live()
+    if not _processor._live():  # no other test left a processor running
+        assert _processor._on_agent_call not in _calls._listeners

@@ -59,7 +59,16 @@ class Worker:
             self._pending.append(job)
             wake = self._dispatch_waiting
             self._dispatch_waiting = False
-            loop = self._loop if self._thread is not None else self._start_locked()
+            loop = self._loop
+            if self._thread is None:
+                try:
+                    loop = self._start_locked()
+                except Exception:  # noqa: BLE001 - e.g. no new threads at interpreter exit
+                    _log.warning("tracescore: could not start the online scoring worker",
+                                 exc_info=True)
+                    self._pending.pop()
+                    self._dispatch_waiting, self._loop, self._thread = True, None, None
+                    return False
         if wake and loop is not None:
             try:
                 loop.call_soon_threadsafe(self._wake_up)
