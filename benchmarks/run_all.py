@@ -147,6 +147,12 @@ HEADLINES: list[Headline] = [
     Headline("import", "import opentelemetry.trace", ("cases", "otel api", "median_ms"), "ms"),
     Headline(
         "import",
+        "import asyncio, opentelemetry.sdk.trace",
+        ("cases", "otel sdk + asyncio", "median_ms"),
+        "ms",
+    ),
+    Headline(
+        "import",
         "from tracescore import agent, configure",
         ("cases", "tracescore agent+configure", "median_ms"),
         "ms",
