@@ -679,3 +679,44 @@ def test_the_agent_call_listener_lives_only_while_a_processor_does() -> None:
     assert processor not in _processor._live()
     if not _processor._live():  # no other test left a processor running
         assert _processor._on_agent_call not in _calls._listeners
+
+
+class _BrokenResultScorer(LengthScorer):
+    async def arun(self, **kwargs: Any) -> Any:
+        return object()  # breaks the contract: no score
+
+
+def test_a_scorer_breaking_the_result_contract_is_a_failure_event(make) -> None:
+    h = make([_BrokenResultScorer("broken")])
+    span = h.call()
+    assert h.flush()
+    (result,) = results(h.agent_spans()[0])
+    assert result[sc.ERROR_TYPE] == "TypeError"
+    assert h.processor.stats()["failed"] == 1
+    assert_exactly_once(h, [span])
+
+
+class _ExplodingMeterProvider:
+    """A MeterProvider whose instruments raise on every recording."""
+
+    def get_meter(self, *args: Any, **kwargs: Any) -> Any:
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("create_"):
+            return lambda *a, **k: self
+        raise AttributeError(name)
+
+    def add(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("meter down")
+
+    record = add
+
+
+def test_a_broken_meter_never_reaches_the_agent(make) -> None:
+    h = make([LengthScorer()], meter_provider=_ExplodingMeterProvider())
+    spans = [h.call() for _ in range(3)]
+    assert h.flush()
+    assert all(len(results(s)) == 1 for s in h.agent_spans())
+    assert_exactly_once(h, spans)
+    assert h.processor.stats()["scored"] == 3

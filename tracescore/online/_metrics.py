@@ -6,12 +6,18 @@ failures are visible even without a metrics backend.
 
 from __future__ import annotations
 
+import functools
+import logging
 import threading
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 from opentelemetry import metrics
 
 from tracescore import _semconv as sc
+
+_log = logging.getLogger("tracescore")
 
 # reasons a sampled call ends up unscored (also the `tracescore.evaluation.unscored.reason` values)
 QUEUE_FULL = "queue_full"
@@ -23,6 +29,22 @@ RATE_LIMITED = "rate_limited"
 BUDGET = "budget_exhausted"
 
 _REASON = sc.TS_UNSCORED_REASON
+
+
+def _guarded(record: Callable[..., None]) -> Callable[..., None]:
+    """A recording method that never raises (a broken meter must not reach the agent)."""
+
+    @functools.wraps(record)
+    def guarded(self: OnlineMetrics, *args: Any) -> None:
+        try:
+            record(self, *args)
+        except Exception:  # noqa: BLE001
+            if not self._broken:
+                self._broken = True
+                _log.warning("tracescore: recording an online scoring metric failed",
+                             exc_info=True)
+
+    return guarded
 
 
 class OnlineMetrics:
@@ -55,27 +77,32 @@ class OnlineMetrics:
         )
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
+        self._broken = False
 
     def _bump(self, key: str, n: int = 1) -> None:
         with self._lock:
             self._counts[key] += n
 
+    @_guarded
     def sampled(self, scorer_id: str, agent: str | None) -> None:
         self._bump("sampled")
         self._sampled.add(1, _attrs(scorer_id, agent))
 
+    @_guarded
     def scored(self, scorer_id: str, agent: str | None, score: float) -> None:
         self._bump("scored")
         attrs = _attrs(scorer_id, agent)
         self._scored.add(1, attrs)
         self._score.record(score, attrs)
 
+    @_guarded
     def failed(self, scorer_id: str, agent: str | None, error_type: str) -> None:
         self._bump("failed")
         attrs = _attrs(scorer_id, agent)
         attrs[sc.ERROR_TYPE] = error_type
         self._failed.add(1, attrs)
 
+    @_guarded
     def dropped(self, scorer_id: str, agent: str | None, reason: str, n: int = 1) -> None:
         self._bump("dropped", n)
         self._bump(f"dropped.{reason}", n)
@@ -83,6 +110,7 @@ class OnlineMetrics:
         attrs[_REASON] = reason
         self._dropped.add(n, attrs)
 
+    @_guarded
     def held_timeout(self, agent: str | None) -> None:
         self._bump("held_timeout")
         self._held_timeout.add(1, _attrs(None, agent))

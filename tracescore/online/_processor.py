@@ -402,9 +402,9 @@ class ScoringSpanProcessor(SpanProcessor):
         agent = job.candidate.agent
         if online._budget is not None:
             usage = getattr(result, "usage", None)
-            online._budget.settle(getattr(usage, "cost_usd", None))
-        if error is None and result is None:
-            error = TypeError(f"scorer {online.scorer_id!r} returned no result")
+            cost = getattr(usage, "cost_usd", None)
+            online._budget.settle(cost if isinstance(cost, (int, float)) else None)
+        events, error = self._result_events(online, result, error, run_id)
         if error is None:
             self._metrics.scored(online.scorer_id, agent, float(result.score))
         else:
@@ -413,10 +413,6 @@ class ScoringSpanProcessor(SpanProcessor):
                            "tracescore: online scorer %r failed (%s: %s); recorded as an "
                            "evaluation event with error.type", online.scorer_id,
                            error_type(error), error)
-        events = evaluation_events(
-            result if error is None else None, scorer_id=online.scorer_id,
-            scorer_name=online.scorer_name, error=error, sampling_rate=online.rate, run_id=run_id,
-        )
         span = job.span
         if "span" in online.sinks:
             span_id = span.context.span_id  # type: ignore[union-attr]
@@ -441,6 +437,25 @@ class ScoringSpanProcessor(SpanProcessor):
                 and not emit_log_records(span.context, events, self._logger_provider)):
             self._log_once("log", "tracescore: the 'log' sink needs a LoggerProvider "
                                "(opentelemetry._logs.set_logger_provider); no records emitted")
+
+    @staticmethod
+    def _result_events(online: OnlineScorer, result: Any, error: BaseException | None,
+                       run_id: str) -> tuple[list[EventPayload], BaseException | None]:
+        """Events of one run; a result that cannot be read (no score...) counts as a failure."""
+        if error is None:
+            try:
+                float(result.score)
+                return evaluation_events(
+                    result, scorer_id=online.scorer_id, scorer_name=online.scorer_name,
+                    sampling_rate=online.rate, run_id=run_id,
+                ), None
+            except Exception as exc:  # noqa: BLE001 - a scorer broke the result contract
+                error = TypeError(f"scorer {online.scorer_id!r} returned an unusable result: "
+                                  f"{type(exc).__name__}: {exc}")
+        return evaluation_events(
+            None, scorer_id=online.scorer_id, scorer_name=online.scorer_name, error=error,
+            sampling_rate=online.rate, run_id=run_id,
+        ), error
 
     def _expire_held(self) -> None:
         """Export held spans whose max wait has passed (oldest first; deadlines are ordered)."""
