@@ -720,3 +720,25 @@ def test_a_broken_meter_never_reaches_the_agent(make) -> None:
     assert all(len(results(s)) == 1 for s in h.agent_spans())
     assert_exactly_once(h, spans)
     assert h.processor.stats()["scored"] == 3
+
+
+class _BlockingScorer(LengthScorer):
+    """Blocks the worker's event loop (sync wait inside arun) until its gate opens."""
+
+    async def arun(self, **kwargs: Any) -> Any:
+        assert self.gate is not None
+        self.gate.wait(30)
+        return await LengthScorer(self.id).arun(**kwargs)
+
+
+def test_max_wait_holds_even_when_a_scorer_blocks_the_worker_loop(make) -> None:
+    gate = threading.Event()
+    h = make([_BlockingScorer(gate=gate)], max_wait_s=0.05)
+    span = h.call()
+    try:
+        h.wait_for(lambda: len(h.agent_spans()) == 1)
+        assert unscored(h.agent_spans()[0])[0][sc.TS_UNSCORED_REASON] == "timeout"
+    finally:
+        gate.set()
+    assert h.flush()
+    assert_exactly_once(h, [span])
