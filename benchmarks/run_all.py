@@ -63,6 +63,7 @@ class Headline:
     compare: str | None = None  # "<=", "<", ">="
     target: float | None = None
     scale: float = 1.0
+    divide_by: tuple[str, ...] | None = None  # report value / this figure (a ratio)
 
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
@@ -121,6 +122,24 @@ HEADLINES: list[Headline] = [
         "agent p99, scoring on (2 s judge)",
         ("agent_latency_ms", "scoring on (2 s judge)", "p99"),
         "ms",
+    ),
+    Headline(
+        "online",
+        "agent p50, scoring on / off",
+        ("agent_latency_ms", "scoring on (2 s judge)", "p50"),
+        "x",
+        "<=",
+        1.1,
+        divide_by=("agent_latency_ms", "scoring off", "p50"),
+    ),
+    Headline(
+        "online",
+        "agent p99, scoring on / off",
+        ("agent_latency_ms", "scoring on (2 s judge)", "p99"),
+        "x",
+        "<=",
+        1.1,
+        divide_by=("agent_latency_ms", "scoring off", "p99"),
     ),
     Headline(
         "online",
@@ -204,6 +223,9 @@ def _peer_headlines(peers: dict[str, Any]) -> list[dict[str, Any]]:
 def _headline(h: Headline, data: dict[str, Any]) -> dict[str, Any]:
     value = _get(data, h.path)
     value = float(value) * h.scale if isinstance(value, (int, float)) else None
+    if h.divide_by is not None and value is not None:
+        base = _get(data, h.divide_by)
+        value = value / base if isinstance(base, (int, float)) and base else None
     ok = None
     if h.compare and h.target is not None and value is not None:
         ok = _OPS[h.compare](value, h.target)
