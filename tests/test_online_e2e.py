@@ -206,6 +206,35 @@ def test_ground_truth_sources_and_instrumented_agent_objects(otlp_receiver: OTLP
         assert sim[sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0, name
 
 
+def test_nested_agents_are_each_scored_and_keep_their_parentage(
+        otlp_receiver: OTLPReceiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    @tracescore.agent(name="inner")
+    def inner(question: str) -> str:
+        return question
+
+    @tracescore.agent(name="outer")
+    def outer(question: str) -> str:
+        return inner(question) + "!"
+
+    processor = ScoringSpanProcessor(
+        BatchSpanProcessor(OTLPSpanExporter(endpoint=otlp_receiver.traces_url)),
+        scorers=[tracescore.create_content_similarity_scorer()],
+    )
+    monkeypatch.setattr(pytest_plugin._switch, "delegate", processor)
+    try:
+        outer("Paris is the capital of France")
+        assert processor.force_flush(20_000)
+    finally:
+        processor.shutdown()
+    spans = {s.attributes[sc.GEN_AI_AGENT_NAME]: s for s in otlp_receiver.wait_for_spans(2)}
+    assert len(otlp_receiver.spans) == 2
+    assert spans["inner"].parent_span_id == spans["outer"].span_id
+    assert result_events(spans["inner"])["content-similarity"][
+        sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0
+    assert 0.9 < result_events(spans["outer"])["content-similarity"][
+        sc.GEN_AI_EVALUATION_SCORE_VALUE] < 1.0
+
+
 # --- carrier and log sinks --------------------------------------------------------------------------
 def test_carrier_and_log_sinks_through_otlp(otlp_receiver: OTLPReceiver,
                                             stub_llm: StubLLMServer) -> None:
