@@ -311,7 +311,7 @@ def ensure_venv(peer: str, log: Callable[[str], None] = print) -> Path:
     python = _venv_python(peer)
     if python.exists() and stamp.exists() and stamp.read_text().strip() == stamp_value:
         return python
-    log(f"[peers] installing {peer} into {directory.relative_to(ROOT)} ({' '.join(reqs)})")
+    log(f"[peers] installing {peer} into {directory} ({' '.join(reqs)})")
     if not python.exists():
         venv.EnvBuilder(with_pip=True, clear=True).create(directory)
     subprocess.run(
