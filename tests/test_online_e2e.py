@@ -327,7 +327,7 @@ def test_malformed_judge_replies_fail_the_step_with_the_raw_reply(otlp_receiver:
 
 
 def test_judge_slower_than_max_wait(otlp_receiver: OTLPReceiver, stub_llm: StubLLMServer) -> None:
-    stub_llm.enqueue(judge_replies(STATEMENTS_REQUEST, delay=1.0))
+    stub_llm.enqueue(judge_replies(STATEMENTS_REQUEST, delay=2.0))
     stub_llm.responder = judge_replies
     handle = _configure_faulty(
         otlp_receiver, OnlineScorer(relevancy(stub_llm), sinks=["span", "carrier"]),
