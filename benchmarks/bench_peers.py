@@ -6,7 +6,8 @@ attributes (the floor: operation, agent name, input/output messages as semconv J
 SDK's own agent decorator with content capture on. Every traced variant exports through a
 SimpleSpanProcessor (Langfuse: its own batch processor, which it always installs) into one
 in-process exporter that drops spans and counts them by name; before timing, each SDK must
-have produced a span with the expected name. Because the floor is measured in every
+have exported its span with the expected name, carrying the question and the answer (content
+capture really on). Because the floor is measured in every
 subprocess, each SDK's ratio to raw OTel is fair even though their OTel versions differ.
 Time is the calling thread's CPU time by default (`--clock wall` for elapsed time): on a busy
 host it leaves out time spent waiting for a core (it also leaves out background export threads,
@@ -96,10 +97,18 @@ def _exporter_class() -> type:
 
         def __init__(self) -> None:
             self.counts: Counter[str] = Counter()
+            self.inspect = True  # record what the first spans carry (off while timing)
+            self.content: dict[str, dict[str, bool]] = {}
 
         def export(self, spans: Sequence[Any]) -> SpanExportResult:
             for span in spans:
                 self.counts[span.name] += 1
+                if self.inspect:
+                    text = " ".join(str(v) for v in (span.attributes or {}).values())
+                    self.content[span.name] = {
+                        "input_captured": QUESTION in text,
+                        "output_captured": ANSWER in text,
+                    }
             return SpanExportResult.SUCCESS
 
     return DiscardExporter
@@ -253,11 +262,15 @@ def _child(sdk: str, rounds: int, calls: int, clock: str, out: Path) -> None:
     flush()
     raw_count = sum(floor_exporter.counts.values())
     verified = {"raw": raw_count, sdk: exporter.counts[expected]}
+    content = exporter.content.get(expected, {})
+    exporter.inspect = floor_exporter.inspect = False
     if exporter.counts[expected] != 2 or raw_count != 2:
         raise SystemExit(
             f"{sdk}: expected 2 spans named {expected!r} (and 2 raw); "
             f"got {dict(exporter.counts)} (raw {dict(floor_exporter.counts)})"
         )
+    if not all(content.values()) or not content:
+        raise SystemExit(f"{sdk}: content capture is not on for {expected!r}: {content}")
 
     async def _a(fn: Callable[[str], Any]) -> Any:
         return await fn(QUESTION)
@@ -288,6 +301,7 @@ def _child(sdk: str, rounds: int, calls: int, clock: str, out: Path) -> None:
         "otel_sdk_version": otel_version.__version__,
         "python": sys.version.split()[0],
         "verified_spans": verified,
+        "content_captured": content,
         "expected_span_name": expected,
         "spans_exported_while_timing": exported,
         "medians_ns": medians,
