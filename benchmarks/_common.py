@@ -219,8 +219,11 @@ def print_table(
         print(f"\n{title}")
     print("  ".join(h.ljust(w) for h, w in zip(headers, widths)))
     print("  ".join("-" * w for w in widths))
-    for row in cells:
-        print(
-            "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths)))
+    for values, row in zip(rows, cells):
+        # Numbers right-aligned, text left-aligned.
+        line = "  ".join(
+            c.rjust(w) if isinstance(v, (int, float)) else c.ljust(w)
+            for v, c, w in zip(values, row, widths)
         )
+        print(line.rstrip())
     sys.stdout.flush()
