@@ -3,8 +3,9 @@
     python benchmarks/plot.py [SUMMARY_JSON] [OUT_PNG]
 
 Panels: agent decorator cost as a multiple of a raw OpenTelemetry span (tracescore and peer
-SDKs, sync and async); online scoring cost added per agent call; scoring throughput as a share
-of the ideal; import time. A panel whose benchmark did not run says so instead of a chart.
+SDKs, sync and async); online scoring cost added per agent call; agent latency with scoring
+off and on; scoring throughput as a share of the ideal (and RSS growth under overload);
+content similarity pairs per second; import time. A panel whose benchmark did not run says so instead of a chart.
 """
 
 from __future__ import annotations
@@ -134,6 +135,77 @@ def _throughput(ax: Any, online: dict[str, Any] | None) -> None:
     ax.legend(fontsize=7, loc="upper right")
 
 
+def _latency(ax: Any, online: dict[str, Any] | None) -> None:
+    title = "Agent latency (2 ms agent), scoring off vs on\nwith a 2 s judge (ms; target: equal)"
+    runs = _get(online, "agent_latency_ms") or {}
+    if not runs:
+        _missing(ax, title)
+        return
+    names = list(runs)
+    width = 0.38
+    for i, name in enumerate(names):
+        values = [_get(runs[name], p) or 0.0 for p in ("p50", "p99")]
+        xs = [x + (i - 0.5) * width for x in range(2)]
+        bars = ax.bar(
+            xs,
+            values,
+            width,
+            label=name,
+            color=PEER if i == 0 else OURS,
+            edgecolor="black",
+            linewidth=0.5,
+        )
+        for bar, v in zip(bars, values):
+            ax.text(
+                bar.get_x() + bar.get_width() / 2,
+                v,
+                f"{v:.2f}",
+                ha="center",
+                va="bottom",
+                fontsize=7,
+            )
+    ax.set_xticks(range(2))
+    ax.set_xticklabels(["p50", "p99"])
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, loc="upper left")
+
+
+def _similarity(ax: Any, similarity: dict[str, Any] | None) -> None:
+    title = "Content similarity scorer, pairs/s\n(default Dice vs rapidfuzz ratio; target >= 1/3)"
+    sizes = _get(similarity, "levels", "scorer") or {}
+    if not sizes:
+        _missing(ax, title)
+        return
+    labels = list(sizes)
+    width = 0.38
+    for i, algorithm in enumerate(("dice", "ratio")):
+        values = [_get(sizes[size], algorithm, "pairs_per_s") or 0.0 for size in labels]
+        xs = [x + (i - 0.5) * width for x in range(len(labels))]
+        bars = ax.bar(
+            xs,
+            values,
+            width,
+            label=algorithm,
+            color=OURS if algorithm == "dice" else PEER,
+            edgecolor="black",
+            linewidth=0.5,
+        )
+        for bar, v in zip(bars, values):
+            ax.text(
+                bar.get_x() + bar.get_width() / 2,
+                v,
+                f"{v:,.0f}",
+                ha="center",
+                va="bottom",
+                fontsize=7,
+            )
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels([f"{size} texts" for size in labels], fontsize=8)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, loc="upper right")
+
+
 def _imports(ax: Any, imports: dict[str, Any] | None) -> None:
     title = "Import time, fresh interpreter (ms, median)"
     cases = _get(imports, "cases") or {}
@@ -160,11 +232,13 @@ def plot(summary: dict[str, Any], out: Path) -> Path:
     import matplotlib.pyplot as plt
 
     results = summary.get("results", {})
-    fig, axes = plt.subplots(2, 2, figsize=(12, 8.5))
+    fig, axes = plt.subplots(2, 3, figsize=(17, 9))
     _overhead(axes[0][0], results.get("peers"))
     _online_cost(axes[0][1], results.get("online"))
+    _latency(axes[0][2], results.get("online"))
     _throughput(axes[1][0], results.get("online"))
-    _imports(axes[1][1], results.get("import"))
+    _similarity(axes[1][1], results.get("similarity"))
+    _imports(axes[1][2], results.get("import"))
     env = summary.get("environment", {})
     fig.suptitle(
         f"tracescore benchmarks ({summary.get('mode', '?')} run, {env.get('time_utc', '')}, "
