@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -290,6 +291,21 @@ def test_demo_prints_each_call_with_scores_read_back_from_the_export(tmp_path: P
 
     received = otlp_receiver.wait_for_spans(len(from_file))  # the same spans reached OTLP
     assert {s.span_id for s in received} == {s.span_id for s in from_file}
+
+
+def test_demo_runs_from_an_installed_package_outside_the_checkout(tmp_path: Path) -> None:
+    """The package alone, as a wheel installs it (no examples/ beside it), runs the demo."""
+    site = tmp_path / "site-packages"
+    shutil.copytree(ROOT / "tracescore", site / "tracescore",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    result = run("demo", "--spans-file", "demo.jsonl", cwd=work, env={"PYTHONPATH": str(site)})
+    assert result.returncode == 0, result.stderr
+    agent_file = site / "tracescore" / "_demo_agent.py"
+    assert f"Agent: trivia-agent ({agent_file})" in result.stdout  # the copy, not the checkout
+    agents = [s for s in read_spans(work / "demo.jsonl") if s.name == "invoke_agent trivia-agent"]
+    assert len(agents) == 6
 
 
 def test_demo_overwrites_its_spans_file(tmp_path: Path) -> None:

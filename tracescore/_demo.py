@@ -1,34 +1,29 @@
 """`tracescore demo`: the example agent, traced and scored online, then read back from the export.
 
-Steps: load examples/demo_agent.py; configure() with both scorers and a file exporter (plus OTLP
-when an endpoint is set); ask the questions with their ground truth; flush; read the OTLP JSON
-file back and print one trace tree per call with its scores.
+Steps: import the demo agent (tracescore/_demo_agent.py, part of the package so an installed
+wheel can run it); configure() with both scorers and a file exporter (plus OTLP when an endpoint
+is set); ask the questions with their ground truth; flush; read the OTLP JSON file back and print
+one trace tree per call with its scores.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
-from tracescore._cli_setup import SetupError, build_scorers
-
-_DEMO_FILE = Path("examples") / "demo_agent.py"
-_MODULE_NAME = "tracescore_demo_agent"
+from tracescore._cli_setup import build_scorers
 
 
 def run_demo(*, spans_file: Path, model: str, endpoint: str | None) -> None:
     from rich.rule import Rule
 
     from tracescore import _cli_render as render
+    from tracescore import _demo_agent as demo
     from tracescore._cli_commands import export_to
     from tracescore._cli_otlp import children_of, read_spans
     from tracescore.instrument._calls import ground_truth
 
     out = render.console()
-    demo = load_demo_agent()
     scorers = build_scorers([], model)
     spans_file.parent.mkdir(parents=True, exist_ok=True)
     spans_file.unlink(missing_ok=True)  # the file shows this run only
@@ -36,7 +31,7 @@ def run_demo(*, spans_file: Path, model: str, endpoint: str | None) -> None:
     assert handle is not None
 
     out.print(Rule("tracescore demo"))
-    out.print(f"Agent: {_shown(Path(str(demo.__file__)))}")
+    out.print(f"Agent: trivia-agent ({_shown(Path(demo.__file__))})")
     out.print(f"Judge: {model}   scorers: {', '.join(s.id for s in scorers)}")
     out.print(f"Export: {spans_file}" + (f" and OTLP {endpoint}" if endpoint else ""))
     out.print()
@@ -65,23 +60,6 @@ def run_demo(*, spans_file: Path, model: str, endpoint: str | None) -> None:
     out.print(render.demo_summary(roots, [s.id for s in scorers]))
     out.print("\nEvery span above was read back from the exported OTLP file; "
               "send the same traffic to a collector with OTEL_EXPORTER_OTLP_ENDPOINT.")
-
-
-def load_demo_agent() -> ModuleType:
-    """Import examples/demo_agent.py from the source checkout (or the current directory)."""
-    if _MODULE_NAME in sys.modules:
-        return sys.modules[_MODULE_NAME]
-    candidates = [Path(__file__).resolve().parent.parent / _DEMO_FILE, Path.cwd() / _DEMO_FILE]
-    path = next((p for p in candidates if p.is_file()), None)
-    if path is None:
-        raise SetupError(f"cannot find {_DEMO_FILE}; run the demo from a tracescore source "
-                         "checkout (the demo agent is one of its examples)")
-    spec = importlib.util.spec_from_file_location(_MODULE_NAME, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[_MODULE_NAME] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _shown(path: Path) -> str:

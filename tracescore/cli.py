@@ -46,7 +46,7 @@ def demo(spans_file: Path, judge_model: str | None) -> None:
     """Run the example agent on a few questions with online scoring, then show the traces.
 
     \b
-    The agent (examples/demo_agent.py) answers ~6 questions, some well, some partly, some off
+    The agent (see examples/demo_agent.py) answers ~6 questions, some well, some partly, some off
     topic. Every call is traced and scored online (answer relevancy + content similarity
     against the expected answer); spans are exported to --spans-file and, when
     $OTEL_EXPORTER_OTLP_ENDPOINT is set, to that collector too. The file is then read back
