@@ -14,50 +14,29 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _helpers import GEO_ANSWER as ANSWER
+from _helpers import geo_agent, geo_llm_and_judge, litellm_instrumented, shut_down_pipelines
 
 import tracescore
 from tracescore import _semconv as sc
-from tracescore import _setup
-from tracescore._config import reset_content_settings
 from tracescore.testing import StubLLMServer
 from tracescore.testing._phoenix import PhoenixServer
 
 PROJECT = "default"  # the test's spans come from the shared test provider, without a project name
-ANSWER = "Paris is the capital of France."
 ON_TOPIC = "What is the capital of France?"
-OFF_TOPIC = "Will it rain in Lyon tomorrow?"
+OFF_TOPIC = "Will it rain in Lyon tomorrow?"  # the stub judge finds the answer off topic
 
 
 @pytest.fixture(autouse=True)
 def _clean_pipelines(span_exporter) -> Iterator[None]:
     yield
-    while _setup._handles:
-        _setup._handles[-1].shutdown(5)
-    reset_content_settings()
+    shut_down_pipelines()
 
 
 @pytest.fixture
 def phoenix() -> Iterator[PhoenixServer]:
     with PhoenixServer(startup_timeout=300) as server:
         yield server
-
-
-def _agent_llm_and_judge(request: dict[str, Any]) -> Any:
-    """The stub plays the agent's LLM and, per step, the relevancy judge (off-topic -> "no")."""
-    if request.get("model") == "agent-llm":
-        return ANSWER
-    prompt = next(m["content"] for m in request["messages"] if m["role"] == "user")
-    off_topic = "rain" in prompt
-    if "<verdicts>" in prompt:
-        if off_topic:
-            return {
-                "reason": "The score is 0 because the answer names a capital instead of the weather."
-            }
-        return {"reason": "The score is 1 because the answer names the capital."}
-    if "<statements>" in prompt:
-        verdict = "no" if off_topic else "yes"
-        return {"results": [{"result": verdict, "reason": f"judged {verdict}"}]}
-    return {"statements": [ANSWER]}
 
 
 def _phoenix_spans(
@@ -90,25 +69,8 @@ def _events(span: dict[str, Any], name: str) -> list[dict[str, Any]]:
 def test_scored_agent_traces_arrive_in_phoenix(
     phoenix: PhoenixServer, stub_llm: StubLLMServer, span_exporter
 ) -> None:
-    import litellm
-
-    @tracescore.tool
-    def lookup(city: str) -> str:
-        return f"{city}: capital of France"
-
-    @tracescore.agent(name="geo")
-    def geo(question: str) -> str:
-        lookup("Paris")
-        reply = litellm.completion(
-            model="openai/agent-llm",
-            api_base=stub_llm.base_url,
-            api_key="sk-test",
-            max_retries=0,
-            messages=[{"role": "user", "content": question}],
-        )
-        return reply.choices[0].message.content
-
-    stub_llm.responder = _agent_llm_and_judge
+    geo = geo_agent(stub_llm)
+    stub_llm.responder = geo_llm_and_judge
     scorers = [
         tracescore.create_answer_relevancy_scorer(
             model="openai/judge", api_base=stub_llm.base_url, api_key="sk-test"
@@ -118,13 +80,10 @@ def test_scored_agent_traces_arrive_in_phoenix(
     handle = tracescore.configure(
         exporter="otlp-http", endpoint=phoenix.base_url, scorers=scorers, online={"max_wait_s": 30}
     )
-    tracescore.instrument_litellm()
-    try:
+    with litellm_instrumented():
         for question in (ON_TOPIC, OFF_TOPIC):
             with tracescore.ground_truth(ANSWER):
                 assert geo(question) == ANSWER
-    finally:
-        tracescore.uninstrument_litellm()
     assert handle.flush(40)
 
     spans = _phoenix_spans(phoenix, expected_agents=2)

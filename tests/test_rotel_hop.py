@@ -7,62 +7,29 @@ unchanged, over gRPC and over HTTP. rotel is installed once into a cached venv o
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
+from _helpers import GEO_ANSWER as ANSWER
+from _helpers import geo_agent, geo_llm_and_judge, litellm_instrumented, shut_down_pipelines
 from opentelemetry import trace
 
 import tracescore
 from tracescore import _semconv as sc
-from tracescore import _setup
-from tracescore._config import reset_content_settings
 from tracescore.testing import OTLPReceiver, StubLLMServer
 from tracescore.testing._rotel import RotelCollector
 
 QUESTION = "What is the capital of France?"
-ANSWER = "Paris is the capital of France."
 
 
 @pytest.fixture(autouse=True)
 def _clean_pipelines(span_exporter) -> Iterator[None]:
     yield
-    while _setup._handles:
-        _setup._handles[-1].shutdown(5)
-    reset_content_settings()
-
-
-def _judge_and_agent_llm(request: dict[str, Any]) -> Any:
-    """The stub plays the agent's LLM and, step by step, the relevancy judge."""
-    if request.get("model") == "agent-llm":
-        return ANSWER
-    prompt = next(m["content"] for m in request["messages"] if m["role"] == "user")
-    if "<verdicts>" in prompt:
-        return {"reason": "The score is 1 because the statement names the capital."}
-    if "<statements>" in prompt:
-        return {"results": [{"result": "yes", "reason": "names the capital"}]}
-    return {"statements": [ANSWER]}
+    shut_down_pipelines()
 
 
 def _run_scored_agent(stub: StubLLMServer, protocol: str, endpoint: str) -> None:
-    import litellm
-
-    @tracescore.tool
-    def lookup(city: str) -> str:
-        return f"{city}: capital"
-
-    @tracescore.agent(name="geo")
-    def geo(question: str) -> str:
-        lookup("Paris")
-        reply = litellm.completion(
-            model="openai/agent-llm",
-            api_base=stub.base_url,
-            api_key="sk-test",
-            max_retries=0,
-            messages=[{"role": "user", "content": question}],
-        )
-        return reply.choices[0].message.content
-
-    stub.responder = _judge_and_agent_llm
+    geo = geo_agent(stub)
+    stub.responder = geo_llm_and_judge
     relevancy = tracescore.create_answer_relevancy_scorer(
         model="openai/judge", api_base=stub.base_url, api_key="sk-test"
     )
@@ -72,11 +39,8 @@ def _run_scored_agent(stub: StubLLMServer, protocol: str, endpoint: str) -> None
         scorers=[relevancy],
         online={"max_wait_s": 20},
     )
-    tracescore.instrument_litellm()
-    try:
+    with litellm_instrumented():
         assert geo(QUESTION) == ANSWER
-    finally:
-        tracescore.uninstrument_litellm()
     assert handle.flush(25)
 
 

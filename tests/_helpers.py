@@ -1,0 +1,68 @@
+"""Helpers shared by the end-to-end test modules; import them explicitly (`from _helpers import ...`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import tracescore
+from tracescore import _setup
+from tracescore._config import reset_content_settings
+from tracescore.testing import StubLLMServer
+
+GEO_ANSWER = "Paris is the capital of France."
+
+
+def shut_down_pipelines() -> None:
+    """Shut down every pipeline a test configured and restore the default content settings."""
+    while _setup._handles:
+        _setup._handles[-1].shutdown(5)
+    reset_content_settings()
+
+
+def geo_agent(stub: StubLLMServer, *, model: str = "agent-llm") -> Callable[[str], str]:
+    """The agent "geo": a `lookup` tool call, then one litellm chat call (`openai/{model}`) to the stub."""
+    import litellm
+
+    @tracescore.tool
+    def lookup(city: str) -> str:
+        return f"{city} is in France"
+
+    @tracescore.agent(name="geo")
+    def geo(question: str) -> str:
+        facts = lookup("Paris")
+        reply = litellm.completion(
+            model=f"openai/{model}", api_base=stub.base_url, api_key="sk-test", max_retries=0,
+            messages=[{"role": "user", "content": f"{facts}. {question}"}],
+        )
+        return reply.choices[0].message.content
+
+    return geo
+
+
+def geo_llm_and_judge(request: dict[str, Any]) -> Any:
+    """A stub responder: GEO_ANSWER for the agent's LLM ("agent-llm"), else the relevancy judge,
+    step by step; a question about rain is off topic (verdict "no", score 0), any other on topic."""
+    if request.get("model") == "agent-llm":
+        return GEO_ANSWER
+    prompt = next(m["content"] for m in request["messages"] if m["role"] == "user")
+    off_topic = "rain" in prompt
+    if "<verdicts>" in prompt:
+        if off_topic:
+            return {"reason": "The score is 0 because the answer names a capital instead of the weather."}
+        return {"reason": "The score is 1 because the answer names the capital."}
+    if "<statements>" in prompt:
+        verdict = "no" if off_topic else "yes"
+        return {"results": [{"result": verdict, "reason": f"judged {verdict}"}]}
+    return {"statements": [GEO_ANSWER]}
+
+
+@contextmanager
+def litellm_instrumented() -> Iterator[None]:
+    """instrument_litellm() for the duration of the block."""
+    tracescore.instrument_litellm()
+    try:
+        yield
+    finally:
+        tracescore.uninstrument_litellm()
