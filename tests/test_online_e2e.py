@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _helpers import shut_down_pipelines
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk._logs import LoggerProvider
@@ -24,8 +25,6 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 import tracescore
 from tracescore import _semconv as sc
-from tracescore import _setup
-from tracescore._config import reset_content_settings
 from tracescore.online import OnlineScorer, ScoringSpanProcessor
 from tracescore.testing import OTLPReceiver, ReceivedSpan, Reply, StubLLMServer, pytest_plugin
 
@@ -44,9 +43,7 @@ def _litellm_imported() -> None:
 @pytest.fixture(autouse=True)
 def _clean_pipelines(span_exporter) -> Iterator[None]:
     yield
-    while _setup._handles:
-        _setup._handles[-1].shutdown(5)
-    reset_content_settings()
+    shut_down_pipelines()
 
 
 def endpoint(receiver: OTLPReceiver, protocol: str) -> str:
