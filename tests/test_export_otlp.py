@@ -9,13 +9,13 @@ import textwrap
 from collections.abc import Iterator
 
 import pytest
+from _helpers import geo_agent, litellm_instrumented, shut_down_pipelines
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 import tracescore
 from tracescore import _semconv as sc
 from tracescore import _setup
-from tracescore._config import reset_content_settings
 from tracescore.testing import OTLPReceiver, spans_from_otlp_json
 
 PROTOCOLS = ["http", "grpc"]
@@ -23,15 +23,9 @@ PROTOCOLS = ["http", "grpc"]
 
 @pytest.fixture(autouse=True)
 def _clean_pipelines(span_exporter) -> Iterator[None]:
-    _shutdown_all()
+    shut_down_pipelines()
     yield
-    _shutdown_all()
-    reset_content_settings()
-
-
-def _shutdown_all() -> None:
-    while _setup._handles:
-        _setup._handles[-1].shutdown(5)
+    shut_down_pipelines()
 
 
 def _endpoint(receiver: OTLPReceiver, protocol: str) -> str:
@@ -210,27 +204,11 @@ def test_given_provider_becomes_global_when_none_is_set(otlp_receiver: OTLPRecei
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_decorated_agent_with_litellm_end_to_end(otlp_receiver: OTLPReceiver, stub_llm, protocol: str
                                                  ) -> None:
-    import litellm
-
-    @tracescore.tool
-    def lookup(city: str) -> str:
-        return f"{city} is in France"
-
-    @tracescore.agent(name="geo")
-    def geo(question: str) -> str:
-        facts = lookup("Paris")
-        reply = litellm.completion(model="openai/gpt-4o-mini", api_base=stub_llm.base_url,
-                                   api_key="sk-test", max_retries=0,
-                                   messages=[{"role": "user", "content": f"{facts}. {question}"}])
-        return reply.choices[0].message.content
-
+    geo = geo_agent(stub_llm, model="gpt-4o-mini")
     stub_llm.enqueue("Paris.", usage={"prompt_tokens": 12, "completion_tokens": 2})
     handle = tracescore.configure(exporter=f"otlp-{protocol}", endpoint=_endpoint(otlp_receiver, protocol))
-    tracescore.instrument_litellm()
-    try:
+    with litellm_instrumented():
         assert geo("Capital?") == "Paris."
-    finally:
-        tracescore.uninstrument_litellm()
     assert handle.flush(10)
     spans = {s.name: s for s in otlp_receiver.wait_for_spans(3)}
     agent, tool, chat = spans["invoke_agent geo"], spans["execute_tool lookup"], spans["chat gpt-4o-mini"]
