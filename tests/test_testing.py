@@ -39,6 +39,20 @@ from tracescore import _semconv as sc
 from tracescore.testing import OTLPReceiver, Reply, StubLLMServer, spans_from_otlp_json
 
 RESOURCE = Resource.create({"service.name": "receiver-test", "deployment.environment": "test"})
+# Attributes of every type on the agent span, and its score event: sent, then decoded back as is.
+AGENT_ATTRIBUTES = {
+    sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
+    sc.GEN_AI_AGENT_NAME: "weather",
+    "count": 3,
+    "ratio": 0.5,
+    "flag": True,
+    "tags": ["a", "b"],
+    "numbers": [1, 2, 3],
+}
+SCORE_EVENT = {
+    sc.GEN_AI_EVALUATION_SCORE_VALUE: 0.25,
+    sc.GEN_AI_EVALUATION_EXPLANATION: "The score is 0.25 because",
+}
 
 
 def _span_exporter(receiver: OTLPReceiver, protocol: str, **kwargs):
@@ -57,26 +71,10 @@ def _emit_agent_trace(exporter) -> None:
     with tracer.start_as_current_span(
         "invoke_agent weather", links=[Link(link_context, {"why": "follows"})]
     ) as agent:
-        agent.set_attributes(
-            {
-                sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
-                sc.GEN_AI_AGENT_NAME: "weather",
-                "count": 3,
-                "ratio": 0.5,
-                "flag": True,
-                "tags": ["a", "b"],
-                "numbers": [1, 2, 3],
-            }
-        )
+        agent.set_attributes(AGENT_ATTRIBUTES)
         with tracer.start_as_current_span("execute_tool lookup", kind=SpanKind.CLIENT) as tool:
             tool.set_status(Status(StatusCode.ERROR, "tool broke"))
-        agent.add_event(
-            sc.GEN_AI_EVALUATION_RESULT,
-            {
-                sc.GEN_AI_EVALUATION_SCORE_VALUE: 0.25,
-                sc.GEN_AI_EVALUATION_EXPLANATION: "The score is 0.25 because",
-            },
-        )
+        agent.add_event(sc.GEN_AI_EVALUATION_RESULT, SCORE_EVENT)
         agent.set_status(Status(StatusCode.OK))
     provider.shutdown()
 
@@ -101,24 +99,8 @@ def test_receiver_decodes_spans_from_real_exporters(
         tool.trace_id == agent.trace_id and len(agent.trace_id) == 32 and len(agent.span_id) == 16
     )
     assert otlp_receiver.children_of(agent) == [tool]
-    assert agent.attributes == {
-        sc.GEN_AI_OPERATION_NAME: "invoke_agent",
-        sc.GEN_AI_AGENT_NAME: "weather",
-        "count": 3,
-        "ratio": 0.5,
-        "flag": True,
-        "tags": ["a", "b"],
-        "numbers": [1, 2, 3],
-    }
-    assert agent.events == [
-        (
-            sc.GEN_AI_EVALUATION_RESULT,
-            {
-                sc.GEN_AI_EVALUATION_SCORE_VALUE: 0.25,
-                sc.GEN_AI_EVALUATION_EXPLANATION: "The score is 0.25 because",
-            },
-        )
-    ]
+    assert agent.attributes == AGENT_ATTRIBUTES
+    assert agent.events == [(sc.GEN_AI_EVALUATION_RESULT, SCORE_EVENT)]
     assert (
         agent.events_named(sc.GEN_AI_EVALUATION_RESULT)[0].attributes[
             sc.GEN_AI_EVALUATION_SCORE_VALUE
