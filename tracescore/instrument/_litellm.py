@@ -288,6 +288,14 @@ class _StreamState:
             slot["name"] = slot["name"] or _get(function, "name")
             slot["arguments"] += _get(function, "arguments") or ""
 
+    def __enter__(self) -> None:
+        """`with state:` wraps one read of a chunk from the stream."""
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        """A read that raises ends the span: exhausted (Stop[Async]Iteration) or failed (`exc`)."""
+        if exc is not None:
+            self.finish_span(None if isinstance(exc, StopIteration | StopAsyncIteration) else exc)
+
     def finish_span(self, error: BaseException | None = None) -> None:
         call = self.call
         if call._ended:
@@ -328,14 +336,8 @@ class _TracedStream(wrapt.ObjectProxy):  # type: ignore[misc]
         return self
 
     def __next__(self) -> Any:
-        try:
+        with self._self_state:
             chunk = next(self.__wrapped__)
-        except StopIteration:
-            self._self_state.finish_span()
-            raise
-        except BaseException as exc:
-            self._self_state.finish_span(exc)
-            raise
         self._self_state.add(chunk)
         return chunk
 
@@ -343,14 +345,8 @@ class _TracedStream(wrapt.ObjectProxy):  # type: ignore[misc]
         return self
 
     async def __anext__(self) -> Any:
-        try:
+        with self._self_state:
             chunk = await self.__wrapped__.__anext__()
-        except StopAsyncIteration:
-            self._self_state.finish_span()
-            raise
-        except BaseException as exc:
-            self._self_state.finish_span(exc)
-            raise
         self._self_state.add(chunk)
         return chunk
 
