@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -146,63 +147,67 @@ def _hex(raw: bytes) -> str | None:
     return raw.hex() if raw and any(raw) else None
 
 
+def _scoped(
+    resource_groups: Iterable[Any], scope_field: str, item_field: str
+) -> Iterator[tuple[dict[str, Any], str, Any]]:
+    """(resource attributes, scope name, item) for each item of an OTLP export request, e.g.
+    `_scoped(request.resource_spans, "scope_spans", "spans")`."""
+    for group in resource_groups:
+        resource = attributes(group.resource.attributes)
+        for scoped in getattr(group, scope_field):
+            for item in getattr(scoped, item_field):
+                yield resource, scoped.scope.name, item
+
+
 def spans_from_request(request: ExportTraceServiceRequest, protocol: str) -> list[ReceivedSpan]:
     """Flatten an ExportTraceServiceRequest into ReceivedSpan records."""
     out: list[ReceivedSpan] = []
-    for resource_spans in request.resource_spans:
-        resource = attributes(resource_spans.resource.attributes)
-        for scope_spans in resource_spans.scope_spans:
-            for span in scope_spans.spans:
-                out.append(
-                    ReceivedSpan(
-                        name=span.name,
-                        trace_id=span.trace_id.hex(),
-                        span_id=span.span_id.hex(),
-                        parent_span_id=_hex(span.parent_span_id),
-                        kind=KindName(_KIND_NAMES.get(span.kind, str(span.kind))),
-                        attributes=attributes(span.attributes),
-                        events=[
-                            ReceivedEvent(e.name, attributes(e.attributes)) for e in span.events
-                        ],
-                        links=[
-                            ReceivedLink(
-                                link.trace_id.hex(), link.span_id.hex(), attributes(link.attributes)
-                            )
-                            for link in span.links
-                        ],
-                        status_code=_STATUS_NAMES.get(span.status.code, str(span.status.code)),
-                        status_message=span.status.message,
-                        resource=resource,
-                        scope_name=scope_spans.scope.name,
-                        protocol=protocol,
-                        start_time_unix_nano=span.start_time_unix_nano,
-                        end_time_unix_nano=span.end_time_unix_nano,
+    for resource, scope_name, span in _scoped(request.resource_spans, "scope_spans", "spans"):
+        out.append(
+            ReceivedSpan(
+                name=span.name,
+                trace_id=span.trace_id.hex(),
+                span_id=span.span_id.hex(),
+                parent_span_id=_hex(span.parent_span_id),
+                kind=KindName(_KIND_NAMES.get(span.kind, str(span.kind))),
+                attributes=attributes(span.attributes),
+                events=[ReceivedEvent(e.name, attributes(e.attributes)) for e in span.events],
+                links=[
+                    ReceivedLink(
+                        link.trace_id.hex(), link.span_id.hex(), attributes(link.attributes)
                     )
-                )
+                    for link in span.links
+                ],
+                status_code=_STATUS_NAMES.get(span.status.code, str(span.status.code)),
+                status_message=span.status.message,
+                resource=resource,
+                scope_name=scope_name,
+                protocol=protocol,
+                start_time_unix_nano=span.start_time_unix_nano,
+                end_time_unix_nano=span.end_time_unix_nano,
+            )
+        )
     return out
 
 
 def logs_from_request(request: ExportLogsServiceRequest, protocol: str) -> list[ReceivedLog]:
     """Flatten an ExportLogsServiceRequest into ReceivedLog records."""
     out: list[ReceivedLog] = []
-    for resource_logs in request.resource_logs:
-        resource = attributes(resource_logs.resource.attributes)
-        for scope_logs in resource_logs.scope_logs:
-            for record in scope_logs.log_records:
-                out.append(
-                    ReceivedLog(
-                        body=any_value(record.body),
-                        attributes=attributes(record.attributes),
-                        trace_id=_hex(record.trace_id),
-                        span_id=_hex(record.span_id),
-                        event_name=record.event_name,
-                        severity_text=record.severity_text,
-                        severity_number=int(record.severity_number),
-                        resource=resource,
-                        scope_name=scope_logs.scope.name,
-                        protocol=protocol,
-                    )
-                )
+    for resource, scope_name, record in _scoped(request.resource_logs, "scope_logs", "log_records"):
+        out.append(
+            ReceivedLog(
+                body=any_value(record.body),
+                attributes=attributes(record.attributes),
+                trace_id=_hex(record.trace_id),
+                span_id=_hex(record.span_id),
+                event_name=record.event_name,
+                severity_text=record.severity_text,
+                severity_number=int(record.severity_number),
+                resource=resource,
+                scope_name=scope_name,
+                protocol=protocol,
+            )
+        )
     return out
 
 
@@ -243,23 +248,22 @@ def metrics_from_request(
 ) -> list[ReceivedMetric]:
     """Flatten an ExportMetricsServiceRequest into ReceivedMetric records."""
     out: list[ReceivedMetric] = []
-    for resource_metrics in request.resource_metrics:
-        resource = attributes(resource_metrics.resource.attributes)
-        for scope_metrics in resource_metrics.scope_metrics:
-            for metric in scope_metrics.metrics:
-                kind = metric.WhichOneof("data") or ""
-                out.append(
-                    ReceivedMetric(
-                        name=metric.name,
-                        kind=kind,
-                        unit=metric.unit,
-                        description=metric.description,
-                        points=_points(metric, kind),
-                        resource=resource,
-                        scope_name=scope_metrics.scope.name,
-                        protocol=protocol,
-                    )
-                )
+    for resource, scope_name, metric in _scoped(
+        request.resource_metrics, "scope_metrics", "metrics"
+    ):
+        kind = metric.WhichOneof("data") or ""
+        out.append(
+            ReceivedMetric(
+                name=metric.name,
+                kind=kind,
+                unit=metric.unit,
+                description=metric.description,
+                points=_points(metric, kind),
+                resource=resource,
+                scope_name=scope_name,
+                protocol=protocol,
+            )
+        )
     return out
 
 
