@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -20,7 +19,14 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tracescore.testing._tools import cache_dir, cached_venv, free_port, tail, wait_until
+from tracescore.testing._service import Service
+from tracescore.testing._tools import (
+    cache_dir,
+    cached_venv,
+    free_port,
+    stop_process_group,
+    wait_for_process,
+)
 
 PHOENIX_VERSION = os.environ.get("TRACESCORE_PHOENIX_VERSION", "20.26.1")
 
@@ -30,7 +36,7 @@ def phoenix_venv(version: str = PHOENIX_VERSION) -> Path:
     return cached_venv(f"phoenix-venv-{version}", f"arize-phoenix=={version}")
 
 
-class PhoenixServer:
+class PhoenixServer(Service):
     """`phoenix serve` on free loopback ports with offline settings and a temporary working dir."""
 
     def __init__(
@@ -94,49 +100,27 @@ class PhoenixServer:
             start_new_session=True,
         )
         try:
-            self._wait_ready(log_path)
+            wait_for_process(
+                lambda: _healthy(self.base_url),
+                self._process,
+                timeout=self._startup_timeout,
+                what="phoenix",
+                log_path=log_path,
+            )
         except BaseException:
             self.stop()
             raise
         return self
 
-    def _wait_ready(self, log_path: Path) -> None:
-        def ready() -> bool:
-            try:
-                with urllib.request.urlopen(f"{self.base_url}/healthz", timeout=2) as response:
-                    return bool(response.status == 200)
-            except (urllib.error.URLError, OSError):
-                return False
-
-        try:
-            wait_until(ready, timeout=self._startup_timeout, alive=self._alive, what="phoenix")
-        except (RuntimeError, TimeoutError) as exc:
-            raise type(exc)(f"{exc}; log:\n{tail(log_path)}") from None
-
-    def _alive(self) -> bool:
-        return self._process is not None and self._process.poll() is None
-
     def stop(self) -> None:
         process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=5)
+        stop_process_group(process, grace=15)
         if self._log is not None:
             self._log.close()
             self._log = None
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp, self._working_dir = None, None
-
-    def __enter__(self) -> PhoenixServer:  # noqa: PYI034
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
 
     def get_json(self, path: str, **params: Any) -> Any:
         """GET a Phoenix REST path (e.g. "/v1/projects/default/spans"); urllib HTTPError on 4xx/5xx."""

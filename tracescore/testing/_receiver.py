@@ -30,6 +30,7 @@ from tracescore.testing._decode import (
     spans_from_request,
 )
 from tracescore.testing._http import LoopbackServer, QuietHandler
+from tracescore.testing._service import Service
 
 T = TypeVar("T")
 
@@ -82,7 +83,7 @@ class ReceivedRequest:
     rejected_with: int | None  # status the receiver answered with when told to fail, else None
 
 
-class OTLPReceiver:
+class OTLPReceiver(Service):
     """OTLP/HTTP and OTLP/gRPC receiver on free loopback ports, for end-to-end export tests.
 
     Use as a context manager (or `start()`/`stop()`); point an exporter at `http_endpoint` (HTTP; the
@@ -137,12 +138,6 @@ class OTLPReceiver:
         pool, self._grpc_pool = self._grpc_pool, None
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
-
-    def __enter__(self) -> OTLPReceiver:  # noqa: PYI034
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
 
     # --- addresses ----------------------------------------------------------------------------
     @property

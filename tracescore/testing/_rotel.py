@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import tempfile
 from pathlib import Path
 
-from tracescore.testing._tools import cached_venv, free_port, port_open, tail, wait_until
+from tracescore.testing._service import Service
+from tracescore.testing._tools import (
+    cached_venv,
+    free_port,
+    port_open,
+    stop_process_group,
+    wait_for_process,
+)
 
 ROTEL_VERSION = os.environ.get("TRACESCORE_ROTEL_VERSION", "0.0.1a15")
 
@@ -22,7 +28,7 @@ def rotel_binary(version: str = ROTEL_VERSION) -> Path:
     return found[0]
 
 
-class RotelCollector:
+class RotelCollector(Service):
     """rotel receiving OTLP (gRPC + HTTP) on free loopback ports and exporting OTLP to `exporter_endpoint`.
 
     exporter_protocol: "grpc" (endpoint "http://host:port") or "http" (base URL; rotel adds /v1/traces).
@@ -77,33 +83,21 @@ class RotelCollector:
                 command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
             )
         try:
-            wait_until(
+            wait_for_process(
                 lambda: port_open(self.grpc_port) and port_open(self.http_port),
+                self._process,
                 timeout=self._startup_timeout,
-                alive=lambda: self._process is not None and self._process.poll() is None,
                 what="rotel",
+                log_path=self.log_path,
             )
-        except (RuntimeError, TimeoutError) as exc:
-            log_text = tail(self.log_path)
+        except BaseException:
             self.stop()
-            raise type(exc)(f"{exc}; log:\n{log_text}") from None
+            raise
         return self
 
     def stop(self) -> None:
         process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)  # rotel flushes its batches on SIGTERM
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=5)
+        stop_process_group(process, grace=10)  # rotel flushes its batches on SIGTERM
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
-
-    def __enter__(self) -> RotelCollector:  # noqa: PYI034
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()

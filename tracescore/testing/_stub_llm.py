@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from tracescore.testing._http import LoopbackServer, QuietHandler
+from tracescore.testing._service import Service
 
 _log = logging.getLogger(__name__)
 _CHAT_PATHS = {"/v1/chat/completions", "/chat/completions"}
@@ -87,7 +88,7 @@ class StubRequest:
 Responder = Callable[[Any], "Reply | str | dict[str, Any] | list[Any] | None"]
 
 
-class StubLLMServer:
+class StubLLMServer(Service):
     """OpenAI-compatible `POST /v1/chat/completions` on a free loopback port.
 
     Answers come from the queue (`enqueue`), then `responder(request_json)` if set, then `default_reply`.
@@ -120,12 +121,6 @@ class StubLLMServer:
         self._stopping.set()
         if server is not None:
             server.close()
-
-    def __enter__(self) -> StubLLMServer:  # noqa: PYI034
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
 
     @property
     def base_url(self) -> str:

@@ -6,6 +6,7 @@ import contextlib
 import fcntl
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -88,3 +89,30 @@ def tail(path: Path, lines: int = 40) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return "(no log)"
+
+
+def wait_for_process(
+    ready: Callable[[], bool],
+    process: subprocess.Popen[bytes],
+    *,
+    timeout: float,
+    what: str,
+    log_path: Path,
+) -> None:
+    """wait_until(ready) while `process` runs; a failure's message ends with the tail of its log."""
+    try:
+        wait_until(ready, timeout=timeout, alive=lambda: process.poll() is None, what=what)
+    except (RuntimeError, TimeoutError) as exc:
+        raise type(exc)(f"{exc}; log:\n{tail(log_path)}") from None
+
+
+def stop_process_group(process: subprocess.Popen[bytes] | None, *, grace: float) -> None:
+    """SIGTERM the group of `process` (started with start_new_session=True); SIGKILL after `grace` s."""
+    if process is None or process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=5)
