@@ -40,6 +40,21 @@ def _missing(ax: Any, title: str) -> None:
     ax.set_axis_off()
 
 
+def _label_bars(ax: Any, bars: Any, values: list[float], fmt: str) -> None:
+    """Write each bar's value (`fmt`, e.g. "{:.2f}") on top of it."""
+    for bar, v in zip(bars, values):
+        x = bar.get_x() + bar.get_width() / 2
+        ax.text(x, v, fmt.format(v), ha="center", va="bottom", fontsize=7)
+
+
+def _paired_bars(ax: Any, series: int, values: list[float], fmt: str, **style: Any) -> None:
+    """Series 0 or 1 of a two-bar group per x position, labelled with its values."""
+    width = 0.38
+    xs = [x + (series - 0.5) * width for x in range(len(values))]
+    bars = ax.bar(xs, values, width, edgecolor="black", linewidth=0.5, **style)
+    _label_bars(ax, bars, values, fmt)
+
+
 def _overhead(ax: Any, peers: dict[str, Any] | None) -> None:
     title = "Agent decorator cost per call / raw OTel span\n(content capture on; lower is better)"
     sdks = _get(peers, "sdks") or {}
@@ -47,29 +62,10 @@ def _overhead(ax: Any, peers: dict[str, Any] | None) -> None:
         _missing(ax, title)
         return
     names = list(sdks)
-    width = 0.38
+    colors = [OURS if n == "tracescore" else PEER for n in names]
     for i, flavour in enumerate(("sync", "async")):
         values = [_get(sdks[n], flavour, "ratio_to_raw") or 0.0 for n in names]
-        xs = [x + (i - 0.5) * width for x in range(len(names))]
-        colors = [OURS if n == "tracescore" else PEER for n in names]
-        bars = ax.bar(
-            xs,
-            values,
-            width,
-            color=colors,
-            edgecolor="black",
-            linewidth=0.5,
-            hatch="" if flavour == "sync" else "//",
-        )
-        for bar, v in zip(bars, values):
-            ax.text(
-                bar.get_x() + bar.get_width() / 2,
-                v,
-                f"{v:.2f}",
-                ha="center",
-                va="bottom",
-                fontsize=7,
-            )
+        _paired_bars(ax, i, values, "{:.2f}", color=colors, hatch="" if i == 0 else "//")
     target = _get(peers, "target_ratio") or 1.2
     ax.axhline(1.0, color=FLOOR, linewidth=1, label="raw OTel span = 1")
     ax.axhline(target, color="red", linestyle="--", linewidth=1, label=f"target {target}x")
@@ -92,17 +88,10 @@ def _online_cost(ax: Any, online: dict[str, Any] | None) -> None:
     labels = [f"{name}\n(target < {target:g} us)" for name, _, target in cases]
     values = [v or 0.0 for _, v, _ in cases]
     bars = ax.bar(labels, values, color=OURS, edgecolor="black", linewidth=0.5)
-    for i, (bar, (_, v, target)) in enumerate(zip(bars, cases)):
+    for i, (_, _, target) in enumerate(cases):
         ax.hlines(target, i - 0.4, i + 0.4, colors="red", linestyles="--", linewidth=1)
-        if v is not None:
-            ax.text(
-                bar.get_x() + bar.get_width() / 2,
-                v,
-                f"{v:.1f}",
-                ha="center",
-                va="bottom",
-                fontsize=7,
-            )
+    measured = [(bar, v) for bar, (_, v, _) in zip(bars, cases) if v is not None]
+    _label_bars(ax, [bar for bar, _ in measured], [v for _, v in measured], "{:.1f}")
     ax.set_ylabel("us per call over tracing alone", fontsize=8)
     ax.set_title(title, fontsize=10)
 
@@ -116,10 +105,7 @@ def _throughput(ax: Any, online: dict[str, Any] | None) -> None:
     labels = list(runs)
     values = [100 * (_get(runs[k], "ratio") or 0.0) for k in labels]
     bars = ax.bar(labels, values, color=OURS, edgecolor="black", linewidth=0.5)
-    for bar, v in zip(bars, values):
-        ax.text(
-            bar.get_x() + bar.get_width() / 2, v, f"{v:.0f}%", ha="center", va="bottom", fontsize=7
-        )
+    _label_bars(ax, bars, values, "{:.0f}%")
     ax.axhline(90, color="red", linestyle="--", linewidth=1, label="target 90%")
     growth = _get(online, "memory_overload", "growth_mb")
     if growth is not None:
@@ -141,29 +127,9 @@ def _latency(ax: Any, online: dict[str, Any] | None) -> None:
     if not runs:
         _missing(ax, title)
         return
-    names = list(runs)
-    width = 0.38
-    for i, name in enumerate(names):
+    for i, name in enumerate(runs):
         values = [_get(runs[name], p) or 0.0 for p in ("p50", "p99")]
-        xs = [x + (i - 0.5) * width for x in range(2)]
-        bars = ax.bar(
-            xs,
-            values,
-            width,
-            label=name,
-            color=PEER if i == 0 else OURS,
-            edgecolor="black",
-            linewidth=0.5,
-        )
-        for bar, v in zip(bars, values):
-            ax.text(
-                bar.get_x() + bar.get_width() / 2,
-                v,
-                f"{v:.2f}",
-                ha="center",
-                va="bottom",
-                fontsize=7,
-            )
+        _paired_bars(ax, i, values, "{:.2f}", label=name, color=PEER if i == 0 else OURS)
     ax.set_xticks(range(2))
     ax.set_xticklabels(["p50", "p99"])
     ax.set_title(title, fontsize=10)
@@ -177,28 +143,9 @@ def _similarity(ax: Any, similarity: dict[str, Any] | None) -> None:
         _missing(ax, title)
         return
     labels = list(sizes)
-    width = 0.38
     for i, algorithm in enumerate(("dice", "ratio")):
         values = [_get(sizes[size], algorithm, "pairs_per_s") or 0.0 for size in labels]
-        xs = [x + (i - 0.5) * width for x in range(len(labels))]
-        bars = ax.bar(
-            xs,
-            values,
-            width,
-            label=algorithm,
-            color=OURS if algorithm == "dice" else PEER,
-            edgecolor="black",
-            linewidth=0.5,
-        )
-        for bar, v in zip(bars, values):
-            ax.text(
-                bar.get_x() + bar.get_width() / 2,
-                v,
-                f"{v:,.0f}",
-                ha="center",
-                va="bottom",
-                fontsize=7,
-            )
+        _paired_bars(ax, i, values, "{:,.0f}", label=algorithm, color=OURS if i == 0 else PEER)
     ax.set_yscale("log")
     ax.set_xticks(range(len(labels)))
     ax.set_xticklabels([f"{size} texts" for size in labels], fontsize=8)
