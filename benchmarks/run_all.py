@@ -72,92 +72,66 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
 }
 
+_LATENCY_RUNS = ("scoring off", "scoring on (2 s judge)")  # keys in online.json
+
 HEADLINES: list[Headline] = [
-    Headline(
-        "decorators",
-        "@agent sync / raw OTel span",
-        ("sync", "ratio_tracescore_over_raw"),
-        "x",
-        "<=",
-        1.2,
+    *(
+        Headline(
+            "decorators",
+            f"@agent {flavour} / raw OTel span",
+            (flavour, "ratio_tracescore_over_raw"),
+            "x",
+            "<=",
+            1.2,
+        )
+        for flavour in ("sync", "async")
     ),
-    Headline(
-        "decorators",
-        "@agent async / raw OTel span",
-        ("async", "ratio_tracescore_over_raw"),
-        "x",
-        "<=",
-        1.2,
-    ),
-    Headline(
-        "similarity",
-        "dice / rapidfuzz ratio, short (scorer)",
-        ("levels", "scorer", "short", "dice", "vs_ratio"),
-        "x",
-        ">=",
-        1 / 3,
-    ),
-    Headline(
-        "similarity",
-        "dice / rapidfuzz ratio, 2 KB (scorer)",
-        ("levels", "scorer", "2KB", "dice", "vs_ratio"),
-        "x",
-        ">=",
-        1 / 3,
+    *(
+        Headline(
+            "similarity",
+            f"dice / rapidfuzz ratio, {size_label} (scorer)",
+            ("levels", "scorer", size, "dice", "vs_ratio"),
+            "x",
+            ">=",
+            1 / 3,
+        )
+        for size, size_label in (("short", "short"), ("2KB", "2 KB"))
     ),
     Headline("online", "unsampled: added per call", ("added_unsampled_us",), "us", "<", 1.0),
     Headline(
         "online", "sampled: hand-off per call", ("added_sampled_handoff_us",), "us", "<", 15.0
     ),
-    Headline("online", "agent p50, scoring off", ("agent_latency_ms", "scoring off", "p50"), "ms"),
-    Headline(
-        "online",
-        "agent p50, scoring on (2 s judge)",
-        ("agent_latency_ms", "scoring on (2 s judge)", "p50"),
-        "ms",
+    *(
+        Headline("online", f"agent {p}, {run}", ("agent_latency_ms", run, p), "ms")
+        for p in ("p50", "p99")
+        for run in _LATENCY_RUNS
     ),
-    Headline("online", "agent p99, scoring off", ("agent_latency_ms", "scoring off", "p99"), "ms"),
-    Headline(
-        "online",
-        "agent p99, scoring on (2 s judge)",
-        ("agent_latency_ms", "scoring on (2 s judge)", "p99"),
-        "ms",
+    *(
+        Headline(
+            "online",
+            f"agent {p}, scoring on / off",
+            ("agent_latency_ms", _LATENCY_RUNS[1], p),
+            "x",
+            "<=",
+            1.1,
+            divide_by=("agent_latency_ms", _LATENCY_RUNS[0], p),
+        )
+        for p in ("p50", "p99")
     ),
-    Headline(
-        "online",
-        "agent p50, scoring on / off",
-        ("agent_latency_ms", "scoring on (2 s judge)", "p50"),
-        "x",
-        "<=",
-        1.1,
-        divide_by=("agent_latency_ms", "scoring off", "p50"),
-    ),
-    Headline(
-        "online",
-        "agent p99, scoring on / off",
-        ("agent_latency_ms", "scoring on (2 s judge)", "p99"),
-        "x",
-        "<=",
-        1.1,
-        divide_by=("agent_latency_ms", "scoring off", "p99"),
-    ),
-    Headline(
-        "online",
-        "throughput, litellm stub judge",
-        ("throughput", "litellm_stub", "ratio"),
-        "% ideal",
-        ">=",
-        90.0,
-        100.0,
-    ),
-    Headline(
-        "online",
-        "throughput, in-process judge",
-        ("throughput", "in_process", "ratio"),
-        "% ideal",
-        ">=",
-        90.0,
-        100.0,
+    *(
+        Headline(
+            "online",
+            f"throughput, {judge}",
+            ("throughput", key, "ratio"),
+            "% ideal",
+            ">=",
+            90.0,
+            100.0,
+        )
+        for key, judge in (
+            ("litellm_stub", "litellm stub judge"),
+            ("in_process", "in-process judge"),
+        )
     ),
     Headline(
         "online", "RSS growth, 10x overload", ("memory_overload", "growth_mb"), "MB", "<", 50.0
