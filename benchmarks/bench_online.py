@@ -101,7 +101,7 @@ def activate(processor: ScoringSpanProcessor | None) -> None:
         _switch.delegate = SimpleSpanProcessor(_Discard())
     else:
         online_processor._active = (weakref.ref(processor),)
-        add_agent_call_listener(online_processor._on_agent_call)
+        add_agent_call_listener(online_processor._on_agent_call, online_processor._wants_call)
         _switch.delegate = processor
 
 

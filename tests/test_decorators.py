@@ -808,6 +808,114 @@ def test_no_hand_off_without_listeners(span_exporter: Any, monkeypatch: pytest.M
     assert bot("q") == "a"
 
 
+def test_listener_filters_decide_at_span_start_and_unwanted_calls_build_nothing(
+    span_exporter: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from tracescore.instrument import _calls
+
+    opened: list[str] = []
+    picky: list[AgentCall] = []
+    bored: list[AgentCall] = []
+    slots = 0
+    enter_call = _calls.enter_call
+
+    def counting_enter_call() -> Any:
+        nonlocal slots
+        slots += 1
+        return enter_call()
+
+    monkeypatch.setattr(_calls, "enter_call", counting_enter_call)
+
+    def wants(s: Any) -> bool:
+        assert s.is_recording() and trace.get_current_span() is not s  # started, not yet current
+        opened.append(s.name)
+        return s.name == "invoke_agent wanted"
+
+    @agent
+    def wanted(q: str) -> str:
+        set_ground_truth("truth")
+        return q.upper()
+
+    @agent
+    def ignored(q: str) -> str:
+        set_ground_truth("never read")
+        return q
+
+    add_agent_call_listener(picky.append, wants)
+    add_agent_call_listener(bored.append, lambda s: False)
+    try:
+        assert ignored("a") == "a"
+        assert slots == 0 and picky == [] and bored == []  # nobody wanted it: no hand-off at all
+        assert wanted("b") == "B"
+        assert _calls.wants_agent_call(trace.INVALID_SPAN) is False
+    finally:
+        remove_agent_call_listener(picky.append)
+        remove_agent_call_listener(bored.append)
+    assert opened == ["invoke_agent ignored", "invoke_agent wanted"]
+    assert slots == 1 and bored == []
+    (call,) = picky
+    assert (call.name, call.input, call.output, call.ground_truth) == ("wanted", "b", "B", "truth")
+
+    def broken(s: Any) -> bool:
+        raise RuntimeError("filter bug")
+
+    add_agent_call_listener(picky.append, broken)
+    try:
+        with caplog.at_level(logging.ERROR, logger="tracescore"):
+            assert wanted("c") == "C"  # a broken filter skips the hand-off, never the call
+    finally:
+        remove_agent_call_listener(picky.append)
+    assert len(picky) == 1 and "filter" in caplog.text
+    assert len(span_exporter.get_finished_spans()) == 3
+
+
+def test_ground_truth_set_in_a_call_nobody_follows_never_leaks_into_later_calls(
+    span_exporter: Any,
+) -> None:
+    from tracescore.instrument._calls import current_ground_truth
+
+    received: list[AgentCall] = []
+
+    @agent
+    def unwatched(q: str) -> str:
+        set_ground_truth("stale")
+        return q
+
+    @agent
+    def watched(q: str) -> str:
+        return q
+
+    unwatched("before any listener")
+    set_ground_truth("outside any call")  # nothing to attach it to
+    assert current_ground_truth() is None
+    add_agent_call_listener(received.append, lambda s: s.name == "invoke_agent watched")
+    try:
+        unwatched("a")
+        watched("b")
+        with ground_truth("scope"):
+            unwatched("c")
+            watched("d")
+    finally:
+        remove_agent_call_listener(received.append)
+    assert [(c.input, c.ground_truth) for c in received] == [("b", None), ("d", "scope")]
+
+
+def test_registering_a_listener_again_replaces_its_filter(span_exporter: Any) -> None:
+    received: list[AgentCall] = []
+
+    @agent
+    def bot(q: str) -> str:
+        return q
+
+    add_agent_call_listener(received.append, lambda s: False)
+    add_agent_call_listener(received.append)  # now: every call
+    try:
+        bot("x")
+    finally:
+        remove_agent_call_listener(received.append)
+    assert [c.input for c in received] == ["x"]
+
+
 def test_empty_parentheses_and_never_awaited_coroutine(span_exporter: Any) -> None:
     @agent()
     async def bot(q: str) -> str:

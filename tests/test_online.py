@@ -229,6 +229,31 @@ def test_sampling_rate_follows_the_trace_id(make) -> None:
     assert_exactly_once(h, spans)
 
 
+def test_the_listener_filter_wants_at_span_start_only_what_a_scorer_may_sample(make) -> None:
+    from opentelemetry import context as otel_context
+
+    from tracescore.instrument import _calls
+
+    h = make([OnlineScorer(LengthScorer("a"), rate=0.3), OnlineScorer(LengthScorer("b"), rate=0.1)])
+    spans = [h.tracer.start_span("invoke_agent helper") for _ in range(300)]
+    try:
+        wanted = {s.get_span_context().span_id for s in spans if _processor._wants_call(s)}
+        expected = {s.get_span_context().span_id for s in spans
+                    if is_sampled(s.get_span_context().trace_id, 0.3)}
+        assert wanted == expected and 30 < len(wanted) < 150  # the higher rate decides
+        assert any(_calls.wants_agent_call(s) for s in spans)
+        token = otel_context.attach(otel_context.set_value(sc.CTX_EVAL_RUN_ID, "eval-run"))
+        try:  # inside run_evals the eval scores its calls itself
+            assert not any(_processor._wants_call(s) for s in spans)
+        finally:
+            otel_context.detach(token)
+    finally:
+        for s in spans:
+            s.end()
+    off = make([LengthScorer()], sampler=ALWAYS_OFF)
+    assert not _processor._wants_call(off.tracer.start_span("invoke_agent helper"))
+
+
 def test_nested_rates_score_subsets_of_each_other(make) -> None:
     broad, narrow = LengthScorer("broad"), LengthScorer("narrow")
     h = make([OnlineScorer(broad, rate=0.5), OnlineScorer(narrow, rate=0.1)])

@@ -21,12 +21,14 @@ _UNSET: Any = object()
 
 
 class _Slot:
-    """Mutable ground-truth slot of one agent call; `set_ground_truth` writes into it."""
+    """Ground-truth slot of one agent call (`set_ground_truth` writes into it) or of a
+    `ground_truth()` block (read-only: calls inside inherit it)."""
 
-    __slots__ = ("value",)
+    __slots__ = ("value", "writable")
 
-    def __init__(self, value: Any = _UNSET) -> None:
+    def __init__(self, value: Any = _UNSET, writable: bool = True) -> None:
         self.value = value
+        self.writable = writable
 
 
 _slot: contextvars.ContextVar[_Slot | None] = contextvars.ContextVar(
@@ -49,30 +51,114 @@ class AgentCall:
 
 
 AgentCallListener = Callable[[AgentCall], None]
+AgentCallFilter = Callable[[Span], bool]
+_entries: tuple[tuple[AgentCallListener, AgentCallFilter | None], ...] = ()
 _listeners: tuple[AgentCallListener, ...] = ()
+_NOBODY: tuple[AgentCallListener, ...] = ()
 
 
-def add_agent_call_listener(listener: AgentCallListener) -> None:
-    """Register `listener` to receive every finished agent call (idempotent)."""
-    global _listeners
-    if listener not in _listeners:
-        _listeners = (*_listeners, listener)
+def _nobody(span: Span) -> tuple[AgentCallListener, ...]:
+    return _NOBODY
+
+
+# Who wants the call of a just-started agent span: rebuilt whenever listeners change, so the
+# common cases (nobody; everybody; one filtered listener) cost one function call.
+_interested: Callable[[Span], tuple[AgentCallListener, ...]] = _nobody
+
+
+def _rebuild() -> None:
+    global _interested, _listeners
+    entries = _entries
+    _listeners = tuple(listener for listener, _wants in entries)
+    if not entries:
+        _interested = _nobody
+    elif all(wants is None for _listener, wants in entries):
+        everybody = _listeners
+
+        def _all(span: Span) -> tuple[AgentCallListener, ...]:
+            return everybody
+
+        _interested = _all
+    elif len(entries) == 1:
+        only = _listeners
+        wants = entries[0][1]
+        assert wants is not None
+
+        def _one(span: Span) -> tuple[AgentCallListener, ...]:
+            try:
+                return only if wants(span) else _NOBODY
+            except Exception:  # noqa: BLE001 - a broken filter skips, never raises
+                _log.exception("tracescore: agent call filter %r failed", wants)
+                return _NOBODY
+
+        _interested = _one
+    else:
+
+        def _some(span: Span) -> tuple[AgentCallListener, ...]:
+            return tuple(listener for listener, wants in entries if _wanted(wants, span))
+
+        _interested = _some
+
+
+def _wanted(wants: AgentCallFilter | None, span: Span) -> bool:
+    if wants is None:
+        return True
+    try:
+        return bool(wants(span))
+    except Exception:  # noqa: BLE001 - a broken filter skips, never raises
+        _log.exception("tracescore: agent call filter %r failed", wants)
+        return False
+
+
+def add_agent_call_listener(
+    listener: AgentCallListener, wants: AgentCallFilter | None = None
+) -> None:
+    """Register `listener` to receive finished agent calls (idempotent).
+
+    `wants(span) -> bool`, if given, runs when an agent span starts (in the caller's context)
+    and says whether this listener wants that call; when no listener wants it, the caller
+    builds no `AgentCall` at all. It must be cheap and must not block.
+    Registering the same listener again replaces its filter.
+    """
+    global _entries
+    _entries = (*((x, w) for x, w in _entries if x != listener), (listener, wants))
+    _rebuild()
 
 
 def remove_agent_call_listener(listener: AgentCallListener) -> None:
     """Unregister `listener` (compared by equality, so bound methods work); unknown ones are ignored."""
-    global _listeners
-    _listeners = tuple(x for x in _listeners if x != listener)
+    global _entries
+    _entries = tuple((x, w) for x, w in _entries if x != listener)
+    _rebuild()
 
 
 def has_agent_call_listeners() -> bool:
-    """True when somebody listens; lets callers skip building an `AgentCall`."""
+    """True when somebody listens (whatever their filters say)."""
     return bool(_listeners)
 
 
-def notify_agent_call(call: AgentCall) -> None:
-    """Deliver `call` to every listener. Never raises."""
-    for listener in _listeners:
+def agent_call_listeners(span: Span) -> tuple[AgentCallListener, ...]:
+    """The listeners that want the call of `span` (just started); empty when nobody does.
+
+    Decide once when the span starts, then hand the finished call to exactly these with
+    `notify_agent_call(call, listeners)`.
+    """
+    return _interested(span)
+
+
+def wants_agent_call(span: Span) -> bool:
+    """True when some listener wants the call of `span` (just started): build an `AgentCall`."""
+    return bool(_interested(span))
+
+
+def notify_agent_call(
+    call: AgentCall, listeners: tuple[AgentCallListener, ...] | None = None
+) -> None:
+    """Deliver `call` to `listeners` (default: every listener whose filter wants its span).
+
+    Never raises.
+    """
+    for listener in _interested(call.span) if listeners is None else listeners:
         try:
             listener(call)
         except Exception:  # noqa: BLE001 - telemetry must not break the agent
@@ -96,18 +182,21 @@ def exit_call(token: contextvars.Token[_Slot | None], slot: _Slot) -> Any:
 
 
 def set_ground_truth(value: Any) -> None:
-    """Set the expected answer for the agent call running in this context."""
+    """Set the expected answer for the agent call running in this context.
+
+    Does nothing where no agent call is followed (none running, or nobody wants its hand-off,
+    e.g. online scoring did not sample it): the value must not leak into later calls. To give
+    ground truth from outside the call, wrap it in `with ground_truth(value):`.
+    """
     slot = _slot.get()
-    if slot is None:
-        _slot.set(_Slot(value))
-    else:
+    if slot is not None and slot.writable:
         slot.value = value
 
 
 @contextmanager
 def ground_truth(value: Any) -> Iterator[None]:
     """Context manager: agent calls made inside get `value` as their ground truth."""
-    token = _slot.set(_Slot(value))
+    token = _slot.set(_Slot(value, writable=False))
     try:
         yield
     finally:

@@ -373,11 +373,8 @@ class _Op:
         try:
             settings = content_settings()
             capture = self.capture if self.capture is not None else settings.capture
-            listening = self.is_agent and _calls.has_agent_call_listeners()
             value = (
-                self.binder.value(instance, args, kwargs)
-                if capture or listening or self.needs_value
-                else None
+                self.binder.value(instance, args, kwargs) if capture or self.needs_value else _UNSET
             )
             attrs = self.attrs
             name = self.span_name
@@ -399,6 +396,14 @@ class _Op:
             _log_once("open", "tracescore: could not start a span; calling through")
             return None
         recording = otel_span.is_recording()
+        # unsampled calls are never handed off; the listeners' filters decide the rest, now
+        listeners = _calls.agent_call_listeners(otel_span) if self.is_agent and recording else ()
+        if listeners and value is _UNSET:
+            try:
+                value = self.binder.value(instance, args, kwargs)
+            except Exception:  # noqa: BLE001
+                _log_once("bind", "tracescore: could not read an agent call's input")
+                listeners = ()
         call = _Call(self, otel_span, value, capture and recording, settings)
         if call.capture:
             try:
@@ -407,8 +412,8 @@ class _Op:
                 )
             except Exception:  # noqa: BLE001
                 _log_once("input", "tracescore: could not capture a call input")
-        if listening and recording:  # unsampled calls are never scored: no hand-off
-            call.listening = True
+        if listeners:
+            call.listening = listeners
             call.conversation_id = conversation_id if isinstance(conversation_id, str) else None
             call.attributes = (
                 MappingProxyType(attrs) if attrs is not self.attrs else self.public_attrs
@@ -448,7 +453,7 @@ class _Call:
         self.value = value
         self.capture = capture
         self.settings = s
-        self.listening = False
+        self.listening: tuple[Any, ...] = ()  # the listeners that want this call
         self.conversation_id: str | None = None
         self.attributes: Mapping[str, Any] = op.public_attrs
         self.ground_truth: Any = None
@@ -514,7 +519,8 @@ class _Call:
                 ground_truth=gt,
                 conversation_id=self.conversation_id,
                 attributes=self.attributes,
-            )
+            ),
+            self.listening,
         )
 
 

@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from opentelemetry import context as otel_context
+from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
@@ -106,6 +108,8 @@ class ScoringSpanProcessor(SpanProcessor):
             score_genai_spans=score_genai_spans,
         )
         self._downstream = downstream
+        self._downstream_on_ending = getattr(downstream, "_on_ending", None)
+        self._score_genai = score_genai_spans
         self._min_threshold = min(s._threshold for s in self._scorers)
         self._max_candidates = max(1024, 4 * queue_size)
         self._metrics = OnlineMetrics(meter_provider)
@@ -151,22 +155,27 @@ class ScoringSpanProcessor(SpanProcessor):
         self._downstream.on_start(span, parent_context=parent_context)
 
     def _on_ending(self, span: Span) -> None:
-        on_ending = getattr(self._downstream, "_on_ending", None)
+        on_ending = self._downstream_on_ending
         if on_ending is not None:
             on_ending(span)
 
     def on_end(self, span: ReadableSpan) -> None:
+        if self._candidates or self._score_genai:  # else: no candidate possible, export at once
+            candidate = self._candidate_of(span)
+            if candidate is not None:
+                self._submit(span, candidate)
+                return
+        self._downstream.on_end(span)
+
+    def _candidate_of(self, span: ReadableSpan) -> _Candidate | None:
         candidate = None
         if self._candidates:
             context = span.context
             if context is not None:
                 candidate = self._candidates.pop(context.span_id, None)
-        if candidate is None and self._options.score_genai_spans:
+        if candidate is None and self._score_genai:
             candidate = self._genai_candidate(span)
-        if candidate is None:
-            self._downstream.on_end(span)
-            return
-        self._submit(span, candidate)
+        return candidate
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Wait (bounded) for pending scoring, export every held span, flush downstream."""
@@ -283,6 +292,8 @@ class ScoringSpanProcessor(SpanProcessor):
             attributes = span.attributes or {}
             if attributes.get(sc.GEN_AI_OPERATION_NAME) != sc.OP_INVOKE_AGENT:
                 return None
+            if otel_context.get_value(sc.CTX_EVAL_RUN_ID) is not None:
+                return None  # ended inside run_evals, which scores its own calls
             scope = span.instrumentation_scope
             if scope is not None and scope.name.startswith("tracescore"):
                 return None  # our own agent spans were decided by the listener
@@ -511,6 +522,27 @@ def _live() -> list[ScoringSpanProcessor]:
     return [p for p in (ref() for ref in _active) if p is not None]
 
 
+# (the `_active` it was computed for, the lowest sampling threshold of its live processors)
+_lowest: tuple[tuple[weakref.ref[ScoringSpanProcessor], ...], int] = ((), 1 << 56)
+
+
+def _wants_call(span: trace_api.Span) -> bool:
+    """Filter of the shared listener, run when an agent span starts (cheap, no I/O): could any
+    processor sample this call? Calls made inside `run_evals` are left to the eval."""
+    global _lowest
+    active, lowest = _lowest
+    if active is not _active:
+        active = _active
+        lowest = min((p._min_threshold for p in _live()), default=1 << 56)
+        _lowest = (active, lowest)
+    context = span.get_span_context()
+    return bool(
+        context.trace_flags & 1  # not sampled by the tracer: never scored
+        and context.trace_id & RANDOMNESS_MASK >= lowest
+        and otel_context.get_value(sc.CTX_EVAL_RUN_ID) is None
+    )
+
+
 def _on_agent_call(call: AgentCall) -> None:
     for ref in _active:
         processor = ref()
@@ -528,7 +560,7 @@ def _register(processor: ScoringSpanProcessor) -> None:
     with _registry_lock:
         _active = (*(weakref.ref(p) for p in _live() if p is not processor),
                    weakref.ref(processor))
-    add_agent_call_listener(_on_agent_call)
+    add_agent_call_listener(_on_agent_call, _wants_call)
 
 
 def _unregister(processor: ScoringSpanProcessor) -> None:
