@@ -353,3 +353,32 @@ def test_a_decorated_agent_target_nests_under_the_item_span_and_sees_ground_trut
     assert len(items) == len(agents) == 3
     assert {a.parent.span_id for a in agents} == set(items)
     assert sorted(c.ground_truth for c in calls) == sorted(d["ground_truth"] for d in DATA)
+
+
+def test_online_scoring_leaves_agent_calls_inside_run_evals_to_the_eval() -> None:
+    import tracescore
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    handle = tracescore.configure(exporter=exporter, batch=False, scorers=[WordOverlapScorer()])
+    inner = tracescore.agent(name="inner-agent")(answer)
+    try:
+        inner("capital of france")  # live traffic: scored online
+        run_evals(DATA, WordOverlapScorer(), inner, name="outer")
+        assert handle.flush(10)
+    finally:
+        handle.shutdown(10)
+
+    def scorer_ids(span: Any) -> list[str]:
+        return [e.attributes[sc.TS_SCORER_ID] for e in span.events
+                if e.name == sc.GEN_AI_EVALUATION_RESULT]
+
+    spans = exporter.get_finished_spans()
+    items = {s.context.span_id: s for s in spans if s.name == "invoke_agent outer"}
+    agents = [s for s in spans if s.name == "invoke_agent inner-agent"]
+    live = [a for a in agents if a.parent is None or a.parent.span_id not in items]
+    in_eval = [a for a in agents if a.parent is not None and a.parent.span_id in items]
+    assert len(items) == len(in_eval) == 3 and len(live) == 1
+    assert scorer_ids(live[0]) == ["word-overlap"]
+    assert all(scorer_ids(a) == [] and not a.events for a in in_eval)  # not scored twice
+    assert all(scorer_ids(item) == ["word-overlap"] for item in items.values())
