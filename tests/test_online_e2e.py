@@ -380,12 +380,12 @@ def test_shutdown_with_judge_calls_in_flight(otlp_receiver: OTLPReceiver,
         support_agent(QUESTION)
     stub_llm.wait_for_requests(2)
     processor = processor_of(handle)
-    handle.shutdown(2)  # flush (bounded: the judge is far slower), then shutdown
+    handle.shutdown(2)  # bounded: the judge is far slower
     otlp_receiver.wait_for_spans(6)
     spans = assert_each_once(otlp_receiver, 6)
     reasons = [e.attributes[sc.TS_UNSCORED_REASON] for s in spans
                for e in s.events_named(sc.TS_UNSCORED)]
-    assert len(reasons) == 6 and set(reasons) <= {"flush", "shutdown"}
+    assert reasons == ["shutdown"] * 6
     assert processor.stats()["scored"] == 0 and processor.stats()["held"] == 0
 
 

@@ -278,3 +278,72 @@ def test_failed_configure_changes_nothing(tmp_path) -> None:
     assert content_settings().capture is True
     _emit("still-here")
     assert [s.name for s in exporter.get_finished_spans()] == ["still-here"]
+
+
+class _GatedScorer:
+    """Scorer contract double: scores 1.0 once `gate` opens (never, if it stays closed)."""
+
+    id = "gated"
+    name = "Gated"
+    uses_judge = False
+
+    def __init__(self, gate: threading.Event) -> None:
+        self.gate = gate
+
+    async def arun(self, *, input, output, ground_truth=None, run_id=None):  # type: ignore[no-untyped-def]
+        import asyncio
+
+        from tracescore.scoring import JudgeUsage, ScoreResult
+
+        while not self.gate.is_set():
+            await asyncio.sleep(0.005)
+        return ScoreResult(run_id=run_id or "r", scorer_id=self.id, scorer_name=self.name,
+                           score=1.0, label="ok", reason=None, preprocess_prompt=None,
+                           preprocess_step_result=None, analyze_prompt=None,
+                           analyze_step_result=None, generate_reason_prompt=None,
+                           usage=JudgeUsage(model=None))
+
+
+def _events(span, name: str) -> list[dict]:  # type: ignore[no-untyped-def]
+    return [dict(e.attributes or {}) for e in span.events if e.name == name]
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_shutdown_exports_held_spans_once_with_reason_shutdown(batch: bool) -> None:
+    from tracescore import _semconv as sc
+
+    gate = threading.Event()  # the judge never answers
+    exporter = InMemorySpanExporter()
+    handle = tracescore.configure(exporter=exporter, batch=batch, scorers=[_GatedScorer(gate)],
+                                  online={"shutdown_timeout_s": 60, "max_wait_s": 60})
+    bot = tracescore.agent(name="bot")(lambda q: q.upper())
+    for i in range(4):
+        bot(f"q{i}")
+    processor = handle._pipeline
+    handle.shutdown(0.5)  # bounded by this timeout, not by the 60 s of the options
+    spans = exporter.get_finished_spans()
+    assert len(spans) == len({s.context.span_id for s in spans}) == 4  # each exactly once
+    assert [e[sc.TS_UNSCORED_REASON] for s in spans for e in _events(s, sc.TS_UNSCORED)] == [
+        "shutdown"
+    ] * 4
+    assert processor.stats()["dropped.shutdown"] == 4 and processor.stats()["held"] == 0
+    gate.set()
+    handle.shutdown(0.5)  # idempotent: nothing exported twice
+    tracescore.shutdown(0.5)
+    assert len(exporter.get_finished_spans()) == 4
+
+
+def test_shutdown_waits_for_scoring_that_finishes_in_time() -> None:
+    from tracescore import _semconv as sc
+
+    gate = threading.Event()
+    exporter = InMemorySpanExporter()
+    handle = tracescore.configure(exporter=exporter, batch=False, scorers=[_GatedScorer(gate)])
+    bot = tracescore.agent(name="bot")(lambda q: q)
+    bot("q")
+    threading.Timer(0.05, gate.set).start()
+    handle.shutdown(20)
+    (span,) = exporter.get_finished_spans()
+    assert [e[sc.GEN_AI_EVALUATION_SCORE_VALUE] for e in _events(span, sc.GEN_AI_EVALUATION_RESULT)
+            ] == [1.0]
+    assert _events(span, sc.TS_UNSCORED) == []

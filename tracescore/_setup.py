@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -138,7 +139,9 @@ class TracescoreHandle:
                         "flush")
 
     def shutdown(self, timeout: float = 30.0) -> None:
-        """Flush, detach this pipeline from the provider and close its exporters. Idempotent.
+        """Detach this pipeline from the provider, export what it still has (online scoring waits
+        for pending scores; spans it still holds go out with reason "shutdown") and close its
+        exporters, within `timeout` seconds. Idempotent.
 
         The provider itself stays usable (other processors keep working; configure() can run again).
         """
@@ -175,14 +178,27 @@ def _bounded(work: Callable[[], bool], timeout: float, what: str) -> bool:
 
 
 def _close_pipeline(pipeline: SpanProcessor, timeout: float) -> None:
-    """force_flush then shutdown, bounded by `timeout` seconds overall."""
+    """Shut `pipeline` down, bounded by `timeout` seconds overall.
+
+    Online scoring shuts down by itself within the timeout (what it still holds is exported with
+    reason "shutdown", not "flush"); a plain export pipeline is flushed first.
+    """
+    timeout_ms = max(0, int(timeout * 1000))
 
     def close() -> bool:
-        pipeline.force_flush(max(0, int(timeout * 1000)))
-        pipeline.shutdown()
+        if _is_scoring(pipeline):
+            pipeline.shutdown(timeout_millis=timeout_ms)  # type: ignore[call-arg]
+        else:
+            pipeline.force_flush(timeout_ms)
+            pipeline.shutdown()
         return True
 
     _bounded(close, timeout, "shutdown")
+
+
+def _is_scoring(pipeline: SpanProcessor) -> bool:
+    module = sys.modules.get("tracescore.online._processor")  # never imported: no scoring
+    return module is not None and isinstance(pipeline, module.ScoringSpanProcessor)
 
 
 def configure(
@@ -282,7 +298,8 @@ def flush(timeout: float = 30.0) -> bool:
 
 
 def shutdown(timeout: float = 30.0) -> None:
-    """Shut down the most recent configure() pipeline (flushing it first); no-op when there is none."""
+    """Shut down the most recent configure() pipeline (see `TracescoreHandle.shutdown`); no-op when
+    there is none."""
     handle = _handles[-1] if _handles else None
     if handle is not None:
         handle.shutdown(timeout)

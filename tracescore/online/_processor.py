@@ -192,9 +192,12 @@ class ScoringSpanProcessor(SpanProcessor):
             flushed = False
         return idle and flushed is not False
 
-    def shutdown(self) -> None:
-        """Wait (bounded) for pending scoring, export every held span, shut down downstream.
-        Idempotent."""
+    def shutdown(self, timeout_millis: int | None = None) -> None:
+        """Wait (bounded) for pending scoring, export every held span (unscored ones with reason
+        "shutdown"), shut down downstream. Idempotent.
+
+        The wait for scoring is `shutdown_timeout_s`, or less when `timeout_millis` is given.
+        """
         with self._lock:
             if self._shutdown:
                 return
@@ -205,9 +208,12 @@ class ScoringSpanProcessor(SpanProcessor):
             self._candidates.clear()
         for candidate in orphans:
             _release_budgets(candidate.scorers)
-        self._worker.wait_idle(self._options.shutdown_timeout_s)
+        wait = self._options.shutdown_timeout_s
+        if timeout_millis is not None:
+            wait = min(wait, max(0, timeout_millis) / 1000 * _SCORING_SHARE)
+        self._worker.wait_idle(wait)
         # a job stuck in blocking code cannot hold shutdown: held spans are released regardless
-        for never_run in self._worker.stop(timeout=0.5):
+        for never_run in self._worker.stop(timeout=min(0.5, wait)):
             job = never_run.args[0]  # type: ignore[attr-defined]
             self._count_shutdown_drop(job.candidate, job.candidate.scorers)
         self._release_all(reasons.SHUTDOWN)
