@@ -322,6 +322,7 @@ def test_demo_with_an_unknown_judge_model_exits_2(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "unknown judge model 'no-such-provider/model-x'" in result.stderr
     assert "Traceback" not in result.stderr
+    assert "Provider List" not in result.stdout  # litellm's banner stays quiet
 
 
 def _stub_judge(request) -> Reply:
@@ -332,6 +333,19 @@ def _stub_judge(request) -> Reply:
     if schema.endswith("verdicts"):
         return Reply(content={"results": [{"result": "yes", "reason": "On topic."}]})
     return Reply(content={"reason": "The score is 1 because the stub judge found it on topic."})
+
+
+def test_a_failing_judge_prints_one_error_and_no_litellm_banner(stub_llm) -> None:
+    for _ in range(4):  # the first call and the judge's three retries
+        stub_llm.enqueue_error(500, "the judge broke")
+    result = run("score", "-i", "Capital of France?", "-o", "Paris.", "-s", "relevancy",
+                 "--judge-model", "openai/stub-judge",
+                 env={"OPENAI_API_BASE": stub_llm.base_url, "OPENAI_API_KEY": "sk-test"})
+    assert result.returncode == 1, result.stderr
+    assert "failed at step 'preprocess'" in result.stderr and "HTTP 500" in result.stderr
+    assert len(stub_llm.requests) == 4
+    assert "Give Feedback" not in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_demo_with_a_real_judge_model_over_http(tmp_path: Path, stub_llm) -> None:

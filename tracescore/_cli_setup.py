@@ -70,12 +70,11 @@ def check_model(model: str) -> None:
     """Fail early, with a clear message, on a judge model litellm cannot route."""
     if model.strip() == OFFLINE_MODEL:
         return
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
+    from tracescore.scoring._judge import _import_litellm, quiet_litellm
 
-    litellm.suppress_debug_info = True  # no provider banner on stdout
     try:
-        litellm.get_llm_provider(model)
+        with quiet_litellm():  # no provider banner on stdout
+            _import_litellm().get_llm_provider(model)
     except Exception:  # noqa: BLE001 - litellm raises several types for an unknown provider
         raise SetupError(f"unknown judge model {model!r}: litellm cannot tell its provider; use "
                          f"provider/model (e.g. openai/gpt-4o-mini) or {OFFLINE_MODEL}") from None

@@ -387,8 +387,11 @@ def _model_and_provider(model: str, kwargs: dict) -> tuple[str, str | None]:
     try:
         import litellm
 
-        name, provider, _, _ = litellm.get_llm_provider(
-            model, custom_llm_provider=provider, api_base=kwargs.get("api_base"))
+        from tracescore.scoring._judge import quiet_litellm
+
+        with quiet_litellm():  # an unknown model: litellm's own call prints its banner, not us
+            name, provider, _, _ = litellm.get_llm_provider(
+                model, custom_llm_provider=provider, api_base=kwargs.get("api_base"))
     except Exception:  # noqa: BLE001 - unknown to litellm: fall back to the "provider/model" prefix
         if "/" in model and not provider:
             provider, name = model.split("/", 1)
