@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -17,6 +18,7 @@ from tracescore import (
     ScorerError,
     create_content_similarity_scorer,
 )
+from tracescore.scoring import similarity
 from tracescore.scoring.similarity import ALGORITHMS, dice_similarity
 
 FOX = "The quick brown fox"
@@ -71,6 +73,43 @@ def test_fast_dice_equals_the_plain_formula(a: str, b: str) -> None:
        st.text(alphabet="abcdé€𝄞 \n", min_size=60, max_size=400))
 def test_fast_dice_on_long_texts_with_wide_characters(a: str, b: str) -> None:
     assert dice_similarity(a, b) == pytest.approx(_dice_reference(a, b), abs=1e-12)
+
+
+# Characters of every width the fast path encodes differently: ASCII, Latin-1, the BMP (lone
+# surrogate code points included) and beyond the BMP; mixing them in one pair forces the widest.
+_ALPHABETS = {
+    "ascii": "abcab. \n",
+    "latin-1": "abcéÿ\xa0 ",
+    "bmp": "abé€\ud800\udc00 ",
+    "astral": "ab€𝄞\U0010ffff ",
+}
+
+
+@pytest.mark.parametrize("route", ["sort", "count"])
+@pytest.mark.parametrize(("left", "right"), [
+    ("ascii", "ascii"), ("latin-1", "latin-1"), ("bmp", "bmp"), ("astral", "astral"),
+    ("ascii", "latin-1"), ("latin-1", "bmp"), ("ascii", "astral"), ("bmp", "astral"),
+])
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_both_counting_routes_equal_the_plain_formula(route: str, left: str, right: str,
+                                                      data: st.DataObject) -> None:
+    a = data.draw(st.text(alphabet=_ALPHABETS[left], max_size=120), label="a")
+    b = data.draw(st.text(alphabet=_ALPHABETS[right], max_size=120), label="b")
+    # the sort-and-LCS route for short texts, the dict-counting route for long ones
+    limit = 10**9 if route == "sort" else 0
+    with mock.patch.object(similarity, "_SORT_MAX_CHARS", limit):
+        assert dice_similarity(a, b) == pytest.approx(_dice_reference(a, b), abs=1e-12)
+
+
+def test_repeated_bigrams_count_as_a_multiset() -> None:
+    # "aaaa" has bigrams {aa: 3}, "aa" has {aa: 1}: the intersection is 1, not 3 and not a set
+    for route_limit in (0, 10**9):
+        with mock.patch.object(similarity, "_SORT_MAX_CHARS", route_limit):
+            assert dice_similarity("aaaa", "aa") == 2 * 1 / 4
+            assert dice_similarity("abab", "baba") == 2 * 2 / 6
+            assert dice_similarity("ab" * 400, "ab" * 399 + "ba") == pytest.approx(
+                _dice_reference("ab" * 400, "ab" * 399 + "ba"), abs=1e-12)
 
 
 def test_whitespace_is_always_ignored_by_dice_like_the_reference() -> None:

@@ -6,10 +6,10 @@ bigrams; rapidfuzz metrics are selectable by name. Every algorithm gives 0..1, t
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import repeat
-from typing import Any
+from operator import sub
+from typing import Any, Literal
 
 from tracescore._exceptions import ConfigurationError, ScorerError
 from tracescore.scoring._base import (
@@ -32,22 +32,70 @@ except ImportError:  # pragma: no cover - other interpreters
         for item in iterable:
             mapping[item] = get(item, 0) + 1
 
-_LONG = 128  # from this total length on, bigrams are counted as integers (faster than substrings)
+# Bigrams are handled as integers: the text is encoded with a fixed width per character and
+# two neighbouring code units are read as one number (format by unit size in bytes).
+_PAIR_FORMAT: dict[int, Literal["H", "I", "Q"]] = {1: "H", 2: "I", 4: "Q"}
+# Up to this many characters (both texts together) the sort-and-LCS route is the faster one;
+# above it, counting in dicts wins (measured with benchmarks/bench_similarity.py).
+_SORT_MAX_CHARS = 600
+_lcs: Callable[[Sequence[int], Sequence[int]], int] | None = None
 
 
-def _bigram_counts(text: str, as_ints: bool) -> dict[Any, int]:
-    """Multiset of the character bigrams of `text` (len >= 2), as substrings or as integers."""
-    counts: dict[Any, int] = {}
-    if not as_ints:
-        _count_elements(counts, map(operator.add, text[:-1], text[1:]))
-        return counts
-    # Two UTF-32 code units side by side read as one 64-bit integer: even offsets, then odd.
-    data = memoryview(text.encode("utf-32-le"))
-    even = (len(data) // 8) * 8
-    odd = ((len(data) - 4) // 8) * 8
-    _count_elements(counts, data[:even].cast("Q"))
-    _count_elements(counts, data[4:4 + odd].cast("Q"))
+def _encode_pair(a: str, b: str) -> tuple[bytes, bytes, int]:
+    """Both texts in the narrowest fixed-width encoding holding all their characters, and its width."""
+    try:
+        return a.encode("latin-1"), b.encode("latin-1"), 1
+    except UnicodeEncodeError:
+        pass
+    wide_a = a.encode("utf-16-le", "surrogatepass")
+    wide_b = b.encode("utf-16-le", "surrogatepass")
+    if len(wide_a) == 2 * len(a) and len(wide_b) == 2 * len(b):  # no surrogate pairs: 1 unit = 1 char
+        return wide_a, wide_b, 2
+    return a.encode("utf-32-le", "surrogatepass"), b.encode("utf-32-le", "surrogatepass"), 4
+
+
+def _bigram_views(data: bytes, unit: int) -> tuple[memoryview, memoryview]:
+    """The bigrams at even and at odd character offsets, each read as one integer."""
+    view = memoryview(data)
+    chars, pair, fmt = len(data) // unit, 2 * unit, _PAIR_FORMAT[unit]
+    even = view[: chars // 2 * pair].cast(fmt)
+    odd = view[unit: unit + (chars - 1) // 2 * pair].cast(fmt)
+    return even, odd
+
+
+def _sorted_bigrams(data: bytes, unit: int) -> list[int]:
+    even, odd = _bigram_views(data, unit)
+    codes = even.tolist()
+    codes += odd.tolist()
+    codes.sort()
+    return codes
+
+
+def _bigram_counts(data: bytes, unit: int) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for view in _bigram_views(data, unit):
+        _count_elements(counts, view)
     return counts
+
+
+def _common_bigrams(a: str, b: str) -> int:
+    """Size of the multiset intersection of the bigrams of `a` and `b` (both len >= 2)."""
+    data_a, data_b, unit = _encode_pair(a, b)  # one encoding for both: equal bigrams, equal codes
+    if len(a) + len(b) <= _SORT_MAX_CHARS:
+        # The longest common subsequence of two sorted sequences is their multiset
+        # intersection (every common element, in order); rapidfuzz computes it in C.
+        global _lcs
+        if _lcs is None:
+            from rapidfuzz.distance import LCSseq
+            _lcs = LCSseq.similarity
+        return _lcs(_sorted_bigrams(data_a, unit), _sorted_bigrams(data_b, unit))
+    counts_a, counts_b = _bigram_counts(data_a, unit), _bigram_counts(data_b, unit)
+    if len(counts_a) > len(counts_b):
+        a, counts_a, counts_b = b, counts_b, counts_a
+    # Sum of min(x, y) over a's bigrams, as (sum x + sum y - sum |x - y|) / 2: subtraction and
+    # abs() are much cheaper calls than min() with two arguments.
+    in_b = list(map(counts_b.get, counts_a, repeat(0)))
+    return (len(a) - 1 + sum(in_b) - sum(map(abs, map(sub, counts_a.values(), in_b)))) // 2
 
 
 def dice_similarity(a: str, b: str) -> float:
@@ -62,12 +110,7 @@ def dice_similarity(a: str, b: str) -> float:
         return 1.0
     if len(a) < 2 or len(b) < 2:
         return 0.0
-    as_ints = len(a) + len(b) >= _LONG  # both texts must use the same representation
-    ca, cb = _bigram_counts(a, as_ints), _bigram_counts(b, as_ints)
-    if len(ca) > len(cb):
-        ca, cb = cb, ca
-    common = sum(map(min, ca.values(), map(cb.get, ca, repeat(0))))
-    return 2.0 * common / (len(a) + len(b) - 2)
+    return 2.0 * _common_bigrams(a, b) / (len(a) + len(b) - 2)
 
 
 ALGORITHMS: tuple[str, ...] = ("dice", "ratio", "partial_ratio", "token_set_ratio",
