@@ -30,6 +30,20 @@ BUDGET = "budget_exhausted"
 
 _REASON = sc.TS_UNSCORED_REASON
 
+# in-process counter key -> (metric name, unit, description)
+_COUNTERS = {
+    "sampled": (sc.METRIC_EVALUATION_SAMPLED, "{evaluation}",
+                "Agent calls selected for online scoring"),
+    "scored": (sc.METRIC_EVALUATION_SCORED, "{evaluation}",
+               "Online scorer runs that produced a score"),
+    "dropped": (sc.METRIC_EVALUATION_DROPPED, "{evaluation}",
+                "Online scorer runs skipped or dropped (see reason)"),
+    "failed": (sc.METRIC_EVALUATION_FAILED, "{evaluation}",
+               "Online scorer runs that failed (judge or scorer error)"),
+    "held_timeout": (sc.METRIC_EVALUATION_HELD_TIMEOUT, "{span}",
+                     "Held spans exported unscored because scoring exceeded max wait"),
+}
+
 
 def _guarded(record: Callable[..., None]) -> Callable[..., None]:
     """A recording method that never raises (a broken meter must not reach the agent)."""
@@ -55,26 +69,10 @@ class OnlineMetrics:
         self._score = meter.create_histogram(
             sc.METRIC_EVALUATION_SCORE, unit="1", description="Online evaluation scores"
         )
-        self._sampled = meter.create_counter(
-            sc.METRIC_EVALUATION_SAMPLED, unit="{evaluation}",
-            description="Agent calls selected for online scoring",
-        )
-        self._scored = meter.create_counter(
-            sc.METRIC_EVALUATION_SCORED, unit="{evaluation}",
-            description="Online scorer runs that produced a score",
-        )
-        self._dropped = meter.create_counter(
-            sc.METRIC_EVALUATION_DROPPED, unit="{evaluation}",
-            description="Online scorer runs skipped or dropped (see reason)",
-        )
-        self._failed = meter.create_counter(
-            sc.METRIC_EVALUATION_FAILED, unit="{evaluation}",
-            description="Online scorer runs that failed (judge or scorer error)",
-        )
-        self._held_timeout = meter.create_counter(
-            sc.METRIC_EVALUATION_HELD_TIMEOUT, unit="{span}",
-            description="Held spans exported unscored because scoring exceeded max wait",
-        )
+        self._counters = {
+            key: meter.create_counter(name, unit=unit, description=description)
+            for key, (name, unit, description) in _COUNTERS.items()
+        }
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
         self._broken = False
@@ -83,37 +81,33 @@ class OnlineMetrics:
         with self._lock:
             self._counts[key] += n
 
+    def _count(self, key: str, attrs: dict[str, str], n: int = 1) -> None:
+        """Add `n` to the in-process count `key` and to its metric counter."""
+        self._bump(key, n)
+        self._counters[key].add(n, attrs)
+
     @_guarded
     def sampled(self, scorer_id: str, agent: str | None) -> None:
-        self._bump("sampled")
-        self._sampled.add(1, _attrs(scorer_id, agent))
+        self._count("sampled", _attrs(scorer_id, agent))
 
     @_guarded
     def scored(self, scorer_id: str, agent: str | None, score: float) -> None:
-        self._bump("scored")
         attrs = _attrs(scorer_id, agent)
-        self._scored.add(1, attrs)
+        self._count("scored", attrs)
         self._score.record(score, attrs)
 
     @_guarded
     def failed(self, scorer_id: str, agent: str | None, error_type: str) -> None:
-        self._bump("failed")
-        attrs = _attrs(scorer_id, agent)
-        attrs[sc.ERROR_TYPE] = error_type
-        self._failed.add(1, attrs)
+        self._count("failed", {**_attrs(scorer_id, agent), sc.ERROR_TYPE: error_type})
 
     @_guarded
     def dropped(self, scorer_id: str, agent: str | None, reason: str, n: int = 1) -> None:
-        self._bump("dropped", n)
         self._bump(f"dropped.{reason}", n)
-        attrs = _attrs(scorer_id, agent)
-        attrs[_REASON] = reason
-        self._dropped.add(n, attrs)
+        self._count("dropped", {**_attrs(scorer_id, agent), _REASON: reason}, n)
 
     @_guarded
     def held_timeout(self, agent: str | None) -> None:
-        self._bump("held_timeout")
-        self._held_timeout.add(1, _attrs(None, agent))
+        self._count("held_timeout", _attrs(None, agent))
 
     def snapshot(self) -> dict[str, int]:
         with self._lock:
