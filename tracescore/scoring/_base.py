@@ -75,24 +75,19 @@ class ScoreResult:
         return asdict(self)
 
 
+def _band(fraction: float, bands: tuple[tuple[float, str], ...], below: str) -> str:
+    """The label of the first (minimum, label) band `fraction` reaches, else `below`."""
+    return next((label for minimum, label in bands if fraction >= minimum), below)
+
+
 def relevancy_label(score: float, scale: float) -> str:
     """Low-cardinality label of an answer-relevancy score."""
-    fraction = score / scale
-    if fraction >= 0.7:
-        return "relevant"
-    if fraction >= 0.3:
-        return "partially_relevant"
-    return "irrelevant"
+    return _band(score / scale, ((0.7, "relevant"), (0.3, "partially_relevant")), "irrelevant")
 
 
 def similarity_label(score: float, scale: float) -> str:
     """Low-cardinality label of a content-similarity score."""
-    fraction = score / scale
-    if fraction >= 0.8:
-        return "similar"
-    if fraction >= 0.5:
-        return "partially_similar"
-    return "dissimilar"
+    return _band(score / scale, ((0.8, "similar"), (0.5, "partially_similar")), "dissimilar")
 
 
 def new_run_id() -> str:
