@@ -55,10 +55,21 @@ SCORE_EVENT = {
 }
 
 
-def _span_exporter(receiver: OTLPReceiver, protocol: str, **kwargs):
+def _exporter(receiver: OTLPReceiver, protocol: str, signal: str = "traces", **kwargs):
+    """The real OTel exporter of `signal` ("traces", "logs", "metrics") to the receiver."""
     if protocol == "http":
-        return HttpSpanExporter(endpoint=receiver.traces_url, timeout=5, **kwargs)
-    return GrpcSpanExporter(endpoint=receiver.grpc_endpoint, timeout=5, **kwargs)
+        http_exporter, url = {
+            "traces": (HttpSpanExporter, receiver.traces_url),
+            "logs": (HttpLogExporter, receiver.logs_url),
+            "metrics": (HttpMetricExporter, receiver.metrics_url),
+        }[signal]
+        return http_exporter(endpoint=url, timeout=5, **kwargs)
+    grpc_exporter = {
+        "traces": GrpcSpanExporter,
+        "logs": GrpcLogExporter,
+        "metrics": GrpcMetricExporter,
+    }[signal]
+    return grpc_exporter(endpoint=receiver.grpc_endpoint, timeout=5, **kwargs)
 
 
 def _emit_agent_trace(exporter) -> None:
@@ -83,7 +94,7 @@ def _emit_agent_trace(exporter) -> None:
 def test_receiver_decodes_spans_from_real_exporters(
     otlp_receiver: OTLPReceiver, protocol: str
 ) -> None:
-    _emit_agent_trace(_span_exporter(otlp_receiver, protocol))
+    _emit_agent_trace(_exporter(otlp_receiver, protocol))
 
     spans = otlp_receiver.wait_for_spans(3)
     by_name = {span.name: span for span in spans}
@@ -126,11 +137,11 @@ def test_receiver_accepts_gzip_and_records_headers(
     otlp_receiver: OTLPReceiver, protocol: str
 ) -> None:
     if protocol == "http":
-        exporter = _span_exporter(
+        exporter = _exporter(
             otlp_receiver, protocol, compression=HttpCompression.Gzip, headers={"x-api-key": "k1"}
         )
     else:
-        exporter = _span_exporter(
+        exporter = _exporter(
             otlp_receiver,
             protocol,
             compression=grpc.Compression.Gzip,
@@ -150,11 +161,7 @@ def test_receiver_accepts_gzip_and_records_headers(
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_receiver_decodes_logs(otlp_receiver: OTLPReceiver, protocol: str) -> None:
-    exporter = (
-        HttpLogExporter(endpoint=otlp_receiver.logs_url, timeout=5)
-        if protocol == "http"
-        else GrpcLogExporter(endpoint=otlp_receiver.grpc_endpoint, timeout=5)
-    )
+    exporter = _exporter(otlp_receiver, protocol, "logs")
     logger_provider = LoggerProvider(resource=RESOURCE)
     logger_provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))
     tracer_provider = TracerProvider()
@@ -179,11 +186,7 @@ def test_receiver_decodes_logs(otlp_receiver: OTLPReceiver, protocol: str) -> No
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_receiver_decodes_metrics(otlp_receiver: OTLPReceiver, protocol: str) -> None:
-    exporter = (
-        HttpMetricExporter(endpoint=otlp_receiver.metrics_url, timeout=5)
-        if protocol == "http"
-        else GrpcMetricExporter(endpoint=otlp_receiver.grpc_endpoint, timeout=5)
-    )
+    exporter = _exporter(otlp_receiver, protocol, "metrics")
     reader = PeriodicExportingMetricReader(exporter, export_interval_millis=3_600_000)
     meter_provider = MeterProvider(metric_readers=[reader], resource=RESOURCE)
     meter = meter_provider.get_meter("tracescore.online")
@@ -207,7 +210,7 @@ def test_receiver_decodes_metrics(otlp_receiver: OTLPReceiver, protocol: str) ->
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_fail_next_makes_exporter_retry(otlp_receiver: OTLPReceiver, protocol: str) -> None:
     otlp_receiver.fail_next(1, status=503)
-    _emit_agent_trace(_span_exporter(otlp_receiver, protocol))
+    _emit_agent_trace(_exporter(otlp_receiver, protocol))
 
     otlp_receiver.wait_for_spans(3)
     statuses = [r.rejected_with for r in otlp_receiver.requests if r.signal == "traces"]
@@ -218,7 +221,7 @@ def test_fail_next_makes_exporter_retry(otlp_receiver: OTLPReceiver, protocol: s
 
 def test_fail_next_non_retryable_status_loses_the_batch(otlp_receiver: OTLPReceiver) -> None:
     otlp_receiver.fail_next(1, status=400)
-    exporter = _span_exporter(otlp_receiver, "http")
+    exporter = _exporter(otlp_receiver, "http")
     provider = TracerProvider()
     span = provider.get_tracer("t").start_span("rejected")
     span.end()
@@ -311,7 +314,7 @@ def test_spans_from_otlp_json_reads_hex_and_base64_ids() -> None:
 
 
 def test_wait_for_spans_times_out_with_what_arrived(otlp_receiver: OTLPReceiver) -> None:
-    _emit_agent_trace(_span_exporter(otlp_receiver, "http"))
+    _emit_agent_trace(_exporter(otlp_receiver, "http"))
     otlp_receiver.wait_for_spans(3)
     with pytest.raises(TimeoutError, match="invoke_agent weather"):
         otlp_receiver.wait_for_spans(lambda s: s.name == "never", timeout=0.2)
@@ -321,7 +324,7 @@ def test_wait_for_spans_times_out_with_what_arrived(otlp_receiver: OTLPReceiver)
 
 def test_receivers_are_independent(otlp_receiver: OTLPReceiver) -> None:
     with OTLPReceiver(grpc=False) as other:
-        _emit_agent_trace(_span_exporter(otlp_receiver, "http"))
+        _emit_agent_trace(_exporter(otlp_receiver, "http"))
         otlp_receiver.wait_for_spans(3)
         assert other.spans == []
         with pytest.raises(RuntimeError, match="gRPC server is not running"):
