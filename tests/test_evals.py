@@ -356,8 +356,9 @@ def test_a_decorated_agent_target_nests_under_the_item_span_and_sees_ground_trut
 
 
 def test_online_scoring_leaves_agent_calls_inside_run_evals_to_the_eval() -> None:
-    import tracescore
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    import tracescore
 
     exporter = InMemorySpanExporter()
     handle = tracescore.configure(exporter=exporter, batch=False, scorers=[WordOverlapScorer()])
