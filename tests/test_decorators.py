@@ -185,6 +185,16 @@ def test_bad_decorator_arguments_fail_at_decoration(kwargs: dict[str, Any]) -> N
         llm(model=3)  # type: ignore[arg-type]
 
 
+def test_unknown_options_fail_at_decoration_like_unknown_keyword_arguments() -> None:
+    with pytest.raises(TypeError, match="unexpected keyword argument 'ground_truth'"):
+        tool(ground_truth="x")  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'descripton'"):
+        agent(lambda q: q, descripton="typo")  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'model'"):
+        span(model="m")  # type: ignore[call-overload]
+    assert llm(model="m", provider="p")(lambda q: q)("x") == "x"
+
+
 # --- behaviour unchanged -----------------------------------------------------------------------
 
 

@@ -13,7 +13,7 @@ import inspect
 import logging
 from collections.abc import AsyncGenerator, Callable, Generator, Mapping
 from types import MappingProxyType
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, overload
 
 import wrapt
 from opentelemetry import context as otel_context
@@ -26,7 +26,14 @@ from tracescore._content import serialize
 from tracescore._exceptions import ConfigurationError
 from tracescore._suppress import _KEY as _SUPPRESS_KEY
 from tracescore.instrument import _calls
-from tracescore.instrument._span_messages import input_messages_attr, output_messages_attr
+from tracescore.instrument._span_messages import (
+    _get,
+    input_messages_attr,
+    output_messages_attr,
+)
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["agent", "llm", "span", "tool"]
 
@@ -211,15 +218,6 @@ def _llm_result_attrs(span: Any, result: Any) -> None:
             span.set_attribute(sc.GEN_AI_RESPONSE_FINISH_REASONS, reasons)
 
 
-def _get(obj: Any, key: str) -> Any:
-    if isinstance(obj, Mapping):
-        return obj.get(key)
-    try:
-        return getattr(obj, key, None)
-    except Exception:  # noqa: BLE001 - a property that raises counts as absent
-        return None
-
-
 def _assemble_chunks(items: list[Any]) -> dict[str, Any] | None:
     """A chat-completion-like dict from streamed chunks (`choices[0].delta.content`), or None."""
     text: list[str] = []
@@ -288,10 +286,10 @@ class _Op:
         kind: str,
         fn: Callable[..., Any],
         *,
-        name: str | None,
-        capture_content: bool | None,
-        attributes: Mapping[str, Any] | None,
-        conversation_id: str | Callable[[Any], str | None] | None,
+        name: str | None = None,
+        capture_content: bool | None = None,
+        attributes: Mapping[str, Any] | None = None,
+        conversation_id: str | Callable[[Any], str | None] | None = None,
         ground_truth: Any = _UNSET,
         model: str | None = None,
         provider: str | None = None,
@@ -404,7 +402,7 @@ class _Op:
             except Exception:  # noqa: BLE001
                 _log_once("bind", "tracescore: could not read an agent call's input")
                 listeners = ()
-        call = _Call(self, otel_span, value, capture and recording, settings)
+        call = _Call(self, otel_span, ctx, value, capture and recording, settings)
         if call.capture:
             try:
                 otel_span.set_attribute(
@@ -430,7 +428,11 @@ def _call_guarded(fn: Callable[[Any], Any], value: Any) -> Any:
 
 
 class _Call:
-    """One running decorated call: its span, captured input and ground-truth slot."""
+    """One running decorated call: its span, captured input and ground-truth slot.
+
+    Every wrapper drives it the same way: `enter()` / `leave(token)` around each piece of the
+    user's code (the whole call, or one generator step), then `finish` once.
+    """
 
     __slots__ = (
         "_gt",
@@ -438,18 +440,21 @@ class _Call:
         "capture",
         "conversation_id",
         "ground_truth",
+        "items",
         "listening",
         "op",
         "settings",
         "span",
+        "step_ctx",
         "value",
     )
 
     def __init__(
-        self, op: _Op, otel_span: Any, value: Any, capture: bool, s: ContentSettings
+        self, op: _Op, otel_span: Any, ctx: Any, value: Any, capture: bool, s: ContentSettings
     ) -> None:
         self.op = op
         self.span = otel_span
+        self.step_ctx = _set_span_in_context(otel_span, ctx)
         self.value = value
         self.capture = capture
         self.settings = s
@@ -459,15 +464,18 @@ class _Call:
         self.ground_truth: Any = None
         self._gt: Any = None
 
-    def enter_ground_truth(self) -> None:
-        """Open the ground-truth slot for this call's body (only when somebody listens)."""
+    def enter(self) -> Any:
+        """Make the span current (and open the ground-truth slot when somebody listens)."""
+        token = _attach(self.step_ctx)
         if self.listening:
             try:
                 self._gt = _calls.enter_call()
             except Exception:  # noqa: BLE001
                 self._gt = None
+        return token
 
-    def exit_ground_truth(self) -> None:
+    def leave(self, token: Any) -> None:
+        """Undo `enter`: keep the ground truth set meanwhile, restore the context."""
         gt = self._gt
         if gt is not None:
             self._gt = None
@@ -477,6 +485,29 @@ class _Call:
                 value = None
             if value is not None:
                 self.ground_truth = value
+        _detach(token)
+
+    def fail(self, token: Any, error: BaseException) -> None:
+        """The user's code raised `error` (after `enter`): leave and finish with it."""
+        self.leave(token)
+        self.finish(None, error)
+
+    def done(self, token: Any, result: Any) -> None:
+        """The user's code returned `result` (after `enter`): leave and finish with it."""
+        self.leave(token)
+        self.finish(result, None)
+
+    # -- generators: the output is the items they yield
+
+    def start_stream(self) -> list[Any] | None:
+        """The list that collects the yielded items, when the output is needed."""
+        items: list[Any] | None = [] if self.capture or self.listening or self.op.is_llm else None
+        self.items = items
+        return items
+
+    def stream_output(self, result: Any = None) -> Any:
+        items = self.items
+        return result if items is None else _join_items(items, self.op.kind)
 
     def finish(self, result: Any, error: BaseException | None) -> None:
         """Record the outcome, notify listeners and end the span. Never raises."""
@@ -535,19 +566,28 @@ def _sync_wrapper(op: _Op) -> Callable[..., Any]:
         call = op.open(ctx, instance, args, kwargs)
         if call is None:
             return wrapped(*args, **kwargs)
-        token = _attach(_set_span_in_context(call.span, ctx))
-        call.enter_ground_truth()
+        token = call.enter()
         try:
             result = wrapped(*args, **kwargs)
         except BaseException as exc:
-            call.exit_ground_truth()
-            _detach(token)
-            call.finish(None, exc)
+            call.fail(token, exc)
             raise
-        call.exit_ground_truth()
-        _detach(token)
-        call.finish(result, None)
+        call.done(token, result)
         return result
+
+    return wrapper
+
+
+def _calling(traced: Callable[..., Any]) -> Callable[..., Any]:
+    """The wrapt wrapper of the coroutine and generator flavours: call the function at once
+    (argument errors raise here, as without the decorator) and let `traced` follow the
+    object it returns, from when that starts running."""
+
+    def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        ctx = _get_current()
+        if ctx.get(_SUPPRESS_KEY):
+            return wrapped(*args, **kwargs)
+        return traced(wrapped(*args, **kwargs), ctx, instance, args, kwargs)
 
     return wrapper
 
@@ -558,28 +598,21 @@ def _async_wrapper(op: _Op) -> Callable[..., Any]:
         call = op.open(ctx, instance, args, kwargs)
         if call is None:
             return await coro
-        token = _attach(_set_span_in_context(call.span, ctx))
-        call.enter_ground_truth()
+        token = call.enter()
         try:
             result = await coro
         except BaseException as exc:
-            call.exit_ground_truth()
-            _detach(token)
-            call.finish(None, exc)
+            call.fail(token, exc)
             raise
-        call.exit_ground_truth()
-        _detach(token)
-        call.finish(result, None)
+        call.done(token, result)
         return result
 
-    def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        ctx = _get_current()
-        if ctx.get(_SUPPRESS_KEY):
-            return wrapped(*args, **kwargs)
-        coro = wrapped(*args, **kwargs)  # argument errors raise here, as without the decorator
-        return traced(coro, ctx, instance, args, kwargs)
+    return _calling(traced)
 
-    return wrapper
+
+# Generator spans cover the whole iteration, but the span is current (and the ground-truth slot
+# open) only while the user's generator runs a step: no context token is held across a yield.
+# Each step sends on what the consumer sent, or throws in what it threw (`step`, `arg`).
 
 
 def _generator_wrapper(op: _Op) -> Callable[..., Any]:
@@ -590,58 +623,36 @@ def _generator_wrapper(op: _Op) -> Callable[..., Any]:
         call = op.open(ctx, instance, args, kwargs)
         if call is None:
             return (yield from gen)
-        step_ctx = _set_span_in_context(call.span, ctx)
-        items: list[Any] | None = [] if call.capture or call.listening or op.is_llm else None
-        to_send: Any = None
-        to_throw: BaseException | None = None
-        try:
-            while True:
-                token = _attach(step_ctx)
-                call.enter_ground_truth()
-                try:
-                    if to_throw is not None:
-                        exc, to_throw = to_throw, None
-                        item = gen.throw(exc)
-                    else:
-                        item = gen.send(to_send)
-                except StopIteration as stop:
-                    result = stop.value
-                    break
-                finally:
-                    call.exit_ground_truth()
-                    _detach(token)
-                if items is not None:
-                    items.append(item)
-                try:
-                    to_send = yield item
-                except GeneratorExit:
-                    raise
-                except BaseException as exc:  # noqa: BLE001 - thrown in by the consumer: forward it
-                    to_send, to_throw = None, exc
-        except GeneratorExit:  # closed early: close() or garbage collection
-            token = _attach(step_ctx)
+        items = call.start_stream()
+        step, arg = gen.send, None
+        while True:
+            token = call.enter()
             try:
-                gen.close()
+                item = step(arg)
+            except StopIteration as stop:
+                call.done(token, call.stream_output(stop.value))
+                return stop.value
             except BaseException as exc:
-                _detach(token)
-                call.finish(None, exc)
+                call.fail(token, exc)
                 raise
-            _detach(token)
-            call.finish(_join_items(items or [], op.kind), None)
-            raise
-        except BaseException as exc:
-            call.finish(None, exc)
-            raise
-        call.finish(_join_items(items, op.kind) if items is not None else result, None)
-        return result
+            call.leave(token)
+            if items is not None:
+                items.append(item)
+            try:
+                step, arg = gen.send, (yield item)
+            except GeneratorExit:  # closed early: close() or garbage collection
+                token = call.enter()
+                try:
+                    gen.close()
+                except BaseException as exc:
+                    call.fail(token, exc)
+                    raise
+                call.done(token, call.stream_output())
+                raise
+            except BaseException as exc:  # noqa: BLE001 - thrown in by the consumer: forward it
+                step, arg = gen.throw, exc
 
-    def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        ctx = _get_current()
-        if ctx.get(_SUPPRESS_KEY):
-            return wrapped(*args, **kwargs)
-        return traced(wrapped(*args, **kwargs), ctx, instance, args, kwargs)
-
-    return wrapper
+    return _calling(traced)
 
 
 def _async_generator_wrapper(op: _Op) -> Callable[..., Any]:
@@ -657,56 +668,36 @@ def _async_generator_wrapper(op: _Op) -> Callable[..., Any]:
                 except StopAsyncIteration:
                     return
                 sent = yield item
-        step_ctx = _set_span_in_context(call.span, ctx)
-        items: list[Any] | None = [] if call.capture or call.listening or op.is_llm else None
-        to_send: Any = None
-        to_throw: BaseException | None = None
-        try:
-            while True:
-                token = _attach(step_ctx)
-                call.enter_ground_truth()
-                try:
-                    if to_throw is not None:
-                        exc, to_throw = to_throw, None
-                        item = await agen.athrow(exc)
-                    else:
-                        item = await agen.asend(to_send)
-                except StopAsyncIteration:
-                    break
-                finally:
-                    call.exit_ground_truth()
-                    _detach(token)
-                if items is not None:
-                    items.append(item)
-                try:
-                    to_send = yield item
-                except GeneratorExit:
-                    raise
-                except BaseException as exc:  # noqa: BLE001 - thrown in by the consumer: forward it
-                    to_send, to_throw = None, exc
-        except GeneratorExit:  # aclose() or garbage collection
-            token = _attach(step_ctx)
+        items = call.start_stream()
+        step, arg = agen.asend, None
+        while True:
+            token = call.enter()
             try:
-                await agen.aclose()
+                item = await step(arg)
+            except StopAsyncIteration:
+                call.done(token, call.stream_output())
+                return
             except BaseException as exc:
-                _detach(token)
-                call.finish(None, exc)
+                call.fail(token, exc)
                 raise
-            _detach(token)
-            call.finish(_join_items(items or [], op.kind), None)
-            raise
-        except BaseException as exc:
-            call.finish(None, exc)
-            raise
-        call.finish(_join_items(items, op.kind) if items is not None else None, None)
+            call.leave(token)
+            if items is not None:
+                items.append(item)
+            try:
+                step, arg = agen.asend, (yield item)
+            except GeneratorExit:  # aclose() or garbage collection
+                token = call.enter()
+                try:
+                    await agen.aclose()
+                except BaseException as exc:
+                    call.fail(token, exc)
+                    raise
+                call.done(token, call.stream_output())
+                raise
+            except BaseException as exc:  # noqa: BLE001 - thrown in by the consumer: forward it
+                step, arg = agen.athrow, exc
 
-    def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        ctx = _get_current()
-        if ctx.get(_SUPPRESS_KEY):
-            return wrapped(*args, **kwargs)
-        return traced(wrapped(*args, **kwargs), ctx, instance, args, kwargs)
-
-    return wrapper
+    return _calling(traced)
 
 
 # --- public decorators -----------------------------------------------------------------------
@@ -768,7 +759,45 @@ def _decorate(kind: str, fn: Any, options: dict[str, Any]) -> Any:
     return wrapt.FunctionWrapper(fn, wrapper)
 
 
+class _CommonOptions(TypedDict, total=False):
+    name: str | None
+    capture_content: bool | None
+    attributes: Mapping[str, Any] | None
+    conversation_id: str | Callable[[Any], str | None] | None
+
+
+class _SpanOptions(_CommonOptions, total=False):
+    pass
+
+
+class _ToolOptions(_CommonOptions, total=False):
+    description: str | None
+
+
+class _AgentOptions(_ToolOptions, total=False):
+    ground_truth: Any
+
+
+class _LlmOptions(_CommonOptions, total=False):
+    model: str | None
+    provider: str | None
+
+
+_OPTIONS = {
+    kind: frozenset(options.__annotations__)
+    for kind, options in (
+        (_AGENT, _AgentOptions),
+        (_TOOL, _ToolOptions),
+        (_LLM, _LlmOptions),
+        (_SPAN, _SpanOptions),
+    )
+}
+
+
 def _decorator(kind: str, fn: Any, options: dict[str, Any]) -> Any:
+    unknown = sorted(set(options) - _OPTIONS[kind])
+    if unknown:
+        raise TypeError(f"{kind}() got an unexpected keyword argument {unknown[0]!r}")
     if fn is None:
         _validate(
             options.get("name"),
@@ -783,173 +812,66 @@ def _decorator(kind: str, fn: Any, options: dict[str, Any]) -> Any:
     return _decorate(kind, fn, options)
 
 
+# Each decorator works bare (`@agent`) or with keyword options (`@agent(name="x")`); the
+# options of each are typed by the TypedDicts above.
+
+
 @overload
 def agent(fn: F, /) -> F: ...
 @overload
-def agent(
-    fn: None = None,
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    capture_content: bool | None = None,
-    attributes: Mapping[str, Any] | None = None,
-    conversation_id: str | Callable[[Any], str | None] | None = None,
-    ground_truth: Any = ...,
-) -> Callable[[F], F]: ...
-def agent(
-    fn: Any = None,
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    capture_content: bool | None = None,
-    attributes: Mapping[str, Any] | None = None,
-    conversation_id: str | Callable[[Any], str | None] | None = None,
-    ground_truth: Any = _UNSET,
-) -> Any:
+def agent(fn: None = None, /, **options: Unpack[_AgentOptions]) -> Callable[[F], F]: ...
+def agent(fn: Any = None, /, **options: Any) -> Any:
     """Trace each call as an agent invocation: span `invoke_agent {name}` (INTERNAL).
 
     Records `gen_ai.agent.name`, the input/output as `gen_ai.input.messages` /
     `gen_ai.output.messages` (under content capture), and hands the finished call to online
-    scoring. `ground_truth` is the expected answer: a constant or a `callable(input)`;
-    `tracescore.set_ground_truth()` inside the call wins over it. Use bare (`@agent`) or with
-    keyword arguments.
+    scoring. Options: `name`, `description`, `capture_content`, `attributes`,
+    `conversation_id` (a string or `callable(input)`), `ground_truth` (the expected answer: a
+    constant or a `callable(input)`; `tracescore.set_ground_truth()` inside the call wins
+    over it).
     """
-    return _decorator(
-        _AGENT,
-        fn,
-        {
-            "name": name,
-            "description": description,
-            "capture_content": capture_content,
-            "attributes": attributes,
-            "conversation_id": conversation_id,
-            "ground_truth": ground_truth,
-        },
-    )
+    return _decorator(_AGENT, fn, options)
 
 
 @overload
 def tool(fn: F, /) -> F: ...
 @overload
-def tool(
-    fn: None = None,
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    capture_content: bool | None = None,
-    attributes: Mapping[str, Any] | None = None,
-    conversation_id: str | Callable[[Any], str | None] | None = None,
-) -> Callable[[F], F]: ...
-def tool(
-    fn: Any = None,
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    capture_content: bool | None = None,
-    attributes: Mapping[str, Any] | None = None,
-    conversation_id: str | Callable[[Any], str | None] | None = None,
-) -> Any:
+def tool(fn: None = None, /, **options: Unpack[_ToolOptions]) -> Callable[[F], F]: ...
+def tool(fn: Any = None, /, **options: Any) -> Any:
     """Trace each call as a tool execution: span `execute_tool {name}` (INTERNAL).
 
     Records `gen_ai.tool.name` and, under content capture, the arguments (JSON object by
     parameter name) as `gen_ai.tool.call.arguments` and the return value as
-    `gen_ai.tool.call.result`.
+    `gen_ai.tool.call.result`. Options: `name`, `description`, `capture_content`,
+    `attributes`, `conversation_id`.
     """
-    return _decorator(
-        _TOOL,
-        fn,
-        {
-            "name": name,
-            "description": description,
-            "capture_content": capture_content,
-            "attributes": attributes,
-            "conversation_id": conversation_id,
-        },
-    )
+    return _decorator(_TOOL, fn, options)
 
 
 @overload
 def llm(fn: F, /) -> F: ...
 @overload
-def llm(
-    fn: None = None,
-    /,
-    *,
-    model: str | None = None,
-    provider: str | None = None,
-    name: str | None = None,
-    capture_content: bool | None = None,
-    attributes: Mapping[str, Any] | None = None,
-    conversation_id: str | Callable[[Any], str | None] | None = None,
-) -> Callable[[F], F]: ...
-def llm(
-    fn: Any = None,
-    /,
-    *,
-    model: str | None = None,
-    provider: str | None = None,
-    name: str | None = None,
-    capture_content: bool | None = None,
-    attributes: Mapping[str, Any] | None = None,
-    conversation_id: str | Callable[[Any], str | None] | None = None,
-) -> Any:
+def llm(fn: None = None, /, **options: Unpack[_LlmOptions]) -> Callable[[F], F]: ...
+def llm(fn: Any = None, /, **options: Any) -> Any:
     """Trace each call as an LLM chat call: span `chat {model}` (CLIENT).
 
     `model` defaults to the call's `model` argument (by keyword or position). Records
     `gen_ai.request.model`, `gen_ai.provider.name`, messages under content capture, and token
     usage / response model / finish reasons when the function returns an OpenAI- or
-    litellm-like response (object or dict).
+    litellm-like response (object or dict). Options: `model`, `provider`, `name`,
+    `capture_content`, `attributes`, `conversation_id`.
     """
-    return _decorator(
-        _LLM,
-        fn,
-        {
-            "name": name,
-            "model": model,
-            "provider": provider,
-            "capture_content": capture_content,
-            "attributes": attributes,
-            "conversation_id": conversation_id,
-        },
-    )
+    return _decorator(_LLM, fn, options)
 
 
 @overload
 def span(fn: F, /) -> F: ...
 @overload
-def span(
-    fn: None = None,
-    /,
-    *,
-    name: str | None = None,
-    capture_content: bool | None = None,
-    attributes: Mapping[str, Any] | None = None,
-    conversation_id: str | Callable[[Any], str | None] | None = None,
-) -> Callable[[F], F]: ...
-def span(
-    fn: Any = None,
-    /,
-    *,
-    name: str | None = None,
-    capture_content: bool | None = None,
-    attributes: Mapping[str, Any] | None = None,
-    conversation_id: str | Callable[[Any], str | None] | None = None,
-) -> Any:
+def span(fn: None = None, /, **options: Unpack[_SpanOptions]) -> Callable[[F], F]: ...
+def span(fn: Any = None, /, **options: Any) -> Any:
     """Trace each call as a generic step: span `{name}` (INTERNAL, operation `workflow`).
 
     Under content capture the input and output go to `tracescore.input` / `tracescore.output`.
+    Options: `name`, `capture_content`, `attributes`, `conversation_id`.
     """
-    return _decorator(
-        _SPAN,
-        fn,
-        {
-            "name": name,
-            "capture_content": capture_content,
-            "attributes": attributes,
-            "conversation_id": conversation_id,
-        },
-    )
+    return _decorator(_SPAN, fn, options)
