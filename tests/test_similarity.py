@@ -78,10 +78,10 @@ def test_fast_dice_on_long_texts_with_wide_characters(a: str, b: str) -> None:
 # Characters of every width the fast path encodes differently: ASCII, Latin-1, the BMP (lone
 # surrogate code points included) and beyond the BMP; mixing them in one pair forces the widest.
 _ALPHABETS = {
-    "ascii": "abcab. \n",
-    "latin-1": "abcéÿ\xa0 ",
-    "bmp": "abé€\ud800\udc00 ",
-    "astral": "ab€𝄞\U0010ffff ",
+    "ascii": "abcab. \n\t\x1c",
+    "latin-1": "abcéÿ\xa0\x85 ",
+    "bmp": "abé€\ud800\udc00\u2028\u3000 ",
+    "astral": "ab€𝄞\U0010ffff\xa0 ",
 }
 
 
@@ -110,6 +110,29 @@ def test_repeated_bigrams_count_as_a_multiset() -> None:
             assert dice_similarity("abab", "baba") == 2 * 2 / 6
             assert dice_similarity("ab" * 400, "ab" * 399 + "ba") == pytest.approx(
                 _dice_reference("ab" * 400, "ab" * 399 + "ba"), abs=1e-12)
+
+
+def test_every_unicode_whitespace_is_removed() -> None:
+    assert dice_similarity(" a\tb\nc\x1cd\x85e\xa0f\u2028g\u3000h ", "abcdefgh") == 1.0
+    assert dice_similarity("a\x85b", "ab") == 1.0
+
+
+@pytest.mark.parametrize("text", [
+    "a  b " * 40, " ab" * 50, "ab " * 50, "a\tb " * 40, "a\x1cb " * 40, "ab\xa0" * 50, "ab" * 60,
+])
+def test_long_texts_are_whitespace_normalised_like_split_and_join(text: str) -> None:
+    for candidate in (text, " ".join(text.split())):
+        result = create_content_similarity_scorer(ignore_case=False).run(input=candidate, output="x")
+        assert result.preprocess_step_result["processed_input"] == " ".join(candidate.split())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["ab ", "ab  \t\n\x1c", "ab \xa0é"]).flatmap(
+    lambda alphabet: st.text(alphabet=alphabet, max_size=400)))
+def test_whitespace_normalisation_equals_split_and_join(text: str) -> None:
+    for candidate in (text, text * 40, " ".join(text.split()) * 40):
+        result = create_content_similarity_scorer(ignore_case=False).run(input=candidate, output="x")
+        assert result.preprocess_step_result["processed_input"] == " ".join(candidate.split())
 
 
 def test_whitespace_is_always_ignored_by_dice_like_the_reference() -> None:

@@ -37,6 +37,10 @@ except ImportError:  # pragma: no cover - other interpreters
 _PAIR_FORMAT: dict[int, Literal["H", "I", "Q"]] = {1: "H", 2: "I", 4: "Q"}
 # The Latin-1 characters that str.split() treats as whitespace, deleted in one C-level pass.
 _LATIN1_WHITESPACE = bytes(code for code in range(256) if chr(code).isspace())
+# ASCII whitespace other than the space: a text without it, without double, leading or trailing
+# spaces, is already whitespace-normalised (checking that beats split/join from ~100 chars on).
+_ASCII_OTHER_WHITESPACE = bytes(code for code in range(128) if chr(code).isspace() and code != 32)
+_NORMALISED_CHECK_MIN_CHARS = 100
 # Up to this many characters (both texts together) the sort-and-LCS route is the faster one;
 # above it, counting in dicts wins (measured side by side on short and long texts).
 _SORT_MAX_CHARS = 600
@@ -103,6 +107,15 @@ def _common_bigrams(data_a: bytes, data_b: bytes, unit: int) -> int:
     return (total_a + sum(in_b) - sum(map(abs, map(sub, counts_a.values(), in_b)))) // 2
 
 
+def _collapse_whitespace(text: str) -> str:
+    """`" ".join(text.split())`, skipping the split for a long ASCII text already in that form."""
+    if (len(text) >= _NORMALISED_CHECK_MIN_CHARS and text.isascii() and "  " not in text
+            and text[0] != " " and text[-1] != " "
+            and len(text.encode("ascii").translate(None, _ASCII_OTHER_WHITESPACE)) == len(text)):
+        return text
+    return " ".join(text.split())
+
+
 def dice_similarity(a: str, b: str) -> float:
     """Sørensen–Dice coefficient over character bigrams, all whitespace removed.
 
@@ -118,6 +131,7 @@ def dice_similarity(a: str, b: str) -> float:
     return 2.0 * _common_bigrams(data_a, data_b, unit) / (len_a + len_b - 2)
 
 
+_NO_JUDGE = JudgeUsage(model=None)  # frozen, so one instance serves every result
 ALGORITHMS: tuple[str, ...] = ("dice", "ratio", "partial_ratio", "token_set_ratio",
                                "token_sort_ratio", "jaro_winkler", "levenshtein")
 _METRICS: dict[str, Callable[[str, str], float]] = {"dice": dice_similarity}
@@ -176,6 +190,11 @@ class ContentSimilarityScorer(Scorer):
         self.algorithm = resolved
         self.scale = check_scale(scale)
         self._metric = _metric(resolved)
+        self._reasons = {  # reason text before the value, by what the output is compared with
+            compared_with: f"{_DESCRIPTIONS[resolved]} between the output and the "
+                           f"{compared_with.replace('_', ' ')}: "
+            for compared_with in ("input", "ground_truth")
+        }
 
     def __repr__(self) -> str:
         return (f"ContentSimilarityScorer(algorithm={self.algorithm!r}, ignore_case="
@@ -186,7 +205,7 @@ class ContentSimilarityScorer(Scorer):
         if self.ignore_case:
             text = text.lower()
         if self.ignore_whitespace:
-            text = " ".join(text.split())
+            text = _collapse_whitespace(text)
         return text
 
     def similarity(self, a: str, b: str) -> float:
@@ -214,13 +233,12 @@ class ContentSimilarityScorer(Scorer):
         return ScoreResult(
             run_id=run_id, scorer_id=self.id, scorer_name=self.name, score=score,
             label=similarity_label(score, self.scale),
-            reason=(f"{_DESCRIPTIONS[self.algorithm]} between the output and the "
-                    f"{compared_with.replace('_', ' ')}: {value:.4g}."),
+            reason=f"{self._reasons[compared_with]}{value:.4g}.",
             preprocess_step_result={"processed_input": processed_reference,
                                     "processed_output": processed_output,
                                     "compared_with": compared_with},
             analyze_step_result={"similarity": value},
-            usage=JudgeUsage(model=None),
+            usage=_NO_JUDGE,
         )
 
     async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
