@@ -66,6 +66,9 @@ class QuietHandler(BaseHTTPRequestHandler):
     """HTTP/1.1 handler base: registers its connection with the server and logs nothing."""
 
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes; with Nagle on, each reply would stall ~40 ms
+    # on delayed ACKs, which skews latency-sensitive tests and benchmarks.
+    disable_nagle_algorithm = True
     server: LoopbackServer
 
     def setup(self) -> None:
