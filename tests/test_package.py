@@ -22,3 +22,7 @@ def test_unknown_attribute_is_attribute_error() -> None:
         assert "no_such_thing" in str(exc)
     else:
         raise AssertionError("expected AttributeError")
+
+
+def test_all_matches_the_lazy_export_table() -> None:
+    assert set(tracescore.__all__) == {"__version__", *tracescore._EXPORTS}

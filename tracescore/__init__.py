@@ -47,6 +47,8 @@ _EXPORTS: dict[str, str] = {
     "Judge": "tracescore.scoring",
     "LiteLLMJudge": "tracescore.scoring",
     "OfflineJudge": "tracescore.scoring",
+    "JudgeRequest": "tracescore.scoring",
+    "JudgeReply": "tracescore.scoring",
     # online scoring
     "OnlineScorer": "tracescore.online",
     "ScoringSpanProcessor": "tracescore.online",
@@ -54,6 +56,9 @@ _EXPORTS: dict[str, str] = {
     "run_evals": "tracescore.evals",
     "arun_evals": "tracescore.evals",
     "EvalResult": "tracescore.evals",
+    "EvalSummary": "tracescore.evals",
+    "ItemResult": "tracescore.evals",
+    "ItemFailure": "tracescore.evals",
     # errors
     "TracescoreError": "tracescore._exceptions",
     "ConfigurationError": "tracescore._exceptions",
@@ -61,7 +66,53 @@ _EXPORTS: dict[str, str] = {
     "ScorerError": "tracescore._exceptions",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = [
+    "__version__",
+    "configure",
+    "flush",
+    "shutdown",
+    "TracescoreHandle",
+    "set_content_capture",
+    "agent",
+    "tool",
+    "llm",
+    "span",
+    "propagate_context",
+    "ContextThreadPoolExecutor",
+    "instrument_litellm",
+    "uninstrument_litellm",
+    "instrument_agent",
+    "uninstrument_agent",
+    "AgentCall",
+    "add_agent_call_listener",
+    "remove_agent_call_listener",
+    "set_ground_truth",
+    "ground_truth",
+    "Scorer",
+    "ScoreResult",
+    "JudgeUsage",
+    "AnswerRelevancyScorer",
+    "ContentSimilarityScorer",
+    "create_answer_relevancy_scorer",
+    "create_content_similarity_scorer",
+    "Judge",
+    "LiteLLMJudge",
+    "OfflineJudge",
+    "JudgeRequest",
+    "JudgeReply",
+    "OnlineScorer",
+    "ScoringSpanProcessor",
+    "run_evals",
+    "arun_evals",
+    "EvalResult",
+    "EvalSummary",
+    "ItemResult",
+    "ItemFailure",
+    "TracescoreError",
+    "ConfigurationError",
+    "JudgeError",
+    "ScorerError",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -81,7 +132,14 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from tracescore._config import set_content_capture
     from tracescore._exceptions import ConfigurationError, JudgeError, ScorerError, TracescoreError
     from tracescore._setup import TracescoreHandle, configure, flush, shutdown
-    from tracescore.evals import EvalResult, arun_evals, run_evals
+    from tracescore.evals import (
+        EvalResult,
+        EvalSummary,
+        ItemFailure,
+        ItemResult,
+        arun_evals,
+        run_evals,
+    )
     from tracescore.instrument._agent_object import instrument_agent, uninstrument_agent
     from tracescore.instrument._calls import (
         AgentCall,
@@ -98,6 +156,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         AnswerRelevancyScorer,
         ContentSimilarityScorer,
         Judge,
+        JudgeReply,
+        JudgeRequest,
         JudgeUsage,
         LiteLLMJudge,
         OfflineJudge,
