@@ -7,7 +7,7 @@ bigrams; rapidfuzz metrics are selectable by name. Every algorithm gives 0..1, t
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import repeat
+from itertools import islice
 from operator import sub
 from typing import Any, Literal
 
@@ -80,8 +80,8 @@ def _sorted_bigrams(data: bytes, unit: int) -> list[int]:
     return codes
 
 
-def _bigram_counts(data: bytes, unit: int) -> dict[int, int]:
-    counts: dict[int, int] = {}
+def _bigram_counts(data: bytes, unit: int, counts: dict[int, int] | None = None) -> dict[int, int]:
+    counts = {} if counts is None else counts
     for view in _bigram_views(data, unit):
         _count_elements(counts, view)
     return counts
@@ -97,12 +97,12 @@ def _common_bigrams(data_a: bytes, data_b: bytes, unit: int) -> int:
             from rapidfuzz.distance import LCSseq
             _lcs = LCSseq.similarity
         return _lcs(_sorted_bigrams(data_a, unit), _sorted_bigrams(data_b, unit))
-    counts_a, counts_b = _bigram_counts(data_a, unit), _bigram_counts(data_b, unit)
-    if len(counts_a) > len(counts_b):
-        data_a, counts_a, counts_b = data_b, counts_b, counts_a
+    counts_a = _bigram_counts(data_a, unit)
+    # b's counts start from a's bigrams at 0, so b's first values line up with a's keys
+    counts_b = _bigram_counts(data_b, unit, dict.fromkeys(counts_a, 0))
+    in_b = list(islice(counts_b.values(), len(counts_a)))
     # Sum of min(x, y) over a's bigrams, as (sum x + sum y - sum |x - y|) / 2: subtraction and
     # abs() are much cheaper calls than min() with two arguments.
-    in_b = list(map(counts_b.get, counts_a, repeat(0)))
     total_a = len(data_a) // unit - 1
     return (total_a + sum(in_b) - sum(map(abs, map(sub, counts_a.values(), in_b)))) // 2
 
