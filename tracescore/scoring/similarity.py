@@ -6,6 +6,7 @@ bigrams; rapidfuzz metrics are selectable by name. Every algorithm gives 0..1, t
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import islice
 from operator import sub
@@ -35,6 +36,9 @@ except ImportError:  # pragma: no cover - other interpreters
 # Bigrams are handled as integers: the text is encoded with a fixed width per character and
 # two neighbouring code units are read as one number (format by unit size in bytes).
 _PAIR_FORMAT: dict[int, Literal["H", "I", "Q"]] = {1: "H", 2: "I", 4: "Q"}
+# Native byte order keeps every code below 2**53 (rapidfuzz hashes ints; small ones hash to
+# themselves, so distinct bigrams never collide).
+_UTF16, _UTF32 = ("utf-16-le", "utf-32-le") if sys.byteorder == "little" else ("utf-16-be", "utf-32-be")
 # The Latin-1 characters that str.split() treats as whitespace, deleted in one C-level pass.
 _LATIN1_WHITESPACE = bytes(code for code in range(256) if chr(code).isspace())
 # ASCII whitespace other than the space: a text without it, without double, leading or trailing
@@ -56,11 +60,11 @@ def _encode_pair(a: str, b: str) -> tuple[bytes, bytes, int]:
     except UnicodeEncodeError:
         pass
     a, b = "".join(a.split()), "".join(b.split())
-    wide_a = a.encode("utf-16-le", "surrogatepass")
-    wide_b = b.encode("utf-16-le", "surrogatepass")
+    wide_a = a.encode(_UTF16, "surrogatepass")
+    wide_b = b.encode(_UTF16, "surrogatepass")
     if len(wide_a) == 2 * len(a) and len(wide_b) == 2 * len(b):  # no surrogate pairs: 1 unit = 1 char
         return wide_a, wide_b, 2
-    return a.encode("utf-32-le", "surrogatepass"), b.encode("utf-32-le", "surrogatepass"), 4
+    return a.encode(_UTF32, "surrogatepass"), b.encode(_UTF32, "surrogatepass"), 4
 
 
 def _bigram_views(data: bytes, unit: int) -> tuple[memoryview, memoryview]:
