@@ -74,11 +74,93 @@ def test_deterministic(scorer: AnswerRelevancyScorer) -> None:
     assert first == second
 
 
-def test_does_not_check_facts(scorer: AnswerRelevancyScorer) -> None:
-    """Word overlap cannot tell a wrong capital from the right one (documented limitation)."""
+def test_without_ground_truth_it_does_not_check_facts(scorer: AnswerRelevancyScorer) -> None:
+    """Word overlap alone cannot tell a wrong capital from the right one (documented limitation)."""
     wrong = scorer.run(input=QUESTION, output="Lyon is the capital of France.")
     right = scorer.run(input=QUESTION, output="Paris is the capital of France.")
-    assert wrong.score == right.score
+    assert wrong.score == right.score == 1.0
+    assert "reference_knowledge" not in wrong.analyze_step_result
+    assert "ground truth" not in wrong.reason
+
+
+PARIS = "Paris is the capital of France."
+
+
+@pytest.mark.parametrize(("question", "output", "ground_truth", "expected"), [
+    (QUESTION, "Lyon is the capital of France.", PARIS, 0.3),
+    (QUESTION, "Paris is the capital of France.", PARIS, 1.0),
+    (QUESTION, "Paris", PARIS, 1.0),
+    (QUESTION, "Lyon", PARIS, 0.3),
+    ("What is the capital of Australia?", "Sydney is the capital of Australia.",
+     "Canberra is the capital of Australia.", 0.3),
+    ("How many moons does Mars have?", "Mars has three moons.", "Mars has two moons.", 0.3),
+    ("How many moons does Mars have?", "Mars has 2 moons.",
+     "Mars has two moons, Phobos and Deimos.", 1.0),  # "2" is "two"
+    ("At what temperature does water boil at sea level?",
+     "Water boils at 90 degrees Celsius at sea level.",
+     "Water boils at 100 degrees Celsius at sea level.", 0.3),
+    ("When did the Berlin Wall fall?", "In 1989.", "It fell on 9 November 1989.", 1.0),
+    ("When did the Berlin Wall fall?", "In 1990.", "It fell on 9 November 1989.", 0.3),
+    ("Who wrote Hamlet?", "William Shakespeare wrote Hamlet.",
+     "Hamlet was written by William Shakespeare.", 1.0),
+    # nothing to compare: no names or numbers in the answer, or none in the ground truth
+    ("How do I reset my password?", "Open the settings page and choose reset password.",
+     "Go to Settings and click Reset password.", 1.0),
+    ("Is Python dynamically typed?", "Yes, it is.", "Yes.", 1.0),
+    # only `yes` verdicts are checked: the partial and off-topic ones keep their verdicts
+    (QUESTION, "Paris is the capital of France. Berlin is the capital of Germany. "
+               "I enjoy cooking pasta.", PARIS, 0.43),
+])
+def test_ground_truth_is_the_offline_judges_world_knowledge(
+        scorer: AnswerRelevancyScorer, question: str, output: str, ground_truth: str,
+        expected: float) -> None:
+    result = scorer.run(input=question, output=output, ground_truth=ground_truth)
+    assert result.score == expected
+    assert result.analyze_step_result["reference_knowledge"]["source"] == "ground_truth"
+
+
+def test_an_answer_that_disagrees_with_the_ground_truth_is_unsure_and_says_why(
+        scorer: AnswerRelevancyScorer) -> None:
+    result = scorer.run(input=QUESTION, output="Lyon is the capital of France.",
+                        ground_truth=PARIS)
+    [verdict] = result.analyze_step_result["results"]
+    assert verdict["result"] == "unsure"
+    assert "'Lyon'" in verdict["reason"] and "'Paris'" in verdict["reason"]
+    assert "disagrees with the reference answer" in verdict["reason"]
+    knowledge = result.analyze_step_result["reference_knowledge"]
+    assert knowledge["answer_terms"] == ["Paris"] and "heuristic" in knowledge["note"]
+    assert result.reason == (
+        "The score is 0.3 because 0 of 1 statement directly addresses the question and 1 is on "
+        "topic but disagrees with the reference answer (offline judge: word overlap, answers "
+        "checked against the ground truth, no language model).")
+
+
+def test_ground_truth_in_other_shapes(scorer: AnswerRelevancyScorer) -> None:
+    messages = [{"role": "user", "content": QUESTION}, {"role": "assistant", "content": PARIS}]
+    for ground_truth in (messages, {"text": PARIS}):
+        result = scorer.run(input=QUESTION, output="Lyon", ground_truth=ground_truth)
+        assert result.score == 0.3
+    # no usable text: scored as without a ground truth, not an error
+    for ground_truth in ("", "   ", object(), {"a": 1, "b": 2}):
+        result = scorer.run(input=QUESTION, output="Lyon", ground_truth=ground_truth)
+        assert result.score == 1.0
+        assert "reference_knowledge" not in result.analyze_step_result
+
+
+def test_judge_objects_receive_the_ground_truth_as_reference(no_network: None) -> None:
+    seen: list[tuple[str, str | None]] = []
+
+    class RecordingJudge(OfflineJudge):
+        async def judge(self, request):  # type: ignore[no-untyped-def]
+            seen.append((request.step, request.reference))
+            return await super().judge(request)
+
+    scorer = AnswerRelevancyScorer(model=RecordingJudge())
+    scorer.run(input=QUESTION, output="Lyon", ground_truth=PARIS)
+    assert [reference for _, reference in seen] == [PARIS] * 3
+    seen.clear()
+    scorer.run(input=QUESTION, output="Lyon")
+    assert [reference for _, reference in seen] == [None] * 3
 
 
 @pytest.mark.parametrize(("question", "output", "verdicts"), [

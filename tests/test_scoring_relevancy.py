@@ -81,6 +81,32 @@ def test_reference_cases_through_litellm(stub_llm: StubLLMServer, output: str,
     assert result.generate_reason_prompt == reason
 
 
+def test_ground_truth_is_never_sent_to_an_llm_judge(stub_llm: StubLLMServer) -> None:
+    """Parity with the reference system: relevancy prompts ignore the ground truth; the LLM
+    judge's own verdict stands (the offline judge alone uses the ground truth)."""
+    question = "What is the capital of Australia?"
+    output = "Sydney is the capital of Australia."
+    ground_truth = "Canberra is the capital of Australia."
+    scorer = make_scorer(stub_llm)
+    script(stub_llm, [output], ["yes"], reason="The score is 1 because reasons.")
+    with_truth = scorer.run(input=question, output=output, ground_truth=ground_truth)
+    script(stub_llm, [output], ["yes"], reason="The score is 1 because reasons.")
+    without = scorer.run(input=question, output=output)
+
+    assert len(stub_llm.requests) == 6
+    sent_with, sent_without = stub_llm.requests[:3], stub_llm.requests[3:]
+    assert [r.json for r in sent_with] == [r.json for r in sent_without]  # the same requests
+    for request in sent_with:
+        assert b"Canberra" not in request.body
+        assert not any("Canberra" in value for value in request.headers.values())
+    assert with_truth.score == without.score == 1.0
+    assert with_truth.analyze_step_result == without.analyze_step_result == {
+        "results": [{"result": "yes", "reason": "verdict yes"}]}
+    assert (with_truth.preprocess_prompt, with_truth.analyze_prompt,
+            with_truth.generate_reason_prompt) == (
+        without.preprocess_prompt, without.analyze_prompt, without.generate_reason_prompt)
+
+
 def test_reason_prompt_carries_the_computed_score_and_verdicts(stub_llm: StubLLMServer) -> None:
     script(stub_llm, ["a", "b", "c"], ["yes", "unsure", "no"])
     make_scorer(stub_llm).run(input=QUESTION, output="a. b. c.")

@@ -44,7 +44,10 @@ class JudgeRequest:
     """One scorer step for the judge: the prompts to send and the reply schema expected.
 
     `data` carries the step's inputs as structured values, for judges that do not read
-    prompts (the offline judge); `task` names what the step asks for.
+    prompts (the offline judge); `task` names what the step asks for. `reference` is the
+    caller's ground truth, offered as background knowledge to judges that have none of their
+    own (the offline judge); it is never part of the prompts, so LLM judges are sent exactly
+    what the reference system sends.
     """
 
     step: str
@@ -55,16 +58,22 @@ class JudgeRequest:
     schema: dict[str, Any]
     validate: Callable[[Any], dict[str, Any]]
     data: Mapping[str, Any] = field(default_factory=dict)
+    reference: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
 class JudgeReply:
-    """A validated judge reply with the raw text it came from and what it cost."""
+    """A validated judge reply with the raw text it came from and what it cost.
+
+    `notes` are facts about how the judge reached the reply that the scorer records in the
+    step result (the offline judge: that it used the ground truth as reference knowledge).
+    """
 
     data: dict[str, Any]
     raw: str
     usage: JudgeUsage
     prompt: str  # the user prompt finally sent (the fallback prompt when the fallback ran)
+    notes: Mapping[str, Any] = field(default_factory=dict)
 
 
 @runtime_checkable

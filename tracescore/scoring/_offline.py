@@ -2,8 +2,16 @@
 
 It splits answers into sentences, gives each sentence a verdict from the content words it
 shares with the question (lightly stemmed) plus a few question-type cues, and fills a reason
-template. It cannot check facts: "Lyon is the capital of France." addresses the question as
-well as the right answer does. Its model name, "tracescore/offline", says so in every result.
+template. Its model name, "tracescore/offline", says so in every result.
+
+It has no world knowledge of its own. An LLM judge knows that "Lyon is the capital of France."
+is an incorrect but on-topic answer (`unsure` in the rubric); the offline judge can only borrow
+that knowledge from the ground truth when the caller gives one (`JudgeRequest.reference`).
+Then a statement judged `yes` becomes `unsure` when its answer terms (its numbers, or its
+capitalised names, that the question does not contain) share none with the ground truth's
+terms of the same kind. This is a heuristic: a right answer worded with other names ("the
+City of Light") is marked down, and a wrong answer that repeats a name or number of the
+ground truth is not. Without a ground truth it cannot tell a wrong answer from the right one.
 """
 
 from __future__ import annotations
@@ -11,8 +19,9 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from decimal import Decimal, InvalidOperation
+from typing import Any, NamedTuple
 
 from tracescore.scoring._base import JudgeUsage
 from tracescore.scoring._judge import OFFLINE_MODEL, JudgeReply, JudgeRequest, JudgeStepError
@@ -63,6 +72,16 @@ hundred thousand million billion dozen half
 _MONTHS = frozenset("""
 january february march april may june july august september october november december
 """.split())
+# number words as values, so "two" and "2" are the same answer term
+_NUMBER_VALUES = {word: value for value, word in enumerate("""
+zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen
+sixteen seventeen eighteen nineteen twenty""".split())}
+_NUMBER_VALUES.update({word: 10 * (i + 3) for i, word in enumerate(
+    "thirty forty fifty sixty seventy eighty ninety".split())})
+_NUMBER_VALUES.update(dozen=12, hundred=100, thousand=1000, million=10**6, billion=10**9)
+_NUMERAL = re.compile(r"\d+(?:[.,]\d+)*")
+_THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+_DISAGREES = "It answers the question, but its answer"
 
 
 def _stem(word: str) -> str:
@@ -94,6 +113,8 @@ class _Question:
     def __init__(self, text: str) -> None:
         words = _WORD.findall(text)
         lowered = [w.lower() for w in words]
+        self.stems = {_stem(w) for w in words}
+        self.numbers = _numbers(text)
         self.yes_no = bool(lowered) and lowered[0] in _YES_NO_START
         # capitalised words after the first are the entities asked about ("France")
         self.entities = {_stem(w) for i, w in enumerate(words)
@@ -108,6 +129,78 @@ class _Question:
             "number" if cues & _NUMBER_CUES else
             None
         )
+
+
+def _number_key(numeral: str) -> str:
+    """One spelling per number: '8,849' and '8849', '3.50' and '3.5' give the same key."""
+    text = numeral.replace(",", "") if _THOUSANDS.fullmatch(numeral) else numeral.replace(",", ".")
+    try:
+        return format(Decimal(text).normalize(), "f")
+    except InvalidOperation:
+        return numeral
+
+
+def _numbers(text: str) -> dict[str, str]:
+    """The numbers in `text` (numerals and number words), by key, with their first spelling."""
+    found = {_number_key(n): n for n in reversed(_NUMERAL.findall(text))}
+    for word in reversed(_WORD.findall(text)):
+        value = _NUMBER_VALUES.get(word.lower())
+        if value is not None:
+            found[str(value)] = word
+    return found
+
+
+class _Terms(NamedTuple):
+    """The terms that carry an answer: numbers and capitalised names not in the question.
+
+    Keys compare (number keys, word stems); values are the words as written.
+    """
+
+    numbers: dict[str, str]
+    names: dict[str, str]
+
+
+def _answer_terms(text: str, question: _Question) -> _Terms:
+    """The answer terms of `text`.
+
+    A sentence's first word counts as a name only when the question asks for a place or person
+    or the sentence is a bare answer of up to three words (elsewhere a capital there usually
+    just starts the sentence).
+    """
+    numbers = {k: v for k, v in _numbers(text).items() if k not in question.numbers}
+    names: dict[str, str] = {}
+    named = question.expects in ("place", "person")
+    for sentence in split_statements(text):
+        words = _WORD.findall(sentence)
+        first_counts = named or len(words) <= 3
+        for i, word in enumerate(words):
+            lowered = word.lower()
+            if (word[:1].isupper() and (i > 0 or first_counts) and lowered not in _NUMBER_VALUES
+                    and lowered not in _STOPWORDS and lowered not in _FRAME_WORDS
+                    and _stem(word) not in question.stems):
+                names.setdefault(_stem(word), word)
+    return _Terms(numbers, names)
+
+
+def _listed(terms: Mapping[str, str], limit: int = 5) -> str:
+    shown = [repr(t) for t in list(terms.values())[:limit]]
+    return ", ".join(shown) + (", ..." if len(terms) > limit else "")
+
+
+def _against_reference(verdict: dict[str, str], statement: str, question: _Question,
+                       reference: _Terms) -> dict[str, str]:
+    """A `yes` becomes `unsure` when the statement and the ground truth both have numbers
+    (or both have names) but share none of them."""
+    if verdict["result"] != "yes":
+        return verdict
+    terms = _answer_terms(statement, question)
+    for own, expected in zip(terms, reference):
+        if own and expected and not own.keys() & expected.keys():
+            return {"result": "unsure",
+                    "reason": f"{_DISAGREES} ({_listed(own)}) disagrees with the reference "
+                              f"answer ({_listed(expected)}); the offline judge has no world "
+                              f"knowledge and takes the ground truth as its reference."}
+    return verdict
 
 
 def _shape_matches(words: Sequence[str], expects: str | None) -> bool:
@@ -162,28 +255,40 @@ def _verdict(question: _Question, statement: str, first: bool) -> dict[str, str]
     return {"result": "no", "reason": "It shares no key words with the question."}
 
 
-def _explain(data: dict[str, Any]) -> str:
+def _explain(data: Mapping[str, Any], with_reference: bool) -> str:
     results = data.get("results") or []
     score = format_score(float(data.get("score", 0.0)))
     if not results:
         return f"The score is {score} because the output contains no statements to judge."
-    counts = {"yes": 0, "unsure": 0, "no": 0}
+    counts = {"yes": 0, "unsure": 0, "no": 0, "disagrees": 0}
     for item in results:
         key = "".join(str(item.get("result", "")).split()).lower()
+        if key == "unsure" and str(item.get("reason", "")).startswith(_DISAGREES):
+            key = "disagrees"
         counts[key if key in counts else "no"] += 1
     n = len(results)
     parts = [(f"{counts['yes']} of {n} statement{'s' if n != 1 else ''} directly "
               f"address{'es' if n == 1 else ''} the question")]
+    if counts["disagrees"]:
+        parts.append(f"{counts['disagrees']} {'is' if counts['disagrees'] == 1 else 'are'} on "
+                     f"topic but disagree{'s' if counts['disagrees'] == 1 else ''} with the "
+                     f"reference answer")
     if counts["unsure"]:
         parts.append(f"{counts['unsure']} {'is' if counts['unsure'] == 1 else 'are'} only partly relevant")
     if counts["no"]:
         parts.append(f"{counts['no']} {'is' if counts['no'] == 1 else 'are'} off-topic")
     joined = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-    return f"The score is {score} because {joined} (offline judge: word overlap, no language model)."
+    how = ("word overlap, answers checked against the ground truth" if with_reference
+           else "word overlap")
+    return f"The score is {score} because {joined} (offline judge: {how}, no language model)."
 
 
 class OfflineJudge:
-    """The deterministic offline judge (`model="tracescore/offline"`): no network, no key."""
+    """The deterministic offline judge (`model="tracescore/offline"`): no network, no key.
+
+    Given a ground truth (`JudgeRequest.reference`) it uses it as its world knowledge: an
+    answer whose names and numbers the ground truth shares none of is `unsure`, not `yes`.
+    """
 
     model = OFFLINE_MODEL
 
@@ -193,14 +298,27 @@ class OfflineJudge:
     async def judge(self, request: JudgeRequest) -> JudgeReply:
         started = time.perf_counter()
         data = request.data
+        notes: dict[str, Any] = {}
         if request.task == TASK_STATEMENTS:
             reply: dict[str, Any] = {"statements": split_statements(str(data.get("output", "")))}
         elif request.task == TASK_VERDICTS:
             question = _Question(str(data.get("question", "")))
-            statements = data.get("statements", [])
-            reply = {"results": [_verdict(question, s, i == 0) for i, s in enumerate(statements)]}
+            statements = [str(s) for s in data.get("statements", [])]
+            results = [_verdict(question, s, i == 0) for i, s in enumerate(statements)]
+            if request.reference is not None:
+                reference = _answer_terms(request.reference, question)
+                results = [_against_reference(r, s, question, reference)
+                           for r, s in zip(results, statements)]
+                notes["reference_knowledge"] = {
+                    "source": "ground_truth",
+                    "answer_terms": [*reference.numbers.values(), *reference.names.values()],
+                    "note": "the offline judge has no world knowledge: it took the ground truth "
+                            "as its reference and marked an answer unsure when its numbers, or "
+                            "its names, share none with the ground truth's (a heuristic)",
+                }
+            reply = {"results": results}
         elif request.task == TASK_REASON:
-            reply = {"reason": _explain(dict(data))}
+            reply = {"reason": _explain(data, request.reference is not None)}
         else:
             raise JudgeStepError(f"the offline judge cannot do task {request.task!r}",
                                  step=request.step, model=self.model,
@@ -208,4 +326,5 @@ class OfflineJudge:
         raw = json.dumps(reply, ensure_ascii=False)
         usage = JudgeUsage(model=self.model, calls=1, cost_usd=0.0,
                            latency_ms=(time.perf_counter() - started) * 1000.0)
-        return JudgeReply(data=request.validate(reply), raw=raw, usage=usage, prompt=request.prompt)
+        return JudgeReply(data=request.validate(reply), raw=raw, usage=usage,
+                          prompt=request.prompt, notes=notes)

@@ -6,6 +6,7 @@ against the question) -> score (code) -> reason (judge: explains the score it is
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
@@ -86,16 +87,31 @@ class AnswerRelevancyScorer(Scorer):
 
     async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
                    run_id: str | None = None) -> ScoreResult:
-        run = _Run(self, run_id or new_run_id())
+        run = _Run(self, run_id or new_run_id(), _reference_text(ground_truth))
         return await run.execute(input, output)
+
+
+def _reference_text(ground_truth: Any) -> str | None:
+    """The ground truth as text for the judge's `reference`, or None when it has no text.
+
+    The score does not depend on it for LLM judges (it is not in their prompts, as in the
+    reference system); the offline judge uses it as the world knowledge it lacks.
+    """
+    try:
+        text = answer_text(ground_truth)
+    except InputError:
+        return None
+    return text.strip() or None
 
 
 class _Run:
     """One scorer run: collects the completed steps so a failure can carry them."""
 
-    def __init__(self, scorer: AnswerRelevancyScorer, run_id: str) -> None:
+    def __init__(self, scorer: AnswerRelevancyScorer, run_id: str,
+                 reference: str | None = None) -> None:
         self.scorer = scorer
         self.run_id = run_id
+        self.reference = reference
         self.usage = JudgeUsage(model=scorer.judge.model)
         self.step_usage: dict[str, JudgeUsage] = {}
         self.fields: dict[str, Any] = {
@@ -114,6 +130,8 @@ class _Run:
                            raw_reply=raw_reply)
 
     async def _ask(self, request: JudgeRequest, score: float | None = None) -> JudgeReply:
+        if self.reference is not None:
+            request = dataclasses.replace(request, reference=self.reference)
         try:
             reply = await self.scorer.judge.judge(request)
         except JudgeStepError as exc:
@@ -181,6 +199,8 @@ class _Run:
                         "note": "the judge gave a different number of results than statements "
                                 "twice; the score uses the results received",
                     }
+            for key, value in reply.notes.items():  # how the judge judged (never overrides)
+                analyze.setdefault(key, value)
             self.fields["analyze_prompt"] = reply.prompt
             self.fields["analyze_step_result"] = analyze
         else:
