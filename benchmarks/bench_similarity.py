@@ -6,16 +6,22 @@ run, at two levels:
   * scorer: ContentSimilarityScorer(algorithm=...).run(...) - what users and online scoring
     call (input normalisation, case/whitespace processing, result object included).
 The ratio column is throughput relative to rapidfuzz `ratio` at the same level and size
-(target for dice at the scorer level: >= 0.33).
+(target for dice: >= 0.33). `--baseline REV` adds the similarity module as it was at git
+revision REV ("dice@REV", "ratio@REV", each row compared with ratio@REV), measured in the
+same interleaved rounds, for before/after figures from one run.
 
-    python benchmarks/bench_similarity.py [--quick] [--json PATH]
+    python benchmarks/bench_similarity.py [--quick] [--json PATH] [--baseline REV]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import random
+import subprocess
 import sys
+import tempfile
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,7 +29,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import environment, interleaved, print_table, timeit_ns, write_json
 
-from tracescore.scoring.similarity import ALGORITHMS, ContentSimilarityScorer, _metric
+from tracescore.scoring import similarity
+from tracescore.scoring.similarity import ALGORITHMS
 
 _WORDS = (
     "the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "paris", "capital", "france",
@@ -57,8 +64,25 @@ def make_pairs(chars: int, count: int, seed: int = 7) -> list[tuple[str, str]]:
     return pairs
 
 
-def _metric_case(name: str, pairs: list[tuple[str, str]]) -> Callable[[], None]:
-    fn = _metric(name)
+def load_baseline(rev: str) -> types.ModuleType:
+    """tracescore/scoring/similarity.py as it was at git revision `rev`, as a module."""
+    root = Path(__file__).resolve().parents[1]
+    source = subprocess.run(
+        ["git", "-C", str(root), "show", f"{rev}:tracescore/scoring/similarity.py"],
+        capture_output=True, text=True, check=True).stdout
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp, "similarity.py")
+        path.write_text(source, "utf-8")
+        spec = importlib.util.spec_from_file_location(f"similarity_at_{rev}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return module
+
+
+def _metric_case(name: str, pairs: list[tuple[str, str]],
+                 module: types.ModuleType = similarity) -> Callable[[], None]:
+    fn = module._metric(name)
     processed = [(" ".join(a.lower().split()), " ".join(b.lower().split())) for a, b in pairs]
 
     def run() -> None:
@@ -68,8 +92,9 @@ def _metric_case(name: str, pairs: list[tuple[str, str]]) -> Callable[[], None]:
     return run
 
 
-def _scorer_case(name: str, pairs: list[tuple[str, str]]) -> Callable[[], None]:
-    scorer = ContentSimilarityScorer(algorithm=name)
+def _scorer_case(name: str, pairs: list[tuple[str, str]],
+                 module: types.ModuleType = similarity) -> Callable[[], None]:
+    scorer = module.ContentSimilarityScorer(algorithm=name)
 
     def run() -> None:
         for a, b in pairs:
@@ -83,26 +108,33 @@ def _scorer_case(name: str, pairs: list[tuple[str, str]]) -> Callable[[], None]:
 _SLOW = {"2KB": {"partial_ratio"}}
 
 
-def measure(level: str, size: str, chars: int, batch: int, rounds: int, n: int) -> dict[str, float]:
+def measure(level: str, size: str, chars: int, batch: int, rounds: int, n: int,
+            baseline: tuple[str, types.ModuleType] | None = None) -> dict[str, float]:
     """Pairs per second of every algorithm on the same pairs (interleaved medians)."""
     pairs = make_pairs(chars, batch)
     make = _metric_case if level == "metric" else _scorer_case
     slow = _SLOW.get(size, set())
-    fast = [name for name in ALGORITHMS if name not in slow]
-    ns_per_batch = interleaved({name: make(name, pairs) for name in fast}, rounds=rounds, n=n)
+    cases = {name: make(name, pairs) for name in ALGORITHMS if name not in slow}
+    if baseline is not None:
+        rev, module = baseline
+        cases.update({f"{name}@{rev}": make(name, pairs, module) for name in ("dice", "ratio")})
+    ns_per_batch = interleaved(cases, rounds=rounds, n=n)
     pairs_per_s = {name: batch / (ns / 1e9) for name, ns in ns_per_batch.items()}
     for name in slow:
         few = pairs[:2]
         ns = timeit_ns(make(name, few), 1)
         pairs_per_s[name] = len(few) / (ns / 1e9)
-    return {name: pairs_per_s[name] for name in ALGORITHMS}
+    return {name: pairs_per_s[name] for name in [*ALGORITHMS, *ns_per_batch]}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
     parser.add_argument("--json", metavar="PATH", help="write the figures as JSON")
+    parser.add_argument("--baseline", metavar="REV",
+                        help="also measure the similarity module at this git revision")
     args = parser.parse_args(argv)
+    baseline = (args.baseline, load_baseline(args.baseline)) if args.baseline else None
     rounds = 3 if args.quick else 15
     sizes = {
         "short": (40, 200, 5 if args.quick else 100),
@@ -112,15 +144,17 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {"environment": environment(), "levels": {}}
     for level in ("metric", "scorer"):
         per_size = {
-            size: measure(level, size, chars, batch, rounds, n)
+            size: measure(level, size, chars, batch, rounds, n, baseline)
             for size, (chars, batch, n) in sizes.items()
         }
+        names = list(per_size["short"])
+        reference = {name: f"ratio@{args.baseline}" if "@" in name else "ratio" for name in names}
         rows = []
-        for name in ALGORITHMS:
+        for name in names:
             row: list[Any] = [name]
             for size in sizes:
                 pps = per_size[size][name]
-                row += [pps, pps / per_size[size]["ratio"]]
+                row += [pps, pps / per_size[size][reference[name]]]
             rows.append(row)
         headers = ["algorithm"]
         for size in sizes:
@@ -130,17 +164,18 @@ def main(argv: list[str] | None = None) -> int:
             size: {
                 name: {
                     "pairs_per_s": per_size[size][name],
-                    "vs_ratio": per_size[size][name] / per_size[size]["ratio"],
+                    "vs_ratio": per_size[size][name] / per_size[size][reference[name]],
                 }
-                for name in ALGORITHMS
+                for name in names
             }
             for size in sizes
         }
-    dice = results["levels"]["scorer"]
-    print(
-        f"\ndice vs rapidfuzz ratio at the scorer level: short {dice['short']['dice']['vs_ratio']:.2f}, "
-        f"2KB {dice['2KB']['dice']['vs_ratio']:.2f} (target >= 0.33)"
-    )
+    print()
+    for level, figures in results["levels"].items():
+        for name in ["dice", f"dice@{args.baseline}"] if baseline else ["dice"]:
+            print(f"{name} vs rapidfuzz ratio, {level} level: short "
+                  f"{figures['short'][name]['vs_ratio']:.2f}, 2KB "
+                  f"{figures['2KB'][name]['vs_ratio']:.2f} (target >= 0.33)")
     write_json(args.json, results)
     return 0
 
