@@ -58,6 +58,8 @@ class AnswerRelevancyScorer(Scorer):
 
     `model` is a litellm model string, "tracescore/offline", or a Judge object; other keyword
     arguments configure the LiteLLMJudge (api_base, api_key, timeout, max_retries, ...).
+    A run's `ground_truth` reaches the judge only as `JudgeRequest.reference` (the offline
+    judge's reference knowledge); it is never part of the prompts.
     """
 
     id = "answer-relevancy"
