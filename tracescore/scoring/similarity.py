@@ -7,6 +7,7 @@ bigrams; rapidfuzz metrics are selectable by name. Every algorithm gives 0..1, t
 from __future__ import annotations
 
 import sys
+from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import islice
 from operator import sub
@@ -34,8 +35,9 @@ except ImportError:  # pragma: no cover - other interpreters
             mapping[item] = get(item, 0) + 1
 
 # Bigrams are handled as integers: the text is encoded with a fixed width per character and
-# two neighbouring code units are read as one number (format by unit size in bytes).
+# two neighbouring code units are read as one number (array type code by unit size in bytes).
 _PAIR_FORMAT: dict[int, Literal["H", "I", "Q"]] = {1: "H", 2: "I", 4: "Q"}
+assert all(array(code).itemsize == 2 * unit for unit, code in _PAIR_FORMAT.items())
 # Native byte order keeps every code below 2**53 (rapidfuzz hashes ints; small ones hash to
 # themselves, so distinct bigrams never collide).
 _UTF16, _UTF32 = ("utf-16-le", "utf-32-le") if sys.byteorder == "little" else ("utf-16-be", "utf-32-be")
@@ -67,27 +69,23 @@ def _encode_pair(a: str, b: str) -> tuple[bytes, bytes, int]:
     return a.encode(_UTF32, "surrogatepass"), b.encode(_UTF32, "surrogatepass"), 4
 
 
-def _bigram_views(data: bytes, unit: int) -> tuple[memoryview, memoryview]:
-    """The bigrams at even and at odd character offsets, each read as one integer."""
-    view = memoryview(data)
-    chars, pair, fmt = len(data) // unit, 2 * unit, _PAIR_FORMAT[unit]
-    even = view[: chars // 2 * pair].cast(fmt)
-    odd = view[unit: unit + (chars - 1) // 2 * pair].cast(fmt)
-    return even, odd
+def _bigram_codes(data: bytes, unit: int) -> array[int]:
+    """Every bigram of the encoded text as one integer: those at even offsets, then odd ones."""
+    chars, pair = len(data) // unit, 2 * unit
+    codes = array(_PAIR_FORMAT[unit], data[: chars // 2 * pair])
+    codes.frombytes(data[unit: unit + (chars - 1) // 2 * pair])
+    return codes
 
 
 def _sorted_bigrams(data: bytes, unit: int) -> list[int]:
-    even, odd = _bigram_views(data, unit)
-    codes = even.tolist()
-    codes += odd.tolist()
+    codes = _bigram_codes(data, unit).tolist()
     codes.sort()
     return codes
 
 
 def _bigram_counts(data: bytes, unit: int, counts: dict[int, int] | None = None) -> dict[int, int]:
     counts = {} if counts is None else counts
-    for view in _bigram_views(data, unit):
-        _count_elements(counts, view)
+    _count_elements(counts, _bigram_codes(data, unit))
     return counts
 
 
