@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 
 RANDOMNESS_BITS = 56
 RANDOMNESS_MASK = (1 << RANDOMNESS_BITS) - 1
@@ -41,7 +42,9 @@ class RateLimiter:
 
     __slots__ = ("_capacity", "_clock", "_lock", "_per_second", "_tokens", "_updated")
 
-    def __init__(self, per_minute: float, *, clock=time.monotonic) -> None:  # type: ignore[no-untyped-def]
+    def __init__(
+        self, per_minute: float, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._capacity = float(per_minute)
         self._per_second = float(per_minute) / 60.0
         self._tokens = self._capacity
@@ -73,7 +76,9 @@ class CostBudget:
 
     _WINDOW_S = 3600.0
 
-    def __init__(self, usd_per_hour: float, *, clock=time.monotonic) -> None:  # type: ignore[no-untyped-def]
+    def __init__(
+        self, usd_per_hour: float, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._budget = float(usd_per_hour)
         self._spent = 0.0
         self._window: deque[tuple[float, float]] = deque()

@@ -87,7 +87,7 @@ class QuietHandler(BaseHTTPRequestHandler):
     def read_body(self) -> bytes:
         """The request body (Content-Length or chunked transfer encoding)."""
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            chunks = []
+            chunks: list[bytes] = []
             while True:
                 size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
                 if size == 0:

@@ -307,9 +307,10 @@ class OTLPReceiver(Service):
             )
             if rejected is None:
                 records = signal.decode(request, protocol)
-                {"traces": self._spans, "logs": self._logs, "metrics": self._metrics}[
-                    signal.name
-                ].extend(records)
+                stores: dict[str, list[Any]] = {
+                    "traces": self._spans, "logs": self._logs, "metrics": self._metrics
+                }
+                stores[signal.name].extend(records)
             self._cond.notify_all()
             return rejected
 

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -19,7 +20,7 @@ class _SwitchProcessor(SpanProcessor):
     def __init__(self) -> None:
         self.delegate: SpanProcessor | None = None
 
-    def on_start(self, span, parent_context=None) -> None:  # type: ignore[no-untyped-def]
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         if self.delegate is not None:
             self.delegate.on_start(span, parent_context)
 
