@@ -79,7 +79,7 @@ class OTLPJsonFileExporter(SpanExporter):
 
 def encode_otlp_json(spans: Sequence[ReadableSpan]) -> str:
     """One ExportTraceServiceRequest in OTLP JSON form (camelCase keys, hex ids, integer enums)."""
-    from google.protobuf import json_format  # type: ignore[import-untyped]
+    from google.protobuf import json_format
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
     data = json_format.MessageToDict(encode_spans(spans), use_integers_for_enums=True)
@@ -208,7 +208,7 @@ def build_exporter(name: str, *, endpoint: str | None, headers: dict[str, str] |
             compression=HttpCompression(compression) if compression else None,
         )
     if name == "otlp-grpc":
-        from grpc import Compression as GrpcCompression  # type: ignore[import-untyped]
+        from grpc import Compression as GrpcCompression
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
             OTLPSpanExporter as GrpcExporter,
         )

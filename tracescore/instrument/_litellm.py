@@ -324,7 +324,7 @@ class _StreamState:
                 "tool_calls": calls or None}
 
 
-class _TracedStream(wrapt.ObjectProxy):  # type: ignore[misc]
+class _TracedStream(wrapt.ObjectProxy):
     """The caller's stream, unchanged, with the span ended on exhaustion, error, close or GC."""
 
     def __init__(self, stream: Any, call: _ChatCall) -> None:

@@ -110,7 +110,7 @@ def emit_log_records(evaluated: SpanContext, events: Sequence[EventPayload],
                 severity_number=_logs.SeverityNumber.INFO, attributes=attributes, event_name=name,
             )
         except TypeError:  # SDKs before keyword emit / event_name
-            record = _logs.LogRecord(  # type: ignore[call-overload]
+            record = _logs.LogRecord(
                 timestamp=now, observed_timestamp=now, trace_id=evaluated.trace_id,
                 span_id=evaluated.span_id, trace_flags=evaluated.trace_flags,
                 severity_number=_logs.SeverityNumber.INFO,
