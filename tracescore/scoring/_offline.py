@@ -36,7 +36,13 @@ _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9À-Ý])")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 
-_STOPWORDS = frozenset("""
+
+def _words(text: str) -> frozenset[str]:
+    """A vocabulary written as a whitespace-separated word list."""
+    return frozenset(text.split())
+
+
+_STOPWORDS = _words("""
 a about above after again against all also am an and any are as at be because been before
 being below between both but by could did do does doing down during each few for from further
 had has have having he her here hers herself him himself his i if in into is it its itself
@@ -45,39 +51,40 @@ ourselves out over own same she should so some such than that the their theirs t
 then there these they this those through to too under until up very was we were what when
 where which while who whom whose why will with would you your yours yourself yourselves can
 may might must shall yes there's it's that's i'm one get got
-""".split())
+""")
 # words that only frame a question or request
-_FRAME_WORDS = frozenset("""
+_FRAME_WORDS = _words("""
 how tell explain describe name give list please know show find say define mean meaning
-""".split())
-_YES_NO_START = frozenset("""
+""")
+_YES_NO_START = _words("""
 is are was were do does did can could will would should has have had may might must
-""".split())
-_PLACE_CUES = frozenset("""
+""")
+_PLACE_CUES = _words("""
 where capital city country located location place continent region state town province
-""".split())
-_PERSON_CUES = frozenset("""
+""")
+_PERSON_CUES = _words("""
 who whom whose author inventor founder president ceo person wrote invented founded discovered
 painted directed composed leader king queen
-""".split())
-_NUMBER_CUES = frozenset("""
+""")
+_NUMBER_CUES = _words("""
 many much old long far number count population percent percentage price cost age size
 height distance
-""".split())
-_TIME_CUES = frozenset("when year date day century month time".split())
-_NUMBER_WORDS = frozenset("""
+""")
+_TIME_CUES = _words("when year date day century month time")
+_NUMBER_WORDS = _words("""
 zero one two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty
 hundred thousand million billion dozen half
-""".split())
-_MONTHS = frozenset("""
+""")
+_MONTHS = _words("""
 january february march april may june july august september october november december
-""".split())
+""")
 # number words as values, so "two" and "2" are the same answer term
-_NUMBER_VALUES = {word: value for value, word in enumerate("""
-zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen
-sixteen seventeen eighteen nineteen twenty""".split())}
-_NUMBER_VALUES.update({word: 10 * (i + 3) for i, word in enumerate(
-    "thirty forty fifty sixty seventy eighty ninety".split())})
+_NUMBER_VALUES = {word: value for value, word in enumerate((
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+    "nineteen", "twenty",
+))}
+_NUMBER_VALUES.update(thirty=30, forty=40, fifty=50, sixty=60, seventy=70, eighty=80, ninety=90)
 _NUMBER_VALUES.update(dozen=12, hundred=100, thousand=1000, million=10**6, billion=10**9)
 _NUMERAL = re.compile(r"\d+(?:[.,]\d+)*")
 _THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
