@@ -120,7 +120,10 @@ def parse_json_object(raw: str | None) -> dict[str, Any]:
         except json.JSONDecodeError as exc:
             raise ValueError(f"the reply is not valid JSON ({exc.msg})") from None
     if not isinstance(value, dict):
-        raise ValueError(f"the reply is JSON {type(value).__name__}, not an object")
+        # a reply of the wrong shape is bad data: callers catch ValueError to retry or fall back
+        raise ValueError(  # noqa: TRY004
+            f"the reply is JSON {type(value).__name__}, not an object"
+        )
     return value
 
 
@@ -268,8 +271,8 @@ class _Spend:
         self.output_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
         try:
             cost = float(litellm.completion_cost(completion_response=response))
-        except Exception:  # unknown model or provider: cost stays unknown
-            return
+        except Exception:  # noqa: BLE001 - litellm raises plain Exception for unmapped models
+            return  # unknown model or provider: the cost stays unknown
         self.cost = (self.cost or 0.0) + cost
 
     def usage(self) -> JudgeUsage:

@@ -77,10 +77,14 @@ Reply with a JSON object {"statements": [<string>, ...]} and nothing else.
 """
 
 
+# The validators below raise ValueError (not TypeError) for replies of the wrong shape: that is
+# bad data from the judge, and the judges catch ValueError to re-ask or fall back.
+
+
 def validate_statements(value: Any) -> dict[str, Any]:
     statements = value.get("statements") if isinstance(value, dict) else None
     if not isinstance(statements, list):
-        raise ValueError("expected an object with a 'statements' list")
+        raise ValueError("expected an object with a 'statements' list")  # noqa: TRY004
     if not all(isinstance(s, str) for s in statements):
         raise ValueError("every statement must be a string")
     return {"statements": [s for s in statements if s.strip()]}
@@ -141,11 +145,13 @@ statement, in the order of the statements.
 def validate_verdicts(value: Any) -> dict[str, Any]:
     results = value.get("results") if isinstance(value, dict) else None
     if not isinstance(results, list):
-        raise ValueError("expected an object with a 'results' list")
+        raise ValueError("expected an object with a 'results' list")  # noqa: TRY004
     clean: list[dict[str, str]] = []
     for item in results:
         if not isinstance(item, dict) or not isinstance(item.get("result"), str):
-            raise ValueError("every result must be an object with a string 'result'")
+            raise ValueError(  # noqa: TRY004
+                "every result must be an object with a string 'result'"
+            )
         reason = item.get("reason", "")
         clean.append({"result": item["result"], "reason": reason if isinstance(reason, str) else str(reason)})
     return {"results": clean}
