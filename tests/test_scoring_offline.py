@@ -108,8 +108,8 @@ PARIS = "Paris is the capital of France."
      "Go to Settings and click Reset password.", 1.0),
     ("Is Python dynamically typed?", "Yes, it is.", "Yes.", 1.0),
     # only `yes` verdicts are checked: the partial and off-topic ones keep their verdicts
-    (QUESTION, "Paris is the capital of France. Berlin is the capital of Germany. "
-               "I enjoy cooking pasta.", PARIS, 0.43),
+    (QUESTION, ("Paris is the capital of France. Berlin is the capital of Germany. "
+                "I enjoy cooking pasta."), PARIS, 0.43),
 ])
 def test_ground_truth_is_the_offline_judges_world_knowledge(
         scorer: AnswerRelevancyScorer, question: str, output: str, ground_truth: str,
@@ -254,9 +254,7 @@ def test_sync_run_in_a_forked_child(scorer: AnswerRelevancyScorer) -> None:
         ok = False
         try:
             ok = scorer.run(input=QUESTION, output="Paris").score == 1.0
-        except BaseException:
-            pass
-        finally:
+        finally:  # the child never returns into pytest, even when run() raises
             os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
