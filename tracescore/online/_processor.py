@@ -262,7 +262,7 @@ class ScoringSpanProcessor(SpanProcessor):
 
     def _matches(self, online: OnlineScorer, call: AgentCall) -> bool:
         agents = online.agents
-        if agents is not None and call.name not in agents:  # type: ignore[operator]
+        if agents is not None and call.name not in agents:
             return False
         if online.attributes:
             span_attributes = getattr(call.span, "attributes", None) or {}
@@ -332,7 +332,7 @@ class ScoringSpanProcessor(SpanProcessor):
         agent = candidate.agent
         for online in candidate.scorers:
             self._metrics.sampled(online.scorer_id, agent)
-        span_id = span.context.span_id  # type: ignore[union-attr]
+        span_id = span.context.span_id
         holding = {s.scorer_id: s for s in candidate.scorers if "span" in s.sinks}
         others = any(sink != "span" for s in candidate.scorers for sink in s.sinks)
         held = None
@@ -432,7 +432,7 @@ class ScoringSpanProcessor(SpanProcessor):
                            error_type(error), error)
         span = job.span
         if "span" in online.sinks:
-            span_id = span.context.span_id  # type: ignore[union-attr]
+            span_id = span.context.span_id
             done = None
             with self._lock:
                 held = self._held.get(span_id)
@@ -484,7 +484,7 @@ class ScoringSpanProcessor(SpanProcessor):
                     break
                 expired.append(held)
             for held in expired:
-                del self._held[held.span.context.span_id]  # type: ignore[union-attr]
+                del self._held[held.span.context.span_id]
         for held in expired:
             agent = _agent_name(held.span)
             self._metrics.held_timeout(agent)
