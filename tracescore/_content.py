@@ -48,7 +48,7 @@ def _log_once(key: str, message: str, *args: object) -> None:
 def _type_name(obj: object) -> str:
     try:
         return type(obj).__qualname__
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - a broken metaclass must not break serialization
         return "object"
 
 
@@ -378,7 +378,7 @@ def redact(text: str, settings: ContentSettings | None = None) -> str:
         if s.redaction_hook is not None:
             text = _apply_hook(s.redaction_hook, text)
         return text
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - fail closed: withhold the content
         _log_once("redact", "tracescore: redaction failed; content withheld")
         return "[REDACTED:error]"
 

@@ -88,7 +88,7 @@ def _record_error(span: Any, exc: BaseException) -> None:
         span.record_exception(exc)
         try:
             message = str(exc)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - a broken __str__ leaves the message empty
             message = ""
         span.set_status(Status(StatusCode.ERROR, message or None))
         span.set_attribute(sc.ERROR_TYPE, _error_type(exc))
@@ -252,7 +252,7 @@ def _join_items(items: list[Any], kind: str) -> Any:
         return "".join(items)
     try:
         response = _assemble_chunks(items)
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - unknown chunk shapes: no assembled response
         response = None
     if response is None:
         return items
@@ -399,7 +399,7 @@ class _Op:
         if listeners and value is _UNSET:
             try:
                 value = self.binder.value(instance, args, kwargs)
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - the call runs, just not handed to listeners
                 _log_once("bind", "tracescore: could not read an agent call's input")
                 listeners = ()
         call = _Call(self, otel_span, ctx, value, capture and recording, settings)
@@ -408,7 +408,7 @@ class _Op:
                 otel_span.set_attribute(
                     self.input_key, self.input_text(instance, args, kwargs, value, settings)
                 )
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - the call runs without its input captured
                 _log_once("input", "tracescore: could not capture a call input")
         if listeners:
             call.listening = listeners
@@ -470,7 +470,7 @@ class _Call:
         if self.listening:
             try:
                 self._gt = _calls.enter_call()
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - no ground-truth slot rather than a broken call
                 self._gt = None
         return token
 
@@ -481,7 +481,7 @@ class _Call:
             self._gt = None
             try:
                 value = _calls.exit_call(*gt)
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - no ground truth rather than a broken call
                 value = None
             if value is not None:
                 self.ground_truth = value
@@ -524,12 +524,12 @@ class _Call:
                     _llm_result_attrs(otel_span, result)
             if self.listening:
                 self._notify(result, error)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - telemetry never raises into the user's code
             _log_once("finish", "tracescore: could not record a call result")
         finally:
             try:
                 otel_span.end()
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - telemetry never raises into the user's code
                 _log_once("end", "tracescore: could not end a span")
 
     def _notify(self, result: Any, error: BaseException | None) -> None:

@@ -163,7 +163,7 @@ class _ChatCall:
         if call.capture and messages is not None:
             try:
                 call._set_content(sc.GEN_AI_INPUT_MESSAGES, _input_messages(messages))
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - the call still runs, without input messages
                 _log_once("input", "could not record the litellm input messages")
         return call
 
@@ -175,7 +175,7 @@ class _ChatCall:
             elif _is_stream(result):
                 return _TracedStream(result, self)
             self._record_response(result)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - telemetry never breaks the call
             _log_once("response", "could not read the litellm response for its span")
         self.end()
         return result
@@ -237,7 +237,7 @@ class _ChatCall:
                 self.span.set_attribute(sc.ERROR_TYPE, type(error).__qualname__)
                 self.span.record_exception(error)
                 self.span.set_status(Status(StatusCode.ERROR, str(error) or type(error).__name__))
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - the span still ends
             _log_once("error", "could not record the litellm error on its span")
         self.span.end()
 
@@ -270,7 +270,7 @@ class _StreamState:
                     self.finish[index] = str(_get(choice, "finish_reason"))
                 if self.call.capture:
                     self._add_delta(index, _get(choice, "delta"))
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - the caller's stream must keep flowing
             _log_once("chunk", "could not read a litellm stream chunk for its span")
 
     def _add_delta(self, index: int, delta: Any) -> None:
@@ -312,7 +312,7 @@ class _StreamState:
                                         for i in sorted(set(self.finish) | set(self.text)
                                                         | set(self.tool_calls))]}
                 call._record_response(response)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - the span still ends
             _log_once("stream", "could not record the litellm stream on its span")
         call.end(error=error)
 

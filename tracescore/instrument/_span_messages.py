@@ -183,5 +183,5 @@ def output_messages_attr(value: Any, settings: ContentSettings) -> str:
         )
     try:
         return serialize(to_output_messages(value), settings)
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - fall back to the raw value
         return serialize(value, settings)

@@ -52,7 +52,7 @@ def _guarded(record: Callable[..., None]) -> Callable[..., None]:
     def guarded(self: OnlineMetrics, *args: Any) -> None:
         try:
             record(self, *args)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - a broken meter must not reach the agent
             if not self._broken:
                 self._broken = True
                 _log.warning("tracescore: recording an online scoring metric failed",

@@ -148,7 +148,7 @@ class Worker:
                 if tasks:
                     loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
                 loop.run_until_complete(loop.shutdown_asyncgens())
-            except BaseException:  # noqa: BLE001
+            except BaseException:  # noqa: BLE001 - cleanup is best effort; the loop still closes
                 _log.debug("tracescore: online worker cleanup failed", exc_info=True)
             loop.close()
             with self._idle:
@@ -200,7 +200,7 @@ class Worker:
         while not stop.wait(self._tick_s):
             try:
                 self._on_tick()
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - a failing tick must not stop the timer
                 _log.exception("tracescore: online scoring timer failed")
 
 
