@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: venv test demo bench phoenix demo-phoenix clean
+.PHONY: venv test demo bench lint phoenix demo-phoenix clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,10 @@ phoenix: $(STAMP)
 
 demo-phoenix: $(STAMP)
 	$(PY) -m tracescore.testing._phoenix demo
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
