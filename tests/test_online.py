@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import threading
 import time
 from collections import Counter
@@ -693,6 +694,42 @@ def test_forked_child_starts_its_own_worker_and_leaves_parent_spans_alone(make) 
     assert h.flush()
     assert_exactly_once(h, [parent_span])
     assert len(results(h.agent_spans()[0])) == 1
+
+
+def test_forked_child_is_not_blocked_by_locks_another_parent_thread_held_at_fork(make) -> None:
+    # A parent thread (e.g. the worker counting a score) may hold the counters', rate limiter's
+    # or budget's lock at the moment of fork; that thread does not exist in the child.
+    h = make([OnlineScorer(LengthScorer(), rate_limit_per_minute=1000, budget_usd_per_hour=5)])
+    online = h.processor.scorers[0]
+    locks = [h.processor._metrics._lock, online._limiter._lock, online._budget._lock]
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        for lock in locks:
+            lock.acquire()
+        holding.set()
+        release.wait(30)
+        for lock in locks:
+            lock.release()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert holding.wait(10)
+    pid = os.fork()
+    if pid == 0:  # child: a deadlocked child is killed by the alarm instead of hanging the run
+        code = 1
+        try:
+            signal.alarm(20)
+            h.exporter.clear()
+            h.call("child output")
+            good = h.flush() and len(results(h.agent_spans()[0])) == 1
+            code = 0 if good else 2
+        finally:
+            os._exit(code)
+    release.set()
+    holder.join()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 def test_the_agent_call_listener_lives_only_while_a_processor_does() -> None:

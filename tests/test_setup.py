@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import threading
 from collections.abc import Iterator
 
@@ -347,3 +349,33 @@ def test_shutdown_waits_for_scoring_that_finishes_in_time() -> None:
     assert [e[sc.GEN_AI_EVALUATION_SCORE_VALUE] for e in _events(span, sc.GEN_AI_EVALUATION_RESULT)
             ] == [1.0]
     assert _events(span, sc.TS_UNSCORED) == []
+
+
+def test_configure_in_a_forked_child_while_a_parent_thread_held_the_setup_lock() -> None:
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with _setup._lock:
+            holding.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert holding.wait(10)
+    pid = os.fork()
+    if pid == 0:  # child: a deadlocked child is killed by the alarm instead of hanging the run
+        code = 1
+        try:
+            signal.alarm(20)
+            exporter = InMemorySpanExporter()
+            handle = tracescore.configure(exporter=exporter, batch=False,
+                                          tracer_provider=TracerProvider())
+            _emit("child", handle.tracer_provider)
+            handle.shutdown(5)
+            code = 0 if [s.name for s in exporter.get_finished_spans()] == ["child"] else 2
+        finally:
+            os._exit(code)
+    release.set()
+    holder.join()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

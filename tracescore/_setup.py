@@ -422,3 +422,13 @@ def _shutdown_at_exit() -> None:
     per_handle = _EXIT_TIMEOUT_S / max(1, len(handles))
     for handle in reversed(handles):
         handle.shutdown(per_handle)
+
+
+def _after_fork_in_child() -> None:
+    # a parent thread holding the lock at fork does not exist in the child: a fresh lock
+    global _lock
+    _lock = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

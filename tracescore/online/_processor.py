@@ -510,6 +510,13 @@ class ScoringSpanProcessor(SpanProcessor):
         owners, last = self._owners, self._last_owner
         self._init_state()
         self._owners, self._last_owner = owners, last
+        # A parent thread that held one of these locks at fork does not exist here: fresh ones,
+        # or the child's agent would wait forever on its first sampled call.
+        self._metrics._lock = threading.Lock()
+        for online in self._scorers:
+            for state in (online._limiter, online._budget):
+                if state is not None:
+                    state._lock = threading.Lock()
 
     def _log_once(self, key: str, message: str, *args: object, exc_info: bool = False) -> None:
         if key not in self._logged:
