@@ -432,6 +432,22 @@ def test_held_span_limit_exports_extra_spans_unscored(make) -> None:
     assert_exactly_once(h, spans)
 
 
+def test_held_overflow_spends_no_judge_run_on_a_score_that_has_nowhere_to_go(make) -> None:
+    gate = threading.Event()
+    span_only = LengthScorer("span-only", gate=gate)
+    carrier = LengthScorer("carrier-only")
+    h = make([span_only, OnlineScorer(carrier, sinks=["carrier"])], max_held_spans=1)
+    spans = [h.call("first"), h.call("second")]  # the second finds the held table full
+    gate.set()
+    assert h.flush()
+    assert [c["output"] for c in span_only.calls] == ["first"]
+    assert [c["output"] for c in carrier.calls] == ["first", "second"]
+    stats = h.processor.stats()
+    assert stats["sampled"] == 4 and stats["dropped.held_overflow"] == 1
+    assert stats["scored"] + stats["dropped"] == stats["sampled"]
+    assert_exactly_once(h, spans)
+
+
 def test_shutdown_with_jobs_in_flight_exports_everything_once(make) -> None:
     gate = threading.Event()  # never opened: the judge hangs
     carrier = LengthScorer("carrier-only", gate=gate)

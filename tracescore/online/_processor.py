@@ -343,9 +343,12 @@ class ScoringSpanProcessor(SpanProcessor):
                     self._held[span_id] = held
             if held is None:
                 self._unscored(span, holding, reasons.HELD_OVERFLOW, agent)
+                # scorers whose only sink was the span just exported have nothing left to do
+                idle = tuple(s for s in candidate.scorers if s.sinks == {"span"})
+                _release_budgets(idle)
                 if not others:
-                    _release_budgets(candidate.scorers)
                     return
+                candidate.scorers = tuple(s for s in candidate.scorers if s.sinks != {"span"})
         else:
             self._downstream.on_end(span)
         job = _Job(span, candidate, time.time_ns())
