@@ -465,6 +465,42 @@ def test_shutdown_with_jobs_in_flight_exports_everything_once(make) -> None:
     assert after is not None and h.processor.stats()["sampled"] == 20
 
 
+class _GatedDownstream(SimpleSpanProcessor):
+    """Exports synchronously; an agent span's export first waits for `release`."""
+
+    def __init__(self, exporter: SpanExporter) -> None:
+        super().__init__(exporter)
+        self.exporting, self.release, self.shut = threading.Event(), threading.Event(), threading.Event()
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if span.name.startswith("invoke_agent"):
+            self.exporting.set()
+            self.release.wait(30)
+        super().on_end(span)
+
+    def shutdown(self) -> None:
+        self.shut.set()
+        super().shutdown()
+
+
+def test_shutdown_does_not_close_downstream_under_a_span_being_released(make) -> None:
+    # the timer has taken a held span past its max wait and is exporting it when shutdown comes
+    exporter = InMemorySpanExporter()
+    downstream = _GatedDownstream(exporter)
+    h = make([LengthScorer(gate=threading.Event())], downstream=downstream, max_wait_s=0.05,
+             shutdown_timeout_s=0.1)
+    span = h.call()
+    assert downstream.exporting.wait(20)
+    closing = threading.Thread(target=h.processor.shutdown)
+    closing.start()
+    downstream.shut.wait(1)  # unfixed, shutdown closes the exporter now; the order below says so
+    downstream.release.set()
+    closing.join(20)
+    assert [s.context.span_id for s in exporter.get_finished_spans()] == [
+        span.get_span_context().span_id
+    ]
+
+
 def test_flush_waits_for_pending_scoring(make) -> None:
     h = make([LengthScorer()], concurrency=3)
     spans = [h.call() for _ in range(50)]

@@ -127,6 +127,9 @@ class ScoringSpanProcessor(SpanProcessor):
         self._candidates: dict[int, _Candidate] = {}
         self._held: dict[int, _Held] = {}
         self._lock = threading.Lock()
+        # spans taken out of `_held` and not yet handed downstream; shutdown waits for them
+        self._releasing = 0
+        self._released = threading.Condition(self._lock)
         self._owners: set[object] = set()
         self._last_owner: object = _MISSING
 
@@ -217,6 +220,8 @@ class ScoringSpanProcessor(SpanProcessor):
             job = never_run.args[0]  # type: ignore[attr-defined]
             self._count_shutdown_drop(job.candidate, job.candidate.scorers)
         self._release_all(reasons.SHUTDOWN)
+        with self._lock:  # spans other threads are releasing must reach downstream before it closes
+            self._released.wait_for(lambda: not self._releasing, timeout=max(wait, 1.0))
         try:
             self._downstream.shutdown()
         except Exception:  # noqa: BLE001
@@ -362,9 +367,12 @@ class ScoringSpanProcessor(SpanProcessor):
                     self._metrics.dropped(online.scorer_id, agent, reasons.QUEUE_FULL)
             if held is not None:
                 with self._lock:
-                    held = self._held.pop(span_id, None)
+                    held = self._take(span_id)
                 if held is not None:
-                    self._unscored(span, holding, reasons.QUEUE_FULL, agent, count=False)
+                    try:
+                        self._unscored(span, holding, reasons.QUEUE_FULL, agent, count=False)
+                    finally:
+                        self._taken(1)
 
     def _unscored(self, span: ReadableSpan, scorers: dict[str, OnlineScorer], reason: str,
                   agent: str | None, events: Sequence[EventPayload] = (), count: bool = True
@@ -442,9 +450,12 @@ class ScoringSpanProcessor(SpanProcessor):
                 if held is not None and held.waiting.pop(online.scorer_id, None) is not None:
                     held.events.extend(events)
                     if not held.waiting:
-                        done = self._held.pop(span_id)
+                        done = self._take(span_id)
             if done is not None:
-                self._export(done.span, done.events)
+                try:
+                    self._export(done.span, done.events)
+                finally:
+                    self._taken(1)
         if "carrier" in online.sinks and not self._shutdown:
             try:
                 self._downstream.on_end(carrier_span(
@@ -487,11 +498,14 @@ class ScoringSpanProcessor(SpanProcessor):
                     break
                 expired.append(held)
             for held in expired:
-                del self._held[held.span.context.span_id]
-        for held in expired:
-            agent = _agent_name(held.span)
-            self._metrics.held_timeout(agent)
-            self._unscored(held.span, held.waiting, reasons.TIMEOUT, agent, held.events)
+                self._take(held.span.context.span_id)
+        try:
+            for held in expired:
+                agent = _agent_name(held.span)
+                self._metrics.held_timeout(agent)
+                self._unscored(held.span, held.waiting, reasons.TIMEOUT, agent, held.events)
+        finally:
+            self._taken(len(expired))
 
     def _count_shutdown_drop(self, candidate: _Candidate, scorers: Sequence[OnlineScorer]) -> None:
         """Count runs lost to shutdown; span-sink runs are counted when their span is released."""
@@ -504,8 +518,28 @@ class ScoringSpanProcessor(SpanProcessor):
         with self._lock:
             released = list(self._held.values())
             self._held.clear()
-        for held in released:
-            self._unscored(held.span, held.waiting, reason, _agent_name(held.span), held.events)
+            self._releasing += len(released)
+        try:
+            for held in released:
+                self._unscored(held.span, held.waiting, reason, _agent_name(held.span),
+                               held.events)
+        finally:
+            self._taken(len(released))
+
+    def _take(self, span_id: int) -> _Held | None:
+        """Remove a held span for export (caller holds the lock; pair with `_taken`)."""
+        held = self._held.pop(span_id, None)
+        if held is not None:
+            self._releasing += 1
+        return held
+
+    def _taken(self, count: int) -> None:
+        """`count` spans taken with `_take` have been handed downstream."""
+        if count:
+            with self._lock:
+                self._releasing -= count
+                if not self._releasing:
+                    self._released.notify_all()
 
     def _after_fork(self) -> None:
         # Held spans and candidates belong to the parent, which exports them; the providers
