@@ -25,6 +25,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace import format_span_id
 
@@ -446,6 +447,29 @@ def test_held_overflow_spends_no_judge_run_on_a_score_that_has_nowhere_to_go(mak
     assert stats["sampled"] == 4 and stats["dropped.held_overflow"] == 1
     assert stats["scored"] + stats["dropped"] == stats["sampled"]
     assert_exactly_once(h, spans)
+
+
+class _PerTraceSpanIds(RandomIdGenerator):
+    """Span ids unique within a trace only (a legal generator): every root span gets id 1."""
+
+    def generate_span_id(self) -> int:
+        return 1
+
+
+def test_held_spans_of_different_traces_with_the_same_span_id_are_each_exported(make) -> None:
+    gate = threading.Event()
+    h = make([LengthScorer(gate=gate)])
+    h.tracer.id_generator = _PerTraceSpanIds()
+    spans = [h.call("first"), h.call("second")]
+    assert len({s.get_span_context().span_id for s in spans}) == 1
+    gate.set()
+    assert h.flush()
+    exported = Counter((s.context.trace_id, s.context.span_id) for s in h.agent_spans())
+    assert exported == Counter(
+        (s.get_span_context().trace_id, s.get_span_context().span_id) for s in spans
+    )
+    assert sorted(r[sc.GEN_AI_EVALUATION_SCORE_VALUE] for s in h.agent_spans()
+                  for r in results(s)) == [0.5, 0.6]
 
 
 def test_shutdown_with_jobs_in_flight_exports_everything_once(make) -> None:

@@ -124,8 +124,9 @@ class ScoringSpanProcessor(SpanProcessor):
         _register(self)
 
     def _init_state(self) -> None:
-        self._candidates: dict[int, _Candidate] = {}
-        self._held: dict[int, _Held] = {}
+        # keyed by (trace id, span id): span ids need only be unique within their trace
+        self._candidates: dict[tuple[int, int], _Candidate] = {}
+        self._held: dict[tuple[int, int], _Held] = {}
         self._lock = threading.Lock()
         # spans taken out of `_held` and not yet handed downstream; shutdown waits for them
         self._releasing = 0
@@ -175,7 +176,7 @@ class ScoringSpanProcessor(SpanProcessor):
         if self._candidates:
             context = span.context
             if context is not None:
-                candidate = self._candidates.pop(context.span_id, None)
+                candidate = self._candidates.pop((context.trace_id, context.span_id), None)
         if candidate is None and self._score_genai:
             candidate = self._genai_candidate(span)
         return candidate
@@ -245,7 +246,7 @@ class ScoringSpanProcessor(SpanProcessor):
             return  # no scorer samples this trace: the common, cheap case
         chosen = self._choose(call, randomness)
         if chosen:
-            self._stash(context.span_id, _Candidate(
+            self._stash((context.trace_id, context.span_id), _Candidate(
                 call.input, call.output, call.ground_truth, call.name, chosen
             ))
 
@@ -287,9 +288,9 @@ class ScoringSpanProcessor(SpanProcessor):
                 return False
         return True
 
-    def _stash(self, span_id: int, candidate: _Candidate) -> None:
+    def _stash(self, key: tuple[int, int], candidate: _Candidate) -> None:
         candidates = self._candidates
-        candidates[span_id] = candidate
+        candidates[key] = candidate
         if len(candidates) > self._max_candidates:  # spans that never reached on_end
             try:
                 oldest = candidates.pop(next(iter(candidates)))
@@ -337,7 +338,7 @@ class ScoringSpanProcessor(SpanProcessor):
         agent = candidate.agent
         for online in candidate.scorers:
             self._metrics.sampled(online.scorer_id, agent)
-        span_id = span.context.span_id
+        key = _key(span)
         holding = {s.scorer_id: s for s in candidate.scorers if "span" in s.sinks}
         others = any(sink != "span" for s in candidate.scorers for sink in s.sinks)
         held = None
@@ -345,7 +346,7 @@ class ScoringSpanProcessor(SpanProcessor):
             with self._lock:
                 if len(self._held) < self._options.max_held_spans:
                     held = _Held(span, holding, time.monotonic() + self._options.max_wait_s)
-                    self._held[span_id] = held
+                    self._held[key] = held
             if held is None:
                 self._unscored(span, holding, reasons.HELD_OVERFLOW, agent)
                 # scorers whose only sink was the span just exported have nothing left to do
@@ -367,7 +368,7 @@ class ScoringSpanProcessor(SpanProcessor):
                     self._metrics.dropped(online.scorer_id, agent, reasons.QUEUE_FULL)
             if held is not None:
                 with self._lock:
-                    held = self._take(span_id)
+                    held = self._take(key)
                 if held is not None:
                     try:
                         self._unscored(span, holding, reasons.QUEUE_FULL, agent, count=False)
@@ -443,14 +444,14 @@ class ScoringSpanProcessor(SpanProcessor):
                            error_type(error), error)
         span = job.span
         if "span" in online.sinks:
-            span_id = span.context.span_id
+            key = _key(span)
             done = None
             with self._lock:
-                held = self._held.get(span_id)
+                held = self._held.get(key)
                 if held is not None and held.waiting.pop(online.scorer_id, None) is not None:
                     held.events.extend(events)
                     if not held.waiting:
-                        done = self._take(span_id)
+                        done = self._take(key)
             if done is not None:
                 try:
                     self._export(done.span, done.events)
@@ -498,7 +499,7 @@ class ScoringSpanProcessor(SpanProcessor):
                     break
                 expired.append(held)
             for held in expired:
-                self._take(held.span.context.span_id)
+                self._take(_key(held.span))
         try:
             for held in expired:
                 agent = _agent_name(held.span)
@@ -526,9 +527,9 @@ class ScoringSpanProcessor(SpanProcessor):
         finally:
             self._taken(len(released))
 
-    def _take(self, span_id: int) -> _Held | None:
+    def _take(self, key: tuple[int, int]) -> _Held | None:
         """Remove a held span for export (caller holds the lock; pair with `_taken`)."""
-        held = self._held.pop(span_id, None)
+        held = self._held.pop(key, None)
         if held is not None:
             self._releasing += 1
         return held
@@ -645,6 +646,11 @@ def _same_value(value: object, expected: object) -> bool:
     if isinstance(value, list):
         value = tuple(value)
     return value == expected
+
+
+def _key(span: ReadableSpan) -> tuple[int, int]:
+    context = span.context
+    return context.trace_id, context.span_id
 
 
 def _agent_name(span: ReadableSpan) -> str | None:
