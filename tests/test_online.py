@@ -834,6 +834,32 @@ def test_a_scorer_breaking_the_result_contract_is_a_failure_event(make) -> None:
     assert_exactly_once(h, [span])
 
 
+class _UnreadableUsageResult:
+    score = 0.5
+
+    @property
+    def usage(self) -> Any:
+        raise RuntimeError("usage unavailable")
+
+
+class _UnreadableUsageScorer(LengthScorer):
+    async def arun(self, **kwargs: Any) -> Any:
+        return _UnreadableUsageResult()
+
+
+def test_a_result_whose_usage_cannot_be_read_is_a_failure_event_and_frees_the_budget(make) -> None:
+    online = OnlineScorer(_UnreadableUsageScorer("odd"), budget_usd_per_hour=1.0)
+    h = make([online])
+    span = h.call()
+    assert h.flush()
+    (exported,) = h.agent_spans()
+    assert unscored(exported) == []
+    (result,) = results(exported)
+    assert result[sc.ERROR_TYPE] == "TypeError"
+    assert online._budget is not None and online._budget._in_flight == 0
+    assert_exactly_once(h, [span])
+
+
 class _ExplodingMeterProvider:
     """A MeterProvider whose instruments raise on every recording."""
 

@@ -430,9 +430,7 @@ class ScoringSpanProcessor(SpanProcessor):
                  run_id: str) -> None:
         agent = job.candidate.agent
         if online._budget is not None:
-            usage = getattr(result, "usage", None)
-            cost = getattr(usage, "cost_usd", None)
-            online._budget.settle(cost if isinstance(cost, (int, float)) else None)
+            online._budget.settle(_cost_of(result))
         events, error = self._result_events(online, result, error, run_id)
         if error is None:
             self._metrics.scored(online.scorer_id, agent, float(result.score))
@@ -646,6 +644,15 @@ def _same_value(value: object, expected: object) -> bool:
     if isinstance(value, list):
         value = tuple(value)
     return value == expected
+
+
+def _cost_of(result: Any) -> float | None:
+    """Judge cost of a run's result, None when unknown or unreadable."""
+    try:
+        cost = result.usage.cost_usd
+    except Exception:  # noqa: BLE001 - no result, or one that breaks the contract
+        return None
+    return float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
 
 
 def _key(span: ReadableSpan) -> tuple[int, int]:
