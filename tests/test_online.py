@@ -581,6 +581,19 @@ def test_failing_downstream_never_reaches_the_agent_or_stops_the_worker(make) ->
     assert all(results(s) for s in exporter.get_finished_spans())
 
 
+def test_a_failing_downstream_does_not_cost_a_carrier_score_or_its_budget(make) -> None:
+    exporter = InMemorySpanExporter()
+    carrier = LengthScorer("carrier-only")
+    online = OnlineScorer(carrier, sinks="carrier", budget_usd_per_hour=1.0)
+    h = make([online], downstream=_FlakyProcessor(exporter, n=1))
+    h.call("first")  # its export fails: the agent does not see it, its scoring still runs
+    h.call("second")
+    assert h.flush()
+    assert [c["output"] for c in carrier.calls] == ["first", "second"]
+    assert online._budget is not None and online._budget._in_flight == 0
+    assert h.processor.stats()["scored"] == 2
+
+
 def test_failing_exporter_is_handled_by_the_export_processor(make) -> None:
     exporter = _FailingExporter()
     h = make([LengthScorer()], downstream=SimpleSpanProcessor(exporter))

@@ -356,7 +356,7 @@ class ScoringSpanProcessor(SpanProcessor):
                     return
                 candidate.scorers = tuple(s for s in candidate.scorers if s.sinks != {"span"})
         else:
-            self._downstream.on_end(span)
+            self._export(span, ())  # a failing downstream must not cost the scoring
         job = _Job(span, candidate, time.time_ns())
         if not self._worker.submit(functools.partial(self._run_job, job)):
             self._log_once("queue_full", "tracescore: online scoring queue is full (%d jobs); "
