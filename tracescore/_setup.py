@@ -248,6 +248,8 @@ def configure(
         raise ConfigurationError(f"service_name must be a non-empty string (got {service_name!r})")
     if endpoint is not None and not isinstance(endpoint, str):
         raise ConfigurationError(f"endpoint must be a string (got {endpoint!r})")
+    if tracer_provider is None:  # refuse before building anything (scoring starts listening)
+        _check_global(trace.get_tracer_provider())
     resource = _resource(service_name, resource_attributes)
     scorer_list = _scorer_list(scorers)
 
@@ -406,6 +408,14 @@ def _provider(given: TracerProvider | None, resource: Resource, service_name: st
                      "service_name=%r is not applied", provider.resource.attributes.get(SERVICE_NAME),
                      service_name)
     return provider
+
+
+def _check_global(current: object) -> None:
+    """The same refusal as `_provider`, made before anything is built."""
+    if not isinstance(current, (TracerProvider, trace.ProxyTracerProvider)):
+        raise ConfigurationError(
+            f"the global TracerProvider is a {type(current).__name__}, not an SDK TracerProvider; "
+            "pass tracer_provider= explicitly")
 
 
 def _register_atexit() -> None:
