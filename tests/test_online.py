@@ -355,6 +355,23 @@ def test_scorer_failure_is_an_event_with_error_type(make) -> None:
     assert_exactly_once(h, [span])
 
 
+class _UnprintableError(Exception):
+    def __str__(self) -> str:
+        raise ValueError("no text for this error")
+
+
+def test_a_scorer_error_that_cannot_be_printed_is_still_a_failure_event(make) -> None:
+    h = make([LengthScorer("broken", fail=_UnprintableError())])
+    span = h.call()
+    assert h.flush()
+    (exported,) = h.agent_spans()
+    assert unscored(exported) == []
+    (result,) = results(exported)
+    assert result[sc.ERROR_TYPE] == "_UnprintableError"
+    assert h.processor.stats()["failed"] == 1
+    assert_exactly_once(h, [span])
+
+
 def test_scorer_timeout_is_a_failure_event(make) -> None:
     h = make([OnlineScorer(LengthScorer(gate=threading.Event()), timeout_s=0.05)])
     h.call()

@@ -71,7 +71,7 @@ def evaluation_events(
         if isinstance(error, ScorerError):
             attrs[sc.TS_FAILED_STEP] = error.step
         if capture:
-            attrs[sc.GEN_AI_EVALUATION_EXPLANATION] = _text(str(error) or type(error).__name__)
+            attrs[sc.GEN_AI_EVALUATION_EXPLANATION] = _text(error_message(error))
             events.extend(_failure_step_events(scorer_id, error))
     return events
 
@@ -145,6 +145,14 @@ def _failure_step_events(scorer_id: str, error: BaseException) -> list[EventPayl
         attrs[sc.TS_STEP_RESULT] = _text(error.raw_reply)
     events.append((sc.TS_EVALUATION_STEP, attrs))
     return events
+
+
+def error_message(error: BaseException) -> str:
+    """The error's message, or its class name when it has none (or cannot be printed)."""
+    try:
+        return str(error) or type(error).__name__
+    except Exception:  # noqa: BLE001 - a broken __str__ must not cost the failure event
+        return type(error).__name__
 
 
 def _text(value: object) -> str:

@@ -36,7 +36,13 @@ from tracescore.instrument._calls import (
     remove_agent_call_listener,
 )
 from tracescore.online import _metrics as reasons
-from tracescore.online._events import EventPayload, error_type, evaluation_events, unscored_event
+from tracescore.online._events import (
+    EventPayload,
+    error_message,
+    error_type,
+    evaluation_events,
+    unscored_event,
+)
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._options import OnlineScorer, ProcessorOptions, as_online_scorers
 from tracescore.online._sampling import RANDOMNESS_MASK
@@ -439,7 +445,7 @@ class ScoringSpanProcessor(SpanProcessor):
             self._log_once(f"failed:{online.scorer_id}:{error_type(error)}",
                            "tracescore: online scorer %r failed (%s: %s); recorded as an "
                            "evaluation event with error.type", online.scorer_id,
-                           error_type(error), error)
+                           error_type(error), error_message(error))
         span = job.span
         if "span" in online.sinks:
             key = _key(span)
@@ -481,7 +487,7 @@ class ScoringSpanProcessor(SpanProcessor):
                 ), None
             except Exception as exc:  # noqa: BLE001 - a scorer broke the result contract
                 error = TypeError(f"scorer {online.scorer_id!r} returned an unusable result: "
-                                  f"{type(exc).__name__}: {exc}")
+                                  f"{type(exc).__name__}: {error_message(exc)}")
         return evaluation_events(
             None, scorer_id=online.scorer_id, scorer_name=online.scorer_name, error=error,
             sampling_rate=online.rate, run_id=run_id,
