@@ -722,6 +722,16 @@ def test_each_processor_scores_only_its_own_providers_spans(make) -> None:
     assert [c["input"] for c in b.calls] == ["for b"]
 
 
+def test_a_processor_keeps_nothing_for_calls_of_a_provider_it_never_served(make) -> None:
+    idle_online = OnlineScorer(LengthScorer("idle"), rate_limit_per_minute=1)
+    idle = make([idle_online])  # no span ever starts on its provider
+    busy = make([LengthScorer("busy")])
+    busy.call(output="x" * 100_000)
+    assert busy.flush()
+    assert idle.processor._candidates == {}  # nothing stashed that no on_end would ever take
+    assert idle_online._limiter is not None and idle_online._limiter.try_acquire()
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"rate": 1.5}, "rate must be within"),
     ({"rate": "0.5"}, "rate must be a number"),

@@ -238,10 +238,9 @@ class ScoringSpanProcessor(SpanProcessor):
     def _consider(self, call: AgentCall) -> None:
         """Listener body: decide sampling for a finished agent call; stash a candidate if chosen."""
         span = call.span
-        if self._owners:
-            owner = getattr(span, "_span_processor", None)
-            if owner is not self._last_owner and owner not in self._owners:
-                return  # a span of another provider
+        owner = getattr(span, "_span_processor", None)
+        if owner is not self._last_owner and owner not in self._owners:
+            return  # a span of a provider that never started a span through us: no on_end here
         if call.error is not None:
             return
         context = span.get_span_context()
