@@ -9,8 +9,11 @@ a test hold a run open (gate) or make it fail; the end-to-end tests use the real
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -540,6 +543,55 @@ def test_shutdown_does_not_close_downstream_under_a_span_being_released(make) ->
     assert [s.context.span_id for s in exporter.get_finished_spans()] == [
         span.get_span_context().span_id
     ]
+
+
+_EXIT_SCRIPT = """
+import asyncio, sys
+import tracescore
+from tracescore.scoring import JudgeUsage, ScoreResult
+
+class Resolving:  # like a judge call on a fresh connection: a DNS lookup in the loop's executor
+    id = "resolving"
+    name = "Resolving"
+    uses_judge = False
+
+    async def arun(self, *, input, output, ground_truth=None, run_id=None):
+        await asyncio.sleep(0.2)  # still running when the program ends
+        await asyncio.get_running_loop().getaddrinfo("localhost", 80)
+        return ScoreResult(run_id=run_id or "r", scorer_id=self.id, scorer_name=self.name,
+                           score=1.0, label="ok", reason=None, preprocess_prompt=None,
+                           preprocess_step_result=None, analyze_prompt=None,
+                           analyze_step_result=None, generate_reason_prompt=None,
+                           usage=JudgeUsage(model=None))
+
+tracescore.configure(exporter="file", file_path=sys.argv[1], scorers=[Resolving()], batch=False)
+
+@tracescore.agent
+def helper(question):
+    return "answer"
+
+helper("question")
+"""
+
+
+def test_scoring_pending_at_interpreter_exit_can_still_resolve_names(tmp_path) -> None:
+    # At exit the stdlib thread pools refuse new work, and asyncio resolves host names in one.
+    script, out = tmp_path / "agent.py", tmp_path / "spans.jsonl"
+    script.write_text(_EXIT_SCRIPT)
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    subprocess.run([sys.executable, str(script), str(out)], env=env, check=True, timeout=120)
+    events = [
+        {a["key"]: next(iter(a["value"].values())) for a in event.get("attributes", [])}
+        for line in out.read_text().splitlines()
+        for resource in json.loads(line)["resourceSpans"]
+        for scope in resource["scopeSpans"]
+        for span in scope["spans"]
+        for event in span.get("events", [])
+        if event["name"] == sc.GEN_AI_EVALUATION_RESULT
+    ]
+    assert len(events) == 1
+    assert sc.ERROR_TYPE not in events[0], events[0]
+    assert events[0][sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0
 
 
 def test_flush_waits_for_pending_scoring(make) -> None:

@@ -8,8 +8,10 @@ The thread starts lazily on the first job and again, fresh, in a forked child pr
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import os
+import queue
 import threading
 import time
 import weakref
@@ -131,6 +133,7 @@ class Worker:
 
     def _thread_main(self, loop: asyncio.AbstractEventLoop, started: threading.Event) -> None:
         asyncio.set_event_loop(loop)
+        loop.set_default_executor(_ExitSafeExecutor(thread_name_prefix=f"{self._name}-io"))
         self._wake = asyncio.Event()
         self._main_task = loop.create_task(self._dispatch())
         started.set()
@@ -202,6 +205,44 @@ class Worker:
                 self._on_tick()
             except Exception:  # noqa: BLE001 - a failing tick must not stop the timer
                 _log.exception("tracescore: online scoring timer failed")
+
+
+class _ExitSafeExecutor(concurrent.futures.ThreadPoolExecutor):
+    """The loop's default executor (asyncio resolves host names in it). Once the interpreter
+    starts exiting, stdlib pools refuse new work (and new threads may be refused too); scoring
+    that shutdown waits for would then fail on its judge's DNS lookup. Such calls go to a spare
+    thread started up front instead."""
+
+    def __init__(self, thread_name_prefix: str) -> None:
+        super().__init__(thread_name_prefix=thread_name_prefix)
+        self._spare: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        threading.Thread(target=self._serve_spare, name=f"{thread_name_prefix}-spare",
+                         daemon=True).start()
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
+               ) -> concurrent.futures.Future[Any]:
+        try:
+            return super().submit(fn, *args, **kwargs)
+        except RuntimeError:  # "cannot schedule new futures after (interpreter) shutdown"
+            future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            self._spare.put((future, fn, args, kwargs))
+            return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self._spare.put(None)
+        super().shutdown(wait, cancel_futures=cancel_futures)
+
+    def _serve_spare(self) -> None:
+        while (item := self._spare.get()) is not None:
+            future, fn, args, kwargs = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
 
 
 def _after_fork_in_child() -> None:
