@@ -656,6 +656,7 @@ def test_a_failing_downstream_does_not_cost_a_carrier_score_or_its_budget(make) 
     online = OnlineScorer(carrier, sinks="carrier", budget_usd_per_hour=1.0)
     h = make([online], downstream=_FlakyProcessor(exporter, n=1))
     h.call("first")  # its export fails: the agent does not see it, its scoring still runs
+    assert h.flush()
     h.call("second")
     assert h.flush()
     assert [c["output"] for c in carrier.calls] == ["first", "second"]

@@ -132,5 +132,20 @@ def test_cost_budget_reserves_in_flight_runs() -> None:
     assert budget.try_reserve()
 
 
+def test_cost_budget_admits_one_run_until_a_first_cost_is_known() -> None:
+    # nothing to estimate a run's cost from yet: a burst at start-up must not all be admitted
+    budget = CostBudget(1.0, clock=_Clock())
+    assert [budget.try_reserve() for _ in range(3)] == [True, False, False]
+    budget.settle(0.3)
+    assert [budget.try_reserve() for _ in range(3)] == [True, True, False]
+
+
+def test_cost_budget_of_an_unpriced_model_admits_every_run_after_the_first() -> None:
+    budget = CostBudget(1.0, clock=_Clock())
+    assert budget.try_reserve()
+    budget.settle(None)  # no known price: counts as zero
+    assert all(budget.try_reserve() for _ in range(100))
+
+
 def test_zero_budget_admits_nothing() -> None:
     assert CostBudget(0.0, clock=_Clock()).try_reserve() is False

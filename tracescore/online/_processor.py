@@ -640,7 +640,7 @@ if hasattr(os, "register_at_fork"):
 def _release_budgets(scorers: Sequence[OnlineScorer]) -> None:
     for online in scorers:
         if online._budget is not None:
-            online._budget.settle(None)
+            online._budget.release()
 
 
 def _same_value(value: object, expected: object) -> bool:

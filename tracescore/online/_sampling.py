@@ -69,10 +69,12 @@ class CostBudget:
     """Judge spend over a sliding hour; admits a run while spend plus in-flight estimate < budget.
 
     Costs become known only after a run finishes, so admitted-but-unfinished runs are
-    reserved at the running average cost to keep a burst from overshooting the budget.
+    reserved at the running average cost to keep a burst from overshooting the budget; until
+    a first run has finished there is no average, so one run at a time is admitted.
     """
 
-    __slots__ = ("_avg", "_budget", "_clock", "_in_flight", "_lock", "_spent", "_window")
+    __slots__ = ("_avg", "_budget", "_clock", "_finished", "_in_flight", "_lock", "_spent",
+                 "_window")
 
     _WINDOW_S = 3600.0
 
@@ -84,6 +86,7 @@ class CostBudget:
         self._window: deque[tuple[float, float]] = deque()
         self._in_flight = 0
         self._avg = 0.0
+        self._finished = False  # has a run finished (so `_avg` means something)?
         self._clock = clock
         self._lock = threading.Lock()
 
@@ -93,20 +96,26 @@ class CostBudget:
             self._expire(self._clock())
             if self._spent + (self._in_flight + 1) * self._avg > self._budget or (
                 self._budget <= 0.0
-            ):
+            ) or (self._in_flight and not self._finished):
                 return False
             self._in_flight += 1
             return True
 
     def settle(self, cost_usd: float | None) -> None:
-        """Record the real cost of an admitted run (None: unknown, counted as zero)."""
+        """Record the real cost of an admitted run that finished (None: unknown, counted as zero)."""
         cost = float(cost_usd) if cost_usd else 0.0
         with self._lock:
+            self._finished = True
             self._in_flight = max(0, self._in_flight - 1)
             if cost > 0.0:
                 self._window.append((self._clock(), cost))
                 self._spent += cost
                 self._avg = cost if self._avg == 0.0 else 0.8 * self._avg + 0.2 * cost
+
+    def release(self) -> None:
+        """Give back the reservation of an admitted run that never ran."""
+        with self._lock:
+            self._in_flight = max(0, self._in_flight - 1)
 
     @property
     def spent_usd(self) -> float:
