@@ -64,3 +64,17 @@ def test_the_users_own_calls_still_print_while_a_judge_fails_alongside(
     out, _ = capfd.readouterr()
     assert PROVIDERS in out  # the user's call: litellm prints as it always does
     assert FEEDBACK not in out  # the judge's 500: silenced
+
+
+def test_successful_judge_of_an_unpriced_model_prints_no_banner(
+        stub_llm: StubLLMServer, litellm_default_settings,
+        capfd: pytest.CaptureFixture[str]) -> None:
+    # The stub answers as model "stub", which litellm's price map cannot route: the cost lookup
+    # after every judge call would print "Provider List" unless it is silenced too.
+    stub_llm.enqueue({"statements": ["Paris is the capital of France."]})
+    stub_llm.enqueue({"results": [{"result": "yes", "reason": "answers it"}]})
+    stub_llm.enqueue({"reason": "The score is 1 because it answers the question."})
+    result = _judge(stub_llm.base_url).run(input="Capital of France?", output="Paris.")
+    out, err = capfd.readouterr()
+    assert result.score == 1.0 and result.usage.cost_usd is None
+    assert PROVIDERS not in out + err

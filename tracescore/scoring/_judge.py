@@ -270,7 +270,8 @@ class _Spend:
         self.input_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
         self.output_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
         try:
-            cost = float(litellm.completion_cost(completion_response=response))
+            with quiet_litellm():  # an unmapped model makes litellm print a provider banner
+                cost = float(litellm.completion_cost(completion_response=response))
         except Exception:  # noqa: BLE001 - litellm raises plain Exception for unmapped models
             return  # unknown model or provider: the cost stays unknown
         self.cost = (self.cost or 0.0) + cost
