@@ -228,7 +228,7 @@ def headlines(results: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def markdown(summary: dict[str, Any]) -> str:
-    """The headline table (and the peer comparison) as Markdown, for docs/performance.md."""
+    """The headline table (and the peer comparison) as Markdown, for the README's Performance section."""
     env = summary["environment"]
     lines = [
         (
