@@ -1,4 +1,18 @@
+import logging
 import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # The fixtures (span_exporter, otlp_receiver, stub_llm) come from tracescore's pytest11 entry point.
+
+
+class _DropLitellmWorkerNoise(logging.Filter):
+    """litellm leaves its logging-worker task pending on every event loop the tests close; asyncio
+    reports each one at interpreter exit, after pytest's summary. Only that report is dropped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not ("Task was destroyed but it is pending" in message
+                    and "LoggingWorker" in message)
+
+
+logging.getLogger("asyncio").addFilter(_DropLitellmWorkerNoise())
