@@ -70,11 +70,11 @@ def check_model(model: str) -> None:
     """Fail early, with a clear message, on a judge model litellm cannot route."""
     if model.strip() == OFFLINE_MODEL:
         return
-    from tracescore.scoring._judge import _import_litellm, quiet_litellm
+    from tracescore._litellm_support import import_litellm, quiet_litellm
 
     try:
         with quiet_litellm():  # no provider banner on stdout
-            _import_litellm().get_llm_provider(model)
+            import_litellm().get_llm_provider(model)
     except Exception:  # noqa: BLE001 - litellm raises several types for an unknown provider
         raise SetupError(f"unknown judge model {model!r}: litellm cannot tell its provider; use "
                          f"provider/model (e.g. openai/gpt-4o-mini) or {OFFLINE_MODEL}") from None

@@ -387,7 +387,7 @@ def _model_and_provider(model: str, kwargs: dict) -> tuple[str, str | None]:
     try:
         import litellm
 
-        from tracescore.scoring._judge import quiet_litellm
+        from tracescore._litellm_support import quiet_litellm
 
         with quiet_litellm():  # an unknown model: litellm's own call prints its banner, not us
             name, provider, _, _ = litellm.get_llm_provider(

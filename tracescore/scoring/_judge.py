@@ -11,22 +11,19 @@ litellm's stdout help banners silenced (`quiet_litellm`).
 from __future__ import annotations
 
 import asyncio
-import builtins
-import contextlib
 import email.utils
-import importlib
 import json
 import logging
-import os
 import random
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextvars import ContextVar
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from tracescore._exceptions import ConfigurationError, JudgeError
+from tracescore._litellm_support import import_litellm as _import_litellm
+from tracescore._litellm_support import quiet_litellm
 from tracescore._suppress import suppressed
 from tracescore.scoring._base import JudgeUsage
 
@@ -199,58 +196,6 @@ def _describe(exc: BaseException) -> str:
     name = type(exc).__name__
     prefix = f"{name} (HTTP {status})" if status else name
     return f"{prefix}: {text[:300]}" if text else prefix
-
-
-def _import_litellm() -> Any:
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    return litellm
-
-
-# --- quiet litellm ---------------------------------------------------------------------------
-# On provider errors litellm prints help banners to stdout ("Give Feedback / Get Help",
-# "Provider List"). Its only switch is the process-wide `litellm.suppress_debug_info`, which
-# would also silence the user's own calls. Instead, the modules that print get a `print` that
-# drops output while `quiet_litellm()` is active in the calling context (thread or task) and
-# prints as before everywhere else, so the user's calls and settings are untouched.
-_QUIET: ContextVar[bool] = ContextVar("tracescore_quiet_litellm", default=False)
-_PRINTING_MODULES = ("litellm.litellm_core_utils.exception_mapping_utils",
-                     "litellm.litellm_core_utils.get_llm_provider_logic")
-
-
-def _context_print(*args: Any, **kwargs: Any) -> None:
-    if not _QUIET.get():
-        builtins.print(*args, **kwargs)
-
-
-_installed = False  # the context-aware print is in place
-
-
-def _install_context_print() -> None:
-    global _installed
-    if _installed:
-        return
-    for name in _PRINTING_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ImportError:  # another litellm layout: its banners stay
-            continue
-        if "print" not in vars(module):  # never replace a `print` someone else put there
-            module.print = _context_print  # type: ignore[attr-defined]
-    _installed = True
-
-
-@contextlib.contextmanager
-def quiet_litellm() -> Iterator[None]:
-    """Silence litellm's stdout banners for calls made inside the block (this context only)."""
-    _import_litellm()
-    _install_context_print()
-    token = _QUIET.set(True)
-    try:
-        yield
-    finally:
-        _QUIET.reset(token)
 
 
 # --- the litellm judge -----------------------------------------------------------------------
