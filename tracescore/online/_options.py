@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tracescore._exceptions import ConfigurationError
+from tracescore.online._isolation import ISOLATIONS
 from tracescore.online._sampling import CostBudget, RateLimiter, rejection_threshold
 
 if TYPE_CHECKING:
@@ -153,6 +154,7 @@ class ProcessorOptions:
     concurrency: int = 8
     shutdown_timeout_s: float = 30.0
     score_genai_spans: bool = False
+    isolation: str = "thread"
 
     def __post_init__(self) -> None:
         for name in ("max_wait_s", "shutdown_timeout_s"):
@@ -169,6 +171,10 @@ class ProcessorOptions:
         if not isinstance(self.score_genai_spans, bool):
             raise ConfigurationError(
                 f"ScoringSpanProcessor score_genai_spans must be a bool, got {self.score_genai_spans!r}"
+            )
+        if self.isolation not in ISOLATIONS:
+            raise ConfigurationError(
+                f"ScoringSpanProcessor isolation must be 'thread' or 'process', got {self.isolation!r}"
             )
 
 

@@ -43,6 +43,7 @@ from tracescore.online._events import (
     evaluation_events,
     unscored_event,
 )
+from tracescore.online._isolation import ProcessRunner
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._options import OnlineScorer, ProcessorOptions, as_online_scorers
 from tracescore.online._sampling import RANDOMNESS_MASK
@@ -93,14 +94,17 @@ class ScoringSpanProcessor(SpanProcessor):
     `shutdown_timeout_s`: how long shutdown waits for pending scoring before exporting.
     `score_genai_spans`: also score `invoke_agent` spans of other instrumentations, reading
     input/output from `gen_ai.input.messages` / `gen_ai.output.messages`.
+    `isolation`: "thread" (default) runs scorers in the worker thread; "process" runs them in
+    one spawned child process (the judge's CPU work then never holds the agent's GIL; jobs that
+    cannot be pickled still run in the thread).
     `meter_provider` / `logger_provider`: for metrics and the log sink (default: the global ones).
     """
 
     def __init__(self, downstream: SpanProcessor, scorers: Sequence[Any], *,
                  max_wait_s: float = 30.0, max_held_spans: int = 2048, queue_size: int = 1000,
                  concurrency: int = 8, shutdown_timeout_s: float = 30.0,
-                 score_genai_spans: bool = False, meter_provider: Any = None,
-                 logger_provider: Any = None) -> None:
+                 score_genai_spans: bool = False, isolation: str = "thread",
+                 meter_provider: Any = None, logger_provider: Any = None) -> None:
         if not callable(getattr(downstream, "on_end", None)):
             raise ConfigurationError(
                 f"ScoringSpanProcessor needs a downstream SpanProcessor, got {downstream!r}"
@@ -111,7 +115,7 @@ class ScoringSpanProcessor(SpanProcessor):
         self._options = ProcessorOptions(
             max_wait_s=max_wait_s, max_held_spans=max_held_spans, queue_size=queue_size,
             concurrency=concurrency, shutdown_timeout_s=shutdown_timeout_s,
-            score_genai_spans=score_genai_spans,
+            score_genai_spans=score_genai_spans, isolation=isolation,
         )
         self._downstream = downstream
         self._downstream_on_ending = getattr(downstream, "_on_ending", None)
@@ -124,6 +128,8 @@ class ScoringSpanProcessor(SpanProcessor):
             queue_size=queue_size, concurrency=concurrency,
             tick_s=min(1.0, max(0.01, self._options.max_wait_s / 4)), on_tick=self._expire_held,
         )
+        self._isolation = (ProcessRunner(concurrency * len(self._scorers))
+                           if isolation == "process" else None)
         self._init_state()
         self._shutdown = False
         self._logged: set[str] = set()
@@ -154,6 +160,8 @@ class ScoringSpanProcessor(SpanProcessor):
         counts["held"] = len(self._held)
         counts["queued"] = self._worker.pending
         counts["running"] = self._worker.running
+        if self._isolation is not None:
+            counts["in_thread"] = self._isolation.in_thread
         return counts
 
     # --- SpanProcessor ----------------------------------------------------------------------------
@@ -226,6 +234,8 @@ class ScoringSpanProcessor(SpanProcessor):
         for never_run in self._worker.stop(timeout=min(0.5, wait)):
             job = never_run.args[0]  # type: ignore[attr-defined]
             self._count_shutdown_drop(job.candidate, job.candidate.scorers)
+        if self._isolation is not None:
+            self._isolation.stop(timeout=min(2.0, max(wait, 0.5)))
         self._release_all(reasons.SHUTDOWN)
         with self._lock:  # spans other threads are releasing must reach downstream before it closes
             self._released.wait_for(lambda: not self._releasing, timeout=max(wait, 1.0))
@@ -415,11 +425,14 @@ class ScoringSpanProcessor(SpanProcessor):
             if ground_truth is None:
                 ground_truth = online.lookup_reference(candidate.input)
             with suppressed():
-                result = await asyncio.wait_for(
-                    online.scorer.arun(input=candidate.input, output=candidate.output,
-                                       ground_truth=ground_truth, run_id=run_id),
-                    online.timeout_s,
-                )
+                if self._isolation is not None:
+                    run = self._isolation.run(online.scorer, input=candidate.input,
+                                              output=candidate.output, ground_truth=ground_truth,
+                                              run_id=run_id, timeout_s=online.timeout_s)
+                else:
+                    run = online.scorer.arun(input=candidate.input, output=candidate.output,
+                                             ground_truth=ground_truth, run_id=run_id)
+                result = await asyncio.wait_for(run, online.timeout_s)
         except asyncio.CancelledError:  # shutdown gave up on this run
             self._count_shutdown_drop(candidate, (online,))
             raise
