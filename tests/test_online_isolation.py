@@ -174,7 +174,8 @@ def test_shutdown_stops_the_child_and_exports_held_spans() -> None:
     stalled = own.call("probe", "stall")
     wait_until(lambda: own.processor.stats()["running"] == 1)
     own.provider.shutdown()
-    assert not child.is_alive()
+    with own.processor._isolation._reap_lock:  # the reader thread may be reaping it too
+        assert not child.is_alive()
     exported = own.wait_exported(stalled, timeout=1)
     assert not results(exported)
     assert [e.attributes[sc.TS_UNSCORED_REASON] for e in exported.events

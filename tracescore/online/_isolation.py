@@ -12,6 +12,7 @@ import asyncio
 import itertools
 import logging
 import multiprocessing
+import multiprocessing.connection
 import os
 import pickle
 import signal
@@ -42,6 +43,9 @@ class ProcessRunner:
     def _reset(self) -> None:
         """(Re)initialize all state; used at construction and in a forked child."""
         self._lock = threading.Lock()
+        # multiprocessing.Process is not thread-safe: two threads reaping one child can make
+        # is_alive() report a dead child as alive. Every is_alive/join/exitcode goes under this.
+        self._reap_lock = threading.Lock()
         self._process: Any = None
         self._conn: Connection | None = None
         # job id -> (worker loop, future, the child running it)
@@ -86,8 +90,10 @@ class ProcessRunner:
         return await scorer.arun(**kwargs)
 
     def _ensure_started_locked(self) -> Connection:
-        if self._process is not None and self._process.is_alive() and self._conn is not None:
-            return self._conn
+        if self._process is not None and self._conn is not None:
+            with self._reap_lock:
+                if self._process.is_alive():
+                    return self._conn
         self._discard_locked()
         ctx = multiprocessing.get_context("spawn")
         parent_end, child_end = ctx.Pipe(duplex=True)
@@ -120,8 +126,9 @@ class ProcessRunner:
                 continue
             self._settle(job_id, ok, value)
         conn.close()
-        process.join(1.0)
-        code = process.exitcode
+        multiprocessing.connection.wait([process.sentinel], 1.0)
+        with self._reap_lock:
+            code = process.exitcode
         with self._lock:
             if self._process is process:
                 self._discard_locked()
@@ -154,13 +161,14 @@ class ProcessRunner:
                 conn.send_bytes(_STOP)
         except (OSError, ValueError):  # already gone
             pass
-        process.join(timeout)
-        if process.is_alive():
-            process.terminate()
-            process.join(1.0)
-        if process.is_alive():
-            process.kill()
-            process.join(1.0)
+        with self._reap_lock:
+            process.join(timeout)
+            if process.is_alive():
+                process.terminate()
+                process.join(1.0)
+            if process.is_alive():
+                process.kill()
+                process.join(1.0)
 
 
 def _resolve(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
