@@ -32,6 +32,14 @@ QUESTION = "What is the capital of France?"
 ANSWER = "Paris is the capital of France."
 
 
+class LockedError(Exception):
+    """An error that cannot be pickled (it carries a lock)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.lock = threading.Lock()
+
+
 class ProbeScorer(Scorer):
     """Reports the process it ran in (score = its pid); the input picks a failure or a stall."""
 
@@ -44,6 +52,8 @@ class ProbeScorer(Scorer):
         if input == "fail":
             raise ScorerError("reply is not JSON", scorer_id=self.id, step="analyze",
                               raw_reply="not json {")
+        if input == "locked":
+            raise LockedError("judge connection pool exhausted")
         if input == "stall":
             await asyncio.sleep(120)
         return ScoreResult(run_id=run_id or "", scorer_id=self.id, scorer_name=self.name,
@@ -132,6 +142,15 @@ def test_a_failing_scorer_is_a_failure_event_with_its_error(pipeline: Pipeline) 
     assert result[sc.TS_FAILED_STEP] == "analyze"
     assert "reply is not JSON" in result[sc.GEN_AI_EVALUATION_EXPLANATION]
     assert sc.GEN_AI_EVALUATION_SCORE_VALUE not in result
+
+
+def test_an_unpicklable_error_arrives_as_its_type_name_and_message(pipeline: Pipeline) -> None:
+    span = pipeline.call("probe", "locked")
+    assert pipeline.processor.force_flush(30_000)
+    (result,) = results(pipeline.wait_exported(span)).values()
+    assert result[sc.ERROR_TYPE] == "TracescoreError"
+    assert result[sc.GEN_AI_EVALUATION_EXPLANATION] == (
+        "LockedError: judge connection pool exhausted")
 
 
 def test_an_unpicklable_job_runs_in_the_worker_thread(pipeline: Pipeline) -> None:
