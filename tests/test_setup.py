@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
+from _helpers import shut_down_pipelines
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
@@ -17,7 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import tracescore
 from tracescore import _setup
-from tracescore._config import content_settings, reset_content_settings
+from tracescore._config import content_settings
 from tracescore._exceptions import ConfigurationError
 from tracescore._exporters import OTLPJsonFileExporter
 
@@ -25,15 +26,9 @@ from tracescore._exporters import OTLPJsonFileExporter
 @pytest.fixture(autouse=True)
 def _clean_pipelines(span_exporter: InMemorySpanExporter) -> Iterator[None]:
     """Every test starts and ends with no tracescore pipeline on the shared global provider."""
-    _shutdown_all()
+    shut_down_pipelines()
     yield
-    _shutdown_all()
-    reset_content_settings()
-
-
-def _shutdown_all() -> None:
-    while _setup._handles:
-        _setup._handles[-1].shutdown(5)
+    shut_down_pipelines()
 
 
 def _emit(name: str, provider: TracerProvider | None = None) -> None:
