@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tracescore._config import ContentSettings
@@ -161,27 +161,24 @@ _ASSISTANT_PREFIX = '[{"role":"assistant","parts":[{"type":"text","content":'
 _ASSISTANT_SUFFIX = '}],"finish_reason":"stop"}]'
 
 
-def input_messages_attr(value: Any, settings: ContentSettings) -> str:
-    """`gen_ai.input.messages` attribute text for `value` (redacted, truncated). Never raises."""
-    if type(value) is str:  # fast path: the common single-question input
+def _messages_attr(value: Any, settings: ContentSettings, prefix: str, suffix: str,
+                   convert: Callable[[Any], Any]) -> str:
+    """Messages attribute text: a string becomes one text message (fast path, pre-rendered JSON
+    around it); anything else goes through `convert`, falling back to the raw value. Never raises."""
+    if type(value) is str:  # fast path: the common single-question / single-answer case
         literal, cut = json_string(value, settings)
-        return finish_text(
-            _USER_PREFIX + literal + _USER_SUFFIX, settings, at_least=cut, redacted=True
-        )
+        return finish_text(prefix + literal + suffix, settings, at_least=cut, redacted=True)
     try:
-        return serialize(to_input_messages(value), settings)
+        return serialize(convert(value), settings)
     except Exception:  # noqa: BLE001 - fall back to the raw value
         return serialize(value, settings)
+
+
+def input_messages_attr(value: Any, settings: ContentSettings) -> str:
+    """`gen_ai.input.messages` attribute text for `value` (redacted, truncated). Never raises."""
+    return _messages_attr(value, settings, _USER_PREFIX, _USER_SUFFIX, to_input_messages)
 
 
 def output_messages_attr(value: Any, settings: ContentSettings) -> str:
     """`gen_ai.output.messages` attribute text for `value` (redacted, truncated). Never raises."""
-    if type(value) is str:
-        literal, cut = json_string(value, settings)
-        return finish_text(
-            _ASSISTANT_PREFIX + literal + _ASSISTANT_SUFFIX, settings, at_least=cut, redacted=True
-        )
-    try:
-        return serialize(to_output_messages(value), settings)
-    except Exception:  # noqa: BLE001 - fall back to the raw value
-        return serialize(value, settings)
+    return _messages_attr(value, settings, _ASSISTANT_PREFIX, _ASSISTANT_SUFFIX, to_output_messages)
