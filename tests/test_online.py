@@ -85,6 +85,9 @@ class Harness:
                  sampler: Any = None, **options: Any) -> None:
         self.exporter = InMemorySpanExporter()
         self.provider = TracerProvider(sampler=sampler) if sampler else TracerProvider()
+        # these tests watch scorer objects in this process; the scoring process has its own
+        # tests (test_online_isolation.py)
+        options.setdefault("isolation", "thread")
         self.processor = ScoringSpanProcessor(
             downstream or SimpleSpanProcessor(self.exporter), scorers, **options
         )

@@ -1,9 +1,22 @@
-"""Opt-in process isolation of online scoring (`ScoringSpanProcessor(isolation="process")`).
+"""Process isolation of online scoring: the judge's CPU work away from the agent's GIL.
 
-Scorer runs go to ONE spawned daemon child with its own asyncio loop, so the judge's CPU work
-(litellm) holds the child's GIL, not the agent's. Jobs and results travel pickled over a pipe;
-a reader thread in the parent settles the awaiting futures. A job that cannot be pickled runs
-in-thread instead; a dead child fails its pending runs and is restarted by the next job.
+A judged run spends milliseconds of CPU in litellm (building requests, parsing replies, looking
+up costs). In the agent's process that CPU holds the GIL, and an agent thread waking from I/O
+can wait up to the interpreter's switch interval (5 ms) for it: the agent's p99 grows. So by
+default (`isolation="auto"`) scorers that call a judge run in ONE scoring process per
+`ScoringSpanProcessor`:
+
+- started lazily with `subprocess` (not multiprocessing: the user's main module is never
+  re-imported, so scripts need no `if __name__ == "__main__":` guard), with the parent's
+  `sys.path`, environment and `OTEL_SDK_DISABLED=true` (the child exports nothing itself);
+- fed over its stdin with length-prefixed pickles: each scorer once, then jobs; results and
+  failures come back over its stdout (stray prints of the child go to stderr);
+- gone when the parent is: it exits at EOF on its stdin.
+
+`isolation="process"` sends every scorer there; `"thread"` starts no process. Whatever the
+mode, a scorer that cannot be pickled (or defined in `__main__`), a job whose data cannot be
+pickled, and every job when the process cannot start run in the worker thread instead (logged
+once). A child that dies fails its pending runs; the next job starts a new one.
 """
 
 from __future__ import annotations
@@ -11,131 +24,243 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import multiprocessing
-import multiprocessing.connection
 import os
 import pickle
 import signal
+import struct
+import subprocess
+import sys
 import threading
 import weakref
-from multiprocessing.connection import Connection
-from typing import Any
+from typing import IO, Any
 
 from tracescore._exceptions import TracescoreError
 
 _log = logging.getLogger("tracescore")
 
-ISOLATIONS = ("thread", "process")
-_STOP = b""  # parent -> child: finish (running jobs are cancelled)
+ISOLATIONS = ("auto", "process", "thread")
+_HEADER = struct.Struct("!I")
+_CHILD_CODE = "from tracescore.online._isolation import _child_main; _child_main()"
 _runners: weakref.WeakSet[ProcessRunner] = weakref.WeakSet()
+_forked_away: list[_Child] = []  # a forked child's copies of the parent's pipes, kept from GC
+
+
+class _Unavailable(Exception):
+    """The scoring process cannot run this job: it runs in the worker thread instead."""
+
+
+# --- framing -------------------------------------------------------------------------------------
+def _frame(message: tuple[Any, ...]) -> bytes:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    return _HEADER.pack(len(data)) + data
+
+
+def _read_frame(stream: IO[bytes]) -> Any:
+    """The next message, or None at EOF (a truncated frame is EOF too)."""
+    header = stream.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        return None
+    (size,) = _HEADER.unpack(header)
+    data = stream.read(size)
+    if len(data) < size:
+        return None
+    return pickle.loads(data)
+
+
+# --- the parent side -----------------------------------------------------------------------------
+class _Child:
+    """One running scoring process, with the scorers it has been sent."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self.process = process
+        self.keys: set[int] = set()
+        self.ready = False
+        self.write_lock = threading.Lock()
+
+    def send(self, key: int, registration: bytes, job: bytes) -> None:
+        stdin = self.process.stdin
+        assert stdin is not None
+        with self.write_lock:  # a scorer must reach the child before its first job
+            data = job if key in self.keys else registration + job
+            stdin.write(data)
+            stdin.flush()
+            self.keys.add(key)
+
+    def close_input(self) -> None:
+        try:
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+        except OSError:
+            pass
 
 
 class ProcessRunner:
-    """Runs `scorer.arun(...)` in one lazily spawned child process, `concurrency` runs at once."""
+    """Runs scorers in a lazily started scoring process, per the isolation mode."""
 
-    def __init__(self, concurrency: int) -> None:
-        self._concurrency = concurrency
+    def __init__(self, mode: str) -> None:
+        self._mode = mode
         self._ids = itertools.count()
-        self.in_thread = 0  # runs whose payload could not be pickled (ran in the worker thread)
+        self._keys = itertools.count()
+        self.in_thread = 0  # runs meant for the scoring process that ran in the worker thread
         self._reset()
         _runners.add(self)
 
     def _reset(self) -> None:
         """(Re)initialize all state; used at construction and in a forked child."""
         self._lock = threading.Lock()
-        # multiprocessing.Process is not thread-safe: two threads reaping one child can make
-        # is_alive() report a dead child as alive. Every is_alive/join/exitcode goes under this.
-        self._reap_lock = threading.Lock()
-        self._process: Any = None
-        self._conn: Connection | None = None
+        self._child: _Child | None = None
+        # scorer id -> (scorer, key, registration frame), or (scorer, None, reason) for the thread
+        self._routes: dict[int, tuple[Any, int | None, Any]] = {}
         # job id -> (worker loop, future, the child running it)
-        self._pending: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any], Any]] = {}
+        self._pending: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any], _Child]] = {}
         self._stopped = False
-        self._warned_pickle = False
+        self._broken: str | None = None  # why no scoring process can be started here
+        self._warned: set[str] = set()
+
+    @property
+    def child_pid(self) -> int | None:
+        """The pid of the running scoring process, if any."""
+        child = self._child
+        return child.process.pid if child is not None else None
 
     async def run(self, scorer: Any, *, input: Any, output: Any, ground_truth: Any, run_id: str,
                   timeout_s: float) -> Any:
-        """The scorer's result (or its exception), computed in the child when possible."""
+        """The scorer's result (or its exception), computed in the scoring process when it is
+        meant to run there and can."""
+        kwargs = {"input": input, "output": output, "ground_truth": ground_truth, "run_id": run_id}
+        key, registration = self._route(scorer)
+        if key is None:
+            if registration is not None:  # meant for the process, cannot go there
+                return await self._in_thread(scorer, str(registration), kwargs)
+            return await scorer.arun(**kwargs)
         job_id = next(self._ids)
         try:
-            payload = pickle.dumps((job_id, scorer, input, output, ground_truth, run_id, timeout_s),
-                                   protocol=pickle.HIGHEST_PROTOCOL)
+            data = pickle.dumps((input, output, ground_truth, run_id, timeout_s),
+                                protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001 - e.g. a lock or a lambda in the input
-            return await self._in_thread(scorer, exc, input=input, output=output,
-                                         ground_truth=ground_truth, run_id=run_id)
+            return await self._in_thread(
+                scorer, f"a job's data cannot be pickled ({type(exc).__name__}: {exc})", kwargs)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         with self._lock:
             if self._stopped:
                 raise TracescoreError("the scoring process is stopped (processor shut down)")
-            conn = self._ensure_started_locked()
-            self._pending[job_id] = (loop, future, self._process)
+            child = self._ensure_started_locked()
+            if child is not None:
+                self._pending[job_id] = (loop, future, child)
+        if child is None:
+            return await self._in_thread(scorer, str(self._broken), kwargs)
         try:
             try:
-                conn.send_bytes(payload)
+                child.send(key, registration, _frame(("job", job_id, key, data)))
             except (OSError, ValueError) as exc:  # the child died since the last job
-                raise TracescoreError(f"could not send the job to the scoring process: {exc}") from None
+                raise TracescoreError(
+                    f"could not send the job to the scoring process: {exc}") from None
             return await future
+        except _Unavailable as exc:
+            return await self._in_thread(scorer, str(exc), kwargs)
         finally:
             with self._lock:
                 self._pending.pop(job_id, None)
 
-    async def _in_thread(self, scorer: Any, reason: BaseException, **kwargs: Any) -> Any:
+    def _route(self, scorer: Any) -> tuple[int | None, Any]:
+        """(key, registration frame) for the process, (None, reason) when it cannot go there,
+        (None, None) when it is not meant to."""
+        route = self._routes.get(id(scorer))
+        if route is None or route[0] is not scorer:
+            route = (scorer, *self._decide(scorer))
+            self._routes[id(scorer)] = route  # keeps the scorer alive: its id stays its own
+        return route[1], route[2]
+
+    def _decide(self, scorer: Any) -> tuple[int | None, Any]:
+        if self._mode == "thread" or (self._mode == "auto"
+                                      and getattr(scorer, "uses_judge", False) is not True):
+            return None, None
+        if type(scorer).__module__ == "__main__":
+            return None, "its class is defined in __main__, which the scoring process cannot import"
+        try:
+            blob = pickle.dumps(scorer, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # noqa: BLE001
+            return None, f"it cannot be pickled ({type(exc).__name__}: {exc})"
+        key = next(self._keys)
+        return key, _frame(("scorer", key, blob))
+
+    async def _in_thread(self, scorer: Any, reason: str, kwargs: dict[str, Any]) -> Any:
         self.in_thread += 1
-        if not self._warned_pickle:
-            self._warned_pickle = True
-            _log.warning("tracescore: a scoring job cannot be pickled for the scoring process "
-                         "(%s: %s); such jobs run in the worker thread", type(reason).__name__,
-                         reason)
+        name = getattr(scorer, "id", type(scorer).__name__)
+        self._warn_once(f"{name}:{reason}", "tracescore: scorer %r runs in the worker thread, "
+                        "not in the scoring process: %s", name, reason)
         return await scorer.arun(**kwargs)
 
-    def _ensure_started_locked(self) -> Connection:
-        if self._process is not None and self._conn is not None:
-            with self._reap_lock:
-                if self._process.is_alive():
-                    return self._conn
-        self._discard_locked()
-        ctx = multiprocessing.get_context("spawn")
-        parent_end, child_end = ctx.Pipe(duplex=True)
-        process = ctx.Process(target=_child_main, args=(child_end, self._concurrency),
-                              name="tracescore-scoring", daemon=True)
-        process.start()
-        child_end.close()  # only the child holds it now: its death means EOF for our reader
-        self._process, self._conn = process, parent_end
-        threading.Thread(target=self._read, args=(parent_end, process),
-                         name="tracescore-scoring-reader", daemon=True).start()
-        return parent_end
+    def _warn_once(self, key: str, message: str, *args: object) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            _log.warning(message, *args)
 
-    def _discard_locked(self) -> None:
-        # The reader closes the pipe once the child is gone (closing it under a blocked read
-        # would not wake the child up).
-        self._process, self._conn = None, None
+    def _ensure_started_locked(self) -> _Child | None:
+        if self._broken is not None:
+            return None
+        child = self._child
+        if child is not None and child.process.poll() is None:
+            return child
+        self._child = None
+        if getattr(sys, "frozen", False) or not sys.executable:
+            self._broken = "this interpreter cannot start a Python subprocess (frozen or embedded)"
+            return None
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-c", _CHILD_CODE], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, env=_child_env(), close_fds=True)
+        except (OSError, ValueError) as exc:
+            self._broken = f"the scoring process could not start ({type(exc).__name__}: {exc})"
+            return None
+        child = self._child = _Child(process)
+        threading.Thread(target=self._read, args=(child,), name="tracescore-scoring-reader",
+                         daemon=True).start()
+        return child
 
-    def _read(self, conn: Connection, process: Any) -> None:
-        """Reader thread of one child: settle futures as results arrive; fail the rest at EOF."""
+    def _read(self, child: _Child) -> None:
+        """Reader thread of one child: settle futures as results arrive; the rest at EOF."""
+        stdout = child.process.stdout
+        assert stdout is not None
         while True:
             try:
-                message = conn.recv_bytes()
-            except (EOFError, OSError):
+                message = _read_frame(stdout)
+            except (OSError, ValueError):
                 break
-            try:
-                job_id, ok, value = _decode(message)
-            except Exception:  # noqa: BLE001 - a garbled message; its run times out
+            except Exception:  # noqa: BLE001 - a garbled result; its run times out
                 _log.warning("tracescore: unreadable message from the scoring process",
                              exc_info=True)
                 continue
-            self._settle(job_id, ok, value)
-        conn.close()
-        multiprocessing.connection.wait([process.sentinel], 1.0)
-        with self._reap_lock:
-            code = process.exitcode
+            if message is None:
+                break
+            kind = message[0]
+            if kind == "ready":
+                child.ready = True
+            elif kind == "done":
+                self._settle(message[1], *_decode(message[2:]))
+            elif kind == "unavailable":
+                self._settle(message[1], False, _Unavailable(message[2]))
+        try:
+            stdout.close()
+        except OSError:
+            pass
+        try:
+            code = child.process.wait(1.0)
+        except subprocess.TimeoutExpired:
+            code = None
         with self._lock:
-            if self._process is process:
-                self._discard_locked()
-            lost = [job for job, entry in self._pending.items() if entry[2] is process]
+            if self._child is child:
+                self._child = None
+            if not child.ready and not self._stopped:
+                self._broken = (f"the scoring process exited while starting (exit code {code}); "
+                                "see its messages on stderr")
+            lost = [job for job, entry in self._pending.items() if entry[2] is child]
         for job_id in lost:
-            self._settle(job_id, False, TracescoreError(
-                f"the scoring process exited (exit code {code}) before this run finished"))
+            error: Exception = (_Unavailable(self._broken or "") if not child.ready
+                                else TracescoreError(f"the scoring process exited (exit code "
+                                                     f"{code}) before this run finished"))
+            self._settle(job_id, False, error)
 
     def _settle(self, job_id: int, ok: bool, value: Any) -> None:
         with self._lock:
@@ -149,26 +274,45 @@ class ProcessRunner:
             pass
 
     def stop(self, timeout: float) -> None:
-        """Stop the child: EOF on its pipe, then terminate and kill if it lingers. Idempotent."""
+        """Stop the child: EOF on its stdin, then terminate and kill if it lingers. Idempotent."""
         with self._lock:
             self._stopped = True
-            process, conn = self._process, self._conn
-            self._discard_locked()
-        if process is None:
+            child, self._child = self._child, None
+        if child is None:
             return
-        try:
-            if conn is not None:
-                conn.send_bytes(_STOP)
-        except (OSError, ValueError):  # already gone
-            pass
-        with self._reap_lock:
-            process.join(timeout)
-            if process.is_alive():
-                process.terminate()
-                process.join(1.0)
-            if process.is_alive():
-                process.kill()
-                process.join(1.0)
+        child.close_input()
+        process = child.process
+        for end in (None, process.terminate, process.kill):
+            if end is not None:
+                end()
+            try:
+                process.wait(timeout if end is None else 1.0)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+    def _after_fork(self) -> None:
+        # The child process and the reader thread belong to the parent: drop our copies of its
+        # pipes (or it would not see EOF when the parent goes) and start afresh.
+        # Their file objects may hold locks of parent threads: close the descriptors underneath
+        # and keep the objects forever, so nothing closes those numbers a second time.
+        child = self._child
+        if child is not None:
+            _forked_away.append(child)
+            for stream in (child.process.stdin, child.process.stdout):
+                try:
+                    if stream is not None:
+                        os.close(stream.fileno())
+                except (OSError, ValueError):
+                    pass
+        self._reset()
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if isinstance(p, str) and p)
+    env["OTEL_SDK_DISABLED"] = "true"
+    return env
 
 
 def _resolve(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
@@ -180,10 +324,10 @@ def _resolve(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
         future.set_exception(value)
 
 
-def _decode(message: bytes) -> tuple[int, bool, Any]:
-    job_id, ok, value, type_name, text = pickle.loads(message)
+def _decode(fields: tuple[Any, ...]) -> tuple[bool, Any]:
+    ok, value, type_name, text = fields
     if ok:
-        return job_id, True, pickle.loads(value)
+        return True, pickle.loads(value)
     try:
         cls, args, state = pickle.loads(value)
         error = cls.__new__(cls)  # not cls(*args): some __init__ take keyword-only arguments
@@ -191,84 +335,109 @@ def _decode(message: bytes) -> tuple[int, bool, Any]:
         error.__dict__.update(state)
     except Exception:  # noqa: BLE001 - a class the parent cannot import or rebuild
         error = TracescoreError(f"{type_name}: {text}")
-    return job_id, False, error
+    return False, error
 
 
 # --- the child process ------------------------------------------------------------------------------
-def _child_main(conn: Connection, concurrency: int) -> None:
-    """Entry point of the scoring process: run jobs until the parent closes the pipe."""
+def _child_main() -> None:
+    """Entry point of the scoring process: run jobs until its stdin closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    asyncio.run(_serve(conn, concurrency))
+    channel = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # stray prints (litellm's banners) go to stderr, never into the channel
+    try:
+        asyncio.run(_serve(sys.stdin.buffer, channel))
+    finally:
+        sys.stderr.flush()
+        os._exit(0)  # litellm's and httpx's threads need no waiting for
 
 
-async def _serve(conn: Connection, concurrency: int) -> None:
+async def _serve(requests: IO[bytes], channel: IO[bytes]) -> None:
     loop = asyncio.get_running_loop()
-    slots = asyncio.Semaphore(concurrency)
-    send_lock = threading.Lock()
+    scorers: dict[int, Any] = {}
     closed = asyncio.Event()
     tasks: set[asyncio.Task[None]] = set()
+    send_lock = threading.Lock()
+
+    def send(message: tuple[Any, ...]) -> None:
+        try:
+            with send_lock:
+                channel.write(_frame(message))
+                channel.flush()
+        except (OSError, ValueError):  # the parent is gone
+            loop.call_soon_threadsafe(closed.set)
 
     def read() -> None:
         while True:
             try:
-                message = conn.recv_bytes()
-            except (EOFError, OSError):
-                message = _STOP
-            if message == _STOP:
+                message = _read_frame(requests)
+            except Exception:  # noqa: BLE001 - a broken channel ends the process
+                message = None
+            if message is None:
                 loop.call_soon_threadsafe(closed.set)
                 return
-            loop.call_soon_threadsafe(start, message)
+            loop.call_soon_threadsafe(handle, message)
 
-    def start(message: bytes) -> None:
-        task = loop.create_task(_run_job(conn, send_lock, slots, message))
+    def handle(message: tuple[Any, ...]) -> None:
+        if message[0] == "scorer":
+            _, key, blob = message
+            try:
+                scorers[key] = pickle.loads(blob)
+            except Exception as exc:  # noqa: BLE001 - e.g. a class only the parent can import
+                scorers[key] = _Unavailable(
+                    f"the scoring process cannot load it ({type(exc).__name__}: {exc})")
+            return
+        task = loop.create_task(_run_job(scorers, message, send))
         tasks.add(task)
         task.add_done_callback(tasks.discard)
 
+    send(("ready", os.getpid()))
     threading.Thread(target=read, name="tracescore-scoring-jobs", daemon=True).start()
     await closed.wait()
     for task in list(tasks):
         task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def _run_job(conn: Connection, send_lock: threading.Lock, slots: asyncio.Semaphore,
-                   message: bytes) -> None:
+async def _run_job(scorers: dict[int, Any], message: tuple[Any, ...], send: Any) -> None:
     from tracescore._suppress import suppressed
 
-    job_id = -1
+    _, job_id, key, data = message
+    scorer = scorers.get(key)
     try:
-        job_id, scorer, input, output, ground_truth, run_id, timeout_s = pickle.loads(message)
-        async with slots:
-            with suppressed():
-                result = await asyncio.wait_for(
-                    scorer.arun(input=input, output=output, ground_truth=ground_truth,
-                                run_id=run_id), timeout_s)
+        input, output, ground_truth, run_id, timeout_s = pickle.loads(data)
+    except Exception as exc:  # noqa: BLE001 - e.g. an input of a class defined in __main__
+        scorer = _Unavailable(f"a job's data cannot be loaded ({type(exc).__name__}: {exc})")
+    if scorer is None or isinstance(scorer, _Unavailable):
+        send(("unavailable", job_id, str(scorer or "the scorer never reached the process")))
+        return
+    try:
+        with suppressed():
+            result = await asyncio.wait_for(
+                scorer.arun(input=input, output=output, ground_truth=ground_truth,
+                            run_id=run_id), timeout_s)
         reply = _encode_result(job_id, result)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # noqa: BLE001 - failures travel back as data
         reply = _encode_error(job_id, exc)
-    try:
-        with send_lock:
-            conn.send_bytes(reply)
-    except (OSError, ValueError):  # the parent is gone
-        pass
+    send(reply)
 
 
-def _encode_result(job_id: int, result: Any) -> bytes:
+def _encode_result(job_id: int, result: Any) -> tuple[Any, ...]:
     try:
-        return pickle.dumps((job_id, True, pickle.dumps(result), "", ""))
+        return ("done", job_id, True, pickle.dumps(result), "", "")
     except Exception as exc:  # noqa: BLE001
         return _encode_error(job_id, TracescoreError(
             f"the scorer's result cannot be pickled: {type(exc).__name__}: {exc}"))
 
 
-def _encode_error(job_id: int, error: BaseException) -> bytes:
+def _encode_error(job_id: int, error: BaseException) -> tuple[Any, ...]:
     type_name, text = type(error).__qualname__, _message(error)
     try:
         blob = pickle.dumps((type(error), error.args, dict(getattr(error, "__dict__", {}))))
     except Exception:  # noqa: BLE001 - sent as type name + message instead
         blob = b""
-    return pickle.dumps((job_id, False, blob, type_name, text))
+    return ("done", job_id, False, blob, type_name, text)
 
 
 def _message(error: BaseException) -> str:
@@ -279,9 +448,8 @@ def _message(error: BaseException) -> str:
 
 
 def _after_fork_in_child() -> None:
-    # The spawned child and its reader thread belong to the parent; this process starts its own.
     for runner in list(_runners):
-        runner._reset()
+        runner._after_fork()
 
 
 if hasattr(os, "register_at_fork"):

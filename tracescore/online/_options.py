@@ -154,7 +154,7 @@ class ProcessorOptions:
     concurrency: int = 8
     shutdown_timeout_s: float = 30.0
     score_genai_spans: bool = False
-    isolation: str = "thread"
+    isolation: str = "auto"
 
     def __post_init__(self) -> None:
         for name in ("max_wait_s", "shutdown_timeout_s"):
@@ -174,7 +174,8 @@ class ProcessorOptions:
             )
         if self.isolation not in ISOLATIONS:
             raise ConfigurationError(
-                f"ScoringSpanProcessor isolation must be 'thread' or 'process', got {self.isolation!r}"
+                f"ScoringSpanProcessor isolation must be 'auto', 'process' or 'thread', "
+                f"got {self.isolation!r}"
             )
 
 

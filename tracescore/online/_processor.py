@@ -94,16 +94,17 @@ class ScoringSpanProcessor(SpanProcessor):
     `shutdown_timeout_s`: how long shutdown waits for pending scoring before exporting.
     `score_genai_spans`: also score `invoke_agent` spans of other instrumentations, reading
     input/output from `gen_ai.input.messages` / `gen_ai.output.messages`.
-    `isolation`: "thread" (default) runs scorers in the worker thread; "process" runs them in
-    one spawned child process (the judge's CPU work then never holds the agent's GIL; jobs that
-    cannot be pickled still run in the thread).
+    `isolation`: "auto" (default) runs scorers that call a judge in one scoring process (the
+    judge's CPU work then never holds the agent's GIL) and the others in the worker thread;
+    "process" runs every scorer there, "thread" none. Scorers or jobs that cannot be pickled,
+    and all of them when the process cannot start, run in the worker thread.
     `meter_provider` / `logger_provider`: for metrics and the log sink (default: the global ones).
     """
 
     def __init__(self, downstream: SpanProcessor, scorers: Sequence[Any], *,
                  max_wait_s: float = 30.0, max_held_spans: int = 2048, queue_size: int = 1000,
                  concurrency: int = 8, shutdown_timeout_s: float = 30.0,
-                 score_genai_spans: bool = False, isolation: str = "thread",
+                 score_genai_spans: bool = False, isolation: str = "auto",
                  meter_provider: Any = None, logger_provider: Any = None) -> None:
         if not callable(getattr(downstream, "on_end", None)):
             raise ConfigurationError(
@@ -128,8 +129,7 @@ class ScoringSpanProcessor(SpanProcessor):
             queue_size=queue_size, concurrency=concurrency,
             tick_s=min(1.0, max(0.01, self._options.max_wait_s / 4)), on_tick=self._expire_held,
         )
-        self._isolation = (ProcessRunner(concurrency * len(self._scorers))
-                           if isolation == "process" else None)
+        self._isolation = ProcessRunner(isolation) if isolation != "thread" else None
         self._init_state()
         self._shutdown = False
         self._logged: set[str] = set()
