@@ -130,6 +130,8 @@ def test_decorated_agent_span_arrives_with_its_scores(otlp_receiver: OTLPReceive
     assert QUESTION in rel_steps[1][sc.TS_STEP_PROMPT] and "unsure" in rel_steps[1][sc.TS_STEP_RESULT]
     assert len(stub_llm.requests) == 3
     assert [s.name for s in otlp_receiver.spans] == ["invoke_agent support"]  # judge not traced
+    isolation = processor_of(handle)._isolation  # the default: the judge ran in the scoring process
+    assert isolation is not None and isolation.child_pid is not None and isolation.in_thread == 0
 
 
 def test_scoring_works_with_content_capture_off(otlp_receiver: OTLPReceiver,
@@ -424,3 +426,40 @@ def test_interpreter_exit_scores_and_exports_held_spans(otlp_receiver: OTLPRecei
     assert done.returncode == 0, done.stderr
     (span,) = otlp_receiver.wait_for_spans(1)
     assert result_events(span)["content-similarity"][sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0
+
+
+_GUARDLESS_APP = """
+import json, sys
+import tracescore
+
+# module level, no `if __name__ == "__main__":` guard: the scoring process must not re-run it
+tracescore.configure(exporter="otlp-http", endpoint={endpoint!r}, scorers=[
+    tracescore.create_answer_relevancy_scorer(model="openai/judge-stub", api_base={api_base!r},
+                                              api_key="sk-test", timeout=10)])
+
+@tracescore.agent(name="support")
+def support(question):
+    return {answer!r}
+
+support({question!r})
+assert tracescore.flush(30)
+print(json.dumps({{"litellm_in_agent_process": "litellm" in sys.modules}}))
+"""
+
+
+def test_a_script_without_main_guard_is_judged_in_the_scoring_process(
+        tmp_path: Any, otlp_receiver: OTLPReceiver, stub_llm: StubLLMServer) -> None:
+    stub_llm.responder = judge_replies
+    app = tmp_path / "app.py"
+    app.write_text(textwrap.dedent(_GUARDLESS_APP).format(
+        endpoint=otlp_receiver.http_endpoint, api_base=stub_llm.base_url, answer=ANSWER,
+        question=QUESTION))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    done = subprocess.run([sys.executable, str(app)], env=env, capture_output=True, text=True,
+                          timeout=120, check=False, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    # the only output is the app's own: the script ran once, nothing leaked onto its stdout
+    assert done.stdout.splitlines() == ['{"litellm_in_agent_process": false}']
+    (span,) = otlp_receiver.wait_for_spans(1)
+    assert result_events(span)["answer-relevancy"][sc.GEN_AI_EVALUATION_SCORE_VALUE] == 0.43
+    assert len(stub_llm.requests) == 3  # three judge steps, over HTTP, from the scoring process

@@ -1,8 +1,9 @@
-"""Process isolation of online scoring (`ScoringSpanProcessor(isolation="process")`): real
-scorers run in the spawned scoring process, results and failures come back as span events,
-unpicklable jobs run in-thread, a killed child fails its runs and is restarted, shutdown stops it.
+"""Process isolation of online scoring: real scorers run in the scoring process, results and
+failures come back as span events; what cannot go there (unpicklable or unloadable scorers and
+jobs, a process that cannot start) runs in the worker thread; a killed child fails its runs and
+is restarted; "auto" isolates only judged scorers; forks start their own; shutdown stops it.
 
-One processor (one spawned child) is shared by the module; each test checks its own spans.
+One processor (one scoring process) is shared by the module; each test checks its own spans.
 """
 
 from __future__ import annotations
@@ -56,23 +57,34 @@ class ProbeScorer(Scorer):
             raise LockedError("judge connection pool exhausted")
         if input == "stall":
             await asyncio.sleep(120)
+        if input == "print":  # a chatty scorer must not garble the results channel
+            print("noise on the scoring process's stdout", flush=True)
         return ScoreResult(run_id=run_id or "", scorer_id=self.id, scorer_name=self.name,
                            score=float(os.getpid()), usage=JudgeUsage(model=None))
+
+
+class JudgedProbeScorer(ProbeScorer):
+    """The probe, declared as calling a judge: where the default ("auto") isolates it."""
+
+    id = "judged-probe"
+    uses_judge = True
 
 
 class Pipeline:
     """A private provider -> ScoringSpanProcessor(isolation="process") -> in-memory exporter."""
 
-    def __init__(self, shutdown_timeout_s: float = 5.0) -> None:
+    def __init__(self, shutdown_timeout_s: float = 5.0, isolation: str = "process",
+                 scorers: list[Any] | None = None) -> None:
         self.exporter = InMemorySpanExporter()
         self.provider = TracerProvider()
         self.processor = ScoringSpanProcessor(
             SimpleSpanProcessor(self.exporter),
-            [OnlineScorer(ProbeScorer(), agents="probe"),
-             OnlineScorer(tracescore.create_content_similarity_scorer(), agents="qa"),
-             OnlineScorer(tracescore.create_answer_relevancy_scorer(model="tracescore/offline"),
-                          agents="qa")],
-            isolation="process", max_wait_s=60, shutdown_timeout_s=shutdown_timeout_s,
+            scorers or [
+                OnlineScorer(ProbeScorer(), agents="probe"),
+                OnlineScorer(tracescore.create_content_similarity_scorer(), agents="qa"),
+                OnlineScorer(tracescore.create_answer_relevancy_scorer(model="tracescore/offline"),
+                             agents="qa")],
+            isolation=isolation, max_wait_s=60, shutdown_timeout_s=shutdown_timeout_s,
         )
         self.provider.add_span_processor(self.processor)
         self.tracer = self.provider.get_tracer("tracescore.test")
@@ -204,3 +216,134 @@ def test_isolation_is_validated_at_construction() -> None:
     with pytest.raises(ConfigurationError, match="isolation must be 'auto', 'process' or 'thread'"):
         ScoringSpanProcessor(SimpleSpanProcessor(InMemorySpanExporter()), [ProbeScorer()],
                              isolation="subprocess")
+
+
+def test_a_scorer_printing_to_stdout_does_not_garble_the_results(pipeline: Pipeline) -> None:
+    span = pipeline.call("probe", "print")
+    assert pipeline.processor.force_flush(30_000)
+    (result,) = results(pipeline.wait_exported(span)).values()
+    assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] == pipeline.processor._isolation.child_pid
+
+
+def test_auto_isolates_judged_scorers_and_keeps_the_others_in_the_worker_thread() -> None:
+    own = Pipeline(isolation="auto", scorers=[JudgedProbeScorer(), ProbeScorer()])
+    try:
+        span = own.call("any", "hi")
+        assert own.processor.force_flush(30_000)
+        scores = {name: r[sc.GEN_AI_EVALUATION_SCORE_VALUE]
+                  for name, r in results(own.wait_exported(span)).items()}
+        child_pid = own.processor._isolation.child_pid
+        assert scores == {"judged-probe": child_pid, "probe": os.getpid()}
+        assert own.processor.stats()["in_thread"] == 0  # by design, not as a fallback
+    finally:
+        own.provider.shutdown()
+
+
+def test_thread_isolation_starts_no_process() -> None:
+    own = Pipeline(isolation="thread", scorers=[JudgedProbeScorer()])
+    try:
+        span = own.call("any", "hi")
+        assert own.processor.force_flush(30_000)
+        (result,) = results(own.wait_exported(span)).values()
+        assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] == os.getpid()
+        assert own.processor._isolation is None
+    finally:
+        own.provider.shutdown()
+
+
+@pytest.mark.parametrize("executable", ["/bin/false", "/nonexistent/python3"])
+def test_when_the_scoring_process_cannot_start_scorers_run_in_the_worker_thread(
+        executable: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr("sys.executable", executable)  # exits at once / does not exist
+    own = Pipeline(scorers=[ProbeScorer()])
+    try:
+        spans = [own.call("any", "hi") for _ in range(3)]
+        assert own.processor.force_flush(30_000)
+        pids = [r[sc.GEN_AI_EVALUATION_SCORE_VALUE] for span in spans
+                for r in results(own.wait_exported(span)).values()]
+        assert pids == [os.getpid()] * 3  # every run scored, here
+        assert own.processor.stats()["in_thread"] == 3
+        assert "runs in the worker thread, not in the scoring process" in caplog.text
+    finally:
+        own.provider.shutdown()
+
+
+def test_a_forked_process_starts_its_own_scoring_process_and_releases_the_parents() -> None:
+    own = Pipeline(scorers=[ProbeScorer()])
+    span = own.call("any", "warm")
+    assert own.processor.force_flush(30_000)
+    own.wait_exported(span)
+    parent_child = own.processor._isolation._child
+    reply_r, reply_w = os.pipe()
+    hold_r, hold_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the forked process: score one call, report where it ran, linger
+        try:
+            os.close(reply_r)
+            os.close(hold_w)
+            mine = own.call("any", "in the fork")
+            own.processor.force_flush(30_000)
+            (result,) = results(own.wait_exported(mine)).values()
+            os.write(reply_w, str(int(result[sc.GEN_AI_EVALUATION_SCORE_VALUE])).encode())
+            os.read(hold_r, 1)  # alive (with copies of the parent's descriptors) until told
+        finally:
+            os._exit(0)
+    os.close(reply_w)
+    os.close(hold_r)
+    try:
+        reported = int(os.read(reply_r, 64) or b"0")
+        assert reported not in (0, os.getpid(), pid, parent_child.process.pid)
+        # the fork still lives, yet the parent's scoring process sees EOF and exits by itself
+        own.processor._isolation.stop(timeout=10)
+        assert parent_child.process.returncode == 0
+    finally:
+        os.close(hold_w)
+        _reap(pid)
+        own.provider.shutdown()
+
+
+def _reap(pid: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while os.waitpid(pid, os.WNOHANG) == (0, 0):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise AssertionError("the forked process did not finish")
+        time.sleep(0.01)
+
+
+def _only_in(pid: int, value: Any) -> Any:
+    """Unpickles only in process `pid`: what a class the scoring process cannot import does."""
+    if os.getpid() != pid:
+        raise ImportError("No module named 'only_in_the_parent'")
+    return value
+
+
+class ParentOnlyScorer(JudgedProbeScorer):
+    id = "parent-only"
+
+    def __reduce__(self) -> Any:
+        return _only_in, (os.getpid(), JudgedProbeScorer())
+
+
+class ParentOnlyInput:
+    def __reduce__(self) -> Any:
+        return _only_in, (os.getpid(), "hi")
+
+
+@pytest.mark.parametrize(("scorer", "input", "reason"), [
+    (ParentOnlyScorer(), "hi", "the scoring process cannot load it (ImportError"),
+    (JudgedProbeScorer(), ParentOnlyInput(), "a job's data cannot be loaded (ImportError"),
+])
+def test_what_the_scoring_process_cannot_load_runs_in_the_worker_thread(
+        scorer: Any, input: Any, reason: str, caplog: pytest.LogCaptureFixture) -> None:
+    own = Pipeline(isolation="auto", scorers=[scorer])
+    try:
+        span = own.call("any", input)
+        assert own.processor.force_flush(30_000)
+        (result,) = results(own.wait_exported(span)).values()
+        assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] == os.getpid()
+        assert own.processor.stats()["in_thread"] == 1
+        assert reason in caplog.text
+    finally:
+        own.provider.shutdown()
