@@ -406,8 +406,10 @@ def test_failing_exporter_is_retried_and_each_span_arrives_once(otlp_receiver: O
 _EXIT_APP = """
 import tracescore
 
-tracescore.configure(exporter="otlp-http", endpoint={endpoint!r},
-                     scorers=[tracescore.create_content_similarity_scorer()])
+tracescore.configure(exporter="otlp-http", endpoint={endpoint!r}, scorers=[
+    tracescore.create_content_similarity_scorer(),
+    tracescore.create_answer_relevancy_scorer(  # judged: runs in the scoring process
+        model="openai/judge-stub", api_base={api_base!r}, api_key="sk-test", timeout=10)])
 
 @tracescore.agent(name="support")
 def support(question):
@@ -418,14 +420,18 @@ print("done")  # no flush: interpreter exit must score and deliver the span
 """
 
 
-def test_interpreter_exit_scores_and_exports_held_spans(otlp_receiver: OTLPReceiver) -> None:
-    code = textwrap.dedent(_EXIT_APP).format(endpoint=otlp_receiver.http_endpoint)
+def test_interpreter_exit_scores_and_exports_held_spans(otlp_receiver: OTLPReceiver,
+                                                       stub_llm: StubLLMServer) -> None:
+    stub_llm.responder = lambda request: judge_replies(request, delay=0.3)
+    code = textwrap.dedent(_EXIT_APP).format(endpoint=otlp_receiver.http_endpoint,
+                                             api_base=stub_llm.base_url)
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     (span,) = otlp_receiver.wait_for_spans(1)
-    assert result_events(span)["content-similarity"][sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0
+    scores = {k: v[sc.GEN_AI_EVALUATION_SCORE_VALUE] for k, v in result_events(span).items()}
+    assert scores == {"content-similarity": 1.0, "answer-relevancy": 0.43}
 
 
 _GUARDLESS_APP = """
