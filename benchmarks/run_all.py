@@ -72,7 +72,7 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
 }
 
-_LATENCY_RUNS = ("scoring off", "scoring on (2 s judge)")  # keys in online.json
+_LATENCY_RUNS = ("scoring off", "scoring on (2 s judge)")  # keys in online.json (on: default)
 
 HEADLINES: list[Headline] = [
     *(
@@ -117,6 +117,13 @@ HEADLINES: list[Headline] = [
             divide_by=("agent_latency_ms", _LATENCY_RUNS[0], p),
         )
         for p in ("p50", "p99")
+    ),
+    Headline(  # for comparison: the judged scorer in the agent's process
+        "online",
+        "agent p99, isolation=thread / off",
+        ("agent_latency_ms", "scoring on, isolation=thread", "p99"),
+        "x",
+        divide_by=("agent_latency_ms", _LATENCY_RUNS[0], "p99"),
     ),
     *(
         Headline(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -210,3 +211,27 @@ def test_ground_truth_set_in_a_worker_reaches_the_agent_call(span_exporter: Any)
     finally:
         remove_agent_call_listener(listener)
     assert calls[0].ground_truth == "from worker"
+
+
+def test_listeners_added_and_removed_from_many_threads_at_once_are_all_kept_track_of() -> None:
+    from tracescore.instrument import _calls
+
+    def register(batch: int) -> list[Any]:
+        mine = [(lambda call, n=n: None) for n in range(200)]
+        for listener in mine:
+            add_agent_call_listener(listener, lambda span: True)
+        return mine
+
+    before, added = _calls._listeners, []
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # interleave the threads as often as possible
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            added = [x for batch in pool.map(register, range(8)) for x in batch]
+            assert set(added) <= set(_calls._listeners)  # no registration lost
+            list(pool.map(remove_agent_call_listener, added))
+    finally:
+        sys.setswitchinterval(switch)
+        for listener in added:
+            remove_agent_call_listener(listener)
+    assert _calls._listeners == before  # and no removal either

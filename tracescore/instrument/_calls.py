@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ class AgentCall:
 AgentCallListener = Callable[[AgentCall], None]
 AgentCallFilter = Callable[[Span], bool]
 _entries: tuple[tuple[AgentCallListener, AgentCallFilter | None], ...] = ()
+_entries_lock = threading.Lock()  # writers only: readers see one consistent tuple or the next
 _listeners: tuple[AgentCallListener, ...] = ()
 _NOBODY: tuple[AgentCallListener, ...] = ()
 
@@ -121,15 +123,17 @@ def add_agent_call_listener(
     Registering the same listener again replaces its filter.
     """
     global _entries
-    _entries = (*((x, w) for x, w in _entries if x != listener), (listener, wants))
-    _rebuild()
+    with _entries_lock:
+        _entries = (*((x, w) for x, w in _entries if x != listener), (listener, wants))
+        _rebuild()
 
 
 def remove_agent_call_listener(listener: AgentCallListener) -> None:
     """Unregister `listener` (compared by equality, so bound methods work); unknown ones are ignored."""
     global _entries
-    _entries = tuple((x, w) for x, w in _entries if x != listener)
-    _rebuild()
+    with _entries_lock:
+        _entries = tuple((x, w) for x, w in _entries if x != listener)
+        _rebuild()
 
 
 def has_agent_call_listeners() -> bool:
