@@ -299,15 +299,17 @@ def test_ground_truth_from_the_call_or_a_reference_dataset(make) -> None:
     from_call, from_map, from_fn = LengthScorer("a"), LengthScorer("b"), LengthScorer("c")
     h = make([
         OnlineScorer(from_call),
-        OnlineScorer(from_map, reference={"capital of France?": "Paris", '{"q":1}': "one"}),
+        OnlineScorer(from_map, reference={"capital of France?": "Paris", '{"q":1}': "one",
+                                          '{"user":"ann@example.com"}': "two"}),
         OnlineScorer(from_fn, reference=lambda question: f"expected for {question}"),
     ])
     h.call(input="capital of France?", ground_truth="Paris (given)")
     h.call(input="capital of France?")
     h.call(input={"q": 1})
+    h.call(input={"user": "ann@example.com"})  # keys are matched before any redaction
     assert h.flush()
-    assert [c["ground_truth"] for c in from_call.calls] == ["Paris (given)", None, None]
-    assert [c["ground_truth"] for c in from_map.calls] == ["Paris (given)", "Paris", "one"]
+    assert [c["ground_truth"] for c in from_call.calls] == ["Paris (given)", None, None, None]
+    assert [c["ground_truth"] for c in from_map.calls] == ["Paris (given)", "Paris", "one", "two"]
     assert [c["ground_truth"] for c in from_fn.calls][1] == "expected for capital of France?"
 
 

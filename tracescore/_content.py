@@ -412,6 +412,12 @@ def truncate(text: str, max_length: int, dropped: int = 0, *, at_least: bool = F
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_safe_repr)
 
 
+def lookup_key(obj: object) -> str:
+    """The compact JSON `serialize` writes for `obj`, but never redacted: a key to look it up by."""
+    data = to_json_safe(obj)
+    return data if type(data) is str else _ENCODER.encode(data)
+
+
 def serialize(obj: object, settings: ContentSettings | None = None) -> str:
     """Text for a span attribute: str as-is, anything else compact JSON; redacted; truncated.
 

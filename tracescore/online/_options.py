@@ -133,9 +133,9 @@ class OnlineScorer:
                 except TypeError:  # unhashable input
                     found = _MISSING
                 if found is _MISSING and not isinstance(value, str):
-                    from tracescore._content import serialize
+                    from tracescore._content import lookup_key
 
-                    found = ref.get(serialize(value), _MISSING)
+                    found = ref.get(lookup_key(value), _MISSING)
                 return None if found is _MISSING else found
             return ref(value)
         except Exception:  # noqa: BLE001 - a bad reference means "no ground truth"
