@@ -14,6 +14,7 @@ event loop per round, so the loop's own start-up cost is not counted per call.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import inspect
 import json
@@ -127,13 +128,16 @@ def percentiles(samples: Iterable[float], ps: Sequence[float] = (50, 99)) -> lis
     return out
 
 
-def rss_mb() -> float:
-    """Current resident set size of this process in MiB (Linux /proc, else peak RSS)."""
+def rss_mb(pid: int | None = None) -> float:
+    """Current resident set size of this process (or `pid`) in MiB (Linux /proc, else peak RSS
+    of this process)."""
     try:
-        with open("/proc/self/statm", encoding="ascii") as fh:
+        with open(f"/proc/{pid or 'self'}/statm", encoding="ascii") as fh:
             pages = int(fh.read().split()[1])
         return pages * os.sysconf("SC_PAGE_SIZE") / (1024 * 1024)
     except (OSError, ValueError, IndexError):
+        if pid is not None:
+            raise
         import resource
 
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -144,11 +148,13 @@ class RssSampler:
     """Samples ``rss_mb()`` every ``interval`` seconds in a daemon thread.
 
     ``with RssSampler(1.0) as s: ...`` then ``s.samples`` is a list of ``(elapsed_s, mb)``.
+    ``also()`` returns more pids whose RSS counts in each sample (e.g. a helper process).
     """
 
-    def __init__(self, interval: float = 1.0) -> None:
+    def __init__(self, interval: float = 1.0, also: Callable[[], list[int]] | None = None) -> None:
         import threading
 
+        self.also = also or list
         self.interval = interval
         self.samples: list[tuple[float, float]] = []
         self._stop = threading.Event()
@@ -157,9 +163,16 @@ class RssSampler:
 
     def _run(self) -> None:
         while True:
-            self.samples.append((time.monotonic() - self._t0, rss_mb()))
+            self.samples.append((time.monotonic() - self._t0, self._total()))
             if self._stop.wait(self.interval):
                 break
+
+    def _total(self) -> float:
+        total = rss_mb()
+        for pid in self.also():
+            with contextlib.suppress(OSError, ValueError, IndexError):  # the helper just exited
+                total += rss_mb(pid)
+        return total
 
     def __enter__(self) -> Self:
         self._t0 = time.monotonic()
@@ -169,7 +182,7 @@ class RssSampler:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
-        self.samples.append((time.monotonic() - self._t0, rss_mb()))
+        self.samples.append((time.monotonic() - self._t0, self._total()))
 
 
 def environment() -> dict[str, Any]:

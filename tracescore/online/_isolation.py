@@ -31,6 +31,7 @@ import struct
 import subprocess
 import sys
 import threading
+import warnings
 import weakref
 from typing import IO, Any
 
@@ -154,6 +155,8 @@ class ProcessRunner:
             try:
                 child.send(key, registration, _frame(("job", job_id, key, data)))
             except (OSError, ValueError) as exc:  # the child died since the last job
+                if not child.ready:  # ... or never came up: the reader marks it broken
+                    raise _Unavailable("the scoring process exited while starting") from None
                 raise TracescoreError(
                     f"could not send the job to the scoring process: {exc}") from None
             return await future
@@ -393,6 +396,10 @@ async def _serve(requests: IO[bytes], channel: IO[bytes]) -> None:
     send(("ready", os.getpid()))
     threading.Thread(target=read, name="tracescore-scoring-jobs", daemon=True).start()
     await closed.wait()
+    # Runs cut short leave litellm coroutines and tasks behind; their complaints at teardown
+    # would land on the user's stderr and mean nothing there.
+    warnings.simplefilter("ignore")
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)
     for task in list(tasks):
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
