@@ -15,6 +15,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -57,6 +58,12 @@ class ProbeScorer(Scorer):
             raise LockedError("judge connection pool exhausted")
         if input == "stall":
             await asyncio.sleep(120)
+        if isinstance(input, str) and input.startswith("stall, then mark "):
+            try:
+                await asyncio.sleep(120)
+            except asyncio.CancelledError:  # the run was called off: say where it stopped
+                Path(input.removeprefix("stall, then mark ")).write_text(str(os.getpid()))
+                raise
         if input == "print":  # a chatty scorer must not garble the results channel
             print("noise on the scoring process's stdout", flush=True)
         return ScoreResult(run_id=run_id or "", scorer_id=self.id, scorer_name=self.name,
@@ -345,5 +352,19 @@ def test_what_the_scoring_process_cannot_load_runs_in_the_worker_thread(
         assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] == os.getpid()
         assert own.processor.stats()["in_thread"] == 1
         assert reason in caplog.text
+    finally:
+        own.provider.shutdown()
+
+
+def test_a_run_that_times_out_is_stopped_in_the_scoring_process_too(tmp_path: Path) -> None:
+    own = Pipeline(scorers=[OnlineScorer(ProbeScorer(), timeout_s=0.5)])
+    marker = tmp_path / "cancelled"
+    try:
+        span = own.call("any", f"stall, then mark {marker}")
+        assert own.processor.force_flush(30_000)
+        (result,) = results(own.wait_exported(span)).values()
+        assert result[sc.ERROR_TYPE] == "TimeoutError"
+        wait_until(marker.exists)  # no run keeps going there after we gave up on it
+        assert int(marker.read_text()) == own.processor._isolation.child_pid
     finally:
         own.provider.shutdown()

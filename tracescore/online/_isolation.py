@@ -82,8 +82,7 @@ class _Child:
         stdin = self.process.stdin
         assert stdin is not None
         with self.write_lock:  # a scorer must reach the child before its first job
-            data = job if key in self.keys else registration + job
-            stdin.write(data)
+            stdin.write(job if key in self.keys else registration + job)
             stdin.flush()
             self.keys.add(key)
 
@@ -259,10 +258,14 @@ class ProcessRunner:
                 self._broken = (f"the scoring process exited while starting (exit code {code}); "
                                 "see its messages on stderr")
             lost = [job for job, entry in self._pending.items() if entry[2] is child]
+        if self._stopped:
+            error: Exception = TracescoreError("the scoring process was stopped (shutdown)")
+        elif not child.ready:
+            error = _Unavailable(self._broken or "the scoring process could not start")
+        else:
+            error = TracescoreError(
+                f"the scoring process exited (exit code {code}) before this run finished")
         for job_id in lost:
-            error: Exception = (_Unavailable(self._broken or "") if not child.ready
-                                else TracescoreError(f"the scoring process exited (exit code "
-                                                     f"{code}) before this run finished"))
             self._settle(job_id, False, error)
 
     def _settle(self, job_id: int, ok: bool, value: Any) -> None:
@@ -358,7 +361,7 @@ async def _serve(requests: IO[bytes], channel: IO[bytes]) -> None:
     loop = asyncio.get_running_loop()
     scorers: dict[int, Any] = {}
     closed = asyncio.Event()
-    tasks: set[asyncio.Task[None]] = set()
+    tasks: set[asyncio.Task[None]] = set()  # a run ends by itself at its timeout, or at EOF
     send_lock = threading.Lock()
 
     def send(message: tuple[Any, ...]) -> None:
