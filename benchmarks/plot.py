@@ -23,6 +23,7 @@ DEFAULT_SUMMARY = HERE / "results" / "summary.json"
 DEFAULT_PNG = HERE / "results" / "overview.png"
 OURS = "#1f77b4"
 PEER = "#b0b0b0"
+OTHER = "#aec7e8"
 FLOOR = "#2ca02c"
 
 
@@ -47,10 +48,11 @@ def _label_bars(ax: Any, bars: Any, values: list[float], fmt: str) -> None:
         ax.text(x, v, fmt.format(v), ha="center", va="bottom", fontsize=7)
 
 
-def _paired_bars(ax: Any, series: int, values: list[float], fmt: str, **style: Any) -> None:
-    """Series 0 or 1 of a two-bar group per x position, labelled with its values."""
-    width = 0.38
-    xs = [x + (series - 0.5) * width for x in range(len(values))]
+def _paired_bars(ax: Any, series: int, values: list[float], fmt: str, count: int = 2,
+                 **style: Any) -> None:
+    """Series `series` of a `count`-bar group per x position, labelled with its values."""
+    width = 0.76 / count
+    xs = [x + (series - (count - 1) / 2) * width for x in range(len(values))]
     bars = ax.bar(xs, values, width, edgecolor="black", linewidth=0.5, **style)
     _label_bars(ax, bars, values, fmt)
 
@@ -122,14 +124,16 @@ def _throughput(ax: Any, online: dict[str, Any] | None) -> None:
 
 
 def _latency(ax: Any, online: dict[str, Any] | None) -> None:
-    title = "Agent latency (2 ms agent), scoring off vs on\nwith a 2 s judge (ms; target: equal)"
+    title = "Agent latency (2 ms agent), scoring off vs on\nwith a 2 s judge (ms; target: equal by default)"
     runs = _get(online, "agent_latency_ms") or {}
     if not runs:
         _missing(ax, title)
         return
+    colors = [PEER, OURS, OTHER]  # off, default, the other isolation mode
     for i, name in enumerate(runs):
         values = [_get(runs[name], p) or 0.0 for p in ("p50", "p99")]
-        _paired_bars(ax, i, values, "{:.2f}", label=name, color=PEER if i == 0 else OURS)
+        _paired_bars(ax, i, values, "{:.2f}", count=len(runs), label=name,
+                     color=colors[min(i, len(colors) - 1)])
     ax.set_xticks(range(2))
     ax.set_xticklabels(["p50", "p99"])
     ax.set_title(title, fontsize=10)
