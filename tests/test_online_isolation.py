@@ -66,6 +66,9 @@ class ProbeScorer(Scorer):
                 raise
         if input == "print":  # a chatty scorer must not garble the results channel
             print("noise on the scoring process's stdout", flush=True)
+        if input == "unloadable result":
+            return ChildOnlyResult(run_id=run_id or "", scorer_id=self.id, scorer_name=self.name,
+                                   score=float(os.getpid()), usage=JudgeUsage(model=None))
         return ScoreResult(run_id=run_id or "", scorer_id=self.id, scorer_name=self.name,
                            score=float(os.getpid()), usage=JudgeUsage(model=None))
 
@@ -366,5 +369,28 @@ def test_a_run_that_times_out_is_stopped_in_the_scoring_process_too(tmp_path: Pa
         assert result[sc.ERROR_TYPE] == "TimeoutError"
         wait_until(marker.exists)  # no run keeps going there after we gave up on it
         assert int(marker.read_text()) == own.processor._isolation.child_pid
+    finally:
+        own.provider.shutdown()
+
+
+class ChildOnlyResult(ScoreResult):
+    """A result that only the process which made it can unpickle."""
+
+    def __reduce__(self) -> Any:
+        return _only_in, (os.getpid(), "a result")
+
+
+def test_a_result_the_parent_cannot_load_fails_that_run_only() -> None:
+    own = Pipeline(scorers=[OnlineScorer(ProbeScorer(), timeout_s=15)])
+    try:
+        bad = own.call("any", "unloadable result")
+        assert own.processor.force_flush(30_000)
+        (result,) = results(own.wait_exported(bad)).values()
+        assert result[sc.ERROR_TYPE] == "TracescoreError"  # not a timeout: the reply arrived
+        assert "result cannot be loaded" in result[sc.GEN_AI_EVALUATION_EXPLANATION]
+        good = own.call("any", "hi")  # the same scoring process still answers
+        assert own.processor.force_flush(30_000)
+        (result,) = results(own.wait_exported(good)).values()
+        assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] == own.processor._isolation.child_pid
     finally:
         own.provider.shutdown()

@@ -333,7 +333,11 @@ def _resolve(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
 def _decode(fields: tuple[Any, ...]) -> tuple[bool, Any]:
     ok, value, type_name, text = fields
     if ok:
-        return True, pickle.loads(value)
+        try:
+            return True, pickle.loads(value)
+        except Exception as exc:  # noqa: BLE001 - must not kill the reader: it serves every run
+            return False, TracescoreError(
+                f"the scorer's result cannot be loaded: {type(exc).__name__}: {exc}")
     try:
         cls, args, state = pickle.loads(value)
         error = cls.__new__(cls)  # not cls(*args): some __init__ take keyword-only arguments
