@@ -394,3 +394,23 @@ def test_a_result_the_parent_cannot_load_fails_that_run_only() -> None:
         assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] == own.processor._isolation.child_pid
     finally:
         own.provider.shutdown()
+
+
+def test_shutdown_is_bounded_when_a_job_is_stuck_on_its_way_to_the_child() -> None:
+    own = Pipeline(shutdown_timeout_s=0.5, scorers=[ProbeScorer()])
+    own.call("any", "warm")
+    assert own.processor.force_flush(30_000)
+    process = own.processor._isolation._child.process
+    os.kill(process.pid, signal.SIGSTOP)  # reads nothing more: the pipe fills, the send blocks
+    try:
+        stuck = own.call("any", "x" * 4_000_000)
+        wait_until(lambda: own.processor.stats()["running"] == 1)
+        shutdown = threading.Thread(target=own.provider.shutdown, daemon=True)
+        shutdown.start()
+        shutdown.join(60)  # a hang, not a slow machine, fails this
+        assert not shutdown.is_alive(), "shutdown hangs on the stuck send"
+        assert process.poll() is not None
+        (_,) = own.exported(stuck)  # exported exactly once
+    finally:
+        if process.poll() is None:
+            process.kill()

@@ -286,11 +286,18 @@ class ProcessRunner:
             child, self._child = self._child, None
         if child is None:
             return
-        child.close_input()
+        # A send stuck on a child that reads nothing (stopped, or a scorer holding its GIL) holds
+        # stdin: closing it would wait for that send. Then skip the EOF: ending the child frees it.
+        eof = child.write_lock.acquire(timeout=0.1)
+        if eof:
+            child.close_input()
+            child.write_lock.release()
         process = child.process
         for end in (None, process.terminate, process.kill):
             if end is not None:
                 end()
+            elif not eof:
+                continue
             try:
                 process.wait(timeout if end is None else 1.0)
                 return
