@@ -414,3 +414,17 @@ def test_shutdown_is_bounded_when_a_job_is_stuck_on_its_way_to_the_child() -> No
     finally:
         if process.poll() is None:
             process.kill()
+
+
+def test_a_send_cut_short_by_shutdown_fails_as_such_even_before_the_child_is_ready(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    # a child that never says ready and reads nothing: the job's send blocks until shutdown
+    monkeypatch.setattr("tracescore.online._isolation._CHILD_CODE", "import time; time.sleep(600)")
+    own = Pipeline(shutdown_timeout_s=0.5, scorers=[ProbeScorer()])
+    own.call("any", "x" * 4_000_000)
+    wait_until(lambda: own.processor.stats()["running"] == 1)
+    worker = own.processor._worker._thread
+    own.provider.shutdown()
+    worker.join(30)  # the worker finishes the run the shutdown cut short
+    assert own.processor.stats()["in_thread"] == 0  # not run here after the shutdown
+    assert "the scoring process was stopped (shutdown)" in caplog.text

@@ -154,6 +154,8 @@ class ProcessRunner:
             try:
                 child.send(key, registration, _frame(("job", job_id, key, data)))
             except (OSError, ValueError) as exc:  # the child died since the last job
+                if self._stopped:  # ... or was stopped under the send: no thread fallback then
+                    raise TracescoreError("the scoring process was stopped (shutdown)") from None
                 if not child.ready:  # ... or never came up: the reader marks it broken
                     raise _Unavailable("the scoring process exited while starting") from None
                 raise TracescoreError(
