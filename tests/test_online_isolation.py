@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 import threading
 import time
 from collections import Counter
@@ -428,3 +429,48 @@ def test_a_send_cut_short_by_shutdown_fails_as_such_even_before_the_child_is_rea
     worker.join(30)  # the worker finishes the run the shutdown cut short
     assert own.processor.stats()["in_thread"] == 0  # not run here after the shutdown
     assert "the scoring process was stopped (shutdown)" in caplog.text
+
+
+def test_what_the_interpreter_prints_before_the_channel_opens_is_skipped(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracescore.online import _isolation
+
+    # what a sitecustomize or .pth hook printing at start-up would put on the pipe first
+    monkeypatch.setattr(_isolation, "_CHILD_CODE", "import sys; sys.stdout.write('x' * 70000); "
+                        "sys.stdout.flush(); " + _isolation._CHILD_CODE)
+    own = Pipeline(scorers=[ProbeScorer()])
+    try:
+        span = own.call("any", "hi")
+        assert own.processor.force_flush(30_000)
+        (result,) = results(own.wait_exported(span)).values()
+        assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] == own.processor._isolation.child_pid
+    finally:
+        own.provider.shutdown()
+
+
+def test_a_child_that_dies_while_starting_is_retried_then_given_up_on(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracescore.online import _isolation
+
+    starts: list[int] = []
+    real_popen = subprocess.Popen
+
+    def counting_popen(*args: Any, **kwargs: Any) -> Any:
+        process = real_popen(*args, **kwargs)
+        starts.append(process.pid)
+        return process
+
+    monkeypatch.setattr(_isolation.subprocess, "Popen", counting_popen)
+    monkeypatch.setattr(_isolation, "_CHILD_CODE", "raise SystemExit(3)")  # e.g. OOM-killed
+    own = Pipeline(scorers=[ProbeScorer()])
+    try:
+        for n in range(5):
+            span = own.call("any", "hi")
+            assert own.processor.force_flush(30_000)
+            (result,) = results(own.wait_exported(span)).values()
+            assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] == os.getpid()  # scored, here
+            wait_until(lambda: own.processor._isolation._child is None)  # reader saw it die
+        assert len(starts) == 3  # a later start may succeed; a third failure is final
+        assert "3 times (last exit code 3)" in str(own.processor._isolation._broken)
+    finally:
+        own.provider.shutdown()

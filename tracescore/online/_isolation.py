@@ -41,7 +41,12 @@ _log = logging.getLogger("tracescore")
 
 ISOLATIONS = ("auto", "process", "thread")
 _HEADER = struct.Struct("!I")
-_CHILD_CODE = "from tracescore.online._isolation import _child_main; _child_main()"
+# The channel is a copy of stdout taken before any import; stdout itself then goes to stderr.
+_CHILD_CODE = ("import os; channel = os.dup(1); os.dup2(2, 1); "
+               "from tracescore.online._isolation import _child_main; _child_main(channel)")
+_SYNC = b"\x00tracescore-scoring-channel\x00"  # the first bytes of the child's frames
+_MAX_PREAMBLE = 1 << 20  # bytes the interpreter may print before that (site hooks)
+_START_ATTEMPTS = 3  # children that die before they are ready, before we stop trying
 _runners: weakref.WeakSet[ProcessRunner] = weakref.WeakSet()
 _forked_away: list[_Child] = []  # a forked child's copies of the parent's pipes, kept from GC
 
@@ -54,6 +59,18 @@ class _Unavailable(Exception):
 def _frame(message: tuple[Any, ...]) -> bytes:
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     return _HEADER.pack(len(data)) + data
+
+
+def _skip_preamble(stream: IO[bytes]) -> bool:
+    """Skip what the child's interpreter printed before its channel opened; False at EOF."""
+    tail, skipped = b"", 0
+    while tail != _SYNC:
+        byte = stream.read(1)
+        skipped += 1
+        if not byte or skipped > _MAX_PREAMBLE + len(_SYNC):
+            return False
+        tail = (tail + byte)[-len(_SYNC):]
+    return True
 
 
 def _read_frame(stream: IO[bytes]) -> Any:
@@ -115,6 +132,7 @@ class ProcessRunner:
         self._pending: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any], _Child]] = {}
         self._stopped = False
         self._broken: str | None = None  # why no scoring process can be started here
+        self._failed_starts = 0  # children in a row that died before they were ready
         self._warned: set[str] = set()
 
     @property
@@ -227,7 +245,8 @@ class ProcessRunner:
         """Reader thread of one child: settle futures as results arrive; the rest at EOF."""
         stdout = child.process.stdout
         assert stdout is not None
-        while True:
+        synced = _skip_preamble(stdout)
+        while synced:
             try:
                 message = _read_frame(stdout)
             except (OSError, ValueError):
@@ -241,6 +260,7 @@ class ProcessRunner:
             kind = message[0]
             if kind == "ready":
                 child.ready = True
+                self._failed_starts = 0
             elif kind == "done":
                 self._settle(message[1], *_decode(message[2:]))
             elif kind == "unavailable":
@@ -257,8 +277,10 @@ class ProcessRunner:
             if self._child is child:
                 self._child = None
             if not child.ready and not self._stopped:
-                self._broken = (f"the scoring process exited while starting (exit code {code}); "
-                                "see its messages on stderr")
+                self._failed_starts += 1
+                if self._failed_starts >= _START_ATTEMPTS:
+                    self._broken = (f"the scoring process exited while starting, {_START_ATTEMPTS}"
+                                    f" times (last exit code {code}); see its messages on stderr")
             lost = [job for job, entry in self._pending.items() if entry[2] is child]
         if self._stopped:
             error: Exception = TracescoreError("the scoring process was stopped (shutdown)")
@@ -309,16 +331,16 @@ class ProcessRunner:
     def _after_fork(self) -> None:
         # The child process and the reader thread belong to the parent: drop our copies of its
         # pipes (or it would not see EOF when the parent goes) and start afresh.
-        # Their file objects may hold locks of parent threads: close the descriptors underneath
-        # and keep the objects forever, so nothing closes those numbers a second time.
+        # Their buffered objects may hold locks of parent threads: close the raw files under
+        # them (closed for good, so nothing closes those numbers again) and keep them forever.
         child = self._child
         if child is not None:
             _forked_away.append(child)
             for stream in (child.process.stdin, child.process.stdout):
                 try:
                     if stream is not None:
-                        os.close(stream.fileno())
-                except (OSError, ValueError):
+                        stream.raw.close()  # type: ignore[attr-defined]
+                except (OSError, ValueError, AttributeError):
                     pass
         self._reset()
 
@@ -358,11 +380,11 @@ def _decode(fields: tuple[Any, ...]) -> tuple[bool, Any]:
 
 
 # --- the child process ------------------------------------------------------------------------------
-def _child_main() -> None:
-    """Entry point of the scoring process: run jobs until its stdin closes."""
+def _child_main(channel_fd: int) -> None:
+    """Entry point of the scoring process: run jobs until its stdin closes. Frames go to
+    `channel_fd`; fd 1 is stderr by now, so stray prints (litellm's banners) stay out."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    channel = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # stray prints (litellm's banners) go to stderr, never into the channel
+    channel = os.fdopen(channel_fd, "wb")
     try:
         asyncio.run(_serve(sys.stdin.buffer, channel))
     finally:
@@ -409,6 +431,7 @@ async def _serve(requests: IO[bytes], channel: IO[bytes]) -> None:
         tasks.add(task)
         task.add_done_callback(tasks.discard)
 
+    channel.write(_SYNC)
     send(("ready", os.getpid()))
     threading.Thread(target=read, name="tracescore-scoring-jobs", daemon=True).start()
     await closed.wait()
