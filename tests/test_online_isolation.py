@@ -474,3 +474,17 @@ def test_a_child_that_dies_while_starting_is_retried_then_given_up_on(
         assert "3 times (last exit code 3)" in str(own.processor._isolation._broken)
     finally:
         own.provider.shutdown()
+
+
+def test_jobs_falling_back_for_the_same_cause_warn_once(caplog: pytest.LogCaptureFixture) -> None:
+    own = Pipeline(scorers=[ProbeScorer()])
+    try:
+        spans = [own.call("any", lambda n=n: n) for n in range(5)]  # each one's error differs
+        assert own.processor.force_flush(30_000)
+        for span in spans:
+            own.wait_exported(span)
+        assert own.processor.stats()["in_thread"] == 5
+        warnings = [r for r in caplog.records if "runs in the worker thread" in r.getMessage()]
+        assert len(warnings) == 1 and "cannot be pickled" in warnings[0].getMessage()
+    finally:
+        own.provider.shutdown()

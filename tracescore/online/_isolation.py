@@ -52,7 +52,15 @@ _forked_away: list[_Child] = []  # a forked child's copies of the parent's pipes
 
 
 class _Unavailable(Exception):
-    """The scoring process cannot run this job: it runs in the worker thread instead."""
+    """The scoring process cannot run this job: it runs in the worker thread instead.
+
+    `kind` ("scorer", "data" or "start") says what stood in the way; warnings are logged once
+    per scorer and kind (reasons quote exception texts, which can differ on every job).
+    """
+
+    def __init__(self, reason: str, kind: str) -> None:
+        super().__init__(reason)
+        self.kind = kind
 
 
 # --- framing -------------------------------------------------------------------------------------
@@ -149,15 +157,15 @@ class ProcessRunner:
         key, registration = self._route(scorer)
         if key is None:
             if registration is not None:  # meant for the process, cannot go there
-                return await self._in_thread(scorer, str(registration), kwargs)
+                return await self._in_thread(scorer, _Unavailable(registration, "scorer"), kwargs)
             return await scorer.arun(**kwargs)
         job_id = next(self._ids)
         try:
             data = pickle.dumps((input, output, ground_truth, run_id, timeout_s),
                                 protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001 - e.g. a lock or a lambda in the input
-            return await self._in_thread(
-                scorer, f"a job's data cannot be pickled ({type(exc).__name__}: {exc})", kwargs)
+            return await self._in_thread(scorer, _Unavailable(
+                f"a job's data cannot be pickled ({type(exc).__name__}: {exc})", "data"), kwargs)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         with self._lock:
@@ -167,7 +175,7 @@ class ProcessRunner:
             if child is not None:
                 self._pending[job_id] = (loop, future, child)
         if child is None:
-            return await self._in_thread(scorer, str(self._broken), kwargs)
+            return await self._in_thread(scorer, _Unavailable(str(self._broken), "start"), kwargs)
         try:
             try:
                 child.send(key, registration, _frame(("job", job_id, key, data)))
@@ -175,12 +183,13 @@ class ProcessRunner:
                 if self._stopped:  # ... or was stopped under the send: no thread fallback then
                     raise TracescoreError("the scoring process was stopped (shutdown)") from None
                 if not child.ready:  # ... or never came up: the reader marks it broken
-                    raise _Unavailable("the scoring process exited while starting") from None
+                    raise _Unavailable("the scoring process exited while starting",
+                                       "start") from None
                 raise TracescoreError(
                     f"could not send the job to the scoring process: {exc}") from None
             return await future
         except _Unavailable as exc:
-            return await self._in_thread(scorer, str(exc), kwargs)
+            return await self._in_thread(scorer, exc, kwargs)
         finally:
             with self._lock:
                 self._pending.pop(job_id, None)
@@ -207,11 +216,11 @@ class ProcessRunner:
         key = next(self._keys)
         return key, _frame(("scorer", key, blob))
 
-    async def _in_thread(self, scorer: Any, reason: str, kwargs: dict[str, Any]) -> Any:
+    async def _in_thread(self, scorer: Any, why: _Unavailable, kwargs: dict[str, Any]) -> Any:
         self.in_thread += 1
         name = getattr(scorer, "id", type(scorer).__name__)
-        self._warn_once(f"{name}:{reason}", "tracescore: scorer %r runs in the worker thread, "
-                        "not in the scoring process: %s", name, reason)
+        self._warn_once(f"{name}:{why.kind}", "tracescore: scorer %r runs in the worker thread, "
+                        "not in the scoring process: %s", name, why)
         return await scorer.arun(**kwargs)
 
     def _warn_once(self, key: str, message: str, *args: object) -> None:
@@ -264,7 +273,7 @@ class ProcessRunner:
             elif kind == "done":
                 self._settle(message[1], *_decode(message[2:]))
             elif kind == "unavailable":
-                self._settle(message[1], False, _Unavailable(message[2]))
+                self._settle(message[1], False, _Unavailable(message[2], message[3]))
         try:
             stdout.close()
         except OSError:
@@ -285,7 +294,7 @@ class ProcessRunner:
         if self._stopped:
             error: Exception = TracescoreError("the scoring process was stopped (shutdown)")
         elif not child.ready:
-            error = _Unavailable(self._broken or "the scoring process could not start")
+            error = _Unavailable(self._broken or "the scoring process could not start", "start")
         else:
             error = TracescoreError(
                 f"the scoring process exited (exit code {code}) before this run finished")
@@ -425,7 +434,7 @@ async def _serve(requests: IO[bytes], channel: IO[bytes]) -> None:
                 scorers[key] = pickle.loads(blob)
             except Exception as exc:  # noqa: BLE001 - e.g. a class only the parent can import
                 scorers[key] = _Unavailable(
-                    f"the scoring process cannot load it ({type(exc).__name__}: {exc})")
+                    f"the scoring process cannot load it ({type(exc).__name__}: {exc})", "scorer")
             return
         task = loop.create_task(_run_job(scorers, message, send))
         tasks.add(task)
@@ -452,9 +461,12 @@ async def _run_job(scorers: dict[int, Any], message: tuple[Any, ...], send: Any)
     try:
         input, output, ground_truth, run_id, timeout_s = pickle.loads(data)
     except Exception as exc:  # noqa: BLE001 - e.g. an input of a class defined in __main__
-        scorer = _Unavailable(f"a job's data cannot be loaded ({type(exc).__name__}: {exc})")
-    if scorer is None or isinstance(scorer, _Unavailable):
-        send(("unavailable", job_id, str(scorer or "the scorer never reached the process")))
+        scorer = _Unavailable(f"a job's data cannot be loaded ({type(exc).__name__}: {exc})",
+                              "data")
+    if scorer is None:
+        scorer = _Unavailable("the scorer never reached the scoring process", "scorer")
+    if isinstance(scorer, _Unavailable):
+        send(("unavailable", job_id, str(scorer), scorer.kind))
         return
     try:
         with suppressed():
