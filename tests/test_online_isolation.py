@@ -476,10 +476,18 @@ def test_a_child_that_dies_while_starting_is_retried_then_given_up_on(
         own.provider.shutdown()
 
 
+class Unpicklable:
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __reduce__(self) -> Any:
+        raise TypeError(f"cannot pickle connection #{self.n}")
+
+
 def test_jobs_falling_back_for_the_same_cause_warn_once(caplog: pytest.LogCaptureFixture) -> None:
     own = Pipeline(scorers=[ProbeScorer()])
     try:
-        spans = [own.call("any", lambda n=n: n) for n in range(5)]  # each one's error differs
+        spans = [own.call("any", Unpicklable(n)) for n in range(5)]  # each one's error differs
         assert own.processor.force_flush(30_000)
         for span in spans:
             own.wait_exported(span)
