@@ -212,3 +212,25 @@ def test_bad_targets_raise_configuration_error() -> None:
         tracescore.instrument_agent(Slotted())
     with pytest.raises(ConfigurationError, match="method name"):
         tracescore.instrument_agent(Helper, "not a name")
+
+
+def test_an_instance_of_an_instrumented_class_gets_one_span_with_its_own_options(
+        span_exporter: InMemorySpanExporter) -> None:
+    tracescore.instrument_agent(SubHelper, name="every-helper")  # inherited run, patched here
+    tracescore.instrument_agent(Helper, "create")
+    special, plain = SubHelper("S:"), SubHelper()
+    try:
+        tracescore.instrument_agent(special, name="special-helper")
+        tracescore.instrument_agent(special, "create", name="special-create")
+        assert special.run("a") == "S: a"
+        assert plain.run("b") == "A: b"
+        assert isinstance(special.create("Z:"), Helper)
+        tracescore.uninstrument_agent(special)
+        special.run("c")  # back to the class's instrumentation
+    finally:
+        tracescore.uninstrument_agent(special, "create")
+        tracescore.uninstrument_agent(SubHelper)
+        tracescore.uninstrument_agent(Helper, "create")
+    assert [s.name for s in _agent_spans(span_exporter)] == [
+        "invoke_agent special-helper", "invoke_agent every-helper",
+        "invoke_agent special-create", "invoke_agent every-helper"]

@@ -41,7 +41,7 @@ def instrument_agent(obj_or_class: T, method: str = "run", *, name: str | None =
             raise ConfigurationError(f"{target.__name__}.{method} is not callable")
         agent_name = name or target.__name__
     else:
-        original = getattr(target, method, None)
+        original = _unpatched(target, method)
         if not callable(original):
             raise ConfigurationError(
                 f"{type(target).__name__} object has no callable method {method!r}")
@@ -76,6 +76,32 @@ def uninstrument_agent(obj_or_class: Any, method: str = "run") -> None:
             _delete(target, method)
         if not patches:
             _delete(target, _PATCHES)
+
+
+def _unpatched(obj: Any, method: str) -> Any:
+    """`obj.method`, but past a class-level `instrument_agent` patch: an instance of an
+    instrumented class then gets one agent span (with the instance's options), not two."""
+    if method not in vars(obj):
+        inherited = False  # passed a patch of a method its class had inherited
+        for klass in type(obj).__mro__:
+            if method not in vars(klass):
+                continue
+            patches = vars(klass).get(_PATCHES) or {}
+            if method in patches:
+                had_own, own_value = patches[method]
+                if had_own:
+                    return _bind(own_value, obj)
+                inherited = True
+            elif inherited:
+                return _bind(vars(klass)[method], obj)
+            else:
+                break
+    return getattr(obj, method, None)
+
+
+def _bind(value: Any, obj: Any) -> Any:
+    get = getattr(type(value), "__get__", None)
+    return get(value, obj, type(obj)) if get is not None else value
 
 
 def _set(target: Any, key: str, value: Any) -> None:
