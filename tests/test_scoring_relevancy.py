@@ -216,6 +216,11 @@ def test_usage_sums_tokens_and_costs_over_steps(stub_llm: StubLLMServer) -> None
     assert list(steps) == ["preprocess", "analyze", "reason"]
     assert all((s.calls, s.input_tokens, s.output_tokens) == (1, 1000, 100) for s in steps.values())
     assert sum(s.cost_usd for s in steps.values()) == pytest.approx(usage.cost_usd)
+    import litellm
+
+    step_price = sum(litellm.cost_per_token(model="openai/gpt-4o-mini", prompt_tokens=1000,
+                                            completion_tokens=100))
+    assert all(s.cost_usd == pytest.approx(step_price) for s in steps.values())
     assert result.to_dict()["step_usage"]["analyze"]["input_tokens"] == 1000
 
 
