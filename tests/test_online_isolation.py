@@ -418,17 +418,20 @@ def test_shutdown_is_bounded_when_a_job_is_stuck_on_its_way_to_the_child() -> No
 
 
 def test_a_send_cut_short_by_shutdown_fails_as_such_even_before_the_child_is_ready(
-        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    # a child that never says ready and reads nothing: the job's send blocks until shutdown
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # a child that never says ready and reads nothing: the job's frame never gets through
     monkeypatch.setattr("tracescore.online._isolation._CHILD_CODE", "import time; time.sleep(600)")
     own = Pipeline(shutdown_timeout_s=0.5, scorers=[ProbeScorer()])
-    own.call("any", "x" * 4_000_000)
+    span = own.call("any", "x" * 4_000_000)
     wait_until(lambda: own.processor.stats()["running"] == 1)
     worker = own.processor._worker._thread
     own.provider.shutdown()
     worker.join(30)  # the worker finishes the run the shutdown cut short
     assert own.processor.stats()["in_thread"] == 0  # not run here after the shutdown
-    assert "the scoring process was stopped (shutdown)" in caplog.text
+    exported = own.wait_exported(span, timeout=1)
+    assert not results(exported)
+    assert [e.attributes[sc.TS_UNSCORED_REASON] for e in exported.events
+            if e.name == sc.TS_UNSCORED] == ["shutdown"]
 
 
 def test_what_the_interpreter_prints_before_the_channel_opens_is_skipped(
@@ -495,4 +498,26 @@ def test_jobs_falling_back_for_the_same_cause_warn_once(caplog: pytest.LogCaptur
         warnings = [r for r in caplog.records if "runs in the worker thread" in r.getMessage()]
         assert len(warnings) == 1 and "cannot be pickled" in warnings[0].getMessage()
     finally:
+        own.provider.shutdown()
+
+
+def test_a_child_that_stops_reading_stalls_no_other_scoring() -> None:
+    own = Pipeline(isolation="auto",
+                   scorers=[OnlineScorer(JudgedProbeScorer(), timeout_s=5), ProbeScorer()])
+    warm = own.call("any", "hi")
+    assert own.processor.force_flush(30_000)
+    own.wait_exported(warm)
+    child_pid = own.processor._isolation.child_pid
+    os.kill(child_pid, signal.SIGSTOP)  # reads nothing from now on
+    try:
+        before = own.processor.stats()["scored"]
+        stuck = own.call("any", "x" * 4_000_000)  # more than a pipe holds
+        after = own.call("any", "y")
+        # the in-thread scorer keeps scoring while the frame waits for the child
+        wait_until(lambda: own.processor.stats()["scored"] >= before + 2)
+        exported = own.wait_exported(stuck)  # the judged run timed out; the span still went
+        assert results(exported)["judged-probe"][sc.ERROR_TYPE] == "TimeoutError"
+        own.wait_exported(after)
+    finally:
+        os.kill(child_pid, signal.SIGCONT)
         own.provider.shutdown()

@@ -22,10 +22,12 @@ once). A child that dies fails its pending runs; the next job starts a new one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import os
 import pickle
+import queue
 import signal
 import struct
 import subprocess
@@ -95,28 +97,38 @@ def _read_frame(stream: IO[bytes]) -> Any:
 
 # --- the parent side -----------------------------------------------------------------------------
 class _Child:
-    """One running scoring process, with the scorers it has been sent."""
+    """One running scoring process: its pipes, the scorers it has been sent, and the thread
+    that writes to it (a child that stops reading then stalls that thread, never the worker)."""
 
     def __init__(self, process: subprocess.Popen[bytes]) -> None:
         self.process = process
         self.keys: set[int] = set()
         self.ready = False
-        self.write_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        threading.Thread(target=self._write, name="tracescore-scoring-writer",
+                         daemon=True).start()
 
     def send(self, key: int, registration: bytes, job: bytes) -> None:
-        stdin = self.process.stdin
-        assert stdin is not None
-        with self.write_lock:  # a scorer must reach the child before its first job
-            stdin.write(job if key in self.keys else registration + job)
-            stdin.flush()
+        with self._lock:  # a scorer must reach the child before its first job
+            self._outbox.put(job if key in self.keys else registration + job)
             self.keys.add(key)
 
     def close_input(self) -> None:
-        try:
-            if self.process.stdin is not None:
-                self.process.stdin.close()
-        except OSError:
-            pass
+        """EOF for the child, once what was sent before is written."""
+        self._outbox.put(None)
+
+    def _write(self) -> None:
+        stdin = self.process.stdin
+        assert stdin is not None
+        while (frame := self._outbox.get()) is not None:
+            try:
+                stdin.write(frame)
+                stdin.flush()
+            except (OSError, ValueError):  # the child is gone: the reader fails its runs
+                break
+        with contextlib.suppress(OSError, ValueError):
+            stdin.close()
 
 
 class ProcessRunner:
@@ -177,17 +189,8 @@ class ProcessRunner:
         if child is None:
             return await self._in_thread(scorer, _Unavailable(str(self._broken), "start"), kwargs)
         try:
-            try:
-                child.send(key, registration, _frame(("job", job_id, key, data)))
-            except (OSError, ValueError) as exc:  # the child died since the last job
-                if self._stopped:  # ... or was stopped under the send: no thread fallback then
-                    raise TracescoreError("the scoring process was stopped (shutdown)") from None
-                if not child.ready:  # ... or never came up: the reader marks it broken
-                    raise _Unavailable("the scoring process exited while starting",
-                                       "start") from None
-                raise TracescoreError(
-                    f"could not send the job to the scoring process: {exc}") from None
-            return await future
+            child.send(key, registration, _frame(("job", job_id, key, data)))
+            return await future  # settled by the reader, also when the child dies
         except _Unavailable as exc:
             return await self._in_thread(scorer, exc, kwargs)
         finally:
@@ -319,18 +322,11 @@ class ProcessRunner:
             child, self._child = self._child, None
         if child is None:
             return
-        # A send stuck on a child that reads nothing (stopped, or a scorer holding its GIL) holds
-        # stdin: closing it would wait for that send. Then skip the EOF: ending the child frees it.
-        eof = child.write_lock.acquire(timeout=0.1)
-        if eof:
-            child.close_input()
-            child.write_lock.release()
+        child.close_input()
         process = child.process
-        for end in (None, process.terminate, process.kill):
-            if end is not None:
+        for end in (None, process.terminate, process.kill):  # a child that reads nothing (stopped,
+            if end is not None:  # or its GIL held) gets no EOF: it is ended, which frees our writer
                 end()
-            elif not eof:
-                continue
             try:
                 process.wait(timeout if end is None else 1.0)
                 return
