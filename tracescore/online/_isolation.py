@@ -9,14 +9,16 @@ default (`isolation="auto"`) scorers that call a judge run in ONE scoring proces
 - started lazily with `subprocess` (not multiprocessing: the user's main module is never
   re-imported, so scripts need no `if __name__ == "__main__":` guard), with the parent's
   `sys.path`, environment and `OTEL_SDK_DISABLED=true` (the child exports nothing itself);
-- fed over its stdin with length-prefixed pickles: each scorer once, then jobs; results and
-  failures come back over its stdout (stray prints of the child go to stderr);
+- fed over its stdin, by a writer thread, with length-prefixed pickles: each scorer once, then
+  jobs; results and failures come back over a copy of its stdout, read by a reader thread
+  (stdout itself goes to stderr, and whatever came before the channel's sync marker is skipped);
 - gone when the parent is: it exits at EOF on its stdin.
 
 `isolation="process"` sends every scorer there; `"thread"` starts no process. Whatever the
-mode, a scorer that cannot be pickled (or defined in `__main__`), a job whose data cannot be
-pickled, and every job when the process cannot start run in the worker thread instead (logged
-once). A child that dies fails its pending runs; the next job starts a new one.
+mode, a scorer that cannot be pickled or loaded there (or is defined in `__main__`), a job whose
+data cannot be, and every job once the process cannot start (three tries) run in the worker
+thread instead (logged once per scorer and cause). A child that dies after starting fails its
+pending runs; the next job starts a new one.
 """
 
 from __future__ import annotations
