@@ -521,3 +521,31 @@ def test_a_child_that_stops_reading_stalls_no_other_scoring() -> None:
     finally:
         os.kill(child_pid, signal.SIGCONT)
         own.provider.shutdown()
+
+
+def test_a_child_whose_channel_never_syncs_is_ended_not_left_behind(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracescore.online import _isolation
+
+    started: list[subprocess.Popen[bytes]] = []
+    real_popen = subprocess.Popen
+
+    def recording_popen(*args: Any, **kwargs: Any) -> Any:
+        started.append(real_popen(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(_isolation.subprocess, "Popen", recording_popen)
+    # prints more than a start-up preamble may be, then hangs
+    monkeypatch.setattr(_isolation, "_MAX_PREAMBLE", 1000)
+    monkeypatch.setattr(_isolation, "_CHILD_CODE", "import sys, time; sys.stdout.write('x' * 5000);"
+                        " sys.stdout.flush(); time.sleep(600)")
+    own = Pipeline(scorers=[ProbeScorer()])
+    try:
+        span = own.call("any", "hi")
+        assert own.processor.force_flush(30_000)
+        (result,) = results(own.wait_exported(span)).values()
+        assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] == os.getpid()  # scored here instead
+        assert started
+        wait_until(lambda: all(p.poll() is not None for p in started))  # none left running
+    finally:
+        own.provider.shutdown()

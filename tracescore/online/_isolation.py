@@ -285,8 +285,9 @@ class ProcessRunner:
             pass
         try:
             code = child.process.wait(1.0)
-        except subprocess.TimeoutExpired:
-            code = None
+        except subprocess.TimeoutExpired:  # alive, but its channel is unusable (no sync marker)
+            child.process.kill()
+            code = child.process.wait()
         with self._lock:
             if self._child is child:
                 self._child = None

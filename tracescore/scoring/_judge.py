@@ -222,7 +222,7 @@ class _Spend:
                     cost = float(litellm.completion_cost(completion_response=response))
             except Exception:  # noqa: BLE001 - litellm raises plain Exception for unmapped models
                 return  # unknown model or provider: the cost stays unknown
-        self.cost = (self.cost or 0.0) + cost
+        self.cost = (self.cost or 0.0) + float(cost)
 
     def usage(self) -> JudgeUsage:
         return JudgeUsage(model=self.model, calls=self.calls, input_tokens=self.input_tokens,
