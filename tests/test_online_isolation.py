@@ -132,6 +132,22 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 20.0) -> None:
         time.sleep(0.01)
 
 
+@pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch) -> list[subprocess.Popen[bytes]]:
+    """The scoring processes started during the test, in order."""
+    from tracescore.online import _isolation
+
+    processes: list[subprocess.Popen[bytes]] = []
+    real_popen = subprocess.Popen
+
+    def recording_popen(*args: Any, **kwargs: Any) -> Any:
+        processes.append(real_popen(*args, **kwargs))
+        return processes[-1]
+
+    monkeypatch.setattr(_isolation.subprocess, "Popen", recording_popen)
+    return processes
+
+
 @pytest.fixture(scope="module")
 def pipeline() -> Iterator[Pipeline]:
     shared = Pipeline()
@@ -452,18 +468,9 @@ def test_what_the_interpreter_prints_before_the_channel_opens_is_skipped(
 
 
 def test_a_child_that_dies_while_starting_is_retried_then_given_up_on(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, started: list[subprocess.Popen[bytes]]) -> None:
     from tracescore.online import _isolation
 
-    starts: list[int] = []
-    real_popen = subprocess.Popen
-
-    def counting_popen(*args: Any, **kwargs: Any) -> Any:
-        process = real_popen(*args, **kwargs)
-        starts.append(process.pid)
-        return process
-
-    monkeypatch.setattr(_isolation.subprocess, "Popen", counting_popen)
     monkeypatch.setattr(_isolation, "_CHILD_CODE", "raise SystemExit(3)")  # e.g. OOM-killed
     own = Pipeline(scorers=[ProbeScorer()])
     try:
@@ -473,7 +480,7 @@ def test_a_child_that_dies_while_starting_is_retried_then_given_up_on(
             (result,) = results(own.wait_exported(span)).values()
             assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] == os.getpid()  # scored, here
             wait_until(lambda: own.processor._isolation._child is None)  # reader saw it die
-        assert len(starts) == 3  # a later start may succeed; a third failure is final
+        assert len(started) == 3  # a later start may succeed; a third failure is final
         assert "3 times (last exit code 3)" in str(own.processor._isolation._broken)
     finally:
         own.provider.shutdown()
@@ -524,17 +531,9 @@ def test_a_child_that_stops_reading_stalls_no_other_scoring() -> None:
 
 
 def test_a_child_whose_channel_never_syncs_is_ended_not_left_behind(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, started: list[subprocess.Popen[bytes]]) -> None:
     from tracescore.online import _isolation
 
-    started: list[subprocess.Popen[bytes]] = []
-    real_popen = subprocess.Popen
-
-    def recording_popen(*args: Any, **kwargs: Any) -> Any:
-        started.append(real_popen(*args, **kwargs))
-        return started[-1]
-
-    monkeypatch.setattr(_isolation.subprocess, "Popen", recording_popen)
     # prints more than a start-up preamble may be, then hangs
     monkeypatch.setattr(_isolation, "_MAX_PREAMBLE", 1000)
     monkeypatch.setattr(_isolation, "_CHILD_CODE", "import sys, time; sys.stdout.write('x' * 5000);"
