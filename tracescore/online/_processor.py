@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import logging
 import os
 import threading
@@ -46,6 +45,7 @@ from tracescore.online._events import (
 from tracescore.online._isolation import ProcessRunner
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._options import OnlineScorer, ProcessorOptions, as_online_scorers
+from tracescore.online._recognise import recognise_genai
 from tracescore.online._sampling import RANDOMNESS_MASK
 from tracescore.online._sinks import carrier_span, emit_log_records, with_events
 from tracescore.online._worker import Worker
@@ -325,15 +325,14 @@ class ScoringSpanProcessor(SpanProcessor):
             if scope is not None and scope.name.startswith("tracescore"):
                 return None  # our own agent spans were decided by the listener
             context = span.context
-            raw_in = attributes.get(sc.GEN_AI_INPUT_MESSAGES)
-            raw_out = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
-            if context is None or not context.trace_flags.sampled or raw_in is None or raw_out is None:
+            if context is None or not context.trace_flags.sampled:
                 return None
-            name = attributes.get(sc.GEN_AI_AGENT_NAME)
+            found = recognise_genai(span.name, attributes)
+            if found is None:
+                return None
             call = AgentCall(
                 span=span,  # type: ignore[arg-type]
-                name=str(name) if name is not None else span.name,
-                input=_messages(raw_in), output=_output_text(raw_out), attributes=attributes,
+                name=found.agent, input=found.input, output=found.output, attributes=attributes,
             )
             chosen = self._choose(call, context.trace_id & RANDOMNESS_MASK)
             if not chosen:
@@ -681,42 +680,3 @@ def _key(span: ReadableSpan) -> tuple[int, int]:
 def _agent_name(span: ReadableSpan) -> str | None:
     name = (span.attributes or {}).get(sc.GEN_AI_AGENT_NAME)
     return str(name) if name is not None else None
-
-
-def _text_of(message: object) -> str:
-    """Text of one GenAI semconv message (parts) or OpenAI-style message (content)."""
-    if isinstance(message, str):
-        return message
-    if not isinstance(message, dict):
-        return ""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    parts = message.get("parts", content)
-    if isinstance(parts, list):
-        texts = [p.get("content", p.get("text")) for p in parts if isinstance(p, dict)]
-        return "".join(t for t in texts if isinstance(t, str))
-    return ""
-
-
-def _messages(raw: object) -> object:
-    """`gen_ai.input.messages` as OpenAI-style messages the scorers understand."""
-    try:
-        parsed = json.loads(raw) if isinstance(raw, str) else raw
-    except ValueError:
-        return raw
-    if isinstance(parsed, list):
-        return [{"role": m.get("role", "user") if isinstance(m, dict) else "user",
-                 "content": _text_of(m)} for m in parsed]
-    return parsed
-
-
-def _output_text(raw: object) -> object:
-    """Text of the last message in `gen_ai.output.messages`."""
-    try:
-        parsed = json.loads(raw) if isinstance(raw, str) else raw
-    except ValueError:
-        return raw
-    if isinstance(parsed, list) and parsed:
-        return _text_of(parsed[-1])
-    return parsed
