@@ -3,6 +3,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
+export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: venv test demo bench lint docs docs-serve phoenix demo-phoenix clean
 
