@@ -32,8 +32,9 @@ from tracescore.online._sinks import ScoreRecord
 
 _log = logging.getLogger("tracescore")
 
-# Phoenix's own client settings (the same variables its SDKs read)
-ENV_ENDPOINT = "PHOENIX_COLLECTOR_ENDPOINT"
+# Phoenix's own client settings (the same variables its SDKs read, in the same order)
+ENV_ENDPOINT = "PHOENIX_ENDPOINT"
+ENV_COLLECTOR_ENDPOINT = "PHOENIX_COLLECTOR_ENDPOINT"
 ENV_API_KEY = "PHOENIX_API_KEY"
 ENV_HEADERS = "PHOENIX_CLIENT_HEADERS"
 DEFAULT_ENDPOINT = "http://localhost:6006"
@@ -94,8 +95,8 @@ def annotation(record: ScoreRecord) -> dict[str, Any]:
 class PhoenixSink:
     """Sends scorer results to Phoenix as span annotations (sink name "phoenix").
 
-    `endpoint`: Phoenix's base URL; default $PHOENIX_COLLECTOR_ENDPOINT (an OTLP `/v1/traces`
-    suffix is ignored), else http://localhost:6006.
+    `endpoint`: Phoenix's base URL; default $PHOENIX_ENDPOINT, else $PHOENIX_COLLECTOR_ENDPOINT
+    (an OTLP `/v1/traces` suffix is ignored), else http://localhost:6006.
     `api_key`: sent as `Authorization: Bearer ...`; default $PHOENIX_API_KEY.
     `headers`: extra HTTP headers; default from $PHOENIX_CLIENT_HEADERS (`k=v,k2=v2`).
     `batch_size` annotations per request, `queue_size` records waiting at most (beyond: dropped,
@@ -283,7 +284,9 @@ def _endpoint(given: str | None) -> str:
     key = "PhoenixSink endpoint"
     raw = given
     if raw is None:
-        raw, key = os.environ.get(ENV_ENDPOINT) or DEFAULT_ENDPOINT, ENV_ENDPOINT
+        key = next((var for var in (ENV_ENDPOINT, ENV_COLLECTOR_ENDPOINT) if os.environ.get(var)),
+                   "")
+        raw = os.environ[key] if key else DEFAULT_ENDPOINT
     if not isinstance(raw, str):
         raise ConfigurationError(f"{key} must be an http(s) URL string, got {raw!r}")
     url = raw.strip()
