@@ -314,6 +314,8 @@ def _exporter_specs(exporter: ExporterSpec | Sequence[ExporterSpec] | None) -> l
         raw = [exporter]
     elif isinstance(exporter, Sequence):
         raw = list(exporter)
+        if not raw:
+            raise ConfigurationError('exporter=[] names no exporter; use exporter="none" to export nothing')
     else:
         raise ConfigurationError(f"exporter must be a name, a SpanExporter or a list (got {exporter!r})")
     specs: list[ExporterSpec] = []
