@@ -52,6 +52,10 @@ _EXPORTS: dict[str, str] = {
     # online scoring
     "OnlineScorer": "tracescore.online",
     "ScoringSpanProcessor": "tracescore.online",
+    # scoring gateway
+    "Gateway": "tracescore.gateway",
+    "GatewayConfig": "tracescore.gateway",
+    "load_gateway_config": "tracescore.gateway",
     # offline evals
     "run_evals": "tracescore.evals",
     "arun_evals": "tracescore.evals",
@@ -74,6 +78,8 @@ __all__ = [
     "ContextThreadPoolExecutor",
     "EvalResult",
     "EvalSummary",
+    "Gateway",
+    "GatewayConfig",
     "ItemFailure",
     "ItemResult",
     "Judge",
@@ -102,6 +108,7 @@ __all__ = [
     "instrument_agent",
     "instrument_litellm",
     "llm",
+    "load_gateway_config",
     "propagate_context",
     "remove_agent_call_listener",
     "run_evals",
@@ -140,6 +147,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         arun_evals,
         run_evals,
     )
+    from tracescore.gateway import Gateway, GatewayConfig, load_gateway_config
     from tracescore.instrument._agent_object import instrument_agent, uninstrument_agent
     from tracescore.instrument._calls import (
         AgentCall,
