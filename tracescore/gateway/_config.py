@@ -351,11 +351,8 @@ def _reference(value: Any, base: Path, where: str) -> dict[Any, Any]:
 
 
 def _recognisers(mappings: Any, builtins: Any) -> tuple[Any, ...]:
-    try:  # TEMP until the recognisers API lands on main
-        from tracescore.online._recognise import build_recognisers  # type: ignore[attr-defined]
-    except ImportError:  # pragma: no cover
-        from tracescore.online._recognise import RECOGNISERS
-        return RECOGNISERS
+    from tracescore.online._recognise import build_recognisers
+
     return tuple(build_recognisers(mappings, where="recognise.mappings", builtins=builtins))
 
 

@@ -23,13 +23,8 @@ from tracescore import _semconv as sc
 from tracescore.gateway import _otlp
 from tracescore.gateway._journal import HELD, PASS, Entry, Journal
 from tracescore.gateway._metrics import GatewayMetrics
-from tracescore.online import _recognise
 from tracescore.online._processor import ScoringSpanProcessor
-from tracescore.online._recognise import RecognisedCall, recognise
-
-# TEMP until the recognisers API (recogniser_markers) lands on main
-recogniser_markers: Any = getattr(_recognise, "recogniser_markers",
-                                  lambda recognisers: frozenset({"gen_ai.operation.name"}))
+from tracescore.online._recognise import RecognisedCall, recognise, recogniser_markers
 
 _log = logging.getLogger("tracescore.gateway")
 
