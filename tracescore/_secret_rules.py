@@ -83,6 +83,7 @@ _ASSIGNMENT = (
     r"(?P<eq>\\\")(?P<ev>[^\"\n]{0,2048}?)\\\""  # an escaped-quoted value (JSON inside text)
     r"|(?P<dq>\")(?P<dv>[^\"\n]{0,2048})\""
     r"|(?P<sq>')(?P<sv>[^'\n]{0,2048})'"
+    r"|\[(?!REDACTED)(?P<lv>[^\[\]\n]{0,2048})\]"  # a list of values
     # unquoted: runs over spaces, but not into a following `name=`; (?=(…))\N is an atomic group
     rf"|(?P<uv>[^{_STOP}]+(?:[ \t]+(?=(?P<w>[^{_STOP}=:]+))(?P=w)(?![=:]))*)"
     r")"
@@ -96,7 +97,7 @@ def _assignment(match: re.Match[str]) -> str:
     label = secret_name_label(match.group("name"))
     if label is None:
         return match.group(0)
-    for quote, group in (("eq", "ev"), ("dq", "dv"), ("sq", "sv"), ("", "uv")):
+    for group in ("ev", "dv", "sv", "lv", "uv"):
         value = match.group(group)
         if value is not None:
             break
@@ -242,3 +243,7 @@ def rules_markdown() -> str:
         labels = " or ".join(f"`[REDACTED:{label}]`" for label in rule.label.split("|"))
         lines.append(f"| `{rule.name}` | {rule.description} | {labels} |")
     return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # regenerate the published list: python -m tracescore._secret_rules
+    print(rules_markdown(), end="")

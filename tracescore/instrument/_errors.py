@@ -18,7 +18,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from tracescore import _semconv as sc
 from tracescore._config import ContentSettings, content_settings
-from tracescore._content import _REDACT_SLACK, finish_text, truncate
+from tracescore._content import finish_text, truncate
 
 __all__ = ["error_message", "error_type", "exception_text", "record_error", "stack_trace"]
 
@@ -86,9 +86,13 @@ def _chain(exc: BaseException) -> list[tuple[BaseException, str]]:
 
 
 def stack_trace(exc: BaseException, settings: ContentSettings | None = None) -> str:
-    """The exception's stack trace in Python's format, redacted, at most `max_length` characters
-    (the innermost part is kept). Frames carry no local values. Never raises."""
+    """The exception's stack trace in Python's format, redacted, at most `max_length` characters.
+
+    Messages inside it are cut to a quarter of that, so frames fit; past the limit the innermost
+    part is kept. Frames carry no local values. Never raises.
+    """
     s = settings if settings is not None else content_settings()
+    message_limit = max(s.max_length // 4, 64)
     parts: list[str] = []
     later_joint = ""
     for link, joint in _chain(exc):
@@ -98,11 +102,12 @@ def stack_trace(exc: BaseException, settings: ContentSettings | None = None) -> 
         if frames:
             parts.append("Traceback (most recent call last):\n")
             parts.extend(frames)
-        message = truncate(exception_text(link), s.max_length + _REDACT_SLACK)
+        message = truncate(exception_text(link), message_limit)
         parts.append(f"{error_type(link)}: {message}\n" if message else f"{error_type(link)}\n")
     text = "".join(parts)
-    if len(text) > s.max_length:  # keep the innermost frames and the message
-        text = f"…[truncated {len(text) - s.max_length} chars]" + text[-s.max_length:]
+    if len(text) > s.max_length >= 64:  # keep the innermost frames and the message
+        keep = max(s.max_length - len(f"…[truncated {len(text)} chars] "), 0)
+        text = f"…[truncated {len(text) - keep} chars] " + text[len(text) - keep:]
     return finish_text(text, s)
 
 
