@@ -95,7 +95,7 @@ def _read_openinference(name: str, attributes: Mapping[str, Any]) -> RecognisedC
 
 
 def _oi_value(raw: object, mime_type: object) -> object:
-    return _json_or_raw(raw) if mime_type == sc.OI_MIME_JSON else raw
+    return _json_or_raw(raw, '{["') if mime_type == sc.OI_MIME_JSON else raw
 
 
 # --- OpenLLMetry / traceloop -----------------------------------------------------------------------
@@ -107,7 +107,7 @@ def _read_traceloop(name: str, attributes: Mapping[str, Any]) -> RecognisedCall 
     if raw_in is None or raw_out is None:
         return None
     return RecognisedCall("traceloop", _name(attributes.get(sc.TL_ENTITY_NAME), name),
-                          _call_arguments(_json_or_raw(raw_in)), _json_or_raw(raw_out),
+                          _call_arguments(_json_or_raw(raw_in)), _json_or_raw(raw_out, '{["'),
                           _ground_truth(attributes))
 
 
@@ -143,7 +143,8 @@ def _read_pydantic_ai(name: str, attributes: Mapping[str, Any]) -> RecognisedCal
         if isinstance(metadata, dict):
             truth = metadata.get(sc.TS_GROUND_TRUTH)
     agent = attributes.get(sc.GEN_AI_AGENT_NAME, attributes.get(sc.PAI_AGENT_NAME))
-    return RecognisedCall("pydantic_ai", _name(agent, name), messages, _json_or_raw(output), truth)
+    # a str output is recorded as it is, any other as JSON: text either way, kept as text
+    return RecognisedCall("pydantic_ai", _name(agent, name), messages, output, truth)
 
 
 GENAI = _Builtin("genai", frozenset({sc.GEN_AI_OPERATION_NAME}), _read_genai)
@@ -251,16 +252,19 @@ def _mapping(spec: object, where: str) -> AgentMapping:
 
 # --- building and running a chain -----------------------------------------------------------------
 def build_recognisers(mappings: Iterable[Any] = (), *, where: str = "recognise",
-                      builtins: bool | Iterable[str] = True) -> tuple[Recogniser, ...]:
+                      builtins: bool | Iterable[str] = True, builtins_key: str | None = None
+                      ) -> tuple[Recogniser, ...]:
     """The chain to try, in order: the user's `mappings`, then the built-in conventions.
 
     `mappings`: `AgentMapping` objects, dicts with the same keys (from a config file), any
     `Recogniser`, or names of built-in conventions. `where`: the config key they came from, named in every `ConfigurationError`.
     `builtins`: True for every built-in convention, False for none, or their names
-    (genai, openinference, traceloop, pydantic_ai).
+    (genai, openinference, traceloop, pydantic_ai); `builtins_key` names it in errors
+    (default `{where}.builtins`).
     """
     chain = as_recognisers(mappings, where)
-    return chain + tuple(r for r in _builtins(builtins, where) if r not in chain)
+    builtin = _builtins(builtins, builtins_key or f"{where}.builtins")
+    return chain + tuple(r for r in builtin if r not in chain)
 
 
 def as_recognisers(items: Iterable[Any], where: str) -> tuple[Recogniser, ...]:
@@ -272,7 +276,7 @@ def as_recognisers(items: Iterable[Any], where: str) -> tuple[Recogniser, ...]:
     chain: list[Recogniser] = []
     for index, item in enumerate(items):
         if isinstance(item, str):
-            chain.extend(_builtins([item], where))
+            chain.extend(_builtins([item], f"{where}[{index}]"))
         elif isinstance(item, Recogniser):
             chain.append(item)
         else:
@@ -280,21 +284,20 @@ def as_recognisers(items: Iterable[Any], where: str) -> tuple[Recogniser, ...]:
     return tuple(chain)
 
 
-def _builtins(builtins: bool | Iterable[str], where: str) -> list[Recogniser]:
+def _builtins(builtins: bool | Iterable[str], key: str) -> list[Recogniser]:
     if builtins is True:
         return list(BUILTINS.values())
     if builtins is False:
         return []
     if isinstance(builtins, str) or not isinstance(builtins, Iterable):
         raise ConfigurationError(
-            f"{where}.builtins must be true, false or a list of {', '.join(BUILTINS)}, "
-            f"got {builtins!r}"
+            f"{key} must be true, false or a list of {', '.join(BUILTINS)}, got {builtins!r}"
         )
     chosen = list(builtins)
     unknown = [str(b) for b in chosen if b not in BUILTINS]
     if unknown:
         raise ConfigurationError(
-            f"{where}.builtins: unknown convention {unknown[0]!r}; known: {', '.join(BUILTINS)}"
+            f"{key}: unknown convention {unknown[0]!r}; known: {', '.join(BUILTINS)}"
         )
     return [BUILTINS[b] for b in dict.fromkeys(chosen)]
 
@@ -342,9 +345,10 @@ def _same(value: object, expected: object) -> bool:
     return bool(value == expected)
 
 
-def _json_or_raw(raw: object) -> object:
-    """JSON text (an object, array or string literal) decoded; anything else as it is."""
-    if isinstance(raw, str) and raw[:1] in ("{", "[", '"'):
+def _json_or_raw(raw: object, starts: str = "{[") -> object:
+    """JSON text (an object or array; also a string literal when `starts` has '"') decoded;
+    anything else as it is."""
+    if isinstance(raw, str) and raw[:1] and raw[0] in starts:
         try:
             return json.loads(raw)
         except ValueError:
