@@ -778,7 +778,7 @@ def test_recognise_option_scores_spans_of_a_user_mapping_with_their_ground_truth
     tracer = h.provider.get_tracer("some.other.instrumentation")
     for kind in ("agent", "tool"):
         with tracer.start_as_current_span("step", attributes={
-                "q": "Capital?", "a": "Paris", "expected": '"Paris"', "who": "geo", "kind": kind}):
+                "q": "Capital?", "a": "Paris", "expected": "Paris", "who": "geo", "kind": kind}):
             pass
     assert h.flush()
     assert scorer.calls == [{"input": "Capital?", "output": "Paris", "ground_truth": "Paris",

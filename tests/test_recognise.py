@@ -41,8 +41,11 @@ def test_the_chain_never_raises_and_needs_a_marker(name: str, attributes: dict[s
         assert call.convention in {"mine", *BUILTINS} and isinstance(call.agent, str)
 
 
-@given(question=st.text(max_size=30), answer=st.text(max_size=30),
-       truth=st.one_of(st.none(), st.text(min_size=1, max_size=30)),
+plain = st.text(max_size=30).filter(lambda t: t[:1] not in ("{", "["))
+
+
+@given(question=plain, answer=plain,
+       truth=st.one_of(st.none(), plain.filter(bool)),
        agent=st.one_of(st.none(), st.text(min_size=1, max_size=10)))
 def test_a_user_mapping_reads_its_attributes(question: str, answer: str, truth: str | None,
                                              agent: str | None) -> None:
@@ -50,7 +53,7 @@ def test_a_user_mapping_reads_its_attributes(question: str, answer: str, truth: 
     if agent is not None:
         spec["agent"] = "who"
     (mine,) = tracescore.build_recognisers([spec], builtins=False)
-    attributes: dict[str, Any] = {"q": json.dumps(question), "a": json.dumps(answer), "kind": "agent"}
+    attributes: dict[str, Any] = {"q": question, "a": answer, "kind": "agent"}
     if truth is not None:
         attributes["expected"] = truth
     if agent is not None:
@@ -61,10 +64,14 @@ def test_a_user_mapping_reads_its_attributes(question: str, answer: str, truth: 
     assert tracescore.recognise("my span", {"q": question, "kind": "agent"}, [mine]) is None
 
 
-def test_plain_text_stays_text_and_json_text_is_decoded() -> None:
+@given(value=st.one_of(st.dictionaries(st.text(max_size=5), scalars, max_size=3),
+                      st.lists(scalars, max_size=3)))
+def test_json_objects_and_arrays_are_decoded_other_text_is_kept(value: Any) -> None:
     mine = tracescore.AgentMapping(input="q", output="a")
-    call = mine("s", {"q": '{"question": "Capital?"}', "a": "{not json"})
-    assert call is not None and call.input == {"question": "Capital?"} and call.output == "{not json"
+    call = mine("s", {"q": json.dumps(value), "a": '"quoted"'})
+    assert call is not None and call.input == value and call.output == '"quoted"'
+    call = mine("s", {"q": "{not json", "a": "[1,"})
+    assert call is not None and (call.input, call.output) == ("{not json", "[1,")
 
 
 def test_span_name_pattern_matches_the_whole_name() -> None:

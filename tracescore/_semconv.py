@@ -51,6 +51,16 @@ ERROR_TYPE = "error.type"
 SERVER_ADDRESS = "server.address"
 SERVER_PORT = "server.port"
 
+# --- OpenInference (Phoenix's input/output columns; opt-in copies on agent spans) --------------
+OI_SPAN_KIND = "openinference.span.kind"
+OI_SPAN_KIND_AGENT = "AGENT"
+OI_INPUT_VALUE = "input.value"
+OI_INPUT_MIME_TYPE = "input.mime_type"
+OI_OUTPUT_VALUE = "output.value"
+OI_OUTPUT_MIME_TYPE = "output.mime_type"
+OI_MIME_TEXT = "text/plain"
+OI_MIME_JSON = "application/json"
+
 # --- tracescore's own keys ----------------------------------------------------------------
 TS_PREFIX = "tracescore."
 TS_COST_USD = "tracescore.usage.cost_usd"

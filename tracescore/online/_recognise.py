@@ -95,7 +95,7 @@ def _read_openinference(name: str, attributes: Mapping[str, Any]) -> RecognisedC
 
 
 def _oi_value(raw: object, mime_type: object) -> object:
-    return _json_or_raw(raw) if mime_type == sc.OI_MIME_JSON else raw
+    return _json_or_raw(raw, '{["') if mime_type == sc.OI_MIME_JSON else raw
 
 
 # --- OpenLLMetry / traceloop -----------------------------------------------------------------------
@@ -107,7 +107,7 @@ def _read_traceloop(name: str, attributes: Mapping[str, Any]) -> RecognisedCall 
     if raw_in is None or raw_out is None:
         return None
     return RecognisedCall("traceloop", _name(attributes.get(sc.TL_ENTITY_NAME), name),
-                          _call_arguments(_json_or_raw(raw_in)), _json_or_raw(raw_out),
+                          _call_arguments(_json_or_raw(raw_in)), _json_or_raw(raw_out, '{["'),
                           _ground_truth(attributes))
 
 
@@ -143,7 +143,8 @@ def _read_pydantic_ai(name: str, attributes: Mapping[str, Any]) -> RecognisedCal
         if isinstance(metadata, dict):
             truth = metadata.get(sc.TS_GROUND_TRUTH)
     agent = attributes.get(sc.GEN_AI_AGENT_NAME, attributes.get(sc.PAI_AGENT_NAME))
-    return RecognisedCall("pydantic_ai", _name(agent, name), messages, _json_or_raw(output), truth)
+    # a str output is recorded as it is, any other as JSON: text either way, kept as text
+    return RecognisedCall("pydantic_ai", _name(agent, name), messages, output, truth)
 
 
 GENAI = _Builtin("genai", frozenset({sc.GEN_AI_OPERATION_NAME}), _read_genai)
@@ -342,9 +343,10 @@ def _same(value: object, expected: object) -> bool:
     return bool(value == expected)
 
 
-def _json_or_raw(raw: object) -> object:
-    """JSON text (an object, array or string literal) decoded; anything else as it is."""
-    if isinstance(raw, str) and raw[:1] in ("{", "[", '"'):
+def _json_or_raw(raw: object, starts: str = "{[") -> object:
+    """JSON text (an object or array; also a string literal when `starts` has '"') decoded;
+    anything else as it is."""
+    if isinstance(raw, str) and raw[:1] and raw[0] in starts:
         try:
             return json.loads(raw)
         except ValueError:

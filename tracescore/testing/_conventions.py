@@ -1,17 +1,21 @@
 """Spans made by the real instrumentation libraries of other conventions, for tests and benchmarks.
 
-`convention_spans("openinference", question, answer)` runs one agent call through that library
-(OpenInference, OpenLLMetry / traceloop, pydantic-ai) in a side venv under the tracescore cache
-(created on first use, keyed by the pinned requirements, shared by every checkout) and returns
-the spans it exported, decoded from the OTLP JSON lines the library's exporter wrote.
+`convention_spans("openinference", cases)` runs one agent call per case through that library
+(OpenTelemetry's GenAI util, OpenInference, OpenLLMetry / traceloop, pydantic-ai) in a side venv
+under the tracescore cache (created on first use, keyed by the pinned requirements, shared by
+every checkout) and returns the spans it exported, decoded from the OTLP JSON lines written by
+the library's exporter.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from tracescore.testing._decode import ReceivedSpan, spans_from_otlp_json
 from tracescore.testing._tools import cached_venv
@@ -41,20 +45,19 @@ def conventions_venv() -> Path:
     return cached_venv(f"conventions-venv-{digest}", list(REQUIREMENTS))
 
 
-def convention_spans(convention: str, question: str, answer: str,
-                     ground_truth: str | None = None, *, timeout_s: float = 300.0
-                     ) -> list[ReceivedSpan]:
-    """Every span the real library of `convention` exported for one agent call."""
+def convention_spans(convention: str, cases: Sequence[Mapping[str, Any]], *,
+                     timeout_s: float = 300.0) -> list[ReceivedSpan]:
+    """Every span the real library of `convention` exported for one agent call per case
+    (`{"question": str, "answer": str, "ground_truth": str | None}`), in export order."""
     if convention not in CONVENTIONS:
         raise ValueError(f"unknown convention {convention!r}; known: {', '.join(CONVENTIONS)}")
     python = conventions_venv() / "bin" / "python"
     with tempfile.TemporaryDirectory(prefix="tracescore-conventions-") as tmp:
-        out = Path(tmp) / "spans.jsonl"
-        args = [str(python), str(_AGENT_SCRIPT), convention, str(out), question, answer]
-        if ground_truth is not None:
-            args.append(ground_truth)
-        done = subprocess.run(args, check=False, capture_output=True, text=True,
-                              timeout=timeout_s, cwd=tmp)
+        cases_file, out = Path(tmp) / "cases.json", Path(tmp) / "spans.jsonl"
+        cases_file.write_text(json.dumps(list(map(dict, cases))), encoding="utf-8")
+        done = subprocess.run([str(python), str(_AGENT_SCRIPT), convention, str(cases_file), str(out)],
+                              check=False, capture_output=True, text=True, timeout=timeout_s,
+                              cwd=tmp)
         if done.returncode != 0:
             raise RuntimeError(f"{convention} agent failed ({done.returncode}):\n{done.stderr[-4000:]}")
         lines = out.read_text(encoding="utf-8").splitlines() if out.exists() else []
