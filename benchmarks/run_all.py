@@ -50,6 +50,7 @@ BENCHMARKS: dict[str, str] = {
     "similarity": "bench_similarity.py",
     "online": "bench_online.py",
     "import": "bench_import.py",
+    "recognise": "bench_recognise.py",
 }
 
 
@@ -145,6 +146,10 @@ HEADLINES: list[Headline] = [
         "online", "RSS growth, 10x overload", ("memory_overload", "growth_mb"), "MB", "<", 50.0
     ),
     Headline("import", "import tracescore", ("cases", "tracescore", "median_ms"), "ms"),
+    Headline("recognise", "agent spans recognised, slowest convention",
+             ("slowest_agent_spans_per_s",), "spans/s"),
+    Headline("recognise", "non-agent span rejected, slowest", ("slowest_reject_ns",), "us",
+             scale=1e-3),
     Headline("import", "import opentelemetry.trace", ("cases", "otel api", "median_ms"), "ms"),
     Headline(
         "import",

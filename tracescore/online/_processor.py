@@ -45,7 +45,13 @@ from tracescore.online._events import (
 from tracescore.online._isolation import ProcessRunner
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._options import OnlineScorer, ProcessorOptions, as_online_scorers
-from tracescore.online._recognise import GENAI, Recogniser, as_recognisers, recognise
+from tracescore.online._recognise import (
+    GENAI,
+    RecognisedCall,
+    Recogniser,
+    as_recognisers,
+    recognise,
+)
 from tracescore.online._sampling import RANDOMNESS_MASK
 from tracescore.online._sinks import carrier_span, emit_log_records, with_events
 from tracescore.online._worker import Worker
@@ -248,6 +254,34 @@ class ScoringSpanProcessor(SpanProcessor):
             self._downstream.shutdown()
         except Exception:  # noqa: BLE001
             _log.warning("tracescore: downstream processor shutdown failed", exc_info=True)
+
+    def offer(self, span: ReadableSpan, call: RecognisedCall) -> bool:
+        """Score a finished span recognised as an agent call outside this process (the gateway,
+        `tracescore rescore`): sampling, filters, limits, holding and sinks as for in-process
+        calls. True when a scorer took it; else the span went downstream at once. Never raises.
+        """
+        try:
+            context = span.context
+            chosen: tuple[OnlineScorer, ...] = ()
+            if context is not None and not self._shutdown:
+                randomness = context.trace_id & RANDOMNESS_MASK
+                if randomness >= self._min_threshold:
+                    agent_call = AgentCall(
+                        span=span,  # type: ignore[arg-type]
+                        name=call.agent, input=call.input, output=call.output,
+                        ground_truth=call.ground_truth, attributes=span.attributes or {},
+                    )
+                    chosen = self._choose(agent_call, randomness)
+        except Exception:  # noqa: BLE001
+            self._log_once("offer", "tracescore: could not consider an offered agent span",
+                           exc_info=True)
+            chosen = ()
+        if not chosen:
+            self._export(span, ())
+            return False
+        self._submit(span, _Candidate(call.input, call.output, call.ground_truth, call.agent,
+                                      chosen))
+        return True
 
     # --- candidates (agent thread, hot path) ------------------------------------------------------
     def _consider(self, call: AgentCall) -> None:
