@@ -48,6 +48,10 @@ GEN_AI_EVALUATION_EXPLANATION = "gen_ai.evaluation.explanation"
 
 # General semconv
 ERROR_TYPE = "error.type"
+EXCEPTION_EVENT = "exception"
+EXCEPTION_TYPE = "exception.type"
+EXCEPTION_MESSAGE = "exception.message"
+EXCEPTION_STACKTRACE = "exception.stacktrace"
 SERVER_ADDRESS = "server.address"
 SERVER_PORT = "server.port"
 
