@@ -252,16 +252,19 @@ def _mapping(spec: object, where: str) -> AgentMapping:
 
 # --- building and running a chain -----------------------------------------------------------------
 def build_recognisers(mappings: Iterable[Any] = (), *, where: str = "recognise",
-                      builtins: bool | Iterable[str] = True) -> tuple[Recogniser, ...]:
+                      builtins: bool | Iterable[str] = True, builtins_key: str | None = None
+                      ) -> tuple[Recogniser, ...]:
     """The chain to try, in order: the user's `mappings`, then the built-in conventions.
 
     `mappings`: `AgentMapping` objects, dicts with the same keys (from a config file), any
     `Recogniser`, or names of built-in conventions. `where`: the config key they came from, named in every `ConfigurationError`.
     `builtins`: True for every built-in convention, False for none, or their names
-    (genai, openinference, traceloop, pydantic_ai).
+    (genai, openinference, traceloop, pydantic_ai); `builtins_key` names it in errors
+    (default `{where}.builtins`).
     """
     chain = as_recognisers(mappings, where)
-    return chain + tuple(r for r in _builtins(builtins, where) if r not in chain)
+    builtin = _builtins(builtins, builtins_key or f"{where}.builtins")
+    return chain + tuple(r for r in builtin if r not in chain)
 
 
 def as_recognisers(items: Iterable[Any], where: str) -> tuple[Recogniser, ...]:
@@ -273,7 +276,7 @@ def as_recognisers(items: Iterable[Any], where: str) -> tuple[Recogniser, ...]:
     chain: list[Recogniser] = []
     for index, item in enumerate(items):
         if isinstance(item, str):
-            chain.extend(_builtins([item], where))
+            chain.extend(_builtins([item], f"{where}[{index}]"))
         elif isinstance(item, Recogniser):
             chain.append(item)
         else:
@@ -281,21 +284,20 @@ def as_recognisers(items: Iterable[Any], where: str) -> tuple[Recogniser, ...]:
     return tuple(chain)
 
 
-def _builtins(builtins: bool | Iterable[str], where: str) -> list[Recogniser]:
+def _builtins(builtins: bool | Iterable[str], key: str) -> list[Recogniser]:
     if builtins is True:
         return list(BUILTINS.values())
     if builtins is False:
         return []
     if isinstance(builtins, str) or not isinstance(builtins, Iterable):
         raise ConfigurationError(
-            f"{where}.builtins must be true, false or a list of {', '.join(BUILTINS)}, "
-            f"got {builtins!r}"
+            f"{key} must be true, false or a list of {', '.join(BUILTINS)}, got {builtins!r}"
         )
     chosen = list(builtins)
     unknown = [str(b) for b in chosen if b not in BUILTINS]
     if unknown:
         raise ConfigurationError(
-            f"{where}.builtins: unknown convention {unknown[0]!r}; known: {', '.join(BUILTINS)}"
+            f"{key}: unknown convention {unknown[0]!r}; known: {', '.join(BUILTINS)}"
         )
     return [BUILTINS[b] for b in dict.fromkeys(chosen)]
 
