@@ -52,6 +52,15 @@ _EXPORTS: dict[str, str] = {
     # online scoring
     "OnlineScorer": "tracescore.online",
     "ScoringSpanProcessor": "tracescore.online",
+    "RecognisedCall": "tracescore.online",
+    "AgentMapping": "tracescore.online",
+    "build_recognisers": "tracescore.online",
+    "recognise": "tracescore.online",
+    "recogniser_markers": "tracescore.online",
+    # scoring gateway
+    "Gateway": "tracescore.gateway",
+    "GatewayConfig": "tracescore.gateway",
+    "load_gateway_config": "tracescore.gateway",
     # offline evals
     "run_evals": "tracescore.evals",
     "arun_evals": "tracescore.evals",
@@ -68,12 +77,15 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "AgentCall",
+    "AgentMapping",
     "AnswerRelevancyScorer",
     "ConfigurationError",
     "ContentSimilarityScorer",
     "ContextThreadPoolExecutor",
     "EvalResult",
     "EvalSummary",
+    "Gateway",
+    "GatewayConfig",
     "ItemFailure",
     "ItemResult",
     "Judge",
@@ -84,6 +96,7 @@ __all__ = [
     "LiteLLMJudge",
     "OfflineJudge",
     "OnlineScorer",
+    "RecognisedCall",
     "ScoreResult",
     "Scorer",
     "ScorerError",
@@ -94,6 +107,7 @@ __all__ = [
     "add_agent_call_listener",
     "agent",
     "arun_evals",
+    "build_recognisers",
     "configure",
     "create_answer_relevancy_scorer",
     "create_content_similarity_scorer",
@@ -102,7 +116,10 @@ __all__ = [
     "instrument_agent",
     "instrument_litellm",
     "llm",
+    "load_gateway_config",
     "propagate_context",
+    "recognise",
+    "recogniser_markers",
     "remove_agent_call_listener",
     "run_evals",
     "set_content_capture",
@@ -140,6 +157,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         arun_evals,
         run_evals,
     )
+    from tracescore.gateway import Gateway, GatewayConfig, load_gateway_config
     from tracescore.instrument._agent_object import instrument_agent, uninstrument_agent
     from tracescore.instrument._calls import (
         AgentCall,
@@ -151,7 +169,15 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from tracescore.instrument._context import ContextThreadPoolExecutor, propagate_context
     from tracescore.instrument._decorators import agent, llm, span, tool
     from tracescore.instrument._litellm import instrument_litellm, uninstrument_litellm
-    from tracescore.online import OnlineScorer, ScoringSpanProcessor
+    from tracescore.online import (
+        AgentMapping,
+        OnlineScorer,
+        RecognisedCall,
+        ScoringSpanProcessor,
+        build_recognisers,
+        recognise,
+        recogniser_markers,
+    )
     from tracescore.scoring import (
         AnswerRelevancyScorer,
         ContentSimilarityScorer,

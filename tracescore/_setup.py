@@ -26,10 +26,11 @@ from opentelemetry.sdk.trace import (
     SynchronousMultiSpanProcessor,
     TracerProvider,
 )
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.export import SpanExporter
 
 from tracescore import _exporters
 from tracescore._exceptions import ConfigurationError
+from tracescore._export_pipeline import ExportLimits, GuardedExporter, export_processor
 
 __all__ = ["TracescoreHandle", "configure", "flush", "shutdown"]
 
@@ -113,11 +114,13 @@ class TracescoreHandle:
     """What configure() returns: the provider in use plus flush/shutdown of this pipeline."""
 
     def __init__(self, tracer_provider: TracerProvider, router: _Router, pipeline: SpanProcessor,
-                 exporters: Sequence[SpanExporter]) -> None:
+                 guards: Sequence[GuardedExporter]) -> None:
         self._provider = tracer_provider
         self._router = router
         self._pipeline = pipeline
-        self.exporters: tuple[SpanExporter, ...] = tuple(exporters)
+        self._guards = tuple(guards)
+        self.exporters: tuple[SpanExporter, ...] = tuple(
+            g.exporter.exporter if isinstance(g.exporter, _Lease) else g.exporter for g in guards)
         self._closed = False
 
     @property
@@ -131,12 +134,33 @@ class TracescoreHandle:
         return not self._closed and self._router.target is self._pipeline
 
     def flush(self, timeout: float = 30.0) -> bool:
-        """Export everything finished so far (scoring included); False if `timeout` ran out."""
+        """Export everything finished so far (scoring included).
+
+        False if `timeout` ran out, or if any span failed to export since the previous flush()
+        (the failure is logged with the number of spans lost); never raises.
+        """
         if self._closed:
             return True
         pipeline = self._pipeline
-        return _bounded(lambda: bool(pipeline.force_flush(max(0, int(timeout * 1000)))), timeout,
+        done = _bounded(lambda: bool(pipeline.force_flush(max(0, int(timeout * 1000)))), timeout,
                         "flush")
+        failed = sum(guard.take_failures() for guard in self._guards)
+        if failed:
+            _log.warning("tracescore: %d span(s) failed to export since the last flush", failed)
+        return done and not failed
+
+    def stats(self) -> dict[str, int]:
+        """Counters of this pipeline, summed over its exporters: `export.exported`, `export.failed`
+        (spans), `export.truncated` (spans cut to max_span_bytes), `export.requests`; with online
+        scoring also the counters of `ScoringSpanProcessor.stats()`."""
+        counts = dict.fromkeys(("export.exported", "export.failed", "export.truncated",
+                                "export.requests"), 0)
+        for guard in self._guards:
+            for key, value in guard.stats().items():
+                counts[f"export.{key}"] += value
+        if _is_scoring(self._pipeline):
+            counts.update(self._pipeline.stats())  # type: ignore[attr-defined]
+        return counts
 
     def shutdown(self, timeout: float = 30.0) -> None:
         """Detach this pipeline from the provider, export what it still has (online scoring waits
@@ -211,10 +235,13 @@ def configure(
     file_path: str | os.PathLike[str] | None = None,
     resource_attributes: Mapping[str, Any] | None = None,
     batch: bool = True,
+    max_span_bytes: int | None = None,
+    max_request_bytes: int | None = None,
     capture_content: bool | None = None,
     max_content_length: int | None = None,
     redact: bool | None = None,
     redaction_hook: Callable[[str], str] | None = None,
+    openinference: bool | None = None,
     scorers: Any = None,
     online: Mapping[str, Any] | None = None,
     tracer_provider: TracerProvider | None = None,
@@ -225,12 +252,20 @@ def configure(
     "otlp-grpc", "console", "file" (OTLP JSON lines at `file_path`), "none", a SpanExporter, or a list
     of these. Default: OTEL_TRACES_EXPORTER, else "otlp". endpoint/headers/compression left as None
     are read by the OTLP exporters from the standard OTEL_EXPORTER_OTLP_(TRACES_)* variables.
+    openinference=True also puts agent input/output on `input.value` / `output.value` (Phoenix's
+    input and output columns); default from TRACESCORE_OPENINFERENCE, else off.
 
     An existing SDK TracerProvider (`tracer_provider`, else the global one) is extended, not replaced.
     Calling configure() again replaces the previous pipeline on that provider (no double export).
+
+    Spans are exported from a background thread (batch=False: each as soon as it ends). A span larger
+    than `max_span_bytes` (default 1 MiB, env TRACESCORE_MAX_SPAN_BYTES) has its largest values cut
+    and is marked `tracescore.span.truncated`; export requests stay under `max_request_bytes`
+    (default 3 MiB, env TRACESCORE_MAX_REQUEST_BYTES).
     Raises ConfigurationError for invalid arguments.
     """
     specs = _exporter_specs(exporter)
+    limits = ExportLimits.resolve(max_span_bytes, max_request_bytes)
     headers_ = _exporters.check_headers(headers)
     compression_ = _exporters.check_compression(compression)
     has_otlp = any(isinstance(s, str) and _exporters.is_otlp(s) for s in specs)
@@ -253,7 +288,7 @@ def configure(
     resource = _resource(service_name, resource_attributes)
     scorer_list = _scorer_list(scorers)
 
-    built: list[SpanExporter] = []
+    built: list[GuardedExporter] = []
     pipeline: SpanProcessor | None = None
     try:
         for spec in specs:
@@ -261,11 +296,12 @@ def configure(
                 spec, endpoint=endpoint, headers=headers_, compression=compression_,
                 file_path=file_path)
             if exp is not None:
-                built.append(exp)
+                built.append(GuardedExporter(exp, limits))
         pipeline = _pipeline(built, batch)
         if scorer_list:
             pipeline = _scoring(pipeline, scorer_list, online)
-        _set_content_options(capture_content, max_content_length, redact, redaction_hook)
+        _set_content_options(capture_content, max_content_length, redact, redaction_hook,
+                             openinference)
     except BaseException:
         if pipeline is not None:
             pipeline.shutdown()
@@ -281,8 +317,7 @@ def configure(
             router = _routers[provider] = _Router()
             provider.add_span_processor(router)
         old = router.swap(pipeline)
-        handle = TracescoreHandle(provider, router, pipeline,
-                                  [e.exporter if isinstance(e, _Lease) else e for e in built])
+        handle = TracescoreHandle(provider, router, pipeline, built)
         for previous in [h for h in _handles if h._router is router]:
             previous._closed = True
             _handles.remove(previous)
@@ -314,6 +349,8 @@ def _exporter_specs(exporter: ExporterSpec | Sequence[ExporterSpec] | None) -> l
         raw = [exporter]
     elif isinstance(exporter, Sequence):
         raw = list(exporter)
+        if not raw:
+            raise ConfigurationError('exporter=[] names no exporter; use exporter="none" to export nothing')
     else:
         raise ConfigurationError(f"exporter must be a name, a SpanExporter or a list (got {exporter!r})")
     specs: list[ExporterSpec] = []
@@ -364,26 +401,27 @@ def _resource(service_name: str | None, attributes: Mapping[str, Any] | None) ->
 
 
 def _set_content_options(capture: bool | None, max_length: int | None, redact: bool | None,
-                         hook: Callable[[str], str] | None) -> None:
-    if capture is None and max_length is None and redact is None and hook is None:
+                         hook: Callable[[str], str] | None, openinference: bool | None) -> None:
+    if (capture is None and max_length is None and redact is None and hook is None
+            and openinference is None):
         return
     from tracescore._config import set_content_capture  # validates and raises ConfigurationError
 
-    kwargs: dict[str, Any] = {"max_length": max_length, "redact": redact}
+    kwargs: dict[str, Any] = {"max_length": max_length, "redact": redact,
+                              "openinference": openinference}
     if hook is not None:
         kwargs["redaction_hook"] = hook
     set_content_capture(capture, **kwargs)
 
 
-def _pipeline(exporters: Sequence[SpanExporter], batch: bool) -> SpanProcessor:
-    make = BatchSpanProcessor if batch else SimpleSpanProcessor
+def _pipeline(exporters: Sequence[GuardedExporter], batch: bool) -> SpanProcessor:
     if not exporters:
         return SpanProcessor()  # "none": spans are still created (scoring may use them), not exported
     if len(exporters) == 1:
-        return make(exporters[0])
+        return export_processor(exporters[0], batch)
     fan_out = SynchronousMultiSpanProcessor()
     for exp in exporters:
-        fan_out.add_span_processor(make(exp))
+        fan_out.add_span_processor(export_processor(exp, batch))
     return fan_out
 
 

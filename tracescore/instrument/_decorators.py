@@ -18,14 +18,15 @@ from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, overload
 import wrapt
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
+from opentelemetry.trace import SpanKind, Tracer
 
 from tracescore import _semconv as sc
 from tracescore._config import ContentSettings, content_settings
 from tracescore._content import serialize
 from tracescore._exceptions import ConfigurationError
 from tracescore._suppress import _KEY as _SUPPRESS_KEY
-from tracescore.instrument import _calls
+from tracescore.instrument import _calls, _openinference
+from tracescore.instrument._errors import record_error
 from tracescore.instrument._span_messages import (
     _get,
     input_messages_attr,
@@ -72,28 +73,6 @@ def _log_once(key: str, message: str) -> None:
     if key not in _logged:
         _logged.add(key)
         _log.warning(message, exc_info=True)
-
-
-def _error_type(exc: BaseException) -> str:
-    cls = type(exc)
-    module = getattr(cls, "__module__", None)
-    name = getattr(cls, "__qualname__", cls.__name__)
-    return name if module in (None, "builtins") else f"{module}.{name}"
-
-
-def _record_error(span: Any, exc: BaseException) -> None:
-    try:
-        if not span.is_recording():
-            return
-        span.record_exception(exc)
-        try:
-            message = str(exc)
-        except Exception:  # noqa: BLE001 - a broken __str__ leaves the message empty
-            message = ""
-        span.set_status(Status(StatusCode.ERROR, message or None))
-        span.set_attribute(sc.ERROR_TYPE, _error_type(exc))
-    except Exception:  # noqa: BLE001 - telemetry never raises into the user's code
-        _log_once("record-error", "tracescore: could not record an exception on a span")
 
 
 # --- call inputs -----------------------------------------------------------------------------
@@ -403,11 +382,15 @@ class _Op:
                 _log_once("bind", "tracescore: could not read an agent call's input")
                 listeners = ()
         call = _Call(self, otel_span, ctx, value, capture and recording, settings)
+        if self.is_agent and settings.openinference and recording:
+            otel_span.set_attribute(sc.OI_SPAN_KIND, sc.OI_SPAN_KIND_AGENT)
         if call.capture:
             try:
                 otel_span.set_attribute(
                     self.input_key, self.input_text(instance, args, kwargs, value, settings)
                 )
+                if self.is_agent and settings.openinference:
+                    otel_span.set_attributes(_openinference.input_attributes(value, settings))
             except Exception:  # noqa: BLE001 - the call runs without its input captured
                 _log_once("input", "tracescore: could not capture a call input")
         if listeners:
@@ -514,12 +497,16 @@ class _Call:
         otel_span = self.span
         try:
             if error is not None:
-                _record_error(otel_span, error)
+                record_error(otel_span, error, settings=self.settings)
             else:
                 if self.capture:
                     otel_span.set_attribute(
                         self.op.output_key, self.op.output_text(result, self.settings)
                     )
+                    if self.op.is_agent and self.settings.openinference:
+                        otel_span.set_attributes(
+                            _openinference.output_attributes(result, self.settings)
+                        )
                 if self.op.is_llm and otel_span.is_recording():
                     _llm_result_attrs(otel_span, result)
             if self.listening:
@@ -703,6 +690,19 @@ def _async_generator_wrapper(op: _Op) -> Callable[..., Any]:
 # --- public decorators -----------------------------------------------------------------------
 
 
+_PRIMITIVES = (str, bool, int, float)
+
+
+def _is_attribute_value(value: Any) -> bool:
+    """Whether `value` is a valid OpenTelemetry attribute value (primitive or homogeneous list)."""
+    if isinstance(value, _PRIMITIVES):
+        return True
+    if not isinstance(value, (list, tuple)):
+        return False
+    kinds = {bool if isinstance(v, bool) else type(v) for v in value}
+    return len(kinds) <= 1 and all(isinstance(v, _PRIMITIVES) for v in value)
+
+
 def _validate(
     name: Any,
     capture_content: Any,
@@ -722,6 +722,12 @@ def _validate(
         not isinstance(attributes, Mapping) or not all(isinstance(k, str) for k in attributes)
     ):
         raise ConfigurationError(f"attributes must be a mapping with str keys, got {attributes!r}")
+    for key, value in (attributes or {}).items():
+        if not _is_attribute_value(value):
+            raise ConfigurationError(
+                f"attributes[{key!r}] must be a str, bool, int or float, or a list of one of "
+                f"those types (an OpenTelemetry attribute value), got {value!r}"
+            )
     if conversation_id is not None and not (
         isinstance(conversation_id, str) or callable(conversation_id)
     ):
