@@ -192,8 +192,8 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     def start() -> None:
         tasks.append(ctx.run(loop.create_task, _settle_into(coro, done)))
 
-    loop.call_soon_threadsafe(start)
     try:
+        loop.call_soon_threadsafe(start)
         return done.result()
     except BaseException:
         if not done.done():  # the caller was interrupted (Ctrl-C): stop the work it waits for
