@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-test: $(STAMP) docs
+test: $(STAMP) lint docs
 	$(PY) -m pytest -q
 
 docs: $(STAMP)

@@ -36,7 +36,8 @@ def config_problems(config: dict[str, Any], known: dict[str, Any]) -> list[str]:
     pipelines = service.get("pipelines") or {}
     if not pipelines:
         problems.append("no pipelines")
-    connectors_in, connectors_out = set(), set()
+    connectors_in: set[str] = set()
+    connectors_out: set[str] = set()
     for name, pipeline in pipelines.items():
         if _type(name) not in ("traces", "metrics", "logs"):
             problems.append(f"pipeline {name!r} has an unknown signal")
