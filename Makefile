@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: venv test demo bench lint phoenix demo-phoenix clean
+.PHONY: venv test demo bench lint phoenix demo-phoenix collector clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-test: $(STAMP)
+test: $(STAMP) collector
 	$(PY) -m pytest -q
 
 demo: $(STAMP)
@@ -22,6 +22,10 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
+
+# The OpenTelemetry Collector built from collector/builder-config.yaml (needs Go; cached, minutes cold).
+collector: $(STAMP)
+	$(PY) -m tracescore.testing._collector build
 
 phoenix: $(STAMP)
 	$(PY) -m tracescore.testing._phoenix serve
