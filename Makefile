@@ -3,8 +3,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
+export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: venv test demo bench lint phoenix demo-phoenix collector clean
+.PHONY: venv test demo bench lint docs docs-serve phoenix demo-phoenix collector clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -14,8 +15,14 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-test: $(STAMP) collector
+test: $(STAMP) docs collector
 	$(PY) -m pytest -q
+
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict --quiet
+
+docs-serve: $(STAMP)
+	$(VENV)/bin/mkdocs serve
 
 demo: $(STAMP)
 	$(VENV)/bin/tracescore demo
@@ -38,4 +45,4 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build site *.egg-info .pytest_cache

@@ -5,10 +5,12 @@ Per-call cost of a sync and an async function, measured interleaved in one run:
   * raw:        `tracer.start_as_current_span(...)` around the call, setting the same attributes
                 (operation, agent name, input/output messages as semconv JSON);
   * tracescore: the same function under `@tracescore.agent` (content capture and redaction on,
-                the defaults).
+                the defaults);
+  * tracescore+oi: the same with OpenInference `input.value` / `output.value` copies turned on
+                (`set_content_capture(openinference=True)`, off by default).
 Both traced variants export through the same TracerProvider + SimpleSpanProcessor into an
 exporter that discards spans, so only instrumentation cost differs. The ratio column is
-tracescore/raw (target <= 1.2).
+tracescore/raw (target <= 1.2); the OpenInference column is tracescore+oi / tracescore.
 
     python benchmarks/bench_decorators.py [--quick] [--json PATH]
 """
@@ -16,6 +18,7 @@ tracescore/raw (target <= 1.2).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -34,6 +37,7 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.trace import SpanKind
 
 import tracescore
+from tracescore import _config
 from tracescore import _semconv as sc
 
 QUESTION = "What is the capital of France, and how many people live there?"
@@ -89,14 +93,26 @@ def build_cases(tracer: trace.Tracer) -> dict[str, Callable[[], Any]]:
 
     traced = tracescore.agent(name="bench")(answer)
     atraced = tracescore.agent(name="bench")(aanswer)
+    # both tracescore variants pay the same settings switch (one global assignment per call)
+    off = _config.set_content_capture(True, redact=True, openinference=False)
+    on = dataclasses.replace(off, openinference=True)
+
+    def under(settings: _config.ContentSettings, fn: Callable[[str], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            _config._settings = settings
+            return fn(QUESTION)
+
+        return run
 
     return {
         "sync bare": lambda: answer(QUESTION),
         "sync raw": lambda: raw(QUESTION),
-        "sync tracescore": lambda: traced(QUESTION),
+        "sync tracescore": under(off, traced),
+        "sync tracescore+oi": under(on, traced),
         "async bare": lambda: aanswer(QUESTION),
         "async raw": lambda: araw(QUESTION),
-        "async tracescore": lambda: atraced(QUESTION),
+        "async tracescore": under(off, atraced),
+        "async tracescore+oi": under(on, atraced),
     }
 
 
@@ -135,20 +151,25 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     results: dict[str, Any] = {"environment": environment(), "rounds": rounds, "calls": calls}
     rows = []
     for flavour in ("sync", "async"):
-        bare, raw, ours = (medians[f"{flavour} {k}"] for k in ("bare", "raw", "tracescore"))
+        bare, raw, ours, oi = (
+            medians[f"{flavour} {k}"] for k in ("bare", "raw", "tracescore", "tracescore+oi")
+        )
         ratio = ours / raw
         results[flavour] = {
             "bare_ns": bare,
             "raw_ns": raw,
             "tracescore_ns": ours,
+            "tracescore_openinference_ns": oi,
             "raw_overhead_ns": raw - bare,
             "tracescore_overhead_ns": ours - bare,
             "ratio_tracescore_over_raw": ratio,
+            "ratio_openinference_over_off": oi / ours,
         }
-        rows.append([flavour, bare, raw, ours, ratio])
+        rows.append([flavour, bare, raw, ours, ratio, oi, oi / ours])
     print_table(
         rows,
-        ["function", "bare ns/call", "raw OTel ns/call", "tracescore ns/call", "ratio ts/raw"],
+        ["function", "bare ns/call", "raw OTel ns/call", "tracescore ns/call", "ratio ts/raw",
+         "+openinference ns/call", "ratio oi/off"],
         title=f"Decorator overhead (median of {rounds} interleaved rounds x {calls} calls)",
     )
     for flavour in ("sync", "async"):

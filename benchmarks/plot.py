@@ -20,7 +20,7 @@ sys.path.insert(0, str(HERE))
 from _common import read_json
 
 DEFAULT_SUMMARY = HERE / "results" / "summary.json"
-DEFAULT_PNG = HERE / "results" / "overview.png"
+DEFAULT_PNG = HERE.parent / "docs" / "assets" / "overview.png"
 OURS = "#1f77b4"
 PEER = "#b0b0b0"
 OTHER = "#aec7e8"

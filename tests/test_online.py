@@ -770,6 +770,34 @@ def test_genai_invoke_agent_spans_of_other_instrumentations_are_opt_in(make) -> 
             assert scorer.calls == [] and len(h.agent_spans()) == 1
 
 
+def test_recognise_option_scores_spans_of_a_user_mapping_with_their_ground_truth(make) -> None:
+    scorer = LengthScorer()
+    mapping = {"name": "mine", "input": "q", "output": "a", "ground_truth": "expected",
+               "agent": "who", "attributes": {"kind": "agent"}}
+    h = make([scorer], recognise=[mapping])
+    tracer = h.provider.get_tracer("some.other.instrumentation")
+    for kind in ("agent", "tool"):
+        with tracer.start_as_current_span("step", attributes={
+                "q": "Capital?", "a": "Paris", "expected": "Paris", "who": "geo", "kind": kind}):
+            pass
+    assert h.flush()
+    assert scorer.calls == [{"input": "Capital?", "output": "Paris", "ground_truth": "Paris",
+                             "run_id": scorer.calls[0]["run_id"]}]
+    (scored,) = [s for s in h.spans() if results(s)]
+    assert scored.attributes["kind"] == "agent"
+
+
+@pytest.mark.parametrize("recognise, message", [
+    (["langchain"], "unknown convention 'langchain'"),
+    ([{"input": "q"}], r"ScoringSpanProcessor recognise\[0\]\.output is required"),
+    ("genai", "must be a list"),
+])
+def test_bad_recognise_option_is_a_configuration_error(recognise: Any, message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        ScoringSpanProcessor(SimpleSpanProcessor(InMemorySpanExporter()), [LengthScorer()],
+                             recognise=recognise)
+
+
 def test_each_processor_scores_only_its_own_providers_spans(make) -> None:
     a, b = LengthScorer("a"), LengthScorer("b")
     ha, hb = make([a]), make([b])

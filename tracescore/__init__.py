@@ -52,6 +52,11 @@ _EXPORTS: dict[str, str] = {
     # online scoring
     "OnlineScorer": "tracescore.online",
     "ScoringSpanProcessor": "tracescore.online",
+    "RecognisedCall": "tracescore.online",
+    "AgentMapping": "tracescore.online",
+    "build_recognisers": "tracescore.online",
+    "recognise": "tracescore.online",
+    "recogniser_markers": "tracescore.online",
     # offline evals
     "run_evals": "tracescore.evals",
     "arun_evals": "tracescore.evals",
@@ -68,6 +73,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "AgentCall",
+    "AgentMapping",
     "AnswerRelevancyScorer",
     "ConfigurationError",
     "ContentSimilarityScorer",
@@ -84,6 +90,7 @@ __all__ = [
     "LiteLLMJudge",
     "OfflineJudge",
     "OnlineScorer",
+    "RecognisedCall",
     "ScoreResult",
     "Scorer",
     "ScorerError",
@@ -94,6 +101,7 @@ __all__ = [
     "add_agent_call_listener",
     "agent",
     "arun_evals",
+    "build_recognisers",
     "configure",
     "create_answer_relevancy_scorer",
     "create_content_similarity_scorer",
@@ -103,6 +111,8 @@ __all__ = [
     "instrument_litellm",
     "llm",
     "propagate_context",
+    "recognise",
+    "recogniser_markers",
     "remove_agent_call_listener",
     "run_evals",
     "set_content_capture",
@@ -151,7 +161,15 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from tracescore.instrument._context import ContextThreadPoolExecutor, propagate_context
     from tracescore.instrument._decorators import agent, llm, span, tool
     from tracescore.instrument._litellm import instrument_litellm, uninstrument_litellm
-    from tracescore.online import OnlineScorer, ScoringSpanProcessor
+    from tracescore.online import (
+        AgentMapping,
+        OnlineScorer,
+        RecognisedCall,
+        ScoringSpanProcessor,
+        build_recognisers,
+        recognise,
+        recogniser_markers,
+    )
     from tracescore.scoring import (
         AnswerRelevancyScorer,
         ContentSimilarityScorer,

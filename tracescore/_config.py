@@ -7,6 +7,8 @@ Environment variables (read once, lazily, on first use):
 - ``TRACESCORE_CAPTURE_CONTENT``: boolean; wins over the OTel variable when both are set.
 - ``TRACESCORE_MAX_CONTENT_LENGTH``: positive integer, characters kept per captured value.
 - ``TRACESCORE_REDACT``: boolean, built-in redaction of secrets, emails and card numbers.
+- ``TRACESCORE_OPENINFERENCE``: boolean, agent spans also carry OpenInference ``input.value`` /
+  ``output.value`` (the input and output columns of Phoenix and other OpenInference backends).
 
 A bad value warns (``RuntimeWarning``) and falls back to the default.
 """
@@ -26,10 +28,12 @@ ENV_OTEL_CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 ENV_CAPTURE = "TRACESCORE_CAPTURE_CONTENT"
 ENV_MAX_LENGTH = "TRACESCORE_MAX_CONTENT_LENGTH"
 ENV_REDACT = "TRACESCORE_REDACT"
+ENV_OPENINFERENCE = "TRACESCORE_OPENINFERENCE"
 
 DEFAULT_CAPTURE = True
 DEFAULT_MAX_LENGTH = 8192
 DEFAULT_REDACT = True
+DEFAULT_OPENINFERENCE = False  # costs a second serialization per agent call (bench_decorators)
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
@@ -39,12 +43,13 @@ _OTEL_OFF = frozenset({"false", "no_content"})
 
 @dataclass(frozen=True, slots=True)
 class ContentSettings:
-    """What content instrumentation records: on/off, size limit, redaction."""
+    """What content instrumentation records: on/off, size limit, redaction, OpenInference copies."""
 
     capture: bool = DEFAULT_CAPTURE
     max_length: int = DEFAULT_MAX_LENGTH
     redact: bool = DEFAULT_REDACT
     redaction_hook: Callable[[str], str] | None = None
+    openinference: bool = DEFAULT_OPENINFERENCE
 
 
 _UNSET: Any = object()
@@ -113,6 +118,7 @@ def settings_from_env() -> ContentSettings:
         capture=_env_capture(),
         max_length=_env_max_length(),
         redact=_env_bool(ENV_REDACT, DEFAULT_REDACT),
+        openinference=_env_bool(ENV_OPENINFERENCE, DEFAULT_OPENINFERENCE),
     )
 
 
@@ -138,12 +144,14 @@ def set_content_capture(
     max_length: int | None = None,
     redact: bool | None = None,
     redaction_hook: Callable[[str], str] | None = _UNSET,
+    openinference: bool | None = None,
 ) -> ContentSettings:
     """Change the global content-capture settings; arguments left out keep their value.
 
     `capture` turns recording of inputs/outputs/messages on or off, `max_length` bounds each
     captured value (characters), `redact` switches the built-in redaction, and
     `redaction_hook` (a `str -> str` callable, or None to remove it) runs after it.
+    `openinference` also puts captured agent input/output on `input.value` / `output.value`.
     Returns the new settings.
     """
     global _settings
@@ -151,6 +159,10 @@ def set_content_capture(
         raise ConfigurationError(f"capture must be True, False or None, got {capture!r}")
     if redact is not None and not isinstance(redact, bool):
         raise ConfigurationError(f"redact must be True, False or None, got {redact!r}")
+    if openinference is not None and not isinstance(openinference, bool):
+        raise ConfigurationError(
+            f"openinference must be True, False or None, got {openinference!r}"
+        )
     if max_length is not None and (
         isinstance(max_length, bool) or not isinstance(max_length, int) or max_length <= 0
     ):
@@ -166,6 +178,8 @@ def set_content_capture(
         changes["redact"] = redact
     if redaction_hook is not _UNSET:
         changes["redaction_hook"] = redaction_hook
+    if openinference is not None:
+        changes["openinference"] = openinference
     current = content_settings()
     with _lock:
         _settings = replace(_settings or current, **changes)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -26,6 +27,8 @@ _OTLP_NAMES = ("otlp", "otlp-http", "otlp-grpc")
 _TRACES_PATH = "/v1/traces"
 _LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]")
 _COMPRESSIONS = ("gzip", "deflate", "none")
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9a-z-]+")  # an HTTP token (RFC 9110), lower-cased
+_HOST = re.compile(r"[A-Za-z0-9._~%-]+|[0-9A-Fa-f:.]+")  # a DNS name / IPv4, or IPv6 (no brackets)
 
 # Standard environment variables (read here only to pick the protocol; the OTel exporters read the rest).
 ENV_TRACES_EXPORTER = "OTEL_TRACES_EXPORTER"
@@ -143,15 +146,35 @@ def check_headers(headers: Mapping[str, str] | str | None) -> dict[str, str] | N
     if headers is None:
         return None
     if isinstance(headers, str):
-        from opentelemetry.util.re import parse_env_headers
-
-        return {k.lower(): v for k, v in parse_env_headers(headers, liberal=True).items()}
+        return _parse_header_string(headers)
     if not isinstance(headers, Mapping):
         raise ConfigurationError(f"headers must be a mapping or a 'k=v,k2=v2' string (got {headers!r})")
     for key, value in headers.items():
         if not isinstance(key, str) or not isinstance(value, str) or not key:
             raise ConfigurationError(f"headers must map str to str (bad entry {key!r}: {value!r})")
     return {key.lower(): value for key, value in headers.items()}  # gRPC metadata must be lower-case
+
+
+def _parse_header_string(headers: str) -> dict[str, str]:
+    """'k=v,k2=v2' (values URL-encoded, as in OTEL_EXPORTER_OTLP_HEADERS); every entry must be k=v."""
+    from urllib.parse import unquote
+
+    parsed: dict[str, str] = {}
+    for entry in headers.split(","):
+        if not entry.strip():
+            continue
+        key, sep, value = entry.partition("=")
+        key = unquote(key).strip().lower()
+        if not sep or not _HEADER_NAME.fullmatch(key):
+            raise ConfigurationError(
+                f"headers must be 'name=value' pairs separated by commas (bad entry {entry.strip()!r})")
+        parsed[key] = unquote(value).strip()
+    return parsed
+
+
+def _check_host(parts: Any, endpoint: str, example: str) -> None:
+    if any(ch.isspace() for ch in endpoint) or not parts.hostname or not _HOST.fullmatch(parts.hostname):
+        raise ConfigurationError(f"endpoint {endpoint!r} has no valid host name; use e.g. {example}")
 
 
 def http_traces_url(endpoint: str) -> str:
@@ -161,6 +184,7 @@ def http_traces_url(endpoint: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigurationError(
             f"OTLP/HTTP endpoint must be an http(s) URL such as http://localhost:4318 (got {endpoint!r})")
+    _check_host(parts, endpoint, "http://localhost:4318")
     _check_port(parts, endpoint)
     if parts.path.rstrip("/").endswith(_TRACES_PATH):
         return endpoint
@@ -180,6 +204,7 @@ def grpc_target(endpoint: str) -> tuple[str, bool | None]:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigurationError(
             f"OTLP/gRPC endpoint must look like localhost:4317 or http(s)://host:4317 (got {endpoint!r})")
+    _check_host(parts, endpoint, "localhost:4317")
     _check_port(parts, endpoint)
     return endpoint, parts.scheme == "http"
 

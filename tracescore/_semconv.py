@@ -51,6 +51,16 @@ ERROR_TYPE = "error.type"
 SERVER_ADDRESS = "server.address"
 SERVER_PORT = "server.port"
 
+# --- OpenInference (Phoenix's input/output columns; opt-in copies on agent spans) --------------
+OI_SPAN_KIND = "openinference.span.kind"
+OI_SPAN_KIND_AGENT = "AGENT"
+OI_INPUT_VALUE = "input.value"
+OI_INPUT_MIME_TYPE = "input.mime_type"
+OI_OUTPUT_VALUE = "output.value"
+OI_OUTPUT_MIME_TYPE = "output.mime_type"
+OI_MIME_TEXT = "text/plain"
+OI_MIME_JSON = "application/json"
+
 # --- tracescore's own keys ----------------------------------------------------------------
 TS_PREFIX = "tracescore."
 TS_COST_USD = "tracescore.usage.cost_usd"
@@ -73,6 +83,7 @@ TS_STEP_RESULT = "tracescore.step.result"
 TS_UNSCORED = "tracescore.evaluation.unscored"  # event name: span exported without its score
 TS_UNSCORED_REASON = "tracescore.evaluation.unscored.reason"
 TS_EVALUATED_SPAN_ID = "tracescore.evaluation.span_id"
+TS_GROUND_TRUTH = "tracescore.ground_truth"  # expected answer of an agent call, read by recognisers
 
 # --- online scoring (H4) ---------------------------------------------------------------------
 TS_FAILED_STEP = "tracescore.evaluation.failed_step"  # scorer step that failed (on error)
@@ -92,3 +103,26 @@ TS_EVAL_ITEM_INDEX = "tracescore.eval.item.index"  # position of the item in the
 # OpenTelemetry context key set while run_evals calls its target (value: the eval run id);
 # online scoring skips agent calls made under it, so eval items are not scored twice.
 CTX_EVAL_RUN_ID = "tracescore.eval.run_id"
+
+# --- other conventions, read by the agent-span recognisers (online/_recognise.py) -------------
+# OpenInference
+OI_SPAN_KIND = "openinference.span.kind"
+OI_KIND_AGENT = "AGENT"
+OI_INPUT_VALUE = "input.value"
+OI_INPUT_MIME_TYPE = "input.mime_type"
+OI_OUTPUT_VALUE = "output.value"
+OI_OUTPUT_MIME_TYPE = "output.mime_type"
+OI_AGENT_NAME = "agent.name"
+OI_MIME_JSON = "application/json"
+# OpenLLMetry / traceloop
+TL_SPAN_KIND = "traceloop.span.kind"
+TL_KINDS_AGENT = ("agent", "workflow")
+TL_ENTITY_NAME = "traceloop.entity.name"
+TL_ENTITY_INPUT = "traceloop.entity.input"
+TL_ENTITY_OUTPUT = "traceloop.entity.output"
+# pydantic-ai (and logfire, which uses pydantic-ai's own instrumentation)
+PAI_ALL_MESSAGES = "pydantic_ai.all_messages"
+PAI_NEW_MESSAGE_INDEX = "pydantic_ai.new_message_index"
+PAI_FINAL_RESULT = "final_result"
+PAI_AGENT_NAME = "agent_name"
+PAI_METADATA = "metadata"  # run metadata as JSON; may hold TS_GROUND_TRUTH

@@ -215,6 +215,7 @@ def configure(
     max_content_length: int | None = None,
     redact: bool | None = None,
     redaction_hook: Callable[[str], str] | None = None,
+    openinference: bool | None = None,
     scorers: Any = None,
     online: Mapping[str, Any] | None = None,
     tracer_provider: TracerProvider | None = None,
@@ -225,6 +226,8 @@ def configure(
     "otlp-grpc", "console", "file" (OTLP JSON lines at `file_path`), "none", a SpanExporter, or a list
     of these. Default: OTEL_TRACES_EXPORTER, else "otlp". endpoint/headers/compression left as None
     are read by the OTLP exporters from the standard OTEL_EXPORTER_OTLP_(TRACES_)* variables.
+    openinference=True also puts agent input/output on `input.value` / `output.value` (Phoenix's
+    input and output columns); default from TRACESCORE_OPENINFERENCE, else off.
 
     An existing SDK TracerProvider (`tracer_provider`, else the global one) is extended, not replaced.
     Calling configure() again replaces the previous pipeline on that provider (no double export).
@@ -265,7 +268,8 @@ def configure(
         pipeline = _pipeline(built, batch)
         if scorer_list:
             pipeline = _scoring(pipeline, scorer_list, online)
-        _set_content_options(capture_content, max_content_length, redact, redaction_hook)
+        _set_content_options(capture_content, max_content_length, redact, redaction_hook,
+                             openinference)
     except BaseException:
         if pipeline is not None:
             pipeline.shutdown()
@@ -314,6 +318,8 @@ def _exporter_specs(exporter: ExporterSpec | Sequence[ExporterSpec] | None) -> l
         raw = [exporter]
     elif isinstance(exporter, Sequence):
         raw = list(exporter)
+        if not raw:
+            raise ConfigurationError('exporter=[] names no exporter; use exporter="none" to export nothing')
     else:
         raise ConfigurationError(f"exporter must be a name, a SpanExporter or a list (got {exporter!r})")
     specs: list[ExporterSpec] = []
@@ -364,12 +370,14 @@ def _resource(service_name: str | None, attributes: Mapping[str, Any] | None) ->
 
 
 def _set_content_options(capture: bool | None, max_length: int | None, redact: bool | None,
-                         hook: Callable[[str], str] | None) -> None:
-    if capture is None and max_length is None and redact is None and hook is None:
+                         hook: Callable[[str], str] | None, openinference: bool | None) -> None:
+    if (capture is None and max_length is None and redact is None and hook is None
+            and openinference is None):
         return
     from tracescore._config import set_content_capture  # validates and raises ConfigurationError
 
-    kwargs: dict[str, Any] = {"max_length": max_length, "redact": redact}
+    kwargs: dict[str, Any] = {"max_length": max_length, "redact": redact,
+                              "openinference": openinference}
     if hook is not None:
         kwargs["redaction_hook"] = hook
     set_content_capture(capture, **kwargs)

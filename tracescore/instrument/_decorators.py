@@ -25,7 +25,7 @@ from tracescore._config import ContentSettings, content_settings
 from tracescore._content import serialize
 from tracescore._exceptions import ConfigurationError
 from tracescore._suppress import _KEY as _SUPPRESS_KEY
-from tracescore.instrument import _calls
+from tracescore.instrument import _calls, _openinference
 from tracescore.instrument._span_messages import (
     _get,
     input_messages_attr,
@@ -403,11 +403,15 @@ class _Op:
                 _log_once("bind", "tracescore: could not read an agent call's input")
                 listeners = ()
         call = _Call(self, otel_span, ctx, value, capture and recording, settings)
+        if self.is_agent and settings.openinference and recording:
+            otel_span.set_attribute(sc.OI_SPAN_KIND, sc.OI_SPAN_KIND_AGENT)
         if call.capture:
             try:
                 otel_span.set_attribute(
                     self.input_key, self.input_text(instance, args, kwargs, value, settings)
                 )
+                if self.is_agent and settings.openinference:
+                    otel_span.set_attributes(_openinference.input_attributes(value, settings))
             except Exception:  # noqa: BLE001 - the call runs without its input captured
                 _log_once("input", "tracescore: could not capture a call input")
         if listeners:
@@ -520,6 +524,10 @@ class _Call:
                     otel_span.set_attribute(
                         self.op.output_key, self.op.output_text(result, self.settings)
                     )
+                    if self.op.is_agent and self.settings.openinference:
+                        otel_span.set_attributes(
+                            _openinference.output_attributes(result, self.settings)
+                        )
                 if self.op.is_llm and otel_span.is_recording():
                     _llm_result_attrs(otel_span, result)
             if self.listening:

@@ -10,5 +10,23 @@ from __future__ import annotations
 from tracescore.online._events import evaluation_events
 from tracescore.online._options import OnlineScorer
 from tracescore.online._processor import ScoringSpanProcessor
+from tracescore.online._recognise import (
+    AgentMapping,
+    RecognisedCall,
+    Recogniser,
+    build_recognisers,
+    recognise,
+    recogniser_markers,
+)
 
-__all__ = ["OnlineScorer", "ScoringSpanProcessor", "evaluation_events"]
+__all__ = [
+    "AgentMapping",
+    "OnlineScorer",
+    "RecognisedCall",
+    "Recogniser",
+    "ScoringSpanProcessor",
+    "build_recognisers",
+    "evaluation_events",
+    "recognise",
+    "recogniser_markers",
+]

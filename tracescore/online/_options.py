@@ -7,6 +7,7 @@ only reads the prepared fields.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -200,6 +201,8 @@ def as_online_scorers(scorers: object) -> tuple[OnlineScorer, ...]:
 def _number(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigurationError(f"{name} must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise ConfigurationError(f"{name} must be a finite number, got {value!r}")
     return float(value)
 
 

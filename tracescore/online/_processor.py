@@ -45,7 +45,7 @@ from tracescore.online._events import (
 from tracescore.online._isolation import ProcessRunner
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._options import OnlineScorer, ProcessorOptions, as_online_scorers
-from tracescore.online._recognise import recognise_genai
+from tracescore.online._recognise import GENAI, Recogniser, as_recognisers, recognise
 from tracescore.online._sampling import RANDOMNESS_MASK
 from tracescore.online._sinks import carrier_span, emit_log_records, with_events
 from tracescore.online._worker import Worker
@@ -92,8 +92,10 @@ class ScoringSpanProcessor(SpanProcessor):
     `max_held_spans`: most spans held at once; beyond, spans are exported unscored.
     `queue_size` / `concurrency`: jobs waiting / scoring at once in the background worker.
     `shutdown_timeout_s`: how long shutdown waits for pending scoring before exporting.
-    `score_genai_spans`: also score `invoke_agent` spans of other instrumentations, reading
-    input/output from `gen_ai.input.messages` / `gen_ai.output.messages`.
+    `recognise`: also score agent spans of other instrumentations, read by these recognisers
+    (`build_recognisers(...)`, built-in convention names such as "openinference", or mappings).
+    `score_genai_spans`: shorthand for `recognise=["genai"]` (GenAI semconv `invoke_agent` spans,
+    input/output from `gen_ai.input.messages` / `gen_ai.output.messages`).
     `isolation`: "auto" (default) runs scorers that call a judge in one scoring process (the
     judge's CPU work then never holds the agent's GIL) and the others in the worker thread;
     "process" runs every scorer there, "thread" none. Scorers or jobs that cannot be pickled,
@@ -104,8 +106,8 @@ class ScoringSpanProcessor(SpanProcessor):
     def __init__(self, downstream: SpanProcessor, scorers: Sequence[Any], *,
                  max_wait_s: float = 30.0, max_held_spans: int = 2048, queue_size: int = 1000,
                  concurrency: int = 8, shutdown_timeout_s: float = 30.0,
-                 score_genai_spans: bool = False, isolation: str = "auto",
-                 meter_provider: Any = None, logger_provider: Any = None) -> None:
+                 score_genai_spans: bool = False, recognise: Sequence[Any] = (),
+                 isolation: str = "auto", meter_provider: Any = None, logger_provider: Any = None) -> None:
         if not callable(getattr(downstream, "on_end", None)):
             raise ConfigurationError(
                 f"ScoringSpanProcessor needs a downstream SpanProcessor, got {downstream!r}"
@@ -120,7 +122,10 @@ class ScoringSpanProcessor(SpanProcessor):
         )
         self._downstream = downstream
         self._downstream_on_ending = getattr(downstream, "_on_ending", None)
-        self._score_genai = score_genai_spans
+        recognisers = list(as_recognisers(recognise, "ScoringSpanProcessor recognise"))
+        if score_genai_spans and GENAI not in recognisers:
+            recognisers.append(GENAI)
+        self._recognisers: tuple[Recogniser, ...] = tuple(recognisers)
         self._min_threshold = min(s._threshold for s in self._scorers)
         self._max_candidates = max(1024, 4 * queue_size)
         self._metrics = OnlineMetrics(meter_provider)
@@ -178,7 +183,7 @@ class ScoringSpanProcessor(SpanProcessor):
             on_ending(span)
 
     def on_end(self, span: ReadableSpan) -> None:
-        if self._candidates or self._score_genai:  # else: no candidate possible, export at once
+        if self._candidates or self._recognisers:  # else: no candidate possible, export at once
             candidate = self._candidate_of(span)
             if candidate is not None:
                 self._submit(span, candidate)
@@ -191,8 +196,8 @@ class ScoringSpanProcessor(SpanProcessor):
             context = span.context
             if context is not None:
                 candidate = self._candidates.pop((context.trace_id, context.span_id), None)
-        if candidate is None and self._score_genai:
-            candidate = self._genai_candidate(span)
+        if candidate is None and self._recognisers:
+            candidate = self._recognised_candidate(span)
         return candidate
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
@@ -313,33 +318,34 @@ class ScoringSpanProcessor(SpanProcessor):
                 return
             _release_budgets(oldest.scorers)
 
-    def _genai_candidate(self, span: ReadableSpan) -> _Candidate | None:
-        """A candidate from another instrumentation's `invoke_agent` span (opt-in)."""
+    def _recognised_candidate(self, span: ReadableSpan) -> _Candidate | None:
+        """A candidate from another instrumentation's agent span (opt-in: `recognise`)."""
         try:
-            attributes = span.attributes or {}
-            if attributes.get(sc.GEN_AI_OPERATION_NAME) != sc.OP_INVOKE_AGENT:
-                return None
-            if otel_context.get_value(sc.CTX_EVAL_RUN_ID) is not None:
-                return None  # ended inside run_evals, which scores its own calls
-            scope = span.instrumentation_scope
-            if scope is not None and scope.name.startswith("tracescore"):
-                return None  # our own agent spans were decided by the listener
             context = span.context
             if context is None or not context.trace_flags.sampled:
                 return None
-            found = recognise_genai(span.name, attributes)
+            randomness = context.trace_id & RANDOMNESS_MASK
+            if randomness < self._min_threshold:
+                return None  # no scorer samples this trace
+            scope = span.instrumentation_scope
+            if scope is not None and scope.name.startswith("tracescore"):
+                return None  # our own agent spans were decided by the listener
+            found = recognise(span.name, span.attributes or {}, self._recognisers)
             if found is None:
                 return None
+            if otel_context.get_value(sc.CTX_EVAL_RUN_ID) is not None:
+                return None  # ended inside run_evals, which scores its own calls
             call = AgentCall(
                 span=span,  # type: ignore[arg-type]
-                name=found.agent, input=found.input, output=found.output, attributes=attributes,
+                name=found.agent, input=found.input, output=found.output,
+                ground_truth=found.ground_truth, attributes=span.attributes or {},
             )
-            chosen = self._choose(call, context.trace_id & RANDOMNESS_MASK)
+            chosen = self._choose(call, randomness)
             if not chosen:
                 return None
-            return _Candidate(call.input, call.output, None, call.name, chosen)
+            return _Candidate(call.input, call.output, call.ground_truth, call.name, chosen)
         except Exception:  # noqa: BLE001
-            self._log_once("genai", "tracescore: could not read a GenAI agent span for scoring",
+            self._log_once("recognise", "tracescore: could not read an agent span for scoring",
                            exc_info=True)
             return None
 

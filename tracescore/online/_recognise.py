@@ -1,19 +1,31 @@
 """Recognise agent calls in finished spans of any instrumentation, from name and attributes only.
 
 One place for every convention, shared by the in-process `ScoringSpanProcessor` (spans of other
-instrumentations) and the scoring gateway (OTLP spans from any language). A recogniser takes the
-span name and its attributes and returns a `RecognisedCall`, or None for a span that is not an
-agent call (the common case: it must reject cheaply).
+instrumentations) and the scoring gateway (OTLP spans from any language). A recogniser is called
+with the span name and its attributes and returns a `RecognisedCall`, or None for a span that is
+not an agent call (the common case: it must reject cheaply). Its `markers` are attribute keys of
+which a span it recognises always carries at least one, so a caller can skip the chain for spans
+that have none (`recogniser_markers`).
+
+Built in: GenAI semconv `invoke_agent` ("genai"), OpenInference ("openinference"), OpenLLMetry /
+traceloop ("traceloop"), pydantic-ai / logfire ("pydantic_ai"). Users add their own mappings
+(`AgentMapping`, or the same keys as a dict from a config file).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+import logging
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
 
 from tracescore import _semconv as sc
+from tracescore._exceptions import ConfigurationError
+
+_log = logging.getLogger("tracescore")
+_MISSING: Any = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,33 +39,319 @@ class RecognisedCall:
     ground_truth: Any = None
 
 
-Recogniser = Callable[[str, Mapping[str, Any]], "RecognisedCall | None"]
+@runtime_checkable
+class Recogniser(Protocol):
+    """Reads one convention: `recogniser(span_name, attributes) -> RecognisedCall | None`."""
+
+    @property
+    def convention(self) -> str:
+        """Name reported in `RecognisedCall.convention`."""
+
+    @property
+    def markers(self) -> frozenset[str]:
+        """Attribute keys of which every span this recogniser accepts carries at least one."""
+
+    def __call__(self, name: str, attributes: Mapping[str, Any], /) -> RecognisedCall | None: ...
 
 
-def recognise_genai(name: str, attributes: Mapping[str, Any]) -> RecognisedCall | None:
-    """GenAI semconv `invoke_agent` spans (tracescore's own included) with input/output messages."""
+@dataclass(frozen=True, slots=True)
+class _Builtin:
+    """A built-in convention: a reader function plus the keys that make a span a candidate."""
+
+    convention: str
+    markers: frozenset[str]
+    read: Callable[[str, Mapping[str, Any]], RecognisedCall | None] = field(repr=False)
+
+    def __call__(self, name: str, attributes: Mapping[str, Any], /) -> RecognisedCall | None:
+        return self.read(name, attributes)
+
+
+# --- GenAI semantic conventions (tracescore's own spans included) ----------------------------------
+def _read_genai(name: str, attributes: Mapping[str, Any]) -> RecognisedCall | None:
     if attributes.get(sc.GEN_AI_OPERATION_NAME) != sc.OP_INVOKE_AGENT:
         return None
     raw_in = attributes.get(sc.GEN_AI_INPUT_MESSAGES)
     raw_out = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
     if raw_in is None or raw_out is None:
         return None
-    agent = attributes.get(sc.GEN_AI_AGENT_NAME)
-    return RecognisedCall("genai", str(agent) if agent is not None else name,
-                          messages_of(raw_in), output_text(raw_out))
+    return RecognisedCall("genai", _name(attributes.get(sc.GEN_AI_AGENT_NAME), name),
+                          messages_of(raw_in), output_text(raw_out), _ground_truth(attributes))
 
 
-RECOGNISERS: tuple[Recogniser, ...] = (recognise_genai,)
+# --- OpenInference ---------------------------------------------------------------------------------
+def _read_openinference(name: str, attributes: Mapping[str, Any]) -> RecognisedCall | None:
+    kind = attributes.get(sc.OI_SPAN_KIND)
+    if not isinstance(kind, str) or kind.upper() != sc.OI_KIND_AGENT:
+        return None
+    raw_in = attributes.get(sc.OI_INPUT_VALUE)
+    raw_out = attributes.get(sc.OI_OUTPUT_VALUE)
+    if raw_in is None or raw_out is None:
+        return None
+    return RecognisedCall(
+        "openinference", _name(attributes.get(sc.OI_AGENT_NAME), name),
+        _oi_value(raw_in, attributes.get(sc.OI_INPUT_MIME_TYPE)),
+        _oi_value(raw_out, attributes.get(sc.OI_OUTPUT_MIME_TYPE)), _ground_truth(attributes),
+    )
+
+
+def _oi_value(raw: object, mime_type: object) -> object:
+    return _json_or_raw(raw, '{["') if mime_type == sc.OI_MIME_JSON else raw
+
+
+# --- OpenLLMetry / traceloop -----------------------------------------------------------------------
+def _read_traceloop(name: str, attributes: Mapping[str, Any]) -> RecognisedCall | None:
+    if attributes.get(sc.TL_SPAN_KIND) not in sc.TL_KINDS_AGENT:
+        return None
+    raw_in = attributes.get(sc.TL_ENTITY_INPUT)
+    raw_out = attributes.get(sc.TL_ENTITY_OUTPUT)
+    if raw_in is None or raw_out is None:
+        return None
+    return RecognisedCall("traceloop", _name(attributes.get(sc.TL_ENTITY_NAME), name),
+                          _call_arguments(_json_or_raw(raw_in)), _json_or_raw(raw_out, '{["'),
+                          _ground_truth(attributes))
+
+
+def _call_arguments(value: object) -> object:
+    """traceloop's `{"args": [...], "kwargs": {...}}`: the one argument when there is one."""
+    if isinstance(value, dict) and set(value) <= {"args", "kwargs"}:
+        args, kwargs = value.get("args") or [], value.get("kwargs") or {}
+        if isinstance(args, list) and isinstance(kwargs, dict):
+            values = [*args, *kwargs.values()]
+            if len(values) == 1:
+                return values[0]
+    return value
+
+
+# --- pydantic-ai / logfire ------------------------------------------------------------------------
+def _read_pydantic_ai(name: str, attributes: Mapping[str, Any]) -> RecognisedCall | None:
+    """Agent run spans (`invoke_agent {name}`, or `agent run` in format version 2): the run's
+    messages in `pydantic_ai.all_messages`, its output in `final_result`."""
+    raw_messages = attributes.get(sc.PAI_ALL_MESSAGES)
+    output = attributes.get(sc.PAI_FINAL_RESULT)
+    if raw_messages is None or output is None:
+        return None
+    messages = messages_of(raw_messages)
+    if isinstance(messages, list):  # the question: this run's messages up to its last user turn
+        start = attributes.get(sc.PAI_NEW_MESSAGE_INDEX)
+        messages = messages[start:] if isinstance(start, int) and 0 <= start < len(messages) else messages
+        users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+        if users:
+            messages = messages[: users[-1] + 1]
+    truth = _ground_truth(attributes)
+    if truth is None:
+        metadata = _json_or_raw(attributes.get(sc.PAI_METADATA))
+        if isinstance(metadata, dict):
+            truth = metadata.get(sc.TS_GROUND_TRUTH)
+    agent = attributes.get(sc.GEN_AI_AGENT_NAME, attributes.get(sc.PAI_AGENT_NAME))
+    # a str output is recorded as it is, any other as JSON: text either way, kept as text
+    return RecognisedCall("pydantic_ai", _name(agent, name), messages, output, truth)
+
+
+GENAI = _Builtin("genai", frozenset({sc.GEN_AI_OPERATION_NAME}), _read_genai)
+OPENINFERENCE = _Builtin("openinference", frozenset({sc.OI_SPAN_KIND}), _read_openinference)
+TRACELOOP = _Builtin("traceloop", frozenset({sc.TL_SPAN_KIND}), _read_traceloop)
+PYDANTIC_AI = _Builtin("pydantic_ai", frozenset({sc.PAI_ALL_MESSAGES}), _read_pydantic_ai)
+
+BUILTINS: dict[str, Recogniser] = {
+    r.convention: r for r in (GENAI, OPENINFERENCE, TRACELOOP, PYDANTIC_AI)
+}
+
+
+# --- user mappings ---------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class AgentMapping:
+    """A user's own convention: which attributes hold input, output and ground truth.
+
+    - `input` / `output`: attribute keys holding the agent's input and output (both required on
+      the span; JSON text is decoded).
+    - `ground_truth`: attribute key of the expected answer (default `tracescore.ground_truth`).
+    - `agent`: attribute key of the agent name (default: the span name).
+    - `attributes`: conditions: the span must carry each key with exactly this value.
+    - `span_name`: a regular expression the whole span name must match.
+    - `name`: the convention name reported in `RecognisedCall.convention`.
+    """
+
+    input: str
+    output: str
+    ground_truth: str = sc.TS_GROUND_TRUTH
+    agent: str | None = None
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+    span_name: str | None = None
+    name: str = "mapping"
+    _pattern: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        set_(self, "attributes", dict(self.attributes))
+        set_(self, "_pattern", re.compile(self.span_name) if self.span_name is not None else None)
+
+    @property
+    def convention(self) -> str:
+        return self.name
+
+    @property
+    def markers(self) -> frozenset[str]:
+        return frozenset({self.input})
+
+    def __call__(self, name: str, attributes: Mapping[str, Any], /) -> RecognisedCall | None:
+        raw_in = attributes.get(self.input)
+        if raw_in is None:
+            return None
+        raw_out = attributes.get(self.output)
+        if raw_out is None:
+            return None
+        for key, expected in self.attributes.items():
+            if not _same(attributes.get(key, _MISSING), expected):
+                return None
+        if self._pattern is not None and self._pattern.fullmatch(name) is None:
+            return None
+        agent = attributes.get(self.agent) if self.agent is not None else None
+        return RecognisedCall(self.name, _name(agent, name), _json_or_raw(raw_in),
+                              _json_or_raw(raw_out), _json_or_raw(attributes.get(self.ground_truth)))
+
+
+_MAPPING_KEYS = ("name", "span_name", "attributes", "input", "output", "ground_truth", "agent")
+
+
+def _mapping(spec: object, where: str) -> AgentMapping:
+    """An `AgentMapping` from its config-file form, every error naming the key."""
+    if isinstance(spec, AgentMapping):
+        return spec
+    if not isinstance(spec, Mapping):
+        raise ConfigurationError(
+            f"{where} must be a mapping with keys {', '.join(_MAPPING_KEYS)}, got {spec!r}"
+        )
+    unknown = sorted(str(k) for k in spec if k not in _MAPPING_KEYS)
+    if unknown:
+        raise ConfigurationError(
+            f"{where}.{unknown[0]}: unknown key; expected one of {', '.join(_MAPPING_KEYS)}"
+        )
+    for key in ("input", "output"):
+        if key not in spec:
+            raise ConfigurationError(f"{where}.{key} is required (the attribute holding the {key})")
+    for key in ("name", "input", "output", "ground_truth", "agent", "span_name"):
+        value = spec.get(key)
+        if key in spec and (not isinstance(value, str) or not value):
+            raise ConfigurationError(f"{where}.{key} must be a non-empty string, got {value!r}")
+    conditions = spec.get("attributes", {})
+    if not isinstance(conditions, Mapping) or not all(
+        isinstance(k, str) and k and isinstance(v, (str, bool, int, float))
+        for k, v in conditions.items()
+    ):
+        raise ConfigurationError(
+            f"{where}.attributes must map attribute keys to a string, number or bool, "
+            f"got {conditions!r}"
+        )
+    try:
+        return AgentMapping(**dict(spec))
+    except re.error as exc:
+        raise ConfigurationError(
+            f"{where}.span_name is not a valid regular expression: {exc}"
+        ) from None
+
+
+# --- building and running a chain -----------------------------------------------------------------
+def build_recognisers(mappings: Iterable[Any] = (), *, where: str = "recognise",
+                      builtins: bool | Iterable[str] = True) -> tuple[Recogniser, ...]:
+    """The chain to try, in order: the user's `mappings`, then the built-in conventions.
+
+    `mappings`: `AgentMapping` objects, dicts with the same keys (from a config file), any
+    `Recogniser`, or names of built-in conventions. `where`: the config key they came from, named in every `ConfigurationError`.
+    `builtins`: True for every built-in convention, False for none, or their names
+    (genai, openinference, traceloop, pydantic_ai).
+    """
+    chain = as_recognisers(mappings, where)
+    return chain + tuple(r for r in _builtins(builtins, where) if r not in chain)
+
+
+def as_recognisers(items: Iterable[Any], where: str) -> tuple[Recogniser, ...]:
+    """Recognisers from a list of recognisers, built-in convention names and mappings."""
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+        raise ConfigurationError(
+            f"{where} must be a list of mappings, recognisers or convention names, got {items!r}"
+        )
+    chain: list[Recogniser] = []
+    for index, item in enumerate(items):
+        if isinstance(item, str):
+            chain.extend(_builtins([item], where))
+        elif isinstance(item, Recogniser):
+            chain.append(item)
+        else:
+            chain.append(_mapping(item, f"{where}[{index}]"))
+    return tuple(chain)
+
+
+def _builtins(builtins: bool | Iterable[str], where: str) -> list[Recogniser]:
+    if builtins is True:
+        return list(BUILTINS.values())
+    if builtins is False:
+        return []
+    if isinstance(builtins, str) or not isinstance(builtins, Iterable):
+        raise ConfigurationError(
+            f"{where}.builtins must be true, false or a list of {', '.join(BUILTINS)}, "
+            f"got {builtins!r}"
+        )
+    chosen = list(builtins)
+    unknown = [str(b) for b in chosen if b not in BUILTINS]
+    if unknown:
+        raise ConfigurationError(
+            f"{where}.builtins: unknown convention {unknown[0]!r}; known: {', '.join(BUILTINS)}"
+        )
+    return [BUILTINS[b] for b in dict.fromkeys(chosen)]
+
+
+def recogniser_markers(recognisers: Iterable[Recogniser]) -> frozenset[str]:
+    """Every attribute key that makes a span a candidate for one of `recognisers`."""
+    markers: set[str] = set()
+    for recogniser in recognisers:
+        markers.update(recogniser.markers)
+    return frozenset(markers)
 
 
 def recognise(name: str, attributes: Mapping[str, Any],
-              recognisers: Sequence[Recogniser] = RECOGNISERS) -> RecognisedCall | None:
-    """The first recogniser's answer for this span, or None when it is no agent call."""
-    for recogniser in recognisers:
-        call = recogniser(name, attributes)
+              recognisers: Sequence[Recogniser] | None = None) -> RecognisedCall | None:
+    """The first recogniser's answer for this span (default: the built-in conventions), or None
+    when it is no agent call. Never raises: a recogniser that fails counts as "not recognised"."""
+    for recogniser in BUILTINS.values() if recognisers is None else recognisers:
+        try:
+            call = recogniser(name, attributes)
+        except Exception:  # noqa: BLE001 - a bad span or a broken user recogniser
+            _log.debug("tracescore: recogniser %r failed", recogniser, exc_info=True)
+            continue
         if call is not None:
             return call
     return None
+
+
+def recognise_genai(name: str, attributes: Mapping[str, Any]) -> RecognisedCall | None:
+    """GenAI semconv `invoke_agent` spans (tracescore's own included) with input/output messages."""
+    return _read_genai(name, attributes)
+
+
+# --- value helpers --------------------------------------------------------------------------------
+def _name(value: object, default: str) -> str:
+    return str(value) if value is not None and value != "" else default
+
+
+def _ground_truth(attributes: Mapping[str, Any]) -> Any:
+    return _json_or_raw(attributes.get(sc.TS_GROUND_TRUTH))
+
+
+def _same(value: object, expected: object) -> bool:
+    if isinstance(value, bool) or isinstance(expected, bool):
+        return value is expected
+    return bool(value == expected)
+
+
+def _json_or_raw(raw: object, starts: str = "{[") -> object:
+    """JSON text (an object or array; also a string literal when `starts` has '"') decoded;
+    anything else as it is."""
+    if isinstance(raw, str) and raw[:1] and raw[0] in starts:
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw
 
 
 def text_of(message: object) -> str:

@@ -36,9 +36,11 @@ def _file_lock(path: Path) -> Iterator[None]:
 
 
 def cached_venv(
-    name: str, requirement: str, *, python: str | None = None, quiet: bool = True
+    name: str, requirement: str | list[str], *, python: str | None = None, quiet: bool = True
 ) -> Path:
-    """A venv under cache_dir() with `requirement` installed, created once and reused (process-safe)."""
+    """A venv under cache_dir() with `requirement`(s) installed, created once and reused
+    (process-safe)."""
+    requirements = [requirement] if isinstance(requirement, str) else list(requirement)
     venv = cache_dir() / name
     with _file_lock(cache_dir() / f"{name}.lock"):
         if (venv / _READY_MARKER).exists():
@@ -49,8 +51,8 @@ def cached_venv(
         pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check"]
         if quiet:
             pip.append("--quiet")
-        subprocess.run([*pip, requirement], check=True)
-        (venv / _READY_MARKER).write_text(requirement + "\n")
+        subprocess.run([*pip, *requirements], check=True)
+        (venv / _READY_MARKER).write_text("\n".join(requirements) + "\n")
     return venv
 
 

@@ -1,0 +1,132 @@
+"""Agent spans of every common convention, as the real libraries export them, are recognised and
+scored; their other spans are not.
+
+The spans come from OpenTelemetry's GenAI util, OpenInference, OpenLLMetry (traceloop-sdk) and
+pydantic-ai (format versions 5 and 2) running in a side venv (`tracescore.testing._conventions`,
+installed on first use) and exporting OTLP JSON lines; no span here is written by hand.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
+
+import tracescore
+from tracescore import _semconv as sc
+from tracescore.online._recognise import BUILTINS
+from tracescore.scoring._inputs import answer_text, question_text
+from tracescore.testing import ReceivedSpan
+from tracescore.testing._conventions import CONVENTIONS, convention_spans
+
+pytestmark = pytest.mark.slow  # installs the libraries in a side venv on first use (minutes)
+
+# convention run -> (recogniser's convention name, {agent name: carries the ground truth})
+EXPECTED: dict[str, tuple[str, dict[str, bool]]] = {
+    "genai": ("genai", {"geo": True}),
+    "openinference": ("openinference", {"geo": True}),
+    "traceloop": ("traceloop", {"geo": True, "trip": False}),  # the agent and its workflow
+    "pydantic_ai": ("pydantic_ai", {"geo": True}),
+    "pydantic_ai_v2": ("pydantic_ai", {"geo": True}),
+}
+_PIECES = ["Paris", "é", "日本", "🙂", '"', "'", "\\", "\n", "{", "}", "[", "]", ":", ",",
+           "null", "  ", "\t", "<b>", "1.5", "-"]
+
+
+def generated_cases(seed: int, count: int) -> list[dict[str, Any]]:
+    """Questions, answers and ground truths built from awkward pieces (quotes, JSON syntax,
+    unicode, whitespace), plus answers that are themselves JSON text."""
+    rng = random.Random(seed)
+
+    def text() -> str:
+        return "Q" + "".join(rng.choice(_PIECES) for _ in range(rng.randint(0, 12)))
+
+    cases: list[dict[str, Any]] = [
+        {"question": "What is the capital of France?", "answer": "Paris", "ground_truth": "Paris"},
+        {"question": "Give JSON", "answer": '{"capital": "Paris"}', "ground_truth": None},
+        {"question": "List", "answer": "[1, 2]", "ground_truth": '"quoted"'},
+    ]
+    for _ in range(count - len(cases)):
+        cases.append({"question": text(), "answer": text(),
+                      "ground_truth": text() if rng.random() < 0.5 else None})
+    return cases
+
+
+CASES = generated_cases(seed=12, count=12)
+
+
+@pytest.fixture(scope="module")
+def exported() -> Iterator[dict[str, list[ReceivedSpan]]]:
+    yield {convention: convention_spans(convention, CASES) for convention in CONVENTIONS}
+
+
+@pytest.mark.parametrize("convention", CONVENTIONS)
+def test_agent_spans_of_the_real_library_are_recognised(
+        exported: dict[str, list[ReceivedSpan]], convention: str) -> None:
+    name, agents = EXPECTED[convention]
+    spans = exported[convention]
+    markers = tracescore.recogniser_markers(BUILTINS.values())
+    found: dict[str, list[tracescore.RecognisedCall]] = {agent: [] for agent in agents}
+    others = 0
+    for span in spans:
+        call = tracescore.recognise(span.name, span.attributes)
+        if call is None:
+            others += 1
+            continue
+        assert markers & span.attributes.keys()
+        assert call.convention == name
+        found[call.agent].append(call)
+    assert others >= len(CASES)  # each call also made a tool / task / model span: not agents
+    for agent, carries_truth in agents.items():
+        calls = found[agent]
+        assert [question_text(c.input) for c in calls] == [c["question"] for c in CASES]
+        assert [answer_text(c.output) for c in calls] == [c["answer"] for c in CASES]
+        truths = [c.ground_truth for c in calls]
+        assert truths == ([c["ground_truth"] for c in CASES] if carries_truth else [None] * len(CASES))
+
+
+@pytest.mark.parametrize("convention", CONVENTIONS)
+def test_only_the_conventions_own_recogniser_accepts_its_spans(
+        exported: dict[str, list[ReceivedSpan]], convention: str) -> None:
+    name, _ = EXPECTED[convention]
+    others = [r for r in BUILTINS.values() if r.convention != name]
+    for span in exported[convention]:
+        assert tracescore.recognise(span.name, span.attributes, others) is None
+
+
+@pytest.mark.parametrize("convention", CONVENTIONS)
+def test_the_processor_scores_each_conventions_agent_spans_in_process(
+        exported: dict[str, list[ReceivedSpan]], convention: str) -> None:
+    """The real library's spans replayed through an SDK pipeline (same scope, name, attributes):
+    `recognise=` makes the processor score them, with their ground truth."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    scorer = tracescore.ContentSimilarityScorer()
+    provider.add_span_processor(tracescore.ScoringSpanProcessor(
+        SimpleSpanProcessor(exporter), [scorer], recognise=tracescore.build_recognisers(),
+        isolation="thread"))
+    sampled = SpanContext(trace_id=0xFFFF_FFFF_FFFF_FFFF_FFFF_FFFF_FFFF_FFFF, span_id=1,
+                          is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+    parent = set_span_in_context(NonRecordingSpan(sampled))
+    for span in exported[convention]:
+        provider.get_tracer(span.scope_name).start_span(
+            span.name, context=parent, attributes=span.attributes).end()
+    assert provider.force_flush(30_000)
+    provider.shutdown()
+    _, agents = EXPECTED[convention]
+    scored = [s for s in exporter.get_finished_spans() if any(
+        e.name == sc.GEN_AI_EVALUATION_RESULT for e in s.events)]
+    assert len(scored) == len(agents) * len(CASES)
+    assert len(exporter.get_finished_spans()) == len(exported[convention])  # each span once
+    for span in scored:
+        (event,) = [e for e in span.events if e.name == sc.GEN_AI_EVALUATION_RESULT]
+        call = tracescore.recognise(span.name, span.attributes or {})
+        assert call is not None
+        expected = scorer.run(input=call.input, output=call.output, ground_truth=call.ground_truth)
+        assert event.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == expected.score

@@ -1,0 +1,137 @@
+"""The recogniser chain: user mappings from config, built-in selection, markers, robustness.
+
+Spans of the real conventions (OpenInference, traceloop, pydantic-ai, GenAI) are read in
+test_conventions.py from what the real libraries export; here the chain itself is checked.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tracescore
+from tracescore import _semconv as sc
+from tracescore.online._recognise import BUILTINS, as_recognisers
+
+scalars = st.one_of(st.text(max_size=20), st.integers(), st.floats(allow_nan=False), st.booleans())
+values = st.one_of(scalars, st.lists(scalars, max_size=3))
+keys = st.one_of(
+    st.sampled_from(sorted({m for r in BUILTINS.values() for m in r.markers}
+                           | {sc.GEN_AI_INPUT_MESSAGES, sc.GEN_AI_OUTPUT_MESSAGES, sc.OI_INPUT_VALUE,
+                              sc.OI_OUTPUT_VALUE, sc.TL_ENTITY_INPUT, sc.TL_ENTITY_OUTPUT,
+                              sc.TS_GROUND_TRUTH, "q", "a"})),
+    st.text(max_size=12),
+)
+attribute_maps = st.dictionaries(keys, values, max_size=8)
+MAPPING = {"name": "mine", "input": "q", "output": "a", "attributes": {"kind": "agent"}}
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=st.text(max_size=20), attributes=attribute_maps)
+def test_the_chain_never_raises_and_needs_a_marker(name: str, attributes: dict[str, Any]) -> None:
+    chain = tracescore.build_recognisers([MAPPING])
+    call = tracescore.recognise(name, attributes, chain)
+    if not tracescore.recogniser_markers(chain) & attributes.keys():
+        assert call is None  # a span without any marker key is never a candidate
+    if call is not None:
+        assert call.convention in {"mine", *BUILTINS} and isinstance(call.agent, str)
+
+
+plain = st.text(max_size=30).filter(lambda t: t[:1] not in ("{", "["))
+
+
+@given(question=plain, answer=plain,
+       truth=st.one_of(st.none(), plain.filter(bool)),
+       agent=st.one_of(st.none(), st.text(min_size=1, max_size=10)))
+def test_a_user_mapping_reads_its_attributes(question: str, answer: str, truth: str | None,
+                                             agent: str | None) -> None:
+    spec: dict[str, Any] = {**MAPPING, "ground_truth": "expected"}
+    if agent is not None:
+        spec["agent"] = "who"
+    (mine,) = tracescore.build_recognisers([spec], builtins=False)
+    attributes: dict[str, Any] = {"q": question, "a": answer, "kind": "agent"}
+    if truth is not None:
+        attributes["expected"] = truth
+    if agent is not None:
+        attributes["who"] = agent
+    call = tracescore.recognise("my span", attributes, [mine])
+    assert call == tracescore.RecognisedCall("mine", agent or "my span", question, answer, truth)
+    assert tracescore.recognise("my span", {**attributes, "kind": "tool"}, [mine]) is None
+    assert tracescore.recognise("my span", {"q": question, "kind": "agent"}, [mine]) is None
+
+
+@given(value=st.one_of(st.dictionaries(st.text(max_size=5), scalars, max_size=3),
+                      st.lists(scalars, max_size=3)))
+def test_json_objects_and_arrays_are_decoded_other_text_is_kept(value: Any) -> None:
+    mine = tracescore.AgentMapping(input="q", output="a")
+    call = mine("s", {"q": json.dumps(value), "a": '"quoted"'})
+    assert call is not None and call.input == value and call.output == '"quoted"'
+    call = mine("s", {"q": "{not json", "a": "[1,"})
+    assert call is not None and (call.input, call.output) == ("{not json", "[1,")
+
+
+def test_span_name_pattern_matches_the_whole_name() -> None:
+    (mine,) = tracescore.build_recognisers([{"input": "q", "output": "a", "span_name": r"agent \w+"}],
+                                           builtins=False)
+    assert mine("agent planner", {"q": "x", "a": "y"}) is not None
+    assert mine("my agent planner", {"q": "x", "a": "y"}) is None
+    assert mine("agent planner 2", {"q": "x", "a": "y"}) is None
+
+
+def test_mappings_come_first_then_the_builtins_in_order() -> None:
+    chain = tracescore.build_recognisers([MAPPING])
+    assert [r.convention for r in chain] == ["mine", "genai", "openinference", "traceloop",
+                                             "pydantic_ai"]
+    assert [r.convention for r in tracescore.build_recognisers(builtins=["traceloop", "genai"])] == [
+        "traceloop", "genai"]
+    assert tracescore.build_recognisers(builtins=False) == ()
+    assert tracescore.recogniser_markers(tracescore.build_recognisers([MAPPING], builtins=False)) == {"q"}
+
+
+def test_ground_truth_attribute_is_read_for_every_builtin() -> None:
+    assert sc.TS_GROUND_TRUTH == "tracescore.ground_truth"
+    attributes = {sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
+                  sc.GEN_AI_INPUT_MESSAGES: "[]", sc.GEN_AI_OUTPUT_MESSAGES: "[]",
+                  sc.TS_GROUND_TRUTH: "Paris"}
+    call = tracescore.recognise("invoke_agent", attributes)
+    assert call is not None and call.ground_truth == "Paris"
+
+
+def test_a_broken_user_recogniser_is_skipped() -> None:
+    class Broken:
+        convention = "broken"
+        markers = frozenset({"q"})
+
+        def __call__(self, name: str, attributes: Any) -> None:
+            raise RuntimeError("boom")
+
+    chain = tracescore.build_recognisers([Broken(), MAPPING])
+    call = tracescore.recognise("s", {"q": "x", "a": "y", "kind": "agent"}, chain)
+    assert call is not None and call.convention == "mine"
+
+
+@pytest.mark.parametrize("spec, key", [
+    ({"output": "a"}, "recognise[0].input"),
+    ({"input": "q"}, "recognise[0].output"),
+    ({"input": "q", "output": "a", "outptu": "b"}, "recognise[0].outptu"),
+    ({"input": "", "output": "a"}, "recognise[0].input"),
+    ({"input": "q", "output": 3}, "recognise[0].output"),
+    ({"input": "q", "output": "a", "span_name": "(unclosed"}, "recognise[0].span_name"),
+    ({"input": "q", "output": "a", "attributes": ["kind"]}, "recognise[0].attributes"),
+    ({"input": "q", "output": "a", "attributes": {"kind": {"nested": 1}}}, "recognise[0].attributes"),
+    ("q", "recognise"),
+])
+def test_bad_mappings_name_the_key(spec: Any, key: str) -> None:
+    with pytest.raises(tracescore.ConfigurationError, match=key.replace("[", r"\[").replace("]", r"\]")):
+        tracescore.build_recognisers([spec] if spec != "q" else spec)
+
+
+def test_bad_builtin_names_are_configuration_errors() -> None:
+    with pytest.raises(tracescore.ConfigurationError, match=r"gateway\.recognise\.builtins.*'langchain'"):
+        tracescore.build_recognisers(builtins=["langchain"], where="gateway.recognise")
+    with pytest.raises(tracescore.ConfigurationError, match="unknown convention 'x'"):
+        as_recognisers(["x"], "recognise")

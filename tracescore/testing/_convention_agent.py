@@ -1,0 +1,187 @@
+"""Run one agent call through a real instrumentation library and write its spans as OTLP JSON lines.
+
+Runs inside the side venv of `_conventions.py` (where tracescore is not installed), so it imports
+only the instrumentation library and the OpenTelemetry SDK:
+
+    python _convention_agent.py CONVENTION CASES.json OUT.jsonl
+
+CASES.json is a list of {"question", "answer", "ground_truth" (optional)}: one agent call each.
+
+Every convention exports, besides the agent span, spans that are not agent calls (a tool, a task,
+a model request) so the recognisers' rejections are checked on real spans too. The ground truth,
+when given, is set as the `tracescore.ground_truth` attribute on the agent span, the way a user
+of that library would (`trace.get_current_span().set_attribute(...)` inside the agent).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+GROUND_TRUTH_KEY = "tracescore.ground_truth"  # = tracescore._semconv.TS_GROUND_TRUTH
+AGENT_NAME = "geo"
+
+
+def _exporter(out: str) -> Any:
+    from google.protobuf.json_format import MessageToDict
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+    class JsonLinesExporter(SpanExporter):
+        """The Collector file exporter's format: one ExportTraceServiceRequest as JSON per line."""
+
+        def export(self, spans: Sequence[Any]) -> SpanExportResult:
+            request = MessageToDict(encode_spans(spans))
+            with open(out, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(request, separators=(",", ":")) + "\n")
+            return SpanExportResult.SUCCESS
+
+    return JsonLinesExporter()
+
+
+def _provider(out: str) -> Any:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(_exporter(out)))
+    return provider
+
+
+Case = dict[str, Any]  # {"question": str, "answer": str, "ground_truth": str | None}
+
+
+def _mark_ground_truth(case: Case) -> None:
+    truth = case.get("ground_truth")
+    if truth is not None:
+        from opentelemetry import trace
+
+        trace.get_current_span().set_attribute(GROUND_TRUTH_KEY, truth)
+
+
+def _switch(current: Case, case: Case) -> None:
+    current.clear()
+    current.update(case)
+
+
+def run_openinference(out: str, cases: list[Case]) -> None:
+    from openinference.instrumentation import OITracer, TraceConfig
+
+    provider = _provider(out)
+    tracer = OITracer(provider.get_tracer("convention.openinference"), config=TraceConfig())
+    current: Case = {}
+
+    @tracer.tool
+    def lookup(city: str) -> str:
+        return str(current["answer"])
+
+    @tracer.agent(name=AGENT_NAME)
+    def geo(question: str) -> str:
+        _mark_ground_truth(current)
+        return lookup(question)
+
+    for case in cases:
+        _switch(current, case)
+        geo(case["question"])
+    provider.shutdown()
+
+
+def run_traceloop(out: str, cases: list[Case]) -> None:
+    from opentelemetry import trace
+    from traceloop.sdk import Traceloop
+    from traceloop.sdk.decorators import agent, task, workflow
+
+    Traceloop.init(app_name="conventions", exporter=_exporter(out), disable_batch=True,
+                   telemetry_enabled=False, should_enrich_metrics=False)
+    current: Case = {}
+
+    @task(name="lookup")
+    def lookup(city: str) -> str:
+        return str(current["answer"])
+
+    @agent(name=AGENT_NAME)
+    def geo(question: str) -> str:
+        _mark_ground_truth(current)
+        return lookup(question)
+
+    @workflow(name="trip")
+    def trip(question: str) -> str:
+        return geo(question)
+
+    for case in cases:
+        _switch(current, case)
+        trip(case["question"])
+    trace.get_tracer_provider().shutdown()  # type: ignore[attr-defined]
+
+
+def run_pydantic_ai(out: str, cases: list[Case], version: int = 5) -> None:
+    """pydantic-ai's own instrumentation (what logfire turns on); the ground truth goes into
+    the run's metadata, which pydantic-ai records on the agent run span."""
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart
+    from pydantic_ai.models.function import FunctionModel
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+
+    provider = _provider(out)
+    current: Case = {}
+
+    def reply(messages: list[Any], info: Any) -> ModelResponse:
+        return ModelResponse(parts=[TextPart(str(current["answer"]))])
+
+    geo = Agent(FunctionModel(reply), name=AGENT_NAME)
+    geo.instrument = InstrumentationSettings(tracer_provider=provider, version=version)
+    for case in cases:
+        _switch(current, case)
+        truth = case.get("ground_truth")
+        geo.run_sync(case["question"],
+                     metadata={GROUND_TRUTH_KEY: truth} if truth is not None else None)
+    provider.shutdown()
+
+
+def run_genai(out: str, cases: list[Case]) -> None:
+    """OpenTelemetry's own GenAI semconv helper (opentelemetry-util-genai), content capture on."""
+    import os
+
+    os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
+    from opentelemetry.util.genai.handler import TelemetryHandler
+    from opentelemetry.util.genai.types import InputMessage, OutputMessage, TextPart
+
+    provider = _provider(out)
+    handler = TelemetryHandler(tracer_provider=provider,
+                               instrumentation_scope_name="convention.genai")
+    for case in cases:
+        with handler.invoke_local_agent(agent_name=AGENT_NAME, request_model="m") as invocation:
+            invocation.input_messages = [
+                InputMessage(role="user", parts=[TextPart(case["question"])])
+            ]
+            _mark_ground_truth(case)
+            with handler.tool(name="lookup"):
+                pass
+            invocation.output_messages = [
+                OutputMessage(role="assistant", parts=[TextPart(case["answer"])],
+                              finish_reason="stop")
+            ]
+    provider.shutdown()
+
+
+RUNNERS: dict[str, Callable[[str, list[Case]], None]] = {
+    "genai": run_genai,
+    "openinference": run_openinference,
+    "traceloop": run_traceloop,
+    "pydantic_ai": run_pydantic_ai,
+    "pydantic_ai_v2": lambda out, cases: run_pydantic_ai(out, cases, version=2),  # `agent run`
+}
+
+
+def main(argv: Sequence[str]) -> int:
+    convention, cases_file, out = argv
+    with open(cases_file, encoding="utf-8") as handle:
+        cases = json.load(handle)
+    RUNNERS[convention](out, cases)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

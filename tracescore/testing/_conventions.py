@@ -1,0 +1,64 @@
+"""Spans made by the real instrumentation libraries of other conventions, for tests and benchmarks.
+
+`convention_spans("openinference", cases)` runs one agent call per case through that library
+(OpenTelemetry's GenAI util, OpenInference, OpenLLMetry / traceloop, pydantic-ai) in a side venv
+under the tracescore cache (created on first use, keyed by the pinned requirements, shared by
+every checkout) and returns the spans it exported, decoded from the OTLP JSON lines written by
+the library's exporter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tracescore.testing._decode import ReceivedSpan, spans_from_otlp_json
+from tracescore.testing._tools import cached_venv
+
+# One venv for all three libraries: these pins resolve together on PyPI (traceloop's
+# instrumentation extras pin the OpenTelemetry betas, so the SDK is pinned to match them).
+REQUIREMENTS: tuple[str, ...] = (
+    "openinference-instrumentation==0.1.72",
+    "traceloop-sdk==0.62.4",
+    "pydantic-ai-slim==2.68.0",
+    "opentelemetry-api==1.45.1",
+    "opentelemetry-sdk==1.45.1",
+    "opentelemetry-semantic-conventions==0.66b1",
+    "opentelemetry-instrumentation==0.66b1",
+    "opentelemetry-exporter-otlp-proto-http==1.45.1",
+    "opentelemetry-exporter-otlp-proto-grpc==1.45.1",
+    "opentelemetry-util-genai==1.3b0",
+    "httpx>=0.27",  # imported by traceloop.sdk but not declared by it
+)
+CONVENTIONS: tuple[str, ...] = ("genai", "openinference", "traceloop", "pydantic_ai", "pydantic_ai_v2")
+_AGENT_SCRIPT = Path(__file__).with_name("_convention_agent.py")
+
+
+def conventions_venv() -> Path:
+    """The cached venv holding the convention libraries (installed on first use; minutes)."""
+    digest = hashlib.sha256("\n".join(REQUIREMENTS).encode()).hexdigest()[:12]
+    return cached_venv(f"conventions-venv-{digest}", list(REQUIREMENTS))
+
+
+def convention_spans(convention: str, cases: Sequence[Mapping[str, Any]], *,
+                     timeout_s: float = 300.0) -> list[ReceivedSpan]:
+    """Every span the real library of `convention` exported for one agent call per case
+    (`{"question": str, "answer": str, "ground_truth": str | None}`), in export order."""
+    if convention not in CONVENTIONS:
+        raise ValueError(f"unknown convention {convention!r}; known: {', '.join(CONVENTIONS)}")
+    python = conventions_venv() / "bin" / "python"
+    with tempfile.TemporaryDirectory(prefix="tracescore-conventions-") as tmp:
+        cases_file, out = Path(tmp) / "cases.json", Path(tmp) / "spans.jsonl"
+        cases_file.write_text(json.dumps(list(map(dict, cases))), encoding="utf-8")
+        done = subprocess.run([str(python), str(_AGENT_SCRIPT), convention, str(cases_file), str(out)],
+                              check=False, capture_output=True, text=True, timeout=timeout_s,
+                              cwd=tmp)
+        if done.returncode != 0:
+            raise RuntimeError(f"{convention} agent failed ({done.returncode}):\n{done.stderr[-4000:]}")
+        lines = out.read_text(encoding="utf-8").splitlines() if out.exists() else []
+    return [span for line in lines if line.strip() for span in spans_from_otlp_json(line)]
