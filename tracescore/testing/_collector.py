@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -35,6 +36,7 @@ BUILDER_VERSION = "v0.161.0"  # the builder release matching the manifest's coll
 MANIFEST = Path(__file__).resolve().parents[2] / "collector" / "builder-config.yaml"
 _BINARY_NAME = "otelcol-tracescore"
 _READY_MARKER = ".tracescore-ready"
+_SIGNAL_SETTLE_S = 0.5
 # The collector's own telemetry would bind :8888 in every instance; tests run many at once.
 QUIET_TELEMETRY = {"service::telemetry::metrics::level": "none"}
 
@@ -211,6 +213,9 @@ class Collector(Service):
         except BaseException:
             self.stop()
             raise
+        # It subscribes to SIGTERM just after logging "ready"; a SIGTERM before then kills it
+        # without draining. Nothing shows the moment, so allow it a moment.
+        time.sleep(_SIGNAL_SETTLE_S)
         return self
 
     def stop(self) -> None:
