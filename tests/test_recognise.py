@@ -133,5 +133,8 @@ def test_bad_mappings_name_the_key(spec: Any, key: str) -> None:
 def test_bad_builtin_names_are_configuration_errors() -> None:
     with pytest.raises(tracescore.ConfigurationError, match=r"gateway\.recognise\.builtins.*'langchain'"):
         tracescore.build_recognisers(builtins=["langchain"], where="gateway.recognise")
-    with pytest.raises(tracescore.ConfigurationError, match="unknown convention 'x'"):
-        as_recognisers(["x"], "recognise")
+    with pytest.raises(tracescore.ConfigurationError, match=r"^recognise\.builtins must be true"):
+        tracescore.build_recognisers([], where="recognise.mappings", builtins="genai",
+                                     builtins_key="recognise.builtins")
+    with pytest.raises(tracescore.ConfigurationError, match=r"recognise\[1\]: unknown convention 'x'"):
+        as_recognisers(["genai", "x"], "recognise")

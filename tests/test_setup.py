@@ -46,6 +46,7 @@ def test_exports_through_the_global_provider() -> None:
     exporter = InMemorySpanExporter()
     handle = tracescore.configure(exporter=exporter, batch=False)
     _emit("one")
+    assert handle.flush(5)  # batch=False exports at once, from a background thread
     assert [s.name for s in exporter.get_finished_spans()] == ["one"]
     assert handle.tracer_provider is trace.get_tracer_provider()
     assert handle.active
@@ -58,6 +59,7 @@ def test_configure_twice_swaps_the_pipeline_without_double_export(
     _emit("before")
     new = tracescore.configure(exporter=second, batch=False)
     _emit("after")
+    assert new.flush(5)
     assert [s.name for s in first.get_finished_spans()] == ["before"]
     assert [s.name for s in second.get_finished_spans()] == ["after"]
     assert not old.active and new.active
@@ -85,8 +87,9 @@ def test_shutdown_detaches_and_configure_works_again() -> None:
     assert handle.flush() is True
 
     second = InMemorySpanExporter()
-    tracescore.configure(exporter=second, batch=False)
+    again = tracescore.configure(exporter=second, batch=False)
     _emit("again")
+    assert again.flush(5)
     assert [s.name for s in second.get_finished_spans()] == ["again"]
 
 
@@ -110,6 +113,7 @@ def test_extends_a_given_provider_and_keeps_its_processors() -> None:
     handle = tracescore.configure(exporter=ours, batch=False, tracer_provider=provider)
     tracescore.configure(exporter=ours, batch=False, tracer_provider=provider)
     _emit("mine", provider)
+    assert tracescore.flush(5)
     assert handle.tracer_provider is provider
     assert [s.name for s in own.get_finished_spans()] == ["mine"]
     assert [s.name for s in ours.get_finished_spans()] == ["mine"]
@@ -274,6 +278,7 @@ def test_failed_configure_changes_nothing(tmp_path) -> None:
                              capture_content=False)
     assert content_settings().capture is True
     _emit("still-here")
+    assert tracescore.flush(5)
     assert [s.name for s in exporter.get_finished_spans()] == ["still-here"]
 
 

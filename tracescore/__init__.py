@@ -57,6 +57,10 @@ _EXPORTS: dict[str, str] = {
     "build_recognisers": "tracescore.online",
     "recognise": "tracescore.online",
     "recogniser_markers": "tracescore.online",
+    # scoring gateway
+    "Gateway": "tracescore.gateway",
+    "GatewayConfig": "tracescore.gateway",
+    "load_gateway_config": "tracescore.gateway",
     # offline evals
     "run_evals": "tracescore.evals",
     "arun_evals": "tracescore.evals",
@@ -80,6 +84,8 @@ __all__ = [
     "ContextThreadPoolExecutor",
     "EvalResult",
     "EvalSummary",
+    "Gateway",
+    "GatewayConfig",
     "ItemFailure",
     "ItemResult",
     "Judge",
@@ -110,6 +116,7 @@ __all__ = [
     "instrument_agent",
     "instrument_litellm",
     "llm",
+    "load_gateway_config",
     "propagate_context",
     "recognise",
     "recogniser_markers",
@@ -150,6 +157,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         arun_evals,
         run_evals,
     )
+    from tracescore.gateway import Gateway, GatewayConfig, load_gateway_config
     from tracescore.instrument._agent_object import instrument_agent, uninstrument_agent
     from tracescore.instrument._calls import (
         AgentCall,

@@ -12,7 +12,6 @@ import enum
 import json
 import logging
 import math
-import re
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 from pathlib import PurePath
@@ -20,6 +19,7 @@ from typing import Any
 from uuid import UUID
 
 from tracescore._config import ContentSettings, content_settings
+from tracescore._secret_rules import apply_rules, hide_value, secret_name_label
 
 _log = logging.getLogger("tracescore")
 
@@ -67,16 +67,30 @@ def _is_pydantic_model(obj: object) -> bool:
     return hasattr(cls, "model_fields") and callable(getattr(cls, "model_dump", None))
 
 
+class JSONText:
+    """Content exported as the compact JSON text of `value` (a JSON string inside the JSON).
+
+    The walk redacts `value` by structure first, so secrets inside it are found by key name.
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+
 class _Walker:
     """One bounded traversal: counts nodes and characters, detects cycles, limits depth."""
 
-    __slots__ = ("active", "chars", "cut", "nodes")
+    __slots__ = ("active", "chars", "cut", "nodes", "redact", "secret")
 
-    def __init__(self, max_chars: int) -> None:
+    def __init__(self, max_chars: int, redact: bool = False) -> None:
         self.nodes = _MAX_NODES
         self.chars = max_chars
         self.active: set[int] = set()
         self.cut = False  # True once something was elided for the bounds
+        self.redact = redact  # apply the built-in rules to every string, before it is encoded
+        self.secret: str | None = None  # label, while walking the value of a secret-named key
 
     def exhausted(self) -> bool:
         if self.nodes <= 0 or self.chars <= 0:
@@ -85,6 +99,13 @@ class _Walker:
         return False
 
     def text(self, value: str) -> str:
+        if self.secret is not None:
+            value = hide_value(value[:_REDACT_SLACK], self.secret)
+        elif self.redact:
+            if len(value) > self.chars + _REDACT_SLACK:
+                self.cut = True
+                value = value[: max(self.chars, 0) + _REDACT_SLACK]
+            value = _builtin_redact(value)
         if len(value) > self.chars:
             self.cut = True
             value = value[: max(self.chars, 0)] + _ELLIPSIS
@@ -97,6 +118,8 @@ class _Walker:
         cls = type(obj)
         if obj is None or cls is bool:
             return obj
+        if self.secret is not None and isinstance(obj, (int, float)) and not isinstance(obj, bool):
+            return self.text("")
         if cls is str:
             return self.text(obj)  # type: ignore[arg-type]
         if cls is int:
@@ -131,6 +154,9 @@ class _Walker:
             self.active.discard(key)
 
     def _container(self, obj: object, depth: int) -> object:
+        if isinstance(obj, JSONText):
+            inner = self.walk(obj.value, depth)
+            return inner if type(inner) is str else _ENCODER.encode(inner)
         if isinstance(obj, Mapping):
             return self._mapping(obj.items(), len(obj), depth)
         if isinstance(obj, tuple) and hasattr(obj, "_asdict"):  # namedtuple
@@ -175,9 +201,25 @@ class _Walker:
             if self.exhausted():
                 out[_ELLIPSIS] = f"[{size - index} more items]"
                 break
-            name = self.text(key if type(key) is str else self._key(key))
-            out[name] = self.walk(value, depth)
+            name = self._name(key)
+            label = secret_name_label(name) if self.redact and self.secret is None else None
+            if label is None:
+                out[name] = self.walk(value, depth)
+                continue
+            self.secret = label
+            try:
+                out[name] = self.walk(value, depth)
+            finally:
+                self.secret = None
         return out
+
+    def _name(self, key: object) -> str:
+        """A mapping key as text (shape rules apply; a secret-named parent does not hide it)."""
+        secret, self.secret = self.secret, None
+        try:
+            return self.text(key if type(key) is str else self._key(key))
+        finally:
+            self.secret = secret
 
     def _sequence(self, items: Any, size: int, depth: int) -> list[object]:
         out: list[object] = []
@@ -229,132 +271,26 @@ def to_json_safe(obj: object, *, max_chars: int | None = None) -> object:
     return _bounded_json_safe(obj, _DEFAULT_MAX_CHARS if max_chars is None else max_chars)[0]
 
 
-def _bounded_json_safe(obj: object, max_chars: int) -> tuple[object, bool]:
-    """`to_json_safe` plus whether anything was elided to respect the bounds."""
+def _bounded_json_safe(obj: object, max_chars: int, redact: bool = False) -> tuple[object, bool]:
+    """`to_json_safe` (redacted by the built-in rules if `redact`) plus whether anything was
+    elided to respect the bounds."""
     try:
-        walker = _Walker(max_chars)
+        walker = _Walker(max_chars, redact)
         return walker.walk(obj, 0), walker.cut
     except Exception:  # noqa: BLE001 - telemetry must never raise
-        return _safe_repr(obj), True
+        if not redact:
+            return _safe_repr(obj), True
+        try:
+            return _builtin_redact(_safe_repr(obj)), True
+        except Exception:  # noqa: BLE001 - fail closed: withhold the content
+            return "[REDACTED:error]", True
 
 
 # --- redaction -------------------------------------------------------------------------------
 
 
-def _luhn_ok(digits: str) -> bool:
-    total = 0
-    for index, char in enumerate(reversed(digits)):
-        value = ord(char) - 48
-        if index % 2:
-            value *= 2
-            if value > 9:
-                value -= 9
-        total += value
-    return total % 10 == 0
-
-
-def _card(match: re.Match[str]) -> str:
-    digits = re.sub(r"\D", "", match.group(0))
-    if 13 <= len(digits) <= 19 and _luhn_ok(digits):
-        return "[REDACTED:card_number]"
-    return match.group(0)
-
-
-_KEY_NAMES = (
-    r"api[_-]?key|apikey|x-api-key|access[_-]?key(?:[_-]?id)?|secret[_-]?key|private[_-]?key"
-)
-_SECRET_NAMES = (
-    r"client[_-]?secret|auth[_-]?token|access[_-]?token|refresh[_-]?token|id[_-]?token"
-    r"|password|passwd|pwd|secret|token"
-)
-_ASSIGN = r"[\"']?\s*[:=]\s*[\"']?(?!\[REDACTED)"
-_VALUE = r"[^\s\"',;&}\]]{4,}"
-
-# Order matters: specific shapes first, generic `name=value` after, then emails and cards.
-_RULES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
-    (
-        re.compile(
-            r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
-            re.DOTALL,
-        ),
-        "[REDACTED:private_key]",
-    ),
-    (
-        re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-        "[REDACTED:jwt]",
-    ),
-    (re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9\-._~+/]{8,}=*"), r"\1[REDACTED:bearer_token]"),
-    (
-        re.compile(r"(?i)\b(authorization[\"']?\s*[:=]\s*[\"']?basic\s+)[A-Za-z0-9+/]{4,}=*"),
-        r"\1[REDACTED:basic_auth]",
-    ),
-    (
-        re.compile(r"\bsk-(?:proj-|ant-|live-|test-)?(?=[A-Za-z0-9_\-]*\d)[A-Za-z0-9_\-]{16,}"),
-        "[REDACTED:api_key]",
-    ),
-    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), "[REDACTED:api_key]"),
-    (
-        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
-        "[REDACTED:api_key]",
-    ),
-    (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), "[REDACTED:api_key]"),
-    (
-        re.compile(rf"(?i)(\b(?:{_KEY_NAMES}){_ASSIGN}){_VALUE}"),
-        r"\1[REDACTED:api_key]",
-    ),
-    (
-        re.compile(rf"(?i)(\b(?:{_SECRET_NAMES}){_ASSIGN}){_VALUE}"),
-        r"\1[REDACTED:secret]",
-    ),
-    (
-        re.compile(
-            r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
-        ),
-        "[REDACTED:email]",
-    ),
-    (re.compile(r"(?<![\d])\d(?:[ -]?\d){12,18}(?![\d])"), _card),
-)
-
-# Cheap pre-check: lower-cased text without any of these tokens (or four digits in a row) cannot
-# match a rule, so the rules are skipped; most captured text takes this path. Every branch starts
-# with a literal, which lets the regex engine scan for candidate characters quickly.
-_TRIGGER_TOKENS = (
-    "@",
-    "key",
-    "token",
-    "secret",
-    "passw",
-    "pwd",
-    "bearer",
-    "authorization",
-    "sk-",
-    "akia",
-    "asia",
-    "eyj",
-    "-----begin",
-    "ghp_",
-    "gho_",
-    "ghu_",
-    "ghs_",
-    "ghr_",
-    "github_pat_",
-    "xox",
-)
-_TRIGGER = re.compile(
-    "|".join([*(re.escape(t) for t in _TRIGGER_TOKENS), *(f"{d}[0-9]{{3}}" for d in range(10))])
-)
-
-
-def _may_contain_secret(text: str) -> bool:
-    return _TRIGGER.search(text.lower()) is not None
-
-
 def _builtin_redact(text: str) -> str:
-    if not _may_contain_secret(text):
-        return text
-    for pattern, replacement in _RULES:
-        text = pattern.sub(replacement, text)
-    return text
+    return apply_rules(text)
 
 
 def _apply_hook(hook: Callable[[str], str], text: str) -> str:
@@ -372,10 +308,14 @@ def _apply_hook(hook: Callable[[str], str], text: str) -> str:
 def redact(text: str, settings: ContentSettings | None = None) -> str:
     """Apply built-in redaction (if enabled) and then the user's hook (if any). Never raises."""
     s = settings if settings is not None else content_settings()
+    return _redact(text, s, builtin=s.redact, hook=True)
+
+
+def _redact(text: str, s: ContentSettings, *, builtin: bool, hook: bool) -> str:
     try:
-        if s.redact:
+        if builtin:
             text = _builtin_redact(text)
-        if s.redaction_hook is not None:
+        if hook and s.redaction_hook is not None:
             text = _apply_hook(s.redaction_hook, text)
         return text
     except Exception:  # noqa: BLE001 - fail closed: withhold the content
@@ -428,9 +368,11 @@ def serialize(obj: object, settings: ContentSettings | None = None) -> str:
     try:
         if type(obj) is str:
             return finish_text(obj, s)
-        data, cut = _bounded_json_safe(obj, s.max_length + _REDACT_SLACK)
+        # the built-in rules run on each string before it is encoded (keys that name secrets
+        # hide their values); the user's hook then sees the JSON text
+        data, cut = _bounded_json_safe(obj, s.max_length + _REDACT_SLACK, s.redact)
         text = data if type(data) is str else _ENCODER.encode(data)
-        return finish_text(text, s, at_least=cut)
+        return _finish(text, s, at_least=cut, builtin_done=True)
     except Exception:  # noqa: BLE001 - telemetry must never raise
         _log_once("serialize", "tracescore: could not serialize a %s", _type_name(obj))
         return f"<unserializable {_type_name(obj)}>"
@@ -449,14 +391,18 @@ def finish_text(
     content already went through `redact`. Never raises.
     """
     s = settings if settings is not None else content_settings()
+    return _finish(text, s, at_least=at_least, builtin_done=redacted, hook_done=redacted)
+
+
+def _finish(text: str, s: ContentSettings, *, at_least: bool, builtin_done: bool,
+            hook_done: bool = False) -> str:
     try:
         limit = s.max_length
         dropped = 0
         if len(text) > limit + _REDACT_SLACK:
             dropped = len(text) - limit - _REDACT_SLACK
             text = text[: limit + _REDACT_SLACK]
-        if not redacted and (s.redact or s.redaction_hook is not None):
-            text = redact(text, s)
+        text = _redact(text, s, builtin=s.redact and not builtin_done, hook=not hook_done)
         return _valid_utf8(truncate(text, limit, dropped, at_least=at_least))
     except Exception:  # noqa: BLE001 - telemetry must never raise
         _log_once("finish", "tracescore: could not prepare captured text")

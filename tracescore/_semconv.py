@@ -48,6 +48,10 @@ GEN_AI_EVALUATION_EXPLANATION = "gen_ai.evaluation.explanation"
 
 # General semconv
 ERROR_TYPE = "error.type"
+EXCEPTION_EVENT = "exception"
+EXCEPTION_TYPE = "exception.type"
+EXCEPTION_MESSAGE = "exception.message"
+EXCEPTION_STACKTRACE = "exception.stacktrace"
 SERVER_ADDRESS = "server.address"
 SERVER_PORT = "server.port"
 
@@ -67,6 +71,9 @@ TS_COST_USD = "tracescore.usage.cost_usd"
 TS_INPUT = "tracescore.input"  # generic @span input (content capture)
 TS_OUTPUT = "tracescore.output"
 TS_TRUNCATED = "tracescore.content.truncated"
+TS_SPAN_TRUNCATED = "tracescore.span.truncated"  # bool: the span was cut to fit max_span_bytes
+TS_SPAN_ORIGINAL_BYTES = "tracescore.span.original_bytes"  # its estimated size before the cut
+TS_SPAN_DROPPED_EVENTS = "tracescore.span.dropped_events"  # events removed to fit (last ones first)
 TS_SCORER_ID = "tracescore.scorer.id"
 TS_RUN_ID = "tracescore.evaluation.run_id"
 TS_JUDGE_MODEL = "tracescore.judge.model"

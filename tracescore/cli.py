@@ -1,10 +1,11 @@
-"""The `tracescore` command: `demo`, `eval` and `score` (also `python -m tracescore`)."""
+"""The `tracescore` command: `demo`, `eval`, `score`, `serve` and `rescore` (also `python -m tracescore`)."""
 
 from __future__ import annotations
 
 import os
 import sys
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 
 import click
@@ -141,6 +142,136 @@ def score(input_text: str, output_text: str, ground_truth: str | None, scorers: 
         raise CommandError(str(exc)) from None
     if results is None:
         sys.exit(1)
+
+
+@main.command()
+@click.option("--config", "-c", "config_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Gateway config file (YAML). Default: $TRACESCORE_GATEWAY_CONFIG.")
+@click.option("--grpc", "grpc_endpoint", metavar="HOST:PORT",
+              help="OTLP/gRPC receiver address (default 0.0.0.0:4317; 'off' disables).")
+@click.option("--http", "http_endpoint", metavar="HOST:PORT",
+              help="OTLP/HTTP receiver address (default 0.0.0.0:4318; 'off' disables).")
+@click.option("--health", "health_endpoint", metavar="HOST:PORT",
+              help="Health and metrics address (default 0.0.0.0:13133; 'off' disables).")
+@click.option("--endpoint", metavar="URL", help="Next hop (collector or backend). Default: "
+              "$OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / $OTEL_EXPORTER_OTLP_ENDPOINT.")
+@click.option("--protocol", type=click.Choice(["grpc", "http/protobuf"]),
+              help="Protocol to the next hop (default grpc, or $OTEL_EXPORTER_OTLP_PROTOCOL).")
+@click.option("--journal", "journal_path", metavar="FILE",
+              help="Journal file (SQLite) of accepted spans not yet forwarded.")
+@click.option("--judge-model", metavar="MODEL", help=_JUDGE_HELP)
+@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
+              help="Any config key, e.g. --set scoring.max_wait_s=10 (value read as YAML; "
+                   "repeatable).")
+@click.option("--log-level", default="info", show_default=True,
+              type=click.Choice(["debug", "info", "warning", "error"]))
+def serve(config_file: Path | None, grpc_endpoint: str | None, http_endpoint: str | None,
+          health_endpoint: str | None, endpoint: str | None, protocol: str | None,
+          journal_path: str | None, judge_model: str | None, settings: Sequence[str],
+          log_level: str) -> None:
+    """Run the scoring gateway: receive OTLP traces from any language, score agent spans,
+    forward every span to the next hop.
+
+    \b
+    Configuration: the YAML file, then environment variables, then these options.
+    A bad setting exits with code 2 and names the key. SIGTERM drains and exits 0.
+    Example:
+      tracescore serve --endpoint http://collector:4317 --judge-model openai/gpt-4o-mini
+    """
+    from tracescore._exceptions import ConfigurationError
+    from tracescore.gateway._config import load_gateway_config
+    from tracescore.gateway._serve import serve as run
+    from tracescore.gateway._serve import setup_logging
+
+    setup_logging(log_level)
+    overrides: dict[str, object] = {}
+    for key, value in (("receivers.grpc", grpc_endpoint), ("receivers.http", http_endpoint),
+                       ("receivers.health", health_endpoint), ("exporter.endpoint", endpoint),
+                       ("exporter.protocol", protocol), ("journal.path", journal_path),
+                       ("scoring.judge_model", judge_model)):
+        if value is not None:
+            overrides[key] = None if value == "off" else value
+    try:
+        overrides.update(_settings(settings))
+        config = load_gateway_config(config_file, overrides)
+        code = run(config)
+    except ConfigurationError as exc:
+        raise CommandError(str(exc)) from None
+    sys.exit(code)
+
+
+@main.command()
+@click.argument("inputs", nargs=-1, required=True,
+                type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--config", "-c", "config_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Gateway config file (YAML) for scorers, judge and recognisers.")
+@click.option("--scorer", "-s", "scorers", multiple=True, type=_SCORER_CHOICE,
+              help="Scorer to run (repeatable). Default: the config's, else relevancy and "
+                   "similarity.")
+@click.option("--judge-model", metavar="MODEL", help=_JUDGE_HELP)
+@click.option("--agent", "agents", multiple=True, metavar="NAME",
+              help="Only score calls of this agent (repeatable).")
+@click.option("--rate", type=click.FloatRange(0, 1), help="Fraction of traces to score "
+              "(decided from the trace id, as online).")
+@click.option("--since", type=click.DateTime(), help="Only spans that started at or after this "
+              "time (UTC).")
+@click.option("--until", type=click.DateTime(), help="Only spans that started before this time "
+              "(UTC).")
+@click.option("--output", "-o", "output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the spans to this OTLP JSON-lines file.")
+@click.option("--endpoint", metavar="URL", help="Send the spans to this OTLP endpoint instead.")
+@click.option("--protocol", type=click.Choice(["grpc", "http/protobuf"]), default="grpc",
+              show_default=True, help="Protocol for --endpoint.")
+@click.option("--all-spans", is_flag=True, help="Write every selected span, not only agent spans.")
+@click.option("--progress/--no-progress", default=None,
+              help="Progress bar on stderr (default: when stderr is a terminal).")
+def rescore(inputs: Sequence[Path], config_file: Path | None, scorers: Sequence[str],
+            judge_model: str | None, agents: Sequence[str], rate: float | None,
+            since: datetime | None, until: datetime | None, output: Path | None,
+            endpoint: str | None, protocol: str, all_spans: bool, progress: bool | None) -> None:
+    """Score stored traces again: the agent spans of INPUTS (OTLP JSON lines, as tracescore's
+    and the Collector's file exporters write them) get new score events.
+
+    \b
+    Example: run a new scorer version over last week's traffic
+      tracescore rescore traces.jsonl --since 2026-11-24 -s relevancy -o rescored.jsonl
+    """
+    from tracescore._exceptions import ConfigurationError
+    from tracescore.gateway._rescore import run_rescore_command
+
+    if (output is None) == (endpoint is None):
+        raise CommandError("give one of --output FILE or --endpoint URL")
+    try:
+        summary = run_rescore_command(
+            inputs, config_file=config_file, scorer_names=scorers, judge_model=judge_model,
+            agents=agents, rate=rate, since=since, until=until, output=output,
+            endpoint=endpoint, protocol=protocol, all_spans=all_spans,
+            progress=sys.stderr.isatty() if progress is None else progress,
+        )
+    except ConfigurationError as exc:
+        raise CommandError(str(exc)) from None
+    click.echo(f"read {summary.spans_read} spans, {summary.spans_selected} selected, "
+               f"{summary.agent_spans} agent spans offered, "
+               f"{summary.stats.get('scored', 0)} scores, {summary.stats.get('failed', 0)} "
+               f"failed; wrote {summary.spans_written} spans")
+
+
+def _settings(items: Sequence[str]) -> dict[str, object]:
+    """`--set key=value` pairs, values read as YAML scalars or flow collections."""
+    import yaml
+
+    from tracescore._exceptions import ConfigurationError
+
+    parsed: dict[str, object] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigurationError(f"--set {item!r}: write it as KEY=VALUE")
+        try:
+            parsed[key.strip()] = yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            raise ConfigurationError(f"{key.strip()}: bad value {raw!r}: {exc}") from None
+    return parsed
 
 
 def _otlp_endpoint() -> str | None:

@@ -22,11 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import Span, SpanKind
 
 from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError, ScorerError
 from tracescore.instrument._context import ContextThreadPoolExecutor
+from tracescore.instrument._errors import exception_text, record_error
 
 if TYPE_CHECKING:
     from tracescore.scoring import Scorer, ScoreResult
@@ -291,9 +292,7 @@ class _Run:
                 output = await self.call(value, self.executor)
         except Exception as exc:  # noqa: BLE001 - a failed item is data, not a crash
             failures.append(_failure(index, STEP_TARGET, None, exc))
-            span.record_exception(exc)
-            span.set_status(Status(StatusCode.ERROR, str(exc) or type(exc).__name__))
-            span.set_attribute(sc.ERROR_TYPE, type(exc).__qualname__)
+            record_error(span, exc, type_name=type(exc).__qualname__)
         duration_ms = (time.perf_counter() - started) * 1000.0
         end_ns = time.time_ns()
         try:
@@ -498,7 +497,7 @@ def _check_thresholds(thresholds: Mapping[str, float] | None,
 
 def _failure(index: int, step: str, scorer_id: str | None, exc: BaseException) -> ItemFailure:
     return ItemFailure(index=index, step=step, scorer_id=scorer_id,
-                       error_type=type(exc).__qualname__, message=str(exc) or type(exc).__name__)
+                       error_type=type(exc).__qualname__, message=exception_text(exc) or type(exc).__name__)
 
 
 @contextmanager

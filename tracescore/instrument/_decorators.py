@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, overload
 import wrapt
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
+from opentelemetry.trace import SpanKind, Tracer
 
 from tracescore import _semconv as sc
 from tracescore._config import ContentSettings, content_settings
@@ -26,6 +26,7 @@ from tracescore._content import serialize
 from tracescore._exceptions import ConfigurationError
 from tracescore._suppress import _KEY as _SUPPRESS_KEY
 from tracescore.instrument import _calls, _openinference
+from tracescore.instrument._errors import record_error
 from tracescore.instrument._span_messages import (
     _get,
     input_messages_attr,
@@ -72,28 +73,6 @@ def _log_once(key: str, message: str) -> None:
     if key not in _logged:
         _logged.add(key)
         _log.warning(message, exc_info=True)
-
-
-def _error_type(exc: BaseException) -> str:
-    cls = type(exc)
-    module = getattr(cls, "__module__", None)
-    name = getattr(cls, "__qualname__", cls.__name__)
-    return name if module in (None, "builtins") else f"{module}.{name}"
-
-
-def _record_error(span: Any, exc: BaseException) -> None:
-    try:
-        if not span.is_recording():
-            return
-        span.record_exception(exc)
-        try:
-            message = str(exc)
-        except Exception:  # noqa: BLE001 - a broken __str__ leaves the message empty
-            message = ""
-        span.set_status(Status(StatusCode.ERROR, message or None))
-        span.set_attribute(sc.ERROR_TYPE, _error_type(exc))
-    except Exception:  # noqa: BLE001 - telemetry never raises into the user's code
-        _log_once("record-error", "tracescore: could not record an exception on a span")
 
 
 # --- call inputs -----------------------------------------------------------------------------
@@ -518,7 +497,7 @@ class _Call:
         otel_span = self.span
         try:
             if error is not None:
-                _record_error(otel_span, error)
+                record_error(otel_span, error, settings=self.settings)
             else:
                 if self.capture:
                     otel_span.set_attribute(
@@ -711,6 +690,19 @@ def _async_generator_wrapper(op: _Op) -> Callable[..., Any]:
 # --- public decorators -----------------------------------------------------------------------
 
 
+_PRIMITIVES = (str, bool, int, float)
+
+
+def _is_attribute_value(value: Any) -> bool:
+    """Whether `value` is a valid OpenTelemetry attribute value (primitive or homogeneous list)."""
+    if isinstance(value, _PRIMITIVES):
+        return True
+    if not isinstance(value, (list, tuple)):
+        return False
+    kinds = {bool if isinstance(v, bool) else type(v) for v in value}
+    return len(kinds) <= 1 and all(isinstance(v, _PRIMITIVES) for v in value)
+
+
 def _validate(
     name: Any,
     capture_content: Any,
@@ -730,6 +722,12 @@ def _validate(
         not isinstance(attributes, Mapping) or not all(isinstance(k, str) for k in attributes)
     ):
         raise ConfigurationError(f"attributes must be a mapping with str keys, got {attributes!r}")
+    for key, value in (attributes or {}).items():
+        if not _is_attribute_value(value):
+            raise ConfigurationError(
+                f"attributes[{key!r}] must be a str, bool, int or float, or a list of one of "
+                f"those types (an OpenTelemetry attribute value), got {value!r}"
+            )
     if conversation_id is not None and not (
         isinstance(conversation_id, str) or callable(conversation_id)
     ):

@@ -16,10 +16,11 @@ from urllib.parse import urlsplit
 
 import wrapt
 from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import Span, SpanKind
 
 from tracescore import _semconv as sc
 from tracescore._suppress import is_suppressed
+from tracescore.instrument._errors import record_error
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -234,9 +235,7 @@ class _ChatCall:
             self._ended = True
         try:
             if error is not None:
-                self.span.set_attribute(sc.ERROR_TYPE, type(error).__qualname__)
-                self.span.record_exception(error)
-                self.span.set_status(Status(StatusCode.ERROR, str(error) or type(error).__name__))
+                record_error(self.span, error, type_name=type(error).__qualname__)
         except Exception:  # noqa: BLE001 - the span still ends
             _log_once("error", "could not record the litellm error on its span")
         self.span.end()

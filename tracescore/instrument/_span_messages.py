@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tracescore._config import ContentSettings
-from tracescore._content import finish_text, json_string, serialize
+from tracescore._content import JSONText, finish_text, json_string, serialize
 
 _TEXT_KEYS = ("text", "content", "prompt", "input", "query", "question", "message")
 
@@ -30,13 +30,9 @@ def _is_message(obj: Any) -> bool:
     return isinstance(_get(obj, "role"), str)
 
 
-_RAW = ContentSettings(max_length=65_536, redact=False)  # inner text; the outer pass redacts
-
-
 def _text_part(content: Any) -> dict[str, Any]:
-    if not isinstance(content, str):
-        content = serialize(content, _RAW)
-    return {"type": "text", "content": content}
+    # a non-string becomes its JSON text, redacted by structure when the message is serialized
+    return {"type": "text", "content": content if isinstance(content, str) else JSONText(content)}
 
 
 def _content_parts(content: Any) -> list[dict[str, Any]]:

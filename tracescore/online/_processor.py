@@ -45,7 +45,14 @@ from tracescore.online._events import (
 from tracescore.online._isolation import ProcessRunner
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._options import OnlineScorer, ProcessorOptions, as_online_scorers
-from tracescore.online._recognise import GENAI, Recogniser, as_recognisers, recognise
+from tracescore.online._recognise import (
+    GENAI,
+    RecognisedCall,
+    Recogniser,
+    as_recognisers,
+    recognise,
+    recogniser_markers,
+)
 from tracescore.online._sampling import RANDOMNESS_MASK
 from tracescore.online._sinks import carrier_span, emit_log_records, with_events
 from tracescore.online._worker import Worker
@@ -126,6 +133,7 @@ class ScoringSpanProcessor(SpanProcessor):
         if score_genai_spans and GENAI not in recognisers:
             recognisers.append(GENAI)
         self._recognisers: tuple[Recogniser, ...] = tuple(recognisers)
+        self._markers = recogniser_markers(self._recognisers)
         self._min_threshold = min(s._threshold for s in self._scorers)
         self._max_candidates = max(1024, 4 * queue_size)
         self._metrics = OnlineMetrics(meter_provider)
@@ -249,6 +257,34 @@ class ScoringSpanProcessor(SpanProcessor):
         except Exception:  # noqa: BLE001
             _log.warning("tracescore: downstream processor shutdown failed", exc_info=True)
 
+    def offer(self, span: ReadableSpan, call: RecognisedCall) -> bool:
+        """Score a finished span recognised as an agent call outside this process (the gateway,
+        `tracescore rescore`): sampling, filters, limits, holding and sinks as for in-process
+        calls. True when a scorer took it; else the span went downstream at once. Never raises.
+        """
+        try:
+            context = span.context
+            chosen: tuple[OnlineScorer, ...] = ()
+            if context is not None and not self._shutdown:
+                randomness = context.trace_id & RANDOMNESS_MASK
+                if randomness >= self._min_threshold:
+                    agent_call = AgentCall(
+                        span=span,  # type: ignore[arg-type]
+                        name=call.agent, input=call.input, output=call.output,
+                        ground_truth=call.ground_truth, attributes=span.attributes or {},
+                    )
+                    chosen = self._choose(agent_call, randomness)
+        except Exception:  # noqa: BLE001
+            self._log_once("offer", "tracescore: could not consider an offered agent span",
+                           exc_info=True)
+            chosen = ()
+        if not chosen:
+            self._export(span, ())
+            return False
+        self._submit(span, _Candidate(call.input, call.output, call.ground_truth, call.agent,
+                                      chosen))
+        return True
+
     # --- candidates (agent thread, hot path) ------------------------------------------------------
     def _consider(self, call: AgentCall) -> None:
         """Listener body: decide sampling for a finished agent call; stash a candidate if chosen."""
@@ -330,7 +366,10 @@ class ScoringSpanProcessor(SpanProcessor):
             scope = span.instrumentation_scope
             if scope is not None and scope.name.startswith("tracescore"):
                 return None  # our own agent spans were decided by the listener
-            found = recognise(span.name, span.attributes or {}, self._recognisers)
+            attributes = span.attributes or {}
+            if self._markers.isdisjoint(attributes):
+                return None  # no recogniser could accept it: skip the chain
+            found = recognise(span.name, attributes, self._recognisers)
             if found is None:
                 return None
             if otel_context.get_value(sc.CTX_EVAL_RUN_ID) is not None:
@@ -338,7 +377,7 @@ class ScoringSpanProcessor(SpanProcessor):
             call = AgentCall(
                 span=span,  # type: ignore[arg-type]
                 name=found.agent, input=found.input, output=found.output,
-                ground_truth=found.ground_truth, attributes=span.attributes or {},
+                ground_truth=found.ground_truth, attributes=attributes,
             )
             chosen = self._choose(call, randomness)
             if not chosen:

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import base64
-import json
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from google.protobuf import json_format
-from google.protobuf.message import Message
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from opentelemetry.trace import SpanKind
+
+from tracescore._otlp_json import parse_otlp_json
 
 
 class KindName(str):
@@ -265,39 +262,6 @@ def metrics_from_request(
             )
         )
     return out
-
-
-# --- OTLP/JSON -------------------------------------------------------------------------------
-# OTLP/JSON writes ids as hex, while protobuf's JSON mapping expects base64 for bytes fields.
-_ID_KEYS = {
-    "traceId": 32,
-    "spanId": 16,
-    "parentSpanId": 16,
-    "trace_id": 32,
-    "span_id": 16,
-    "parent_span_id": 16,
-}
-
-
-def _ids_to_base64(node: Any) -> Any:
-    if isinstance(node, dict):
-        out = {}
-        for key, value in node.items():
-            width = _ID_KEYS.get(key)
-            if width and isinstance(value, str) and re.fullmatch(f"[0-9a-fA-F]{{{width}}}", value):
-                value = base64.b64encode(bytes.fromhex(value)).decode()
-            out[key] = _ids_to_base64(value)
-        return out
-    if isinstance(node, list):
-        return [_ids_to_base64(item) for item in node]
-    return node
-
-
-def parse_otlp_json(data: str | bytes | dict[str, Any], message: Message) -> Message:
-    """Fill `message` from OTLP/JSON (hex or base64 ids) and return it."""
-    tree = json.loads(data) if isinstance(data, (str, bytes)) else data
-    json_format.ParseDict(_ids_to_base64(tree), message, ignore_unknown_fields=True)
-    return message
 
 
 def spans_from_otlp_json(data: str | bytes | dict[str, Any]) -> list[ReceivedSpan]:

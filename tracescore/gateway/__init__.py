@@ -1,0 +1,12 @@
+"""The scoring gateway (`tracescore serve`): an OTLP service that scores any agent's spans.
+
+    from tracescore.gateway import Gateway, load_gateway_config
+    Gateway(load_gateway_config("gateway.yaml")).start()
+"""
+
+from __future__ import annotations
+
+from tracescore.gateway._config import GatewayConfig, load_gateway_config
+from tracescore.gateway._gateway import Gateway
+
+__all__ = ["Gateway", "GatewayConfig", "load_gateway_config"]

@@ -1,0 +1,409 @@
+"""Gateway configuration: a YAML file, then environment variables, then command-line overrides,
+validated once at start; every error is a `ConfigurationError` naming the key (`serve` exits 2).
+
+    receivers: {grpc: 0.0.0.0:4317, http: 0.0.0.0:4318, health: 0.0.0.0:13133,
+                bearer_token: ..., tls: {cert_file, key_file, client_ca_file},
+                max_request_bytes: ..., max_decompressed_bytes: ...}
+    exporter:  {endpoint, protocol: grpc | http/protobuf, headers, compression, timeout_s,
+                ca_file, workers, max_batch_spans}
+    journal:   {path, sync: full | normal}
+    limits:    {max_pending_spans, retry_after_s}
+    scoring:   {judge_model, scorers: [...], max_wait_s, max_held_spans, queue_size,
+                concurrency, shutdown_timeout_s, isolation}
+    recognise: {builtins: true, mappings: [...]}
+    shutdown_timeout_s: 30
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from tracescore._exceptions import ConfigurationError
+
+ENV_CONFIG = "TRACESCORE_GATEWAY_CONFIG"
+ENV_TOKEN = "TRACESCORE_GATEWAY_TOKEN"
+ENV_JUDGE_MODEL = "TRACESCORE_JUDGE_MODEL"
+PROTOCOLS = ("grpc", "http/protobuf")
+COMPRESSIONS = ("gzip", "none")
+_SCORER_KEYS = ("scorer", "options", "rate", "agents", "attributes", "rate_limit_per_minute",
+                "budget_usd_per_hour", "reference", "sinks", "timeout_s")
+
+
+@dataclass(frozen=True, kw_only=True)
+class GatewayConfig:
+    """Everything `Gateway` needs, validated. Endpoints are "host:port" (port 0: any free port;
+    None: that receiver is off). `scorers`: `Scorer`/`OnlineScorer` objects (None: relevancy
+    and content similarity at rate 1). `recognisers`: the chain (None: the built-in conventions).
+    """
+
+    grpc_endpoint: str | None = "0.0.0.0:4317"
+    http_endpoint: str | None = "0.0.0.0:4318"
+    health_endpoint: str | None = "0.0.0.0:13133"
+    bearer_token: str | None = None
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+    tls_client_ca_file: str | None = None
+    max_request_bytes: int = 16 << 20
+    max_decompressed_bytes: int = 64 << 20
+    exporter_endpoint: str = "http://localhost:4317"
+    exporter_protocol: str = "grpc"
+    exporter_headers: Mapping[str, str] = field(default_factory=dict)
+    exporter_compression: str = "none"
+    exporter_timeout_s: float = 10.0
+    exporter_ca_file: str | None = None
+    forward_workers: int = 2
+    max_batch_spans: int = 8192
+    journal_path: str = "tracescore-gateway.db"
+    journal_sync: str = "full"
+    max_pending_spans: int = 100_000
+    retry_after_s: float = 1.0
+    judge_model: str | None = None
+    scorers: Sequence[Any] | None = None
+    max_wait_s: float = 30.0
+    max_held_spans: int = 2048
+    queue_size: int = 1000
+    concurrency: int = 8
+    scoring_shutdown_timeout_s: float = 10.0
+    isolation: str = "auto"
+    recognisers: Sequence[Any] | None = None
+    shutdown_timeout_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        for name in ("grpc_endpoint", "http_endpoint", "health_endpoint"):
+            value = getattr(self, name)
+            if value is not None:
+                host_port(value, _KEY_OF[name])
+        for name in ("max_request_bytes", "max_decompressed_bytes", "forward_workers",
+                     "max_batch_spans", "max_pending_spans"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigurationError(f"{_KEY_OF[name]} must be an integer >= 1, got {value!r}")
+        for name in ("exporter_timeout_s", "retry_after_s", "shutdown_timeout_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ConfigurationError(f"{_KEY_OF[name]} must be a number > 0, got {value!r}")
+        if self.exporter_protocol not in PROTOCOLS:
+            raise ConfigurationError(f"exporter.protocol must be one of {', '.join(PROTOCOLS)}, "
+                                     f"got {self.exporter_protocol!r}")
+        if self.exporter_compression not in COMPRESSIONS:
+            raise ConfigurationError(f"exporter.compression must be one of "
+                                     f"{', '.join(COMPRESSIONS)}, got {self.exporter_compression!r}")
+        if "://" not in self.exporter_endpoint:
+            raise ConfigurationError(f"exporter.endpoint must be a URL such as "
+                                     f"http://collector:4317, got {self.exporter_endpoint!r}")
+        if self.journal_sync not in ("full", "normal"):
+            raise ConfigurationError(f"journal.sync must be full or normal, got {self.journal_sync!r}")
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            raise ConfigurationError("receivers.tls needs both cert_file and key_file")
+        for name in ("tls_cert_file", "tls_key_file", "tls_client_ca_file", "exporter_ca_file"):
+            value = getattr(self, name)
+            if value is not None and not Path(value).is_file():
+                raise ConfigurationError(f"{_KEY_OF[name]}: no such file {value!r}")
+        if self.max_decompressed_bytes < self.max_request_bytes:
+            raise ConfigurationError("receivers.max_decompressed_bytes must be >= "
+                                     "receivers.max_request_bytes")
+
+
+# YAML key path -> (GatewayConfig field, parser)
+def _text(path: str, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ConfigurationError(f"{path} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _optional_text(path: str, value: Any) -> str | None:
+    return None if value is None or value is False else _text(path, value)
+
+
+def _endpoint(path: str, value: Any) -> str | None:
+    if value is None or value is False:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = f"0.0.0.0:{value}"
+    host_port(_text(path, value), path)
+    return str(value)
+
+
+def _same(path: str, value: Any) -> Any:
+    return value
+
+
+def _headers(path: str, value: Any) -> dict[str, str]:
+    if isinstance(value, str):
+        return _parse_header_list(value, path)
+    if not isinstance(value, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise ConfigurationError(f"{path} must map header names to string values, got {value!r}")
+    return dict(value)
+
+
+def _list(path: str, value: Any) -> list[Any]:
+    if not isinstance(value, list):
+        raise ConfigurationError(f"{path} must be a list, got {value!r}")
+    return value
+
+
+_KEYS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
+    "receivers.grpc": ("grpc_endpoint", _endpoint),
+    "receivers.http": ("http_endpoint", _endpoint),
+    "receivers.health": ("health_endpoint", _endpoint),
+    "receivers.bearer_token": ("bearer_token", _optional_text),
+    "receivers.tls.cert_file": ("tls_cert_file", _optional_text),
+    "receivers.tls.key_file": ("tls_key_file", _optional_text),
+    "receivers.tls.client_ca_file": ("tls_client_ca_file", _optional_text),
+    "receivers.max_request_bytes": ("max_request_bytes", _same),
+    "receivers.max_decompressed_bytes": ("max_decompressed_bytes", _same),
+    "exporter.endpoint": ("exporter_endpoint", _text),
+    "exporter.protocol": ("exporter_protocol", _same),
+    "exporter.headers": ("exporter_headers", _headers),
+    "exporter.compression": ("exporter_compression", _same),
+    "exporter.timeout_s": ("exporter_timeout_s", _same),
+    "exporter.ca_file": ("exporter_ca_file", _optional_text),
+    "exporter.workers": ("forward_workers", _same),
+    "exporter.max_batch_spans": ("max_batch_spans", _same),
+    "journal.path": ("journal_path", _text),
+    "journal.sync": ("journal_sync", _same),
+    "limits.max_pending_spans": ("max_pending_spans", _same),
+    "limits.retry_after_s": ("retry_after_s", _same),
+    "scoring.judge_model": ("judge_model", _optional_text),
+    "scoring.scorers": ("scorers", _list),
+    "scoring.max_wait_s": ("max_wait_s", _same),
+    "scoring.max_held_spans": ("max_held_spans", _same),
+    "scoring.queue_size": ("queue_size", _same),
+    "scoring.concurrency": ("concurrency", _same),
+    "scoring.shutdown_timeout_s": ("scoring_shutdown_timeout_s", _same),
+    "scoring.isolation": ("isolation", _same),
+    "recognise.builtins": ("builtins", _same),
+    "recognise.mappings": ("mappings", _list),
+    "shutdown_timeout_s": ("shutdown_timeout_s", _same),
+}
+_KEY_OF = {name: path for path, (name, _) in _KEYS.items()}
+_PROCESSOR_KEYS = {"max_wait_s", "max_held_spans", "queue_size", "concurrency", "isolation",
+                   "scoring_shutdown_timeout_s"}
+
+# environment variable -> key path
+_ENV: dict[str, str] = {
+    ENV_TOKEN: "receivers.bearer_token",
+    ENV_JUDGE_MODEL: "scoring.judge_model",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "exporter.endpoint",
+    "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "exporter.protocol",
+    "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "exporter.headers",
+    "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "exporter.compression",
+    "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE": "exporter.ca_file",
+}
+_ENV_FALLBACK = {  # generic variables, used when the traces-specific one is unset
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "OTEL_EXPORTER_OTLP_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "OTEL_EXPORTER_OTLP_HEADERS",
+    "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "OTEL_EXPORTER_OTLP_COMPRESSION",
+    "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE": "OTEL_EXPORTER_OTLP_CERTIFICATE",
+}
+
+
+def load_gateway_config(path: str | os.PathLike[str] | None = None,
+                        overrides: Mapping[str, Any] | None = None,
+                        environ: Mapping[str, str] | None = None) -> GatewayConfig:
+    """Read `path` (YAML; default $TRACESCORE_GATEWAY_CONFIG, else none), then the environment,
+    then `overrides` ({"receivers.grpc": "0.0.0.0:5317", ...}); build scorers and recognisers.
+
+    Raises `ConfigurationError` naming the key of the first bad value.
+    """
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    path = path or env.get(ENV_CONFIG) or None
+    if path is not None:
+        values.update(_flatten(_read_yaml(Path(path)), ""))
+    for var, key in _ENV.items():
+        raw = env.get(var) or env.get(_ENV_FALLBACK.get(var, ""), "")
+        if raw:
+            values[key] = _from_env(var, key, raw)
+    for key, value in (overrides or {}).items():
+        if key not in _KEYS:
+            raise ConfigurationError(f"{key}: unknown setting; known: {', '.join(_KEYS)}")
+        values[key] = value
+    kwargs: dict[str, Any] = {}
+    for key, value in values.items():
+        name, parse = _KEYS[key]
+        kwargs[name] = parse(key, value)
+    builtins = kwargs.pop("builtins", True)
+    mappings = kwargs.pop("mappings", [])
+    kwargs["recognisers"] = _recognisers(mappings, builtins)
+    judge_model = kwargs.get("judge_model")
+    kwargs["scorers"] = build_online_scorers(kwargs.get("scorers"), judge_model,
+                                             base=Path(path).parent if path else Path.cwd())
+    config = GatewayConfig(**kwargs)
+    processor_options(config)  # validated now, not when the gateway starts
+    return config
+
+
+def processor_options(config: GatewayConfig) -> dict[str, Any]:
+    """`ScoringSpanProcessor` keyword arguments of a config (validated)."""
+    from tracescore.online._options import ProcessorOptions
+
+    options = {name: getattr(config, name) for name in _PROCESSOR_KEYS}
+    options["shutdown_timeout_s"] = options.pop("scoring_shutdown_timeout_s")
+    try:
+        ProcessorOptions(**options)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"scoring: {exc}") from None
+    return options
+
+
+def with_overrides(config: GatewayConfig, **changes: Any) -> GatewayConfig:
+    """A copy of `config` with fields changed (validated again)."""
+    known = {f.name for f in fields(GatewayConfig)}
+    unknown = sorted(set(changes) - known)
+    if unknown:
+        raise ConfigurationError(f"GatewayConfig has no field {unknown[0]!r}")
+    return replace(config, **changes)
+
+
+def host_port(value: str, key: str) -> tuple[str, int]:
+    """("host", port) of "host:port" ("[::1]:4317" for IPv6); port 0 means any free port."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigurationError(f"{key} must be host:port (port 0-65535), got {value!r}")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def build_online_scorers(specs: Sequence[Any] | None, judge_model: str | None, *,
+                         base: Path) -> tuple[Any, ...]:
+    """`OnlineScorer`s from `scoring.scorers` entries (dicts as in the YAML, or scorer objects)."""
+    from tracescore._cli_setup import DEFAULT_SCORERS
+    from tracescore._cli_setup import judge_model as pick_model
+    from tracescore.online._options import OnlineScorer, as_online_scorers
+
+    model = pick_model(judge_model)
+    if not specs:
+        specs = [{"scorer": name} for name in DEFAULT_SCORERS]
+    built: list[Any] = []
+    for index, spec in enumerate(specs):
+        where = f"scoring.scorers[{index}]"
+        if not isinstance(spec, Mapping):
+            built.append(spec)
+            continue
+        unknown = sorted(str(k) for k in spec if k not in _SCORER_KEYS)
+        if unknown:
+            raise ConfigurationError(f"{where}.{unknown[0]}: unknown key; expected one of "
+                                     f"{', '.join(_SCORER_KEYS)}")
+        if "scorer" not in spec:
+            raise ConfigurationError(f"{where}.scorer is required (relevancy, similarity or "
+                                     f"module:attribute)")
+        scorer = _scorer(_text(f"{where}.scorer", spec["scorer"]), spec.get("options") or {},
+                         model, where)
+        online = {k: v for k, v in spec.items() if k not in ("scorer", "options")}
+        if "reference" in online:
+            online["reference"] = _reference(online["reference"], base, f"{where}.reference")
+        try:
+            built.append(OnlineScorer(scorer, **online))
+        except (ConfigurationError, TypeError) as exc:
+            raise ConfigurationError(f"{where}: {exc}") from None
+    try:
+        return as_online_scorers(built)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"scoring.scorers: {exc}") from None
+
+
+def _scorer(name: str, options: Any, model: str, where: str) -> Any:
+    from tracescore._cli_setup import SetupError, check_model, load_target, scorer_id
+    from tracescore.scoring import create_answer_relevancy_scorer, create_content_similarity_scorer
+
+    if not isinstance(options, Mapping):
+        raise ConfigurationError(f"{where}.options must be a mapping, got {options!r}")
+    try:
+        if ":" in name:
+            target = load_target(name)
+            return target(**options) if isinstance(target, type) or options else target
+        sid = scorer_id(name)
+        if sid == "answer-relevancy":
+            check_model(str(options.get("model", model)))
+            return create_answer_relevancy_scorer(**{"model": model, **options})
+        return create_content_similarity_scorer(**options)
+    except SetupError as exc:
+        raise ConfigurationError(f"{where}.scorer: {exc}") from None
+    except (ConfigurationError, TypeError) as exc:
+        raise ConfigurationError(f"{where}.options: {exc}") from None
+
+
+def _reference(value: Any, base: Path, where: str) -> dict[Any, Any]:
+    """A reference dataset file (input -> ground_truth) as a mapping."""
+    from tracescore._cli_datasets import DatasetError, load_dataset
+    from tracescore._content import lookup_key
+
+    file = Path(_text(where, value))
+    if not file.is_absolute():
+        file = base / file
+    try:
+        items = load_dataset(file)
+    except DatasetError as exc:
+        raise ConfigurationError(f"{where}: {exc}") from None
+    found: dict[Any, Any] = {}
+    for item in items:
+        if item.get("ground_truth") is None:
+            continue
+        key = item["input"]
+        found[key if isinstance(key, str) else lookup_key(key)] = item["ground_truth"]
+    return found
+
+
+def _recognisers(mappings: Any, builtins: Any) -> tuple[Any, ...]:
+    from tracescore.online._recognise import build_recognisers
+
+    return tuple(build_recognisers(mappings, where="recognise.mappings", builtins=builtins))
+
+
+def _read_yaml(path: Path) -> Mapping[str, Any]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigurationError(f"config file {str(path)!r}: cannot read: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigurationError(f"config file {str(path)!r}: not valid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigurationError(f"config file {str(path)!r}: the top level must be a mapping")
+    return data
+
+
+def _flatten(data: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        path = f"{prefix}{key}"
+        if path in _KEYS:
+            flat[path] = value
+        elif isinstance(value, Mapping) and any(k.startswith(path + ".") for k in _KEYS):
+            flat.update(_flatten(value, path + "."))
+        else:
+            raise ConfigurationError(f"{path}: unknown setting")
+    return flat
+
+
+def _from_env(var: str, key: str, raw: str) -> Any:
+    if key == "exporter.protocol" and raw == "http/json":
+        raise ConfigurationError(f"{var}: http/json is not supported by the gateway's exporter; "
+                                 f"use grpc or http/protobuf")
+    if key == "exporter.headers":
+        return _parse_header_list(raw, var)
+    return raw
+
+
+def _parse_header_list(raw: str, key: str) -> dict[str, str]:
+    """`k1=v1,k2=v2` (values URL-decoded), as in OTEL_EXPORTER_OTLP_HEADERS."""
+    from urllib.parse import unquote
+
+    headers: dict[str, str] = {}
+    for part in raw.split(","):
+        if not part.strip():
+            continue
+        name, sep, value = part.partition("=")
+        if not sep or not name.strip():
+            raise ConfigurationError(f"{key}: bad header {part!r}; write name=value")
+        headers[name.strip().lower()] = unquote(value.strip())
+    return headers

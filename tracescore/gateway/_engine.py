@@ -1,0 +1,216 @@
+"""Hold, score, forward: the gateway's engine between the OTLP door in front and the one behind.
+
+Each request is split once: spans that no recogniser can match, or whose trace no scorer
+samples, stay in the request and go on as they came (serialized protobuf, never turned into SDK
+objects); recognised agent spans are offered to the same `ScoringSpanProcessor` in-process
+scoring uses, and leave with the events it adds. Everything is journaled before it is
+acknowledged and removed from the journal once the next hop has it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from opentelemetry.context import Context
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+from tracescore import _semconv as sc
+from tracescore.gateway import _otlp
+from tracescore.gateway._journal import HELD, PASS, Entry, Journal
+from tracescore.gateway._metrics import GatewayMetrics
+from tracescore.online._processor import ScoringSpanProcessor
+from tracescore.online._recognise import RecognisedCall, recognise, recogniser_markers
+
+_log = logging.getLogger("tracescore.gateway")
+
+
+class Output(Protocol):
+    """Where finished requests go (the forwarder, or a file for `rescore`)."""
+
+    def put(self, ids: tuple[int, ...], body: bytes, count: int) -> None: ...
+
+
+class Engine:
+    """Splits requests into pass-through and held agent spans; scores the latter in-process."""
+
+    def __init__(self, *, scorers: Sequence[Any], recognisers: Sequence[Any], output: Output,
+                 metrics: GatewayMetrics, journal: Journal | None = None,
+                 processor_options: Mapping[str, Any] | None = None,
+                 meter_provider: Any = None, logger_provider: Any = None,
+                 pass_through: bool = True) -> None:
+        self._recognisers = tuple(recognisers)
+        self._markers = recogniser_markers(self._recognisers)
+        self._output = output
+        self._journal = journal
+        self._metrics = metrics
+        self._pass_through = pass_through  # False: only agent spans come out (rescore)
+        self.offered = 0  # agent spans offered for scoring
+        self._lock = threading.Lock()
+        # agent spans inside the processor: key -> (journal row or None, one-span request)
+        self._held: dict[_otlp.SpanKey, tuple[int | None, ExportTraceServiceRequest]] = {}
+        self.processor = ScoringSpanProcessor(
+            _Downstream(self), scorers, meter_provider=meter_provider,
+            logger_provider=logger_provider, **dict(processor_options or {}),
+        )
+        self._threshold = min(s._threshold for s in self.processor.scorers)
+
+    @property
+    def held(self) -> int:
+        """Agent spans waiting for their scores."""
+        return len(self._held)
+
+    def accept(self, request: ExportTraceServiceRequest, raw: bytes | None = None) -> int:
+        """Journal and route one request; returns its span count. `raw`: the request as received
+        (protobuf), forwarded as is when nothing in it is held."""
+        found = self._agent_spans(request)
+        count = _otlp.count_spans(request)
+        if not self._pass_through:
+            if found:
+                self._hold(found)
+            return count
+        if not found:
+            body = raw if raw is not None else request.SerializeToString()
+            ids = self._journal_add([(PASS, count, body)])
+            self._output.put(ids, body, count)
+            return count
+        singles = self._hold(found, offer=False)
+        for scope_spans, index in sorted(((f[1], f[3]) for f in found),
+                                         key=lambda pair: -pair[1]):
+            del scope_spans.spans[index]
+        rest = count - len(found)
+        body = request.SerializeToString() if rest else b""
+        rows = [(HELD, 1, single.SerializeToString()) for single, _ in singles]
+        if rest:
+            rows.append((PASS, rest, body))
+        ids = self._journal_add(rows)
+        if rest:
+            self._output.put(ids[-1:], body, rest)
+        for (single, call), row in zip(singles, ids or [None] * len(singles)):
+            self._offer(row, single, call)
+        return count
+
+    def _hold(self, found: list[Any], offer: bool = True
+              ) -> list[tuple[ExportTraceServiceRequest, RecognisedCall]]:
+        """One-span requests of the agent spans found (offered now unless `offer` is False)."""
+        singles = [(_otlp.single_request(rs, ss, span), call) for rs, ss, span, _, call in found]
+        if offer:
+            for single, call in singles:
+                self._offer(None, single, call)
+        return singles
+
+    def replay(self) -> int:
+        """Forward (and offer again for scoring) what the journal kept from a previous run."""
+        if self._journal is None:
+            return 0
+        replayed = 0
+        for entry in self._journal.entries():
+            replayed += entry.count
+            if entry.kind == HELD:
+                self._replay_held(entry)
+            else:
+                self._output.put((entry.id,), entry.body, entry.count)
+        if replayed:
+            self._metrics.add("replayed", replayed)
+            _log.info("tracescore: replaying %d journaled spans", replayed)
+        return replayed
+
+    def flush(self, timeout_s: float) -> bool:
+        return self.processor.force_flush(int(timeout_s * 1000))
+
+    def shutdown(self, timeout_s: float) -> None:
+        """Bounded wait for scoring, then every held span goes out (unscored ones with a reason)."""
+        self.processor.shutdown(int(timeout_s * 1000))
+
+    # --- internals ----------------------------------------------------------------------------
+    def _agent_spans(self, request: ExportTraceServiceRequest) -> list[Any]:
+        """(resource spans, scope spans, span, index, call) of the spans to hold (cheap reject:
+        the trace-id sampling test first, then the marker keys, then the recognisers)."""
+        found: list[Any] = []
+        markers, threshold, held = self._markers, self._threshold, self._held
+        randomness = _otlp.randomness
+        for rs in request.resource_spans:
+            for ss in rs.scope_spans:
+                for index, span in enumerate(ss.spans):
+                    if randomness(span.trace_id) < threshold:
+                        continue
+                    if not any(kv.key in markers for kv in span.attributes):
+                        continue
+                    call = recognise(span.name, _otlp.attributes_of(span.attributes),
+                                     self._recognisers)
+                    if call is not None and _otlp.key_of(span) not in held:
+                        found.append((rs, ss, span, index, call))
+        return found
+
+    def _offer(self, row: int | None, single: ExportTraceServiceRequest,
+               call: RecognisedCall) -> None:
+        rs = single.resource_spans[0]
+        ss = rs.scope_spans[0]
+        span = ss.spans[0]
+        key = _otlp.key_of(span)
+        with self._lock:
+            if key in self._held:  # the same span twice at once (a sender's retry): forward it
+                self._output.put(() if row is None else (row,), single.SerializeToString(), 1)
+                return
+            self._held[key] = (row, single)
+            self.offered += 1
+        if self.processor.offer(_otlp.readable_span(rs, ss, span), call):
+            self._metrics.add("held")
+
+    def _replay_held(self, entry: Entry) -> None:
+        single = ExportTraceServiceRequest.FromString(entry.body)
+        span = _otlp.only_span(single)
+        call = recognise(span.name, _otlp.attributes_of(span.attributes), self._recognisers)
+        if call is None:
+            self._output.put((entry.id,), entry.body, entry.count)
+        else:
+            self._offer(entry.id, single, call)
+
+    def _journal_add(self, rows: list[tuple[int, int, bytes]]) -> tuple[int, ...]:
+        if self._journal is None:
+            return ()
+        return tuple(self._journal.add(rows))
+
+    def _finished(self, span: ReadableSpan) -> None:
+        """A span back from the processor: a held one with its new events, or a carrier span."""
+        context = span.context
+        key = (context.trace_id, context.span_id) if context is not None else (0, 0)
+        with self._lock:
+            entry = self._held.pop(key, None)
+        events = span.events
+        cost = 0.0
+        for event in events:
+            value = (event.attributes or {}).get(sc.TS_JUDGE_COST_USD)
+            if event.name == sc.GEN_AI_EVALUATION_RESULT and isinstance(value, (int, float)):
+                cost += float(value)
+        if cost:
+            self._metrics.add("judge_cost_usd", cost)
+        if entry is None:
+            self._output.put((), encode_spans([span]).SerializeToString(), 1)
+            return
+        row, single = entry
+        _otlp.add_events(_otlp.only_span(single), events)
+        self._output.put(() if row is None else (row,), single.SerializeToString(), 1)
+
+
+class _Downstream(SpanProcessor):
+    """The processor's export side: hands finished spans back to the engine."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        pass
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self._engine._finished(span)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+    def shutdown(self) -> None:
+        pass

@@ -1,0 +1,257 @@
+"""`Gateway`: the scoring gateway as one object: receivers -> engine -> forwarder, journal, health.
+
+    gateway = Gateway(load_gateway_config("gateway.yaml")).start()
+    ...
+    gateway.stop()  # stop accepting, bounded wait for scoring, forward everything, close
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from tracescore._exceptions import ConfigurationError
+from tracescore.gateway import _otlp
+from tracescore.gateway._config import GatewayConfig, host_port, processor_options
+from tracescore.gateway._engine import Engine
+from tracescore.gateway._forward import Forwarder, GrpcSender, HttpSender, Sender
+from tracescore.gateway._journal import Journal
+from tracescore.gateway._metrics import GatewayMetrics
+from tracescore.gateway._receiver import (
+    HttpServer,
+    Limits,
+    Refused,
+    grpc_receiver,
+    health_server,
+    http_receiver,
+    tls_context,
+)
+
+_log = logging.getLogger("tracescore.gateway")
+
+
+class Gateway:
+    """The scoring gateway (`tracescore serve`): receive OTLP, score agent spans, forward all.
+
+    `start()` opens the journal (replaying what a previous run left), the forwarder and the
+    receivers; `stop()` drains. Ports actually bound: `grpc_port`, `http_port`, `health_port`.
+    """
+
+    def __init__(self, config: GatewayConfig | None = None, *, meter_provider: Any = None,
+                 logger_provider: Any = None) -> None:
+        if config is None:
+            from tracescore.gateway._config import load_gateway_config
+
+            config = load_gateway_config()
+        if config.scorers is None or config.recognisers is None:
+            from tracescore.gateway._config import (
+                _recognisers,
+                build_online_scorers,
+                with_overrides,
+            )
+
+            config = with_overrides(
+                config,
+                scorers=build_online_scorers(config.scorers, config.judge_model, base=Path.cwd()),
+                recognisers=_recognisers([], True) if config.recognisers is None
+                else tuple(config.recognisers),
+            )
+        self.config = config
+        self.metrics = GatewayMetrics()
+        self._options = processor_options(config)
+        self._meter_provider = meter_provider
+        self._logger_provider = logger_provider
+        self._lock = threading.Lock()
+        self._accepting = False
+        self._stopped = False
+        self._journal: Journal | None = None
+        self._forwarder: Forwarder | None = None
+        self._engine: Engine | None = None
+        self._servers: list[HttpServer] = []
+        self._grpc: Any = None
+        self.grpc_port: int | None = None
+        self.http_port: int | None = None
+        self.health_port: int | None = None
+
+    # --- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> Gateway:
+        config = self.config
+        self._journal = Journal(config.journal_path, sync=config.journal_sync)
+        try:
+            self._forwarder = Forwarder(
+                _sender(config), self._journal, self.metrics,
+                max_batch_spans=config.max_batch_spans, workers=config.forward_workers,
+            )
+            self._engine = Engine(
+                scorers=config.scorers or (), recognisers=config.recognisers or (),
+                output=self._forwarder, metrics=self.metrics, journal=self._journal,
+                processor_options=self._options, meter_provider=self._meter_provider,
+                logger_provider=self._logger_provider,
+            )
+            self.metrics.gauge("pending", lambda: self._forwarder.pending if self._forwarder else 0)
+            self.metrics.gauge("held_now", lambda: self._engine.held if self._engine else 0)
+            if self._meter_provider is not None:
+                self.metrics.register(self._meter_provider)
+            self._forwarder.start()
+            self._engine.replay()
+            self._open_receivers()
+        except BaseException:
+            self._close_quietly()
+            raise
+        self._accepting = True
+        _log.info("tracescore gateway listening: grpc=%s http=%s health=%s -> %s (%s)",
+                  self.grpc_port, self.http_port, self.health_port, config.exporter_endpoint,
+                  config.exporter_protocol)
+        return self
+
+    def stop(self, timeout_s: float | None = None) -> bool:
+        """Stop accepting, wait (bounded) for scoring, forward every span, close. True when
+        everything reached the next hop (else the rest stays in the journal). Idempotent."""
+        with self._lock:
+            if self._stopped:
+                return True
+            self._stopped = True
+            self._accepting = False
+        timeout = self.config.shutdown_timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + timeout
+        self._close_receivers()
+        if self._engine is not None:
+            self._engine.shutdown(min(self._options["shutdown_timeout_s"], timeout * 0.5))
+        drained = True
+        if self._forwarder is not None:
+            drained = self._forwarder.drain(max(0.0, deadline - time.monotonic()))
+            self._forwarder.stop(timeout_s=2.0)
+            if not drained:
+                _log.warning("tracescore: %d spans not forwarded before the shutdown timeout; "
+                             "they stay in the journal for the next start",
+                             self._forwarder.pending)
+        if self._journal is not None:
+            self._journal.close()
+        return drained
+
+    def __enter__(self) -> Gateway:  # noqa: PYI034
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # --- the receivers' side (Door) -----------------------------------------------------------
+    def receive(self, request: ExportTraceServiceRequest, raw: bytes | None) -> None:
+        """Journal and route one request, or raise `Refused` (retryable) without taking any of it."""
+        count = _otlp.count_spans(request)
+        self.metrics.add("requests")
+        self.metrics.add("received", count)
+        forwarder, engine = self._forwarder, self._engine
+        if not self._accepting or forwarder is None or engine is None:
+            self.metrics.add("refused", count)
+            raise Refused("the gateway is shutting down", busy=False)
+        if count and forwarder.pending + engine.held + count > self.config.max_pending_spans:
+            self.metrics.add("refused", count)
+            raise Refused("the gateway is at its span limit; retry later", busy=True)
+        try:
+            engine.accept(request, raw)
+        except Exception:  # noqa: BLE001 - e.g. the journal's disk is full: nothing was acked
+            self.metrics.add("refused", count)
+            _log.warning("tracescore: could not journal a request; refused", exc_info=True)
+            raise Refused("the gateway could not store the request", busy=False) from None
+
+    def rejected(self) -> None:
+        self.metrics.add("rejected")
+
+    def health(self) -> tuple[bool, dict[str, Any]]:
+        forwarder, engine = self._forwarder, self._engine
+        pending = forwarder.pending if forwarder else 0
+        held = engine.held if engine else 0
+        full = pending + held >= self.config.max_pending_spans
+        down = bool(forwarder and forwarder.next_hop_down)
+        ready = self._accepting and not full
+        return ready, {"accepting": self._accepting, "pending_spans": pending,
+                       "held_spans": held, "next_hop_down": down}
+
+    def prometheus(self) -> str:
+        extra: dict[str, float] = {}
+        if self._engine is not None:
+            for key, value in self._engine.processor.stats().items():
+                extra[f"scoring_{key.replace('.', '_')}"] = value
+        return self.metrics.prometheus(extra)
+
+    def stats(self) -> dict[str, float]:
+        """Counters and gauges (received, forwarded, refused, held, pending, ...)."""
+        return self.metrics.snapshot()
+
+    # --- internals ----------------------------------------------------------------------------
+    def _open_receivers(self) -> None:
+        config = self.config
+        limits = Limits(config.max_request_bytes, config.max_decompressed_bytes,
+                        config.retry_after_s, config.bearer_token)
+        tls = None
+        if config.tls_cert_file and config.tls_key_file:
+            tls = tls_context(config.tls_cert_file, config.tls_key_file, config.tls_client_ca_file)
+        try:
+            if config.grpc_endpoint is not None:
+                grpc_tls = None
+                if config.tls_cert_file and config.tls_key_file:
+                    grpc_tls = (Path(config.tls_cert_file).read_bytes(),
+                                Path(config.tls_key_file).read_bytes(),
+                                Path(config.tls_client_ca_file).read_bytes()
+                                if config.tls_client_ca_file else None)
+                self._grpc, self.grpc_port = grpc_receiver(
+                    host_port(config.grpc_endpoint, "receivers.grpc"), self, limits, tls=grpc_tls)
+            if config.http_endpoint is not None:
+                server = http_receiver(host_port(config.http_endpoint, "receivers.http"), self,
+                                       limits, tls)
+                self._servers.append(server)
+                self.http_port = server.port
+            if config.health_endpoint is not None:
+                health = health_server(host_port(config.health_endpoint, "receivers.health"),
+                                       self, limits)
+                self._servers.append(health)
+                self.health_port = health.port
+        except OSError as exc:
+            raise ConfigurationError(f"receivers: cannot listen: {exc}") from None
+        for server in self._servers:
+            server.start()
+
+    def _close_receivers(self) -> None:
+        grpc_server, self._grpc = self._grpc, None
+        if grpc_server is not None:
+            grpc_server.stop(grace=2.0).wait(timeout=5)
+        servers, self._servers = self._servers, []
+        for server in servers:
+            try:
+                server.close()
+            except Exception:  # noqa: BLE001
+                _log.debug("tracescore: closing a receiver failed", exc_info=True)
+
+    def _close_quietly(self) -> None:
+        self._close_receivers()
+        if self._engine is not None:
+            self._engine.shutdown(0.5)
+        if self._forwarder is not None:
+            self._forwarder.stop(timeout_s=1.0)
+        if self._journal is not None:
+            self._journal.close()
+
+
+def _sender(config: GatewayConfig) -> Sender:
+    from urllib.parse import urlsplit
+
+    endpoint = config.exporter_endpoint
+    parts = urlsplit(endpoint)
+    if config.exporter_protocol == "grpc":
+        if not parts.hostname or parts.port is None and parts.scheme not in ("http", "https"):
+            raise ConfigurationError(f"exporter.endpoint: no host in {endpoint!r}")
+        port = parts.port or (443 if parts.scheme == "https" else 4317)
+        host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+        return GrpcSender(f"{host}:{port}", secure=parts.scheme == "https",
+                          headers=config.exporter_headers, compression=config.exporter_compression,
+                          timeout_s=config.exporter_timeout_s, ca_file=config.exporter_ca_file)
+    url = endpoint if parts.path.rstrip("/").endswith("/v1/traces") else (
+        endpoint.rstrip("/") + "/v1/traces")
+    return HttpSender(url, headers=config.exporter_headers, compression=config.exporter_compression,
+                      timeout_s=config.exporter_timeout_s, ca_file=config.exporter_ca_file)

@@ -1,0 +1,84 @@
+"""The gateway's own counters: exposed in Prometheus text on the health port and as OpenTelemetry
+observable instruments (`tracescore.gateway.*`) through a MeterProvider."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+# counter key -> description (Prometheus name: tracescore_gateway_<key>_total)
+COUNTERS: dict[str, str] = {
+    "requests": "Export requests received",
+    "received": "Spans received",
+    "refused": "Spans refused with a retryable answer (backpressure, draining)",
+    "rejected": "Requests rejected as bad (size, encoding, auth)",
+    "forwarded": "Spans acknowledged by the next hop",
+    "forward_retries": "Retried sends to the next hop",
+    "rejected_by_next_hop": "Spans the next hop refused for good",
+    "held": "Agent spans held for scoring",
+    "replayed": "Spans forwarded again from the journal after a restart",
+    "judge_cost_usd": "Judge cost of the scores attached, in USD",
+}
+
+
+class GatewayMetrics:
+    """Thread-safe counters plus gauges read on demand."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: dict[str, float] = dict.fromkeys(COUNTERS, 0)
+        self._gauges: dict[str, Callable[[], float]] = {}
+
+    def add(self, key: str, amount: float = 1) -> None:
+        with self._lock:
+            self._counts[key] = self._counts.get(key, 0) + amount
+
+    def gauge(self, key: str, read: Callable[[], float]) -> None:
+        self._gauges[key] = read
+
+    def snapshot(self) -> dict[str, float]:
+        with self._lock:
+            values = dict(self._counts)
+        for key, read in self._gauges.items():
+            try:
+                values[key] = float(read())
+            except Exception:  # noqa: BLE001, S112 - a gauge that cannot be read is left out
+                continue
+        return values
+
+    def prometheus(self, extra: Mapping[str, float] = {}) -> str:
+        """Prometheus text exposition of every counter and gauge (plus `extra` gauges)."""
+        lines: list[str] = []
+        values = self.snapshot()
+        for key, value in values.items():
+            counter = key in COUNTERS
+            name = f"tracescore_gateway_{key}" + ("_total" if counter else "")
+            lines.append(f"# TYPE {name} {'counter' if counter else 'gauge'}")
+            lines.append(f"{name} {_number(value)}")
+        for key, value in extra.items():
+            name = f"tracescore_gateway_{key}"
+            lines.append(f"# TYPE {name} gauge")
+            lines.append(f"{name} {_number(value)}")
+        return "\n".join(lines) + "\n"
+
+    def register(self, meter_provider: Any) -> None:
+        """Observable instruments `tracescore.gateway.<key>` on `meter_provider`."""
+        from opentelemetry.metrics import CallbackOptions, Observation
+
+        meter = meter_provider.get_meter("tracescore.gateway")
+
+        def reader(key: str) -> Callable[[CallbackOptions], Iterable[Observation]]:
+            def observe(options: CallbackOptions) -> Iterable[Observation]:
+                return [Observation(self.snapshot().get(key, 0.0))]
+            return observe
+
+        for key, description in COUNTERS.items():
+            meter.create_observable_counter(f"tracescore.gateway.{key}", [reader(key)],
+                                            description=description)
+        for key in self._gauges:
+            meter.create_observable_gauge(f"tracescore.gateway.{key}", [reader(key)])
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
