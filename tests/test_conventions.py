@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -20,10 +22,11 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_s
 
 import tracescore
 from tracescore import _semconv as sc
+from tracescore.cli import main
 from tracescore.online._recognise import BUILTINS
 from tracescore.scoring._inputs import answer_text, question_text
-from tracescore.testing import ReceivedSpan
-from tracescore.testing._conventions import CONVENTIONS, convention_spans
+from tracescore.testing import ReceivedSpan, spans_from_otlp_json
+from tracescore.testing._conventions import CONVENTIONS, convention_spans, export_convention
 
 pytestmark = pytest.mark.slow  # installs the libraries in a side venv on first use (minutes)
 
@@ -130,3 +133,27 @@ def test_the_processor_scores_each_conventions_agent_spans_in_process(
         assert call is not None
         expected = scorer.run(input=call.input, output=call.output, ground_truth=call.ground_truth)
         assert event.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == expected.score
+
+
+def test_rescore_scores_the_agent_spans_of_every_convention_from_their_files(tmp_path: Path) -> None:
+    """The gateway's engine (`tracescore rescore`) over the OTLP JSON lines the real libraries
+    wrote: each agent span comes back with a score computed from what the library recorded."""
+    traces = tmp_path / "traces.jsonl"
+    cases = CASES[:3]
+    for convention in CONVENTIONS:
+        export_convention(convention, cases, traces)
+    out = tmp_path / "rescored.jsonl"
+    result = CliRunner().invoke(main, ["rescore", str(traces), "-s", "similarity", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    spans = [s for line in out.read_text().splitlines() if line.strip()
+             for s in spans_from_otlp_json(line)]
+    by_convention: dict[str, int] = {}
+    scorer = tracescore.ContentSimilarityScorer()
+    for span in spans:
+        call = tracescore.recognise(span.name, span.attributes)
+        assert call is not None  # only agent spans are written
+        by_convention[call.convention] = by_convention.get(call.convention, 0) + 1
+        (event,) = span.events_named(sc.GEN_AI_EVALUATION_RESULT)
+        expected = scorer.run(input=call.input, output=call.output, ground_truth=call.ground_truth)
+        assert event.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == expected.score
+    assert by_convention == {"genai": 3, "openinference": 3, "traceloop": 6, "pydantic_ai": 6}
