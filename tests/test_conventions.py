@@ -2,7 +2,8 @@
 scored; their other spans are not.
 
 The spans come from OpenTelemetry's GenAI util, OpenInference, OpenLLMetry (traceloop-sdk) and
-pydantic-ai (format versions 5 and 2) running in a side venv (`tracescore.testing._conventions`,
+pydantic-ai (format versions 5 and 2, and runs that continue a conversation) running in a
+side venv (`tracescore.testing._conventions`,
 installed on first use) and exporting OTLP JSON lines; no span here is written by hand.
 """
 
@@ -37,6 +38,7 @@ EXPECTED: dict[str, tuple[str, dict[str, bool]]] = {
     "traceloop": ("traceloop", {"geo": True, "trip": False}),  # the agent and its workflow
     "pydantic_ai": ("pydantic_ai", {"geo": True}),
     "pydantic_ai_v2": ("pydantic_ai", {"geo": True}),
+    "pydantic_ai_history": ("pydantic_ai", {"geo": True}),  # runs that continue a conversation
 }
 _PIECES = ["Paris", "é", "日本", "🙂", '"', "'", "\\", "\n", "{", "}", "[", "]", ":", ",",
            "null", "  ", "\t", "<b>", "1.5", "-"]
@@ -90,6 +92,9 @@ def test_agent_spans_of_the_real_library_are_recognised(
         calls = found[agent]
         assert [question_text(c.input) for c in calls] == [c["question"] for c in CASES]
         assert [answer_text(c.output) for c in calls] == [c["answer"] for c in CASES]
+        if convention.startswith("pydantic_ai"):  # the input is this run's prompt only
+            assert [c.input for c in calls] == [[{"role": "user", "content": c["question"]}]
+                                                for c in CASES]
         truths = [c.ground_truth for c in calls]
         assert truths == ([c["ground_truth"] for c in CASES] if carries_truth else [None] * len(CASES))
 
@@ -156,4 +161,4 @@ def test_rescore_scores_the_agent_spans_of_every_convention_from_their_files(tmp
         (event,) = span.events_named(sc.GEN_AI_EVALUATION_RESULT)
         expected = scorer.run(input=call.input, output=call.output, ground_truth=call.ground_truth)
         assert event.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == expected.score
-    assert by_convention == {"genai": 3, "openinference": 3, "traceloop": 6, "pydantic_ai": 6}
+    assert by_convention == {"genai": 3, "openinference": 3, "traceloop": 6, "pydantic_ai": 9}

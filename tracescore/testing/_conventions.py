@@ -35,7 +35,9 @@ REQUIREMENTS: tuple[str, ...] = (
     "opentelemetry-util-genai==1.3b0",
     "httpx>=0.27",  # imported by traceloop.sdk but not declared by it
 )
-CONVENTIONS: tuple[str, ...] = ("genai", "openinference", "traceloop", "pydantic_ai", "pydantic_ai_v2")
+CONVENTIONS: tuple[str, ...] = (
+    "genai", "openinference", "traceloop", "pydantic_ai", "pydantic_ai_v2", "pydantic_ai_history",
+)
 _AGENT_SCRIPT = Path(__file__).with_name("_convention_agent.py")
 
 
