@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-test: $(STAMP) docs collector
+test: $(STAMP) lint docs collector
 	$(PY) -m pytest -q
 
 docs: $(STAMP)

@@ -88,7 +88,7 @@ def _post_one_span(url: str) -> int:
         return int(response.status)
 
 
-_OTLP_IN = {"otlp": {"protocols": {"grpc": {}}}}
+_OTLP_IN: dict[str, Any] = {"otlp": {"protocols": {"grpc": {}}}}
 
 
 def _broken(processors: dict[str, Any], pipeline: dict[str, Any], **top: Any) -> dict[str, Any]:

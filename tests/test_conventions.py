@@ -132,12 +132,12 @@ def test_the_processor_scores_each_conventions_agent_spans_in_process(
         e.name == sc.GEN_AI_EVALUATION_RESULT for e in s.events)]
     assert len(scored) == len(agents) * len(CASES)
     assert len(exporter.get_finished_spans()) == len(exported[convention])  # each span once
-    for span in scored:
-        (event,) = [e for e in span.events if e.name == sc.GEN_AI_EVALUATION_RESULT]
-        call = tracescore.recognise(span.name, span.attributes or {})
+    for scored_span in scored:
+        (event,) = [e for e in scored_span.events if e.name == sc.GEN_AI_EVALUATION_RESULT]
+        call = tracescore.recognise(scored_span.name, scored_span.attributes or {})
         assert call is not None
         expected = scorer.run(input=call.input, output=call.output, ground_truth=call.ground_truth)
-        assert event.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == expected.score
+        assert (event.attributes or {})[sc.GEN_AI_EVALUATION_SCORE_VALUE] == expected.score
 
 
 def test_rescore_scores_the_agent_spans_of_every_convention_from_their_files(tmp_path: Path) -> None:

@@ -110,7 +110,7 @@ class ScoringSpanProcessor(SpanProcessor):
     `meter_provider` / `logger_provider`: for metrics and the log sink (default: the global ones).
     """
 
-    def __init__(self, downstream: SpanProcessor, scorers: Sequence[Any], *,
+    def __init__(self, downstream: SpanProcessor, scorers: Sequence[Any] | Any, *,
                  max_wait_s: float = 30.0, max_held_spans: int = 2048, queue_size: int = 1000,
                  concurrency: int = 8, shutdown_timeout_s: float = 30.0,
                  score_genai_spans: bool = False, recognise: Sequence[Any] = (),
