@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -89,8 +90,8 @@ def _export_thread(rounds: int, n: int) -> dict[str, Any]:
     plain = _Encode()
     for label, huge in (("typical", False), ("one 20 MB span", True)):
         batch = _batch(huge)
-        medians = interleaved({"sdk": lambda b=batch: plain.export(b),
-                               "tracescore": lambda b=batch: guard.export(b)},
+        medians = interleaved({"sdk": partial(plain.export, batch),
+                               "tracescore": partial(guard.export, batch)},
                               rounds=rounds, n=1 if huge else n, warmup=1)
         results[label] = {"sdk_ms": medians["sdk"] / 1e6, "tracescore_ms": medians["tracescore"] / 1e6,
                           "ratio": medians["tracescore"] / medians["sdk"]}
@@ -120,8 +121,8 @@ def _agent_thread(rounds: int, n: int) -> dict[str, Any]:
         }
         for label, (plain, mine) in pairs.items():
             plain_tracer, my_tracer = plain.get_tracer("bench"), mine.get_tracer("bench")
-            medians = interleaved({"sdk": lambda t=plain_tracer: _agent_span(t, 0),
-                                   "tracescore": lambda t=my_tracer: _agent_span(t, 0)},
+            medians = interleaved({"sdk": partial(_agent_span, plain_tracer, 0),
+                                   "tracescore": partial(_agent_span, my_tracer, 0)},
                                   rounds=rounds, n=n)
             results[label] = {"sdk_us": medians["sdk"] / 1e3, "tracescore_us": medians["tracescore"] / 1e3,
                               "ratio": medians["tracescore"] / medians["sdk"]}
