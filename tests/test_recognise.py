@@ -194,3 +194,15 @@ def test_builtin_readers_never_raise_on_odd_values(base: dict[str, Any],
     for recogniser in BUILTINS.values():
         call = recogniser("span", attributes)
         assert call is None or isinstance(call.agent, str)
+
+
+@pytest.mark.parametrize("overrides, key", [
+    ({"recognise.builtins": ["langchain"]}, r"^recognise\.builtins: unknown convention"),
+    ({"recognise.builtins": "genai"}, r"^recognise\.builtins must be"),
+    ({"recognise.mappings": [{"input": "q"}]}, r"^recognise\.mappings\[0\]\.output is required"),
+])
+def test_gateway_config_errors_name_the_recognise_key(overrides: dict[str, Any], key: str) -> None:
+    from tracescore.gateway._config import load_gateway_config
+
+    with pytest.raises(tracescore.ConfigurationError, match=key):
+        load_gateway_config(None, overrides, environ={})
