@@ -9,13 +9,16 @@ Node.js agent instrumented with the OpenTelemetry JS SDK is scored through the s
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import random
 import shutil
+import struct
 import subprocess
 import threading
 import urllib.request
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -43,6 +46,52 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # the first test may 
 Key = tuple[str, str]  # (trace id, span id), hex
 
 
+class _Ring:
+    """The loadbalancing exporter's consistent-hash ring (contrib v0.161.0, consistent_hashing.go):
+    200 points per endpoint at crc32(endpoint + little-endian i) mod 131071, a taken position moves
+    to the next free one; a trace goes to the first point at or after crc32(trace id) mod 131071.
+    With three endpoints the arcs are uneven: for random ports one replica owns over 20 % more
+    than a third about one time in seven, so the test picks ports whose ring is even."""
+
+    SIZE, POINTS = 131071, 200
+
+    def __init__(self, endpoints: list[str]) -> None:
+        candidates = sorted(
+            (crc % self.SIZE, crc, endpoint)
+            for endpoint in endpoints
+            for crc in (zlib.crc32(endpoint.encode() + struct.pack("<I", i)) for i in range(self.POINTS))
+        )
+        taken: dict[int, str] = {}
+        for position, _, endpoint in candidates:
+            while position in taken:
+                position = (position + 1) % self.SIZE
+            taken[position] = endpoint
+        self.positions = sorted(taken)
+        self.owner = [taken[p] for p in self.positions]
+
+    def endpoint_for(self, trace_id: bytes) -> str:
+        index = bisect.bisect_left(self.positions, zlib.crc32(trace_id) % self.SIZE)
+        return self.owner[index % len(self.owner)]
+
+    def shares(self) -> dict[str, float]:
+        arcs: Counter[str] = Counter()
+        previous = self.positions[-1] - self.SIZE
+        for position, endpoint in zip(self.positions, self.owner):
+            arcs[endpoint] += position - previous
+            previous = position
+        return {endpoint: arc / self.SIZE for endpoint, arc in arcs.items()}
+
+
+def _even_ring_ports(count: int, tolerance: float = 0.05) -> list[int]:
+    """Free ports whose `127.0.0.1:port` endpoints split the ring within `tolerance` of 1/count."""
+    for _ in range(500):
+        ports = [free_port() for _ in range(count)]
+        shares = _Ring([f"127.0.0.1:{p}" for p in ports]).shares().values()
+        if len(set(ports)) == count and all(abs(s * count - 1) <= tolerance for s in shares):
+            return ports
+    raise AssertionError("no even ring found")
+
+
 class Deployment:
     """The collector in front of and behind REPLICAS gateways, all on loopback."""
 
@@ -57,10 +106,11 @@ class Deployment:
             GatewayProcess(
                 ["--config", str(config), "--endpoint", f"http://127.0.0.1:{scored_grpc}",
                  "--journal", str(tmp_path / f"journal-{index}.db")],
-                grpc_port=free_port(), http_port=free_port(), health_port=free_port(),
+                grpc_port=port, http_port=free_port(), health_port=free_port(),
             )
-            for index in range(REPLICAS)
+            for index, port in enumerate(_even_ring_ports(REPLICAS))
         ]
+        self.ring = _Ring([f"127.0.0.1:{g.grpc_port}" for g in self.gateways])
         env = {f"TRACESCORE_GATEWAY_{i + 1}": f"127.0.0.1:{g.grpc_port}" for i, g in enumerate(self.gateways)}
         env["BACKEND_OTLP_ENDPOINT"] = receiver.grpc_address
         self.collector = Collector(
@@ -147,21 +197,22 @@ def test_three_replicas_behind_loadbalancing_each_span_once_shares_even(
     sent: list[Key] = []
     with grpc.insecure_channel(f"127.0.0.1:{deployment.collector.grpc_port}") as channel:
         export = channel.unary_unary(_EXPORT)
-        for _ in range(12):
-            request = _traces(rng, 20)
+        for _ in range(30):
+            request = _traces(rng, 50)
             export(request.SerializeToString(), timeout=30)
             sent += _keys(request)
     received = otlp_receiver.wait_for_spans(len(sent), timeout=120)
     assert sorted(_received(otlp_receiver)) == sorted(sent)  # every span, exactly once
-    assert len(received) == 480
+    assert len(received) == 3000
 
     agents = [s for s in received if s.name == "invoke_agent geo"]
     _assert_scored_once(agents)
     assert sum(is_sampled(int(a.trace_id, 16), RATE) for a in agents) > 0
 
-    # trace-id routing: a trace's spans were forwarded together, by one replica
+    # trace-id routing: each replica received exactly the spans of the traces the ring gives it
     shares = deployment.received_by_replica()
-    assert sum(shares) == len(sent)
+    routed = Counter(deployment.ring.endpoint_for(bytes.fromhex(trace_id)) for trace_id, _ in sent)
+    assert shares == [routed[f"127.0.0.1:{g.grpc_port}"] for g in deployment.gateways]
     for share in shares:
         assert abs(share - len(sent) / REPLICAS) <= 0.2 * len(sent) / REPLICAS, shares
     print(f"replica shares of {len(sent)} spans: {shares}")
@@ -178,7 +229,7 @@ def test_a_replica_killed_mid_run_loses_nothing_acknowledged(
         rng = random.Random(17)
         with grpc.insecure_channel(f"127.0.0.1:{deployment.collector.grpc_port}") as channel:
             export = channel.unary_unary(_EXPORT)
-            while not stop.is_set() and len(acknowledged) < 3000:
+            while not stop.is_set() and len(acknowledged) < 20_000:
                 request = _traces(rng, 10)
                 try:
                     export(request.SerializeToString(), timeout=30)
@@ -187,6 +238,7 @@ def test_a_replica_killed_mid_run_loses_nothing_acknowledged(
                 acknowledged.extend(_keys(request))
                 if len(acknowledged) >= 240:
                     enough.set()
+                stop.wait(0.02)  # a steady stream (at most 500 spans/s), not a burst
 
     sender = threading.Thread(target=send)
     sender.start()
@@ -198,6 +250,8 @@ def test_a_replica_killed_mid_run_loses_nothing_acknowledged(
         stop.wait(2)  # traffic keeps flowing while the replica is down
         victim.restart()
         during_outage = len(acknowledged) - at_kill
+        while len(acknowledged) < at_kill + during_outage + 240 and sender.is_alive():
+            sender.join(0.05)  # and keeps flowing after the restart
     finally:
         stop.set()
         sender.join(120)
