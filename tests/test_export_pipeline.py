@@ -197,7 +197,7 @@ def test_batch_false_exports_each_span_without_a_flush() -> None:
 @pytest.mark.parametrize("value", [0, -1, 100, 1.5, "1MB", True])
 def test_size_limits_are_checked_at_configure_time(option: str, value: object) -> None:
     with pytest.raises(ConfigurationError, match=option):
-        tracescore.configure(exporter="none", **{option: value})
+        tracescore.configure(exporter="none", **{option: value})  # type: ignore[arg-type]
 
 
 def test_size_limits_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tracescore
@@ -138,3 +138,26 @@ def test_bad_builtin_names_are_configuration_errors() -> None:
                                      builtins_key="recognise.builtins")
     with pytest.raises(tracescore.ConfigurationError, match=r"recognise\[1\]: unknown convention 'x'"):
         as_recognisers(["genai", "x"], "recognise")
+
+
+@given(truth=plain.filter(bool))
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_tracescore_agent_spans_carry_a_ground_truth_set_as_documented(
+        span_exporter: Any, truth: str) -> None:
+    """What the gateway reads from tracescore's own spans: the `tracescore.ground_truth`
+    attribute set on the current (agent) span inside the call."""
+    from opentelemetry import trace
+
+    span_exporter.clear()
+
+    @tracescore.agent(name="geo")
+    def geo(question: str) -> str:
+        trace.get_current_span().set_attribute(sc.TS_GROUND_TRUTH, truth)
+        return "Paris"
+
+    geo("Capital of France?")
+    (span,) = span_exporter.get_finished_spans()
+    call = tracescore.recognise(span.name, span.attributes or {})
+    assert call is not None and call.convention == "genai" and call.agent == "geo"
+    assert (call.output, call.ground_truth) == ("Paris", truth)

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from tracescore._exporters import OTLPJsonFileExporter
 from tracescore.cli import main
-from tracescore.testing import OTLPReceiver, spans_from_otlp_json
+from tracescore.testing import OTLPReceiver, ReceivedSpan, spans_from_otlp_json
 
 EVAL = "gen_ai.evaluation.result"
 
@@ -29,7 +29,7 @@ def traces(tmp_path: Path) -> Path:
     return path
 
 
-def _spans(path: Path) -> list[object]:
+def _spans(path: Path) -> list[ReceivedSpan]:
     return [span for line in path.read_text().splitlines() if line.strip()
             for span in spans_from_otlp_json(line)]
 
@@ -44,9 +44,9 @@ def test_agent_spans_get_new_scores_in_the_output_file(traces: Path, tmp_path: P
     out = tmp_path / "rescored.jsonl"
     summary = _run(str(traces), "-s", "similarity", "-o", str(out))
     spans = _spans(out)
-    assert len(spans) == 6 and all(s.name == "invoke_agent geo" for s in spans)  # type: ignore[attr-defined]
+    assert len(spans) == 6 and all(s.name == "invoke_agent geo" for s in spans)
     for span in spans:
-        (result,) = span.events_named(EVAL)  # type: ignore[attr-defined]
+        (result,) = span.events_named(EVAL)
         assert result.attributes["tracescore.scorer.id"] == "content-similarity"
     assert "read 18 spans" in summary and "6 scores" in summary
 
@@ -55,8 +55,8 @@ def test_all_spans_keeps_every_span_unchanged_but_for_the_scores(traces: Path,
                                                                  tmp_path: Path) -> None:
     out = tmp_path / "rescored.jsonl"
     _run(str(traces), "-s", "similarity", "-o", str(out), "--all-spans")
-    before = {(s.trace_id, s.span_id): s for s in _spans(traces)}  # type: ignore[attr-defined]
-    after = {(s.trace_id, s.span_id): s for s in _spans(out)}  # type: ignore[attr-defined]
+    before = {(s.trace_id, s.span_id): s for s in _spans(traces)}
+    after = {(s.trace_id, s.span_id): s for s in _spans(out)}
     assert after.keys() == before.keys()
     for key, span in after.items():
         old = before[key]
@@ -78,7 +78,7 @@ def test_filters(options: list[str], scored: int, traces: Path, tmp_path: Path) 
     out = tmp_path / "rescored.jsonl"
     _run(str(traces), "-s", "similarity", "-o", str(out), *options)
     spans = _spans(out)
-    assert sum(1 for s in spans if s.events_named(EVAL)) == scored  # type: ignore[attr-defined]
+    assert sum(1 for s in spans if s.events_named(EVAL)) == scored
 
 
 def test_rate_selects_the_same_traces_as_online_sampling(traces: Path, tmp_path: Path) -> None:
@@ -87,8 +87,8 @@ def test_rate_selects_the_same_traces_as_online_sampling(traces: Path, tmp_path:
     out = tmp_path / "rescored.jsonl"
     _run(str(traces), "-s", "similarity", "-o", str(out), "--rate", "0.5")
     for span in _spans(out):
-        expected = is_sampled(int(span.trace_id, 16), 0.5)  # type: ignore[attr-defined]
-        assert bool(span.events_named(EVAL)) == expected  # type: ignore[attr-defined]
+        expected = is_sampled(int(span.trace_id, 16), 0.5)
+        assert bool(span.events_named(EVAL)) == expected
 
 
 def test_to_an_otlp_endpoint(traces: Path, otlp_receiver: OTLPReceiver) -> None:
@@ -112,6 +112,6 @@ def test_scores_are_fresh_runs(traces: Path, tmp_path: Path) -> None:
     time.sleep(0.01)
     _run(str(out1), "-s", "similarity", "-o", str(out2))
     runs = [e.attributes["tracescore.evaluation.run_id"]
-            for s in _spans(out2) for e in s.events_named(EVAL)]  # type: ignore[attr-defined]
+            for s in _spans(out2) for e in s.events_named(EVAL)]
     assert len(runs) == 12 and len(set(runs)) == 12  # the old score stays, a new one is added
     assert json.loads(out2.read_text().splitlines()[0])["resourceSpans"]

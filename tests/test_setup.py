@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 from _helpers import shut_down_pipelines
 from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -157,10 +158,11 @@ def test_otlp_protocol_from_environment(monkeypatch: pytest.MonkeyPatch, protoco
 
 
 def test_http_endpoint_gets_the_traces_path() -> None:
-    handle = tracescore.configure(exporter="otlp-http", endpoint="http://127.0.0.1:4318")
-    assert handle.exporters[0]._endpoint == "http://127.0.0.1:4318/v1/traces"
-    handle = tracescore.configure(exporter="otlp-http", endpoint="https://x.example/api/otel/v1/traces")
-    assert handle.exporters[0]._endpoint == "https://x.example/api/otel/v1/traces"
+    for endpoint, url in [("http://127.0.0.1:4318", "http://127.0.0.1:4318/v1/traces"),
+                          ("https://x.example/api/otel/v1/traces",) * 2]:
+        (exporter,) = tracescore.configure(exporter="otlp-http", endpoint=endpoint).exporters
+        assert isinstance(exporter, OTLPSpanExporter)
+        assert exporter._endpoint == url
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
@@ -292,7 +294,7 @@ class _GatedScorer:
     def __init__(self, gate: threading.Event) -> None:
         self.gate = gate
 
-    async def arun(self, *, input, output, ground_truth=None, run_id=None):  # type: ignore[no-untyped-def]
+    async def arun(self, *, input, output, ground_truth=None, run_id=None):
         import asyncio
 
         from tracescore.scoring import JudgeUsage, ScoreResult
@@ -306,7 +308,7 @@ class _GatedScorer:
                            usage=JudgeUsage(model=None))
 
 
-def _events(span, name: str) -> list[dict]:  # type: ignore[no-untyped-def]
+def _events(span, name: str) -> list[dict]:
     return [dict(e.attributes or {}) for e in span.events if e.name == name]
 
 
@@ -322,6 +324,7 @@ def test_shutdown_exports_held_spans_once_with_reason_shutdown(batch: bool) -> N
     for i in range(4):
         bot(f"q{i}")
     processor = handle._pipeline
+    assert isinstance(processor, tracescore.ScoringSpanProcessor)
     handle.shutdown(0.5)  # bounded by this timeout, not by the 60 s of the options
     spans = exporter.get_finished_spans()
     assert len(spans) == len({s.context.span_id for s in spans}) == 4  # each exactly once

@@ -81,7 +81,7 @@ def test_a_capped_span_fits_once_encoded_and_keeps_what_is_small(
     assert (capped.context, capped.parent, capped.name, capped.kind, capped.start_time,
             capped.end_time, capped.resource) == (span.context, span.parent, span.name, span.kind,
                                                   span.start_time, span.end_time, span.resource)
-    kept = dict(capped.attributes)
+    kept = dict(capped.attributes or {})
     cut = [key for key, value in span.attributes.items() if kept.get(key) != value]
     shortest_cut = min((_len(span.attributes[key]) for key in cut), default=None)
     for key, value in span.attributes.items():

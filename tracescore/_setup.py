@@ -237,6 +237,7 @@ def configure(
     batch: bool = True,
     max_span_bytes: int | None = None,
     max_request_bytes: int | None = None,
+    flush_on_sigterm: bool | None = None,
     capture_content: bool | None = None,
     max_content_length: int | None = None,
     redact: bool | None = None,
@@ -262,10 +263,15 @@ def configure(
     than `max_span_bytes` (default 1 MiB, env TRACESCORE_MAX_SPAN_BYTES) has its largest values cut
     and is marked `tracescore.span.truncated`; export requests stay under `max_request_bytes`
     (default 3 MiB, env TRACESCORE_MAX_REQUEST_BYTES).
+    `flush_on_sigterm` (default on, env TRACESCORE_FLUSH_ON_SIGTERM): on SIGTERM, export what is
+    batched or held (bounded, 10 s), then run the handler that was installed before, or exit as
+    SIGTERM does by default.
     Raises ConfigurationError for invalid arguments.
     """
     specs = _exporter_specs(exporter)
     limits = ExportLimits.resolve(max_span_bytes, max_request_bytes)
+    if flush_on_sigterm is not None and not isinstance(flush_on_sigterm, bool):
+        raise ConfigurationError(f"flush_on_sigterm must be True, False or None (got {flush_on_sigterm!r})")
     headers_ = _exporters.check_headers(headers)
     compression_ = _exporters.check_compression(compression)
     has_otlp = any(isinstance(s, str) and _exporters.is_otlp(s) for s in specs)
@@ -323,6 +329,7 @@ def configure(
             _handles.remove(previous)
         _handles.append(handle)
         _register_atexit()
+    _handle_sigterm(flush_on_sigterm)
     if old is not None:
         _close_pipeline(old, _EXIT_TIMEOUT_S)
     return handle
@@ -461,6 +468,30 @@ def _register_atexit() -> None:
     if not _atexit_registered:
         atexit.register(_shutdown_at_exit)
         _atexit_registered = True
+
+
+def _handle_sigterm(wanted: bool | None) -> None:
+    from tracescore import _signals
+    from tracescore._config import env_flag
+
+    if wanted is None:
+        wanted = env_flag(_signals.ENV_FLUSH_ON_SIGTERM, _signals.DEFAULT_FLUSH_ON_SIGTERM)
+    if wanted:
+        _signals.install(_on_sigterm)
+    else:
+        _signals.uninstall()
+
+
+def _on_sigterm(chained: bool) -> None:
+    """SIGTERM: flush every live pipeline when the application's handler runs next (it may keep
+    working while it drains); shut them down when the default action ends the process next."""
+    if not chained:
+        _shutdown_at_exit()
+        return
+    with _lock:
+        handles = list(_handles)
+    for handle in reversed(handles):
+        handle.flush(_EXIT_TIMEOUT_S / max(1, len(handles)))
 
 
 def _shutdown_at_exit() -> None:

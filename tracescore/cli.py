@@ -18,6 +18,7 @@ _JUDGE_HELP = (f"Judge model for answer relevancy: a litellm model string such a
                f"openai/gpt-4o-mini, or tracescore/offline (deterministic, no network). "
                f"Default: ${ENV_JUDGE_MODEL}, else tracescore/offline.")
 ENV_ENDPOINTS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+EXIT_INTERRUPTED = 130  # the shell's code for a process ended by SIGINT (128 + 2)
 
 
 class CommandError(click.ClickException):
@@ -95,7 +96,8 @@ def eval_command(dataset: Path, target: str, scorers: Sequence[str], concurrency
     $OTEL_EXPORTER_OTLP_ENDPOINT when set).
 
     \b
-    Exit codes: 0 ok, 1 a --threshold was missed, 2 bad input (file, row, target, option).
+    Exit codes: 0 ok, 1 a --threshold was missed, 2 bad input (file, row, target, option),
+    130 interrupted (Ctrl-C, or KeyboardInterrupt raised by the target; spans are flushed).
     Example:
       tracescore eval questions.jsonl --target my_agent:answer --threshold relevancy=0.7
     """
@@ -110,6 +112,9 @@ def eval_command(dataset: Path, target: str, scorers: Sequence[str], concurrency
         )
     except SetupError as exc:
         raise CommandError(str(exc)) from None
+    except KeyboardInterrupt:
+        click.echo("Interrupted: the evaluation stopped before its end.", err=True)
+        sys.exit(EXIT_INTERRUPTED)
     if passed is False:
         sys.exit(1)
 
