@@ -265,7 +265,7 @@ def _wait_port(port: int, timeout: float = 30.0) -> None:
 
 def _collector_binary() -> Path | None:
     try:
-        from tracescore.testing._collector import collector_binary  # type: ignore[import-not-found]
+        from tracescore.testing._collector import collector_binary
     except ImportError:
         return None
     try:
@@ -276,7 +276,7 @@ def _collector_binary() -> Path | None:
 
 
 # --- measurements ------------------------------------------------------------------------------
-def _stub(address: str) -> Callable[[bytes], Any]:
+def _stub(address: str) -> Callable[..., Any]:
     import grpc
 
     channel = grpc.insecure_channel(address, options=[("grpc.max_send_message_length", 64 << 20)])
@@ -311,22 +311,25 @@ def throughput(address: str, sink: Sink, seconds: float, senders: int = 3) -> fl
     return rate
 
 
-def latency(address: str, sink: Sink, requests: int, rate_per_s: float = 100.0) -> list[float]:
-    """Milliseconds from send to arrival at the sink, one 10-span request at a time."""
-    export = _stub(address)
+def latency(addresses: dict[str, str], sink: Sink, requests: int,
+            rate_per_s: float = 100.0) -> dict[str, list[float]]:
+    """Milliseconds from send to arrival at the sink of 10-span requests, one at a time, the
+    paths taking turns (so a busy moment of the machine hits them all alike)."""
+    exports = {name: _stub(address) for name, address in addresses.items()}
     rng = random.Random(5)
-    sent: dict[bytes, int] = {}
+    sent: dict[str, dict[bytes, int]] = {name: {} for name in addresses}
     interval = 1.0 / rate_per_s
-    for index in range(requests):
-        trace_id = b"LAT!" + rng.randbytes(12)
-        body = plain_request(10, rng, trace_id=trace_id)
-        sent[trace_id] = time.time_ns()
-        export(body, timeout=30)
-        time.sleep(interval)
-        if index == requests - 1:
-            time.sleep(0.5)
+    for _ in range(requests):
+        for name, export in exports.items():
+            trace_id = b"LAT!" + rng.randbytes(12)
+            body = plain_request(10, rng, trace_id=trace_id)
+            sent[name][trace_id] = time.time_ns()
+            export(body, timeout=30)
+            time.sleep(interval)
+    time.sleep(0.5)
     arrivals = sink.arrivals()
-    return [(arrivals[t] - s) / 1e6 for t, s in sent.items() if t in arrivals]
+    return {name: [(arrivals[t] - s) / 1e6 for t, s in times.items() if t in arrivals]
+            for name, times in sent.items()}
 
 
 def scoring(replicas: int, workdir: Path, judge_latency_s: float, spans: int,
@@ -451,65 +454,74 @@ def _rss(pid: int) -> float:
         return 0.0
 
 
+def _pass_through(workdir: Path, core: int, seconds: float, requests: int) -> dict[str, Any]:
+    sink = Sink()
+    under_test: dict[str, Any] = {}
+    try:
+        under_test["tracescore serve"] = GatewayUnderTest(sink, workdir, core)
+        under_test["tracescore serve, journal sync=normal"] = GatewayUnderTest(
+            sink, workdir, core, extra=["--set", "journal.sync=normal"])
+        under_test["plain pass-through (Python)"] = PlainPassThrough(sink, core)
+        binary = _collector_binary()
+        if binary is not None:
+            under_test["otelcol (real collector)"] = Collector(binary, sink, workdir, core)
+        rates = {name: throughput(t.address, sink, seconds) for name, t in under_test.items()}
+        lat = latency({"direct": sink.endpoint.split("//")[1],
+                       **{name: t.address for name, t in under_test.items()}}, sink, requests)
+    finally:
+        for t in under_test.values():
+            t.close()
+        sink.close()
+    direct_p99 = percentiles(lat["direct"])[1]
+    rows: list[list[Any]] = []
+    result: dict[str, Any] = {}
+    for name in ["direct", *under_test]:
+        p50, p99 = percentiles(lat[name])
+        rate = rates.get(name)
+        result[name] = {"spans_per_s": rate, "latency_ms": {"p50": p50, "p99": p99},
+                        "added_p99_ms": p99 - direct_p99}
+        rows.append([name, rate, p50, p99, p99 - direct_p99])
+    print_table(rows, ["path", "spans/s", "p50 ms", "p99 ms", "added p99 ms"],
+                title=f"Pass-through on one core ({seconds:.0f} s each, 512-span requests; "
+                      f"latency: {requests} 10-span requests per path, taking turns)")
+    for name, rate in rates.items():
+        if name != "tracescore serve":
+            result[f"gateway_over_{name}"] = rates["tracescore serve"] / rate
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", help="write results to this path")
+    parser.add_argument("--parts", default="pass,scoring,memory",
+                        help="comma list of parts to run: pass, scoring, memory")
     args = parser.parse_args()
+    parts = set(args.parts.split(","))
     seconds = 5.0 if args.quick else 15.0
-    core = max(os.sched_getaffinity(0))  # type: ignore[attr-defined]
+    core = max(os.sched_getaffinity(0))
     results: dict[str, Any] = {"environment": environment(), "quick": args.quick}
     with tempfile.TemporaryDirectory(prefix="bench-gateway-") as tmp:
         workdir = Path(tmp)
-        sink = Sink()
-        under_test: dict[str, Any] = {}
-        try:
-            under_test["tracescore serve"] = GatewayUnderTest(sink, workdir, core)
-            under_test["tracescore serve, journal sync=normal"] = GatewayUnderTest(
-                sink, workdir, core, extra=["--set", "journal.sync=normal"])
-            under_test["plain pass-through (Python)"] = PlainPassThrough(sink, core)
-            binary = _collector_binary()
-            if binary is not None:
-                under_test["otelcol (real collector)"] = Collector(binary, sink, workdir, core)
-            rates = {name: throughput(t.address, sink, seconds) for name, t in under_test.items()}
-            requests = 200 if args.quick else 1000
-            lat = {"direct": latency(sink.endpoint.split("//")[1], sink, requests)}
-            for name, t in under_test.items():
-                lat[name] = latency(t.address, sink, requests)
-        finally:
-            for t in under_test.values():
-                t.close()
-            sink.close()
-        direct_p99 = percentiles(lat["direct"])[1]
-        rows, pass_through = [], {}
-        for name in ["direct", *under_test]:
-            p50, p99 = percentiles(lat[name])
-            rate = rates.get(name)
-            pass_through[name] = {"spans_per_s": rate, "latency_ms": {"p50": p50, "p99": p99},
-                                  "added_p99_ms": p99 - direct_p99}
-            rows.append([name, rate, p50, p99, p99 - direct_p99])
-        print_table(rows, ["path", "spans/s", "p50 ms", "p99 ms", "added p99 ms"],
-                    title=f"Pass-through on one core ({seconds:.0f} s each, 512-span requests)")
-        gateway_rate = rates["tracescore serve"]
-        for name, rate in rates.items():
-            if name != "tracescore serve":
-                pass_through[f"gateway_over_{name}"] = gateway_rate / rate
-        results["pass_through"] = pass_through
-        judge_latency = 0.2
-        spans = 120 if args.quick else 400
-        results["scoring"] = {f"{n} replica{'s' if n > 1 else ''}": scoring(
-            n, workdir, judge_latency, spans * n, concurrency=8) for n in (1, 2)}
-        print_table([[k, v["scores_per_s"], v["ideal_per_s"], v["ratio"]]
-                     for k, v in results["scoring"].items()],
-                    ["replicas", "scores/s", "ideal/s", "% of ideal"],
-                    title=f"Scoring throughput (relevancy, 3 judge calls of {judge_latency} s, "
-                          "concurrency 8 per replica)")
-        results["memory"] = overload_rss(workdir, 15.0 if args.quick else 60.0)
-        memory = results["memory"]
-        print_table([[memory["seconds"], memory["rss_start_mb"], memory["rss_peak_mb"],
-                      memory["growth_mb"]]], ["seconds", "RSS start MB", "RSS peak MB",
-                                              "growth MB"],
-                    title="RSS under ~10x overload (next hop takes 1/10, slow judge)")
+        if "pass" in parts:
+            results["pass_through"] = _pass_through(workdir, core, seconds,
+                                                    200 if args.quick else 1000)
+        if "scoring" in parts:
+            judge_latency = 0.2
+            spans = 120 if args.quick else 400
+            results["scoring"] = {f"{n} replica{'s' if n > 1 else ''}": scoring(
+                n, workdir, judge_latency, spans * n, concurrency=8) for n in (1, 2)}
+            print_table([[k, v["scores_per_s"], v["ideal_per_s"], v["ratio"]]
+                         for k, v in results["scoring"].items()],
+                        ["replicas", "scores/s", "ideal/s", "% of ideal"],
+                        title=f"Scoring throughput (relevancy, 3 judge calls of {judge_latency} "
+                              "s, concurrency 8 per replica)")
+        if "memory" in parts:
+            results["memory"] = memory = overload_rss(workdir, 15.0 if args.quick else 60.0)
+            print_table([[memory["seconds"], memory["rss_start_mb"], memory["rss_peak_mb"],
+                          memory["growth_mb"]]],
+                        ["seconds", "RSS start MB", "RSS peak MB", "growth MB"],
+                        title="RSS under ~10x overload (next hop takes 1/10, slow judge)")
     write_json(args.json, results)
 
 

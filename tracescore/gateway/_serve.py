@@ -55,6 +55,8 @@ def serve(config: GatewayConfig) -> int:
     def on_signal(signum: int, frame: object) -> None:
         stop.set()
 
+    # a thread that wakes (a request, the forwarder) waits at most this long for the GIL
+    sys.setswitchinterval(0.001)
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         gateway = Gateway(config).start()
