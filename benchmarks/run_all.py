@@ -81,11 +81,22 @@ HEADLINES: list[Headline] = [
     *(
         Headline(
             "decorators",
-            f"@agent {flavour} / raw OTel span",
+            f"@agent {flavour} / raw OTel span (same attributes)",
             (flavour, "ratio_tracescore_over_raw"),
             "x",
             "<=",
             1.2,
+        )
+        for flavour in ("sync", "async")
+    ),
+    *(
+        Headline(
+            "decorators",
+            f"@agent {flavour} / minimal OTel span (2 attributes)",
+            (flavour, "ratio_tracescore_over_minimal"),
+            "x",
+            None,
+            None,
         )
         for flavour in ("sync", "async")
     ),
