@@ -51,6 +51,7 @@ BENCHMARKS: dict[str, str] = {
     "online": "bench_online.py",
     "import": "bench_import.py",
     "recognise": "bench_recognise.py",
+    "export": "bench_export.py",
 }
 
 
@@ -80,11 +81,22 @@ HEADLINES: list[Headline] = [
     *(
         Headline(
             "decorators",
-            f"@agent {flavour} / raw OTel span",
+            f"@agent {flavour} / raw OTel span (same attributes)",
             (flavour, "ratio_tracescore_over_raw"),
             "x",
             "<=",
             1.2,
+        )
+        for flavour in ("sync", "async")
+    ),
+    *(
+        Headline(
+            "decorators",
+            f"@agent {flavour} / minimal OTel span (2 attributes)",
+            (flavour, "ratio_tracescore_over_minimal"),
+            "x",
+            None,
+            None,
         )
         for flavour in ("sync", "async")
     ),
@@ -146,6 +158,10 @@ HEADLINES: list[Headline] = [
         "online", "RSS growth, 10x overload", ("memory_overload", "growth_mb"), "MB", "<", 50.0
     ),
     Headline("import", "import tracescore", ("cases", "tracescore", "median_ms"), "ms"),
+    Headline("export", "export thread: span cap + split / SDK encode, 512 spans",
+             ("export_thread", "typical", "ratio"), "x", "<=", 1.2),
+    Headline("export", "agent thread: batch=False / SDK SimpleSpanProcessor",
+             ("agent_thread", "no batch", "ratio"), "x", "<", 1.0),
     Headline("recognise", "agent spans recognised, slowest convention",
              ("slowest_agent_spans_per_s",), "spans/s"),
     Headline("recognise", "non-agent span rejected, slowest", ("slowest_reject_ns",), "us",
