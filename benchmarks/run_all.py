@@ -51,6 +51,7 @@ BENCHMARKS: dict[str, str] = {
     "online": "bench_online.py",
     "import": "bench_import.py",
     "recognise": "bench_recognise.py",
+    "redact": "bench_redact.py",
 }
 
 
