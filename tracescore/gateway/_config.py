@@ -353,7 +353,8 @@ def _reference(value: Any, base: Path, where: str) -> dict[Any, Any]:
 def _recognisers(mappings: Any, builtins: Any) -> tuple[Any, ...]:
     from tracescore.online._recognise import build_recognisers
 
-    return tuple(build_recognisers(mappings, where="recognise.mappings", builtins=builtins))
+    return tuple(build_recognisers(mappings, where="recognise.mappings", builtins=builtins,
+                                   builtins_key="recognise.builtins"))
 
 
 def _read_yaml(path: Path) -> Mapping[str, Any]:

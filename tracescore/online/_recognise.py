@@ -19,7 +19,7 @@ import logging
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
@@ -54,16 +54,13 @@ class Recogniser(Protocol):
     def __call__(self, name: str, attributes: Mapping[str, Any], /) -> RecognisedCall | None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class _Builtin:
-    """A built-in convention: a reader function plus the keys that make a span a candidate."""
-
-    convention: str
-    markers: frozenset[str]
-    read: Callable[[str, Mapping[str, Any]], RecognisedCall | None] = field(repr=False)
-
-    def __call__(self, name: str, attributes: Mapping[str, Any], /) -> RecognisedCall | None:
-        return self.read(name, attributes)
+def _builtin(convention: str, marker: str,
+             read: Callable[[str, Mapping[str, Any]], RecognisedCall | None]) -> Recogniser:
+    """A built-in convention: its reader function itself, carrying the recogniser attributes
+    (one call per span instead of two: the chain runs on every span)."""
+    read.convention = convention  # type: ignore[attr-defined]
+    read.markers = frozenset({marker})  # type: ignore[attr-defined]
+    return cast(Recogniser, read)
 
 
 # --- GenAI semantic conventions (tracescore's own spans included) ----------------------------------
@@ -147,10 +144,10 @@ def _read_pydantic_ai(name: str, attributes: Mapping[str, Any]) -> RecognisedCal
     return RecognisedCall("pydantic_ai", _name(agent, name), messages, output, truth)
 
 
-GENAI = _Builtin("genai", frozenset({sc.GEN_AI_OPERATION_NAME}), _read_genai)
-OPENINFERENCE = _Builtin("openinference", frozenset({sc.OI_SPAN_KIND}), _read_openinference)
-TRACELOOP = _Builtin("traceloop", frozenset({sc.TL_SPAN_KIND}), _read_traceloop)
-PYDANTIC_AI = _Builtin("pydantic_ai", frozenset({sc.PAI_ALL_MESSAGES}), _read_pydantic_ai)
+GENAI = _builtin("genai", sc.GEN_AI_OPERATION_NAME, _read_genai)
+OPENINFERENCE = _builtin("openinference", sc.OI_SPAN_KIND, _read_openinference)
+TRACELOOP = _builtin("traceloop", sc.TL_SPAN_KIND, _read_traceloop)
+PYDANTIC_AI = _builtin("pydantic_ai", sc.PAI_ALL_MESSAGES, _read_pydantic_ai)
 
 BUILTINS: dict[str, Recogniser] = {
     r.convention: r for r in (GENAI, OPENINFERENCE, TRACELOOP, PYDANTIC_AI)
@@ -252,16 +249,19 @@ def _mapping(spec: object, where: str) -> AgentMapping:
 
 # --- building and running a chain -----------------------------------------------------------------
 def build_recognisers(mappings: Iterable[Any] = (), *, where: str = "recognise",
-                      builtins: bool | Iterable[str] = True) -> tuple[Recogniser, ...]:
+                      builtins: bool | Iterable[str] = True, builtins_key: str | None = None
+                      ) -> tuple[Recogniser, ...]:
     """The chain to try, in order: the user's `mappings`, then the built-in conventions.
 
     `mappings`: `AgentMapping` objects, dicts with the same keys (from a config file), any
     `Recogniser`, or names of built-in conventions. `where`: the config key they came from, named in every `ConfigurationError`.
     `builtins`: True for every built-in convention, False for none, or their names
-    (genai, openinference, traceloop, pydantic_ai).
+    (genai, openinference, traceloop, pydantic_ai); `builtins_key` names it in errors
+    (default `{where}.builtins`).
     """
     chain = as_recognisers(mappings, where)
-    return chain + tuple(r for r in _builtins(builtins, where) if r not in chain)
+    builtin = _builtins(builtins, builtins_key or f"{where}.builtins")
+    return chain + tuple(r for r in builtin if r not in chain)
 
 
 def as_recognisers(items: Iterable[Any], where: str) -> tuple[Recogniser, ...]:
@@ -273,7 +273,7 @@ def as_recognisers(items: Iterable[Any], where: str) -> tuple[Recogniser, ...]:
     chain: list[Recogniser] = []
     for index, item in enumerate(items):
         if isinstance(item, str):
-            chain.extend(_builtins([item], where))
+            chain.extend(_builtins([item], f"{where}[{index}]"))
         elif isinstance(item, Recogniser):
             chain.append(item)
         else:
@@ -281,21 +281,20 @@ def as_recognisers(items: Iterable[Any], where: str) -> tuple[Recogniser, ...]:
     return tuple(chain)
 
 
-def _builtins(builtins: bool | Iterable[str], where: str) -> list[Recogniser]:
+def _builtins(builtins: bool | Iterable[str], key: str) -> list[Recogniser]:
     if builtins is True:
         return list(BUILTINS.values())
     if builtins is False:
         return []
     if isinstance(builtins, str) or not isinstance(builtins, Iterable):
         raise ConfigurationError(
-            f"{where}.builtins must be true, false or a list of {', '.join(BUILTINS)}, "
-            f"got {builtins!r}"
+            f"{key} must be true, false or a list of {', '.join(BUILTINS)}, got {builtins!r}"
         )
     chosen = list(builtins)
     unknown = [str(b) for b in chosen if b not in BUILTINS]
     if unknown:
         raise ConfigurationError(
-            f"{where}.builtins: unknown convention {unknown[0]!r}; known: {', '.join(BUILTINS)}"
+            f"{key}: unknown convention {unknown[0]!r}; known: {', '.join(BUILTINS)}"
         )
     return [BUILTINS[b] for b in dict.fromkeys(chosen)]
 

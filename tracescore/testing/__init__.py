@@ -15,10 +15,12 @@ from tracescore.testing._decode import (
     ReceivedSpan,
     spans_from_otlp_json,
 )
+from tracescore.testing._gateway_process import GatewayProcess
 from tracescore.testing._receiver import OTLPReceiver, ReceivedRequest
 from tracescore.testing._stub_llm import Reply, StubLLMServer, StubRequest
 
 __all__ = [
+    "GatewayProcess",
     "MetricPoint",
     "OTLPReceiver",
     "ReceivedEvent",

@@ -35,7 +35,9 @@ REQUIREMENTS: tuple[str, ...] = (
     "opentelemetry-util-genai==1.3b0",
     "httpx>=0.27",  # imported by traceloop.sdk but not declared by it
 )
-CONVENTIONS: tuple[str, ...] = ("genai", "openinference", "traceloop", "pydantic_ai", "pydantic_ai_v2")
+CONVENTIONS: tuple[str, ...] = (
+    "genai", "openinference", "traceloop", "pydantic_ai", "pydantic_ai_v2", "pydantic_ai_history",
+)
 _AGENT_SCRIPT = Path(__file__).with_name("_convention_agent.py")
 
 
@@ -45,20 +47,30 @@ def conventions_venv() -> Path:
     return cached_venv(f"conventions-venv-{digest}", list(REQUIREMENTS))
 
 
-def convention_spans(convention: str, cases: Sequence[Mapping[str, Any]], *,
-                     timeout_s: float = 300.0) -> list[ReceivedSpan]:
-    """Every span the real library of `convention` exported for one agent call per case
-    (`{"question": str, "answer": str, "ground_truth": str | None}`), in export order."""
+def export_convention(convention: str, cases: Sequence[Mapping[str, Any]], out: Path, *,
+                      timeout_s: float = 300.0) -> Path:
+    """Run one agent call per case (`{"question", "answer", "ground_truth"?}`) through the real
+    library of `convention`; its spans are appended to `out` as OTLP JSON lines."""
     if convention not in CONVENTIONS:
         raise ValueError(f"unknown convention {convention!r}; known: {', '.join(CONVENTIONS)}")
     python = conventions_venv() / "bin" / "python"
     with tempfile.TemporaryDirectory(prefix="tracescore-conventions-") as tmp:
-        cases_file, out = Path(tmp) / "cases.json", Path(tmp) / "spans.jsonl"
+        cases_file = Path(tmp) / "cases.json"
         cases_file.write_text(json.dumps(list(map(dict, cases))), encoding="utf-8")
-        done = subprocess.run([str(python), str(_AGENT_SCRIPT), convention, str(cases_file), str(out)],
-                              check=False, capture_output=True, text=True, timeout=timeout_s,
-                              cwd=tmp)
-        if done.returncode != 0:
-            raise RuntimeError(f"{convention} agent failed ({done.returncode}):\n{done.stderr[-4000:]}")
+        done = subprocess.run(
+            [str(python), str(_AGENT_SCRIPT), convention, str(cases_file), str(out.absolute())],
+            check=False, capture_output=True, text=True, timeout=timeout_s, cwd=tmp,
+        )
+    if done.returncode != 0:
+        raise RuntimeError(f"{convention} agent failed ({done.returncode}):\n{done.stderr[-4000:]}")
+    return out
+
+
+def convention_spans(convention: str, cases: Sequence[Mapping[str, Any]], *,
+                     timeout_s: float = 300.0) -> list[ReceivedSpan]:
+    """Every span the real library of `convention` exported for one agent call per case,
+    in export order."""
+    with tempfile.TemporaryDirectory(prefix="tracescore-conventions-") as tmp:
+        out = export_convention(convention, cases, Path(tmp) / "spans.jsonl", timeout_s=timeout_s)
         lines = out.read_text(encoding="utf-8").splitlines() if out.exists() else []
     return [span for line in lines if line.strip() for span in spans_from_otlp_json(line)]
