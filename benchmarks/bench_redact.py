@@ -12,6 +12,7 @@ revision REV ("on@REV"), measured in the same rounds, for before/after figures f
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import subprocess
 import sys
@@ -60,7 +61,8 @@ def _serializer_at(rev: str) -> Callable[[object, ContentSettings], str]:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.serialize  # type: ignore[no-any-return]
+    serializer: Callable[[object, ContentSettings], str] = module.serialize
+    return serializer
 
 
 def main() -> None:
@@ -77,11 +79,11 @@ def main() -> None:
     rows = []
     for name, payload in payloads().items():
         cases: dict[str, Callable[[], Any]] = {
-            "off": lambda p=payload: serialize(p, off),
-            "on": lambda p=payload: serialize(p, on),
+            "off": functools.partial(serialize, payload, off),
+            "on": functools.partial(serialize, payload, on),
         }
         if baseline is not None:
-            cases["on@base"] = lambda p=payload, f=baseline: f(p, on)
+            cases["on@base"] = functools.partial(baseline, payload, on)
         medians = interleaved(cases, rounds=rounds, n=n, clock="cpu")
         results[name] = {**medians, "on/off": medians["on"] / medians["off"]}
         row = [name, medians["off"] / 1000, medians["on"] / 1000, medians["on"] / medians["off"]]

@@ -301,7 +301,8 @@ def _call_every_kind(stub_url: str) -> None:
     import litellm
     from _helpers import litellm_instrumented
 
-    config = {"api_key": _KEY, "db": {"password": "hunter2 with spaces"}, "notes": "mail alice@example.com"}
+    config: dict[str, object] = {"api_key": _KEY, "db": {"password": "hunter2 with spaces"},
+                                 "notes": "mail alice@example.com"}
 
     @tracescore.agent
     def ask(question: str, api_key: str, config: dict[str, object]) -> dict[str, object]:
