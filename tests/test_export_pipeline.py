@@ -4,9 +4,11 @@ the network, and stats() counts what happened."""
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import pytest
 from _helpers import shut_down_pipelines
@@ -18,7 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import tracescore
 from tracescore import ConfigurationError
 from tracescore import _semconv as sc
-from tracescore.testing import OTLPReceiver
+from tracescore.testing import OTLPReceiver, spans_from_otlp_json
 
 PROTOCOLS = ["http", "grpc"]
 _MB = 1 << 20
@@ -229,3 +231,66 @@ def test_stats_include_online_scoring() -> None:
     stats = handle.stats()
     assert stats["scored"] == 1 and stats["sampled"] == 1
     assert stats["export.exported"] == len(exporter.get_finished_spans()) == 1
+
+
+class _Gated(SpanExporter):
+    """Records each request's span names; the first export waits until `gate` opens."""
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+        self.requests: list[list[str]] = []
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.entered.set()
+        self.gate.wait(30)
+        self.requests.append([s.name for s in spans])
+        return SpanExportResult.SUCCESS
+
+
+def test_batch_false_sends_what_ended_meanwhile_in_one_request() -> None:
+    exporter = _Gated()
+    handle = tracescore.configure(exporter=exporter, batch=False)
+    _spans(["first"])
+    assert exporter.entered.wait(10)  # the export of "first" is in progress, and waits
+    _spans([f"next-{i}" for i in range(10)])  # these calls return meanwhile
+    exporter.gate.set()
+    assert handle.flush(10)
+    assert exporter.requests == [["first"], [f"next-{i}" for i in range(10)]]
+
+
+def test_batch_false_queue_is_bounded_and_drops_the_oldest() -> None:
+    from tracescore._export_pipeline import PromptExportProcessor
+
+    exporter = _Gated()
+    processor = PromptExportProcessor(exporter, max_queue_size=4)
+    provider = trace.get_tracer_provider()
+    provider.add_span_processor(processor)  # type: ignore[attr-defined]
+    _spans(["first"])
+    assert exporter.entered.wait(10)
+    _spans([f"s{i}" for i in range(7)])
+    assert processor.dropped == 3
+    exporter.gate.set()
+    assert processor.force_flush(10000)
+    assert exporter.requests == [["first"], ["s3", "s4", "s5", "s6"]]
+    processor.shutdown()
+    processor.shutdown()  # idempotent
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_batch_false_exports_in_a_forked_child(tmp_path: Path) -> None:
+    path = tmp_path / "spans.jsonl"
+    tracescore.configure(exporter="file", file_path=path, batch=False)
+    _spans(["parent"])
+    assert tracescore.flush(5)
+    pid = os.fork()
+    if pid == 0:  # the child: the export thread was not copied; it must be restarted
+        try:
+            _spans(["child"])
+            os._exit(0 if tracescore.flush(5) else 1)
+        finally:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    names = [s.name for line in path.read_text().splitlines() for s in spans_from_otlp_json(line)]
+    assert names == ["parent", "child"]

@@ -222,7 +222,7 @@ def test_file_exporter_writes_otlp_json_lines(tmp_path) -> None:
     handle.shutdown()
 
     lines = path.read_text().splitlines()
-    assert len(lines) == 2  # one request per batch; the child ends first
+    assert 1 <= len(lines) <= 2  # one request per batch (batch=False: what ended meanwhile)
     spans = [s for line in lines for rs in json.loads(line)["resourceSpans"]
              for ss in rs["scopeSpans"] for s in ss["spans"]]
     by_name = {s["name"]: s for s in spans}

@@ -11,11 +11,15 @@ keeps count, fed by a background processor so the agent's thread never waits on 
 from __future__ import annotations
 
 import logging
+import os
 import threading
+import weakref
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach, set_value
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
@@ -34,7 +38,9 @@ DEFAULT_MAX_REQUEST_BYTES = 3 << 20  # 3 MiB: room under the Collector's 4 MiB g
 MIN_MAX_REQUEST_BYTES = 64 << 10
 ENV_MAX_REQUEST_BYTES = "TRACESCORE_MAX_REQUEST_BYTES"
 _RESOURCE_OVERHEAD = 64  # resource and scope framing in one request
-_IMMEDIATE_DELAY_MS = 500
+_MAX_QUEUE = 2048  # the SDK's BatchSpanProcessor defaults
+_MAX_BATCH = 512
+_SHUTDOWN_JOIN_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,13 +164,87 @@ class GuardedExporter(SpanExporter):
 
 
 def export_processor(exporter: GuardedExporter, batch: bool) -> SpanProcessor:
-    """The processor in front of one guarded exporter. Both kinds export from a background thread:
-    batch=True in batches (the SDK defaults, OTEL_BSP_* honoured), batch=False each span as soon as
-    it ends, one per request (what SimpleSpanProcessor sends, without blocking the caller)."""
-    if batch:
-        return BatchSpanProcessor(exporter)
-    # a span arriving while the worker clears its wake-up flag waits at most the schedule delay
-    return BatchSpanProcessor(exporter, max_export_batch_size=1, schedule_delay_millis=_IMMEDIATE_DELAY_MS)
+    """The processor in front of one guarded exporter; both export from a background thread.
+    batch=True: the SDK's BatchSpanProcessor (OTEL_BSP_* honoured); batch=False: PromptExportProcessor."""
+    return BatchSpanProcessor(exporter) if batch else PromptExportProcessor(exporter)
+
+
+class PromptExportProcessor(SpanProcessor):
+    """Exports each span as soon as it ends, together with whatever else ended meanwhile, from one
+    background thread: what SimpleSpanProcessor sends, without the caller waiting on the exporter.
+
+    At most `max_queue_size` spans wait; beyond, the oldest is dropped and counted (`dropped`).
+    """
+
+    def __init__(self, exporter: SpanExporter, max_queue_size: int = _MAX_QUEUE,
+                 max_export_batch_size: int = _MAX_BATCH) -> None:
+        self._exporter = exporter
+        self._max_batch = max_export_batch_size
+        self._queue: deque[ReadableSpan] = deque(maxlen=max_queue_size)
+        self.dropped = 0
+        self._stopping = False
+        self._start()
+        if hasattr(os, "register_at_fork"):
+            reinit = weakref.WeakMethod(self._start)
+            os.register_at_fork(after_in_child=lambda: (r := reinit()) and r())
+
+    def _start(self) -> None:
+        """(Re)start the worker: at construction, and in a forked child (the thread is not copied)."""
+        lock = threading.Lock()
+        self._ready = threading.Condition(lock)  # the worker waits for spans
+        self._idle = threading.Condition(lock)  # flush waits for an empty queue and no export
+        self._queue.clear()
+        self._busy = False
+        self._worker = threading.Thread(target=self._work, name="tracescore-export", daemon=True)
+        self._worker.start()
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self._stopping or span.context is None or not span.context.trace_flags.sampled:
+            return
+        with self._ready:
+            if len(self._queue) == self._queue.maxlen:
+                self.dropped += 1
+                if self.dropped == 1:
+                    _log.warning("tracescore: export queue full (%d spans); dropping the oldest",
+                                 self._queue.maxlen)
+            self._queue.append(span)
+            self._ready.notify()
+
+    def _work(self) -> None:
+        while True:
+            with self._ready:
+                self._ready.wait_for(lambda: self._queue or self._stopping)
+                if not self._queue:
+                    return
+                batch = [self._queue.popleft() for _ in range(min(len(self._queue), self._max_batch))]
+                self._busy = True
+            token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
+            try:
+                self._exporter.export(batch)
+            except Exception:  # noqa: BLE001 - the worker must keep running
+                _log.exception("tracescore: exporting %d spans failed", len(batch))
+            finally:
+                detach(token)
+                with self._idle:
+                    self._busy = False
+                    self._idle.notify_all()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        with self._idle:
+            return self._idle.wait_for(lambda: not self._queue and not self._busy,
+                                       max(0, timeout_millis) / 1000)
+
+    def shutdown(self) -> None:
+        """Export what is queued (bounded by the exporter's own timeouts), stop the worker, close
+        the exporter. Idempotent."""
+        with self._ready:
+            if self._stopping:
+                return
+            self._stopping = True
+            self._ready.notify()
+        if self._worker is not threading.current_thread():
+            self._worker.join(_SHUTDOWN_JOIN_S)
+        self._exporter.shutdown()
 
 
 def guards_of(exporters: Sequence[Any]) -> list[GuardedExporter]:

@@ -30,10 +30,11 @@ _MARK_BYTES = 160  # room for the attributes that mark a cut span
 
 def span_size(span: ReadableSpan) -> int:
     """Estimated bytes of `span` in an OTLP request (without its resource)."""
-    size = SPAN_OVERHEAD + len(span.name) + attributes_size(span.attributes)
+    size = SPAN_OVERHEAD + len(span.name) + attributes_size(getattr(span, "_attributes", None)
+                                                            or span.attributes)
     if span.status.description:
         size += _bytes(span.status.description)
-    for event in span.events:
+    for event in getattr(span, "_events", None) or span.events:
         size += _ITEM_OVERHEAD + 16 + len(event.name) + attributes_size(event.attributes)
     for link in span.links:
         size += _ITEM_OVERHEAD + 32 + attributes_size(link.attributes)
@@ -43,7 +44,20 @@ def span_size(span: ReadableSpan) -> int:
 def attributes_size(attributes: Attributes | Mapping[str, Any]) -> int:
     if not attributes:
         return 0
-    return sum(_ITEM_OVERHEAD + len(key) + _value_size(value) for key, value in attributes.items())
+    size = 0
+    for key, value in _plain(attributes).items():
+        if value.__class__ is str and value.isascii():  # the common case, inline
+            size += _ITEM_OVERHEAD + len(key) + len(value)
+        else:
+            size += _ITEM_OVERHEAD + len(key) + _value_size(value)
+    return size
+
+
+def _plain(attributes: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The dict inside the SDK's BoundedAttributes (read-only once the span ended; its Mapping
+    methods are Python code that takes a lock per item)."""
+    inner = getattr(attributes, "_dict", None)
+    return inner if isinstance(inner, dict) else attributes
 
 
 def cap_span(span: ReadableSpan, max_bytes: int, size: int | None = None) -> tuple[ReadableSpan, int]:
