@@ -20,7 +20,7 @@ import threading
 import urllib.request
 import zlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -28,6 +28,7 @@ import grpc
 import pytest
 from _gateway_helpers import ANSWER, agent_attributes
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from typing_extensions import Self
 
 from tracescore import _semconv as sc
 from tracescore.online._sampling import is_sampled
@@ -35,7 +36,7 @@ from tracescore.testing import GatewayProcess, OTLPReceiver, ReceivedSpan
 from tracescore.testing._collector import Collector
 from tracescore.testing._tools import _file_lock, cache_dir, free_port
 
-CONFIG = Path(__file__).resolve().parent.parent / "collector_config" / "gateway-loadbalancing.yaml"
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "collector_config"
 NODE_AGENT = Path(__file__).resolve().parent / "node"
 REPLICAS = 3
 RATE = 0.5  # the scorer's sampling rate on every replica
@@ -93,37 +94,41 @@ def _even_ring_ports(count: int, tolerance: float = 0.05) -> list[int]:
 
 
 class Deployment:
-    """The collector in front of and behind REPLICAS gateways, all on loopback."""
+    """A shipped gateway config's collector in front of and behind its gateways, all on loopback.
 
-    def __init__(self, tmp_path: Path, receiver: OTLPReceiver) -> None:
+    gateway.yaml runs one replica; the loadbalancing configs run REPLICAS. Every replica scores
+    with content similarity at `rate`.
+    """
+
+    def __init__(self, tmp_path: Path, receiver: OTLPReceiver, config: str = "gateway-loadbalancing.yaml",
+                 *, rate: float = RATE, overrides: dict[str, str] | None = None) -> None:
         scored_grpc, scored_http = free_port(), free_port()
-        config = tmp_path / "gateway.yaml"
-        config.write_text(
-            f"scoring:\n  isolation: thread\n  scorers: [{{scorer: similarity, rate: {RATE}}}]\n",
+        gateway_config = tmp_path / "gateway.yaml"
+        gateway_config.write_text(
+            f"scoring:\n  isolation: thread\n  scorers: [{{scorer: similarity, rate: {rate}}}]\n",
             encoding="utf-8",
         )
+        balanced = config != "gateway.yaml"
         self.gateways = [
             GatewayProcess(
-                ["--config", str(config), "--endpoint", f"http://127.0.0.1:{scored_grpc}",
+                ["--config", str(gateway_config), "--endpoint", f"http://127.0.0.1:{scored_grpc}",
                  "--journal", str(tmp_path / f"journal-{index}.db")],
                 grpc_port=port, http_port=free_port(), health_port=free_port(),
             )
-            for index, port in enumerate(_even_ring_ports(REPLICAS))
+            for index, port in enumerate(_even_ring_ports(REPLICAS) if balanced else [free_port()])
         ]
         self.ring = _Ring([f"127.0.0.1:{g.grpc_port}" for g in self.gateways])
         env = {f"TRACESCORE_GATEWAY_{i + 1}": f"127.0.0.1:{g.grpc_port}" for i, g in enumerate(self.gateways)}
+        env["TRACESCORE_GATEWAY_ENDPOINT"] = f"127.0.0.1:{self.gateways[0].grpc_port}"
         env["BACKEND_OTLP_ENDPOINT"] = receiver.grpc_address
-        self.collector = Collector(
-            CONFIG,
-            env=env,
-            overrides={
-                "receivers::otlp/scored::protocols::grpc::endpoint": f"127.0.0.1:{scored_grpc}",
-                "receivers::otlp/scored::protocols::http::endpoint": f"127.0.0.1:{scored_http}",
-                # quicker retries than the shipped 5 s, so a restarted replica is found sooner
-                "exporters::loadbalancing::protocol::otlp::retry_on_failure::initial_interval": "500ms",
-                "exporters::loadbalancing::protocol::otlp::retry_on_failure::max_interval": "2s",
-            },
-        )
+        settings = {
+            "receivers::otlp/scored::protocols::grpc::endpoint": f"127.0.0.1:{scored_grpc}",
+            "receivers::otlp/scored::protocols::http::endpoint": f"127.0.0.1:{scored_http}",
+        }
+        if balanced:  # quicker retries than the shipped 5 s, so a restarted replica is found sooner
+            retry = "exporters::loadbalancing::protocol::otlp::retry_on_failure"
+            settings.update({f"{retry}::initial_interval": "500ms", f"{retry}::max_interval": "2s"})
+        self.collector = Collector(CONFIG_DIR / config, env=env, overrides={**settings, **(overrides or {})})
 
     def received_by_replica(self) -> list[float]:
         """Each replica's count of spans received (its Prometheus counter)."""
@@ -136,18 +141,26 @@ class Deployment:
             counts.append(float(line.split()[-1]))
         return counts
 
+    def __enter__(self) -> Self:
+        with ExitStack() as stack:
+            for gateway in self.gateways:
+                stack.enter_context(gateway)
+            stack.enter_context(self.collector)
+            self._stack = stack.pop_all()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stack.close()
+
 
 @pytest.fixture
 def deployment(tmp_path: Path, otlp_receiver: OTLPReceiver) -> Iterator[Deployment]:
-    deployed = Deployment(tmp_path, otlp_receiver)
-    with ExitStack() as stack:
-        for gateway in deployed.gateways:
-            stack.enter_context(gateway)
-        stack.enter_context(deployed.collector)
+    with Deployment(tmp_path, otlp_receiver) as deployed:
         yield deployed
 
 
-def _traces(rng: random.Random, count: int, *, children: int = 1) -> ExportTraceServiceRequest:
+def _traces(rng: random.Random, count: int, *, children: int = 1,
+            answer: Callable[[int], str] = lambda index: ANSWER) -> ExportTraceServiceRequest:
     """`count` traces, each an agent span (GenAI semconv) with `children` chat child spans."""
     request = ExportTraceServiceRequest()
     resource_spans = request.resource_spans.add()
@@ -159,7 +172,7 @@ def _traces(rng: random.Random, count: int, *, children: int = 1) -> ExportTrace
                           start_time_unix_nano=1_700_000_000_000_000_000,
                           end_time_unix_nano=1_700_000_000_900_000_000)  # fmt: skip
         question = f"What is the capital of France? ({index})"
-        for key, value in agent_attributes(question=question, answer=ANSWER).items():
+        for key, value in agent_attributes(question=question, answer=answer(index)).items():
             agent.attributes.add(key=key).value.string_value = value
         for child in range(children):
             span = spans.add(name=f"chat step-{child}", kind=3, trace_id=trace_id,
@@ -266,6 +279,63 @@ def test_a_replica_killed_mid_run_loses_nothing_acknowledged(
     print(f"after SIGKILL + restart: {len(expected & set(received))}/{len(expected)} acknowledged "
           f"spans arrived ({during_outage} acknowledged while a replica was down); "
           f"{sum(c - 1 for c in received.values())} delivered twice")
+
+
+def _send(deployment: Deployment, requests: list[ExportTraceServiceRequest]) -> list[Key]:
+    sent: list[Key] = []
+    with grpc.insecure_channel(f"127.0.0.1:{deployment.collector.grpc_port}") as channel:
+        export = channel.unary_unary(_EXPORT)
+        for request in requests:
+            export(request.SerializeToString(), timeout=30)
+            sent += _keys(request)
+    return sent
+
+
+def test_one_replica_behind_the_shipped_gateway_config(tmp_path: Path, otlp_receiver: OTLPReceiver) -> None:
+    rng = random.Random(19)
+    with Deployment(tmp_path, otlp_receiver, "gateway.yaml") as deployment:
+        sent = _send(deployment, [_traces(rng, 25) for _ in range(4)])
+        received = otlp_receiver.wait_for_spans(len(sent), timeout=120)
+        assert deployment.received_by_replica() == [len(sent)]
+    assert sorted(_received(otlp_receiver)) == sorted(sent)  # every span, exactly once
+    assert len(received) == 200
+    _assert_scored_once([s for s in received if s.name == "invoke_agent geo"])
+
+
+OFF_TOPIC = "Bananas grow well in warm humid weather."  # content similarity 0.13 to the question
+
+
+def test_gateway_before_tail_sampling_keeps_every_low_score(tmp_path: Path, otlp_receiver: OTLPReceiver) -> None:
+    rng = random.Random(23)
+    requests, per_request, low_every = 6, 50, 3
+
+    def answer(index: int) -> str:
+        return OFF_TOPIC if index % low_every == 0 else ANSWER
+
+    overrides = {"processors::tail_sampling::decision_wait": "5s"}
+    with Deployment(tmp_path, otlp_receiver, "gateway-tail-sampling.yaml", rate=1.0,
+                    overrides=overrides) as deployment:  # fmt: skip
+        sent = _send(deployment, [_traces(rng, per_request, answer=answer) for _ in range(requests)])
+        # a last low-score trace: once it is through, every earlier trace has been decided
+        (sentinel, _) = _send(deployment, [_traces(rng, 1, answer=lambda index: OFF_TOPIC)])
+        otlp_receiver.wait_for_spans(lambda s: s.span_id == sentinel[1], timeout=120)
+
+    scores = {}
+    for agent in otlp_receiver.spans_named("invoke_agent geo"):
+        (result,) = agent.events_named(sc.GEN_AI_EVALUATION_RESULT)  # rate 1: every one scored
+        scores[agent.trace_id] = result.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE]
+    sent_traces = {trace_id for trace_id, _ in sent}
+    low = {t for t, score in scores.items() if score < 0.5} & sent_traces
+    sent_low = requests * sum(answer(index) == OFF_TOPIC for index in range(per_request))
+    assert len(low) == sent_low  # every low-score trace kept
+    kept_good = len(scores.keys() & sent_traces) - len(low)
+    good = requests * per_request - sent_low
+    mean, sd = good * 0.1, (good * 0.1 * 0.9) ** 0.5
+    assert mean - 5 * sd <= kept_good <= mean + 5 * sd, f"kept {kept_good}/{good} well-scored traces"
+    kept_spans = Counter(trace_id for trace_id, _ in _received(otlp_receiver))
+    assert all(kept_spans[t] == 2 for t in scores)  # a kept trace is kept whole (agent + chat)
+    print(f"gateway + tail sampling kept {len(low)}/{len(low)} low-score traces and "
+          f"{kept_good}/{good} = {kept_good / good:.1%} of the rest")
 
 
 # --- a second language ------------------------------------------------------------------------
