@@ -8,19 +8,23 @@ tail-sampling config must keep exactly the traces it promises to keep.
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _gateway_helpers import agent_trace, sender
 from _helpers import GEO_ANSWER as ANSWER
 from _helpers import geo_agent, geo_llm_and_judge, litellm_instrumented, shut_down_pipelines
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import tracescore
 from tracescore import _semconv as sc
-from tracescore.testing import OTLPReceiver, ReceivedSpan, StubLLMServer
+from tracescore.testing import OTLPReceiver, ReceivedSpan, StubLLMServer, spans_from_otlp_json
 from tracescore.testing._collector import Collector
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "collector_config"
@@ -213,3 +217,37 @@ def test_shipped_tail_sampling_keeps_low_scores_and_failures_and_samples_the_res
     # A kept trace is kept whole: its tool span came with it, nothing else did.
     tools = {s.trace_id for s in otlp_receiver.spans if s.name == "execute_tool look_up"}
     assert tools == set(agents)
+
+
+# --- the shipped archive config, then `tracescore rescore` on what it wrote ----------------
+
+
+def test_archive_config_writes_otlp_json_that_rescore_scores(
+    otlp_receiver: OTLPReceiver, tmp_path: Path
+) -> None:
+    archive = tmp_path / "traces.jsonl"
+    collector = Collector(
+        CONFIG_DIR / "archive.yaml",
+        env={"ARCHIVE_PATH": str(archive), "BACKEND_OTLP_ENDPOINT": otlp_receiver.grpc_address},
+    )
+    with collector, sender(OTLPSpanExporter(endpoint=collector.grpc_endpoint, insecure=True)) as tracer:
+        for i in range(10):
+            agent_trace(tracer, question=f"What is the capital of France? ({i})")
+        otlp_receiver.wait_for_spans(20, timeout=60)  # the backend copy
+    # stopped: the file exporter has flushed
+    archived = [span for line in archive.read_text().splitlines() for span in spans_from_otlp_json(line)]
+    assert sorted((s.trace_id, s.span_id) for s in archived) == sorted(
+        (s.trace_id, s.span_id) for s in otlp_receiver.spans
+    )
+
+    rescored = tmp_path / "rescored.jsonl"
+    subprocess.run(
+        [sys.executable, "-m", "tracescore", "rescore", str(archive), "-s", "similarity", "-o", str(rescored)],
+        check=True, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    spans = [span for line in rescored.read_text().splitlines() for span in spans_from_otlp_json(line)]
+    agents = [s for s in spans if s.name == "invoke_agent geo"]
+    assert len(agents) == 10
+    for agent in agents:
+        (result,) = agent.events_named(sc.GEN_AI_EVALUATION_RESULT)
+        assert result.attributes[sc.TS_SCORER_ID] == "content-similarity"

@@ -2,9 +2,9 @@
 scored; their other spans are not.
 
 The spans come from OpenTelemetry's GenAI util, OpenInference, OpenLLMetry (traceloop-sdk) and
-pydantic-ai (format versions 5 and 2, and runs that continue a conversation) running in a
-side venv (`tracescore.testing._conventions`,
-installed on first use) and exporting OTLP JSON lines; no span here is written by hand.
+pydantic-ai (format versions 5 and 2, and runs that continue a conversation) running in a side
+venv, and from the Vercel AI SDK (TypeScript) under node (`tracescore.testing._conventions`,
+installed on first use), exported as OTLP JSON lines; no span here is written by hand.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ EXPECTED: dict[str, tuple[str, dict[str, bool]]] = {
     "pydantic_ai": ("pydantic_ai", {"geo": True}),
     "pydantic_ai_v2": ("pydantic_ai", {"geo": True}),
     "pydantic_ai_history": ("pydantic_ai", {"geo": True}),  # runs that continue a conversation
+    "vercel_ai": ("genai", {"geo": False}),  # TypeScript: `ai` 7 with @ai-sdk/otel, under node
 }
 _PIECES = ["Paris", "é", "日本", "🙂", '"', "'", "\\", "\n", "{", "}", "[", "]", ":", ",",
            "null", "  ", "\t", "<b>", "1.5", "-"]
@@ -161,4 +162,4 @@ def test_rescore_scores_the_agent_spans_of_every_convention_from_their_files(tmp
         (event,) = span.events_named(sc.GEN_AI_EVALUATION_RESULT)
         expected = scorer.run(input=call.input, output=call.output, ground_truth=call.ground_truth)
         assert event.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == expected.score
-    assert by_convention == {"genai": 3, "openinference": 3, "traceloop": 6, "pydantic_ai": 9}
+    assert by_convention == {"genai": 6, "openinference": 3, "traceloop": 6, "pydantic_ai": 9}
