@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: venv test demo bench lint docs docs-serve phoenix demo-phoenix chromium clean
+.PHONY: venv test demo bench lint docs docs-serve phoenix demo-phoenix collector chromium clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-test: $(STAMP) docs chromium
+test: $(STAMP) lint docs collector chromium
 	$(PY) -m pytest -q
 
 docs: $(STAMP)
@@ -29,6 +29,10 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
+
+# The OpenTelemetry Collector built from collector/builder-config.yaml (needs Go; cached, minutes cold).
+collector: $(STAMP)
+	$(PY) -m tracescore.testing._collector build
 
 phoenix: $(STAMP)
 	$(PY) -m tracescore.testing._phoenix serve

@@ -159,7 +159,7 @@ def _floor(exporter: Any) -> tuple[Callable[[str], str], Callable[[str], Any]]:
 
 
 # Each setup returns (sync_fn, async_fn, expected span name, flush, version string).
-Setup = tuple[Callable[[str], str], Callable[[str], Any], str, Callable[[], None], str]
+Setup = tuple[Callable[[str], str], Callable[[str], Any], str, Callable[[], object], str]
 
 
 def _setup_tracescore(exporter: Any) -> Setup:
@@ -414,7 +414,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "sdks": {},
         "errors": {},
     }
-    plan: list[tuple[str, Path | None]] = [("tracescore", Path(sys.executable))]
+    plan: list[tuple[str, Path]] = [("tracescore", Path(sys.executable))]
     for peer in peers:
         try:
             if args.no_install and not _venv_python(peer).exists():

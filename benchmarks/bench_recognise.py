@@ -17,6 +17,7 @@ pydantic_ai), so a later convention also pays for the earlier ones' rejections:
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -53,7 +54,7 @@ def _cases() -> tuple[dict[str, Callable[[], Any]], dict[str, str]]:
                      else f"reject {convention} '{name}'")
             if label in cases:
                 continue
-            cases[label] = lambda n=name, a=attributes: recognise(n, a, chain)
+            cases[label] = functools.partial(recognise, name, attributes, chain)
             kinds[label] = "agent" if call is not None else "other"
     name, attributes = HTTP_SPAN
     assert recognise(name, attributes, chain) is None

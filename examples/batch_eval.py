@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 import tracescore
 
@@ -46,7 +48,7 @@ def support_bot(question: str) -> str:
     return next((reply for key, reply in CANNED.items() if key in lowered), "I don't know.")
 
 
-def print_item(item: dict, output: str, scores: dict) -> None:
+def print_item(item: Mapping[str, Any], output: Any, scores: dict[str, Any]) -> None:
     """Called as each item finishes (may also be async)."""
     shown = ", ".join(f"{sid}={result.score:.2f}" for sid, result in scores.items())
     print(f"- [{item['category']}] {item['input']}\n    {output}\n    {shown}")

@@ -2,17 +2,20 @@
 scored; their other spans are not.
 
 The spans come from OpenTelemetry's GenAI util, OpenInference, OpenLLMetry (traceloop-sdk) and
-pydantic-ai (format versions 5 and 2) running in a side venv (`tracescore.testing._conventions`,
-installed on first use) and exporting OTLP JSON lines; no span here is written by hand.
+pydantic-ai (format versions 5 and 2, and runs that continue a conversation) running in a side
+venv, and from the Vercel AI SDK (TypeScript) under node (`tracescore.testing._conventions`,
+installed on first use), exported as OTLP JSON lines; no span here is written by hand.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -20,10 +23,11 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_s
 
 import tracescore
 from tracescore import _semconv as sc
+from tracescore.cli import main
 from tracescore.online._recognise import BUILTINS
 from tracescore.scoring._inputs import answer_text, question_text
-from tracescore.testing import ReceivedSpan
-from tracescore.testing._conventions import CONVENTIONS, convention_spans
+from tracescore.testing import ReceivedSpan, spans_from_otlp_json
+from tracescore.testing._conventions import CONVENTIONS, convention_spans, export_convention
 
 pytestmark = pytest.mark.slow  # installs the libraries in a side venv on first use (minutes)
 
@@ -34,6 +38,8 @@ EXPECTED: dict[str, tuple[str, dict[str, bool]]] = {
     "traceloop": ("traceloop", {"geo": True, "trip": False}),  # the agent and its workflow
     "pydantic_ai": ("pydantic_ai", {"geo": True}),
     "pydantic_ai_v2": ("pydantic_ai", {"geo": True}),
+    "pydantic_ai_history": ("pydantic_ai", {"geo": True}),  # runs that continue a conversation
+    "vercel_ai": ("genai", {"geo": False}),  # TypeScript: `ai` 7 with @ai-sdk/otel, under node
 }
 _PIECES = ["Paris", "é", "日本", "🙂", '"', "'", "\\", "\n", "{", "}", "[", "]", ":", ",",
            "null", "  ", "\t", "<b>", "1.5", "-"]
@@ -87,6 +93,9 @@ def test_agent_spans_of_the_real_library_are_recognised(
         calls = found[agent]
         assert [question_text(c.input) for c in calls] == [c["question"] for c in CASES]
         assert [answer_text(c.output) for c in calls] == [c["answer"] for c in CASES]
+        if convention.startswith("pydantic_ai"):  # the input is this run's prompt only
+            assert [c.input for c in calls] == [[{"role": "user", "content": c["question"]}]
+                                                for c in CASES]
         truths = [c.ground_truth for c in calls]
         assert truths == ([c["ground_truth"] for c in CASES] if carries_truth else [None] * len(CASES))
 
@@ -124,9 +133,33 @@ def test_the_processor_scores_each_conventions_agent_spans_in_process(
         e.name == sc.GEN_AI_EVALUATION_RESULT for e in s.events)]
     assert len(scored) == len(agents) * len(CASES)
     assert len(exporter.get_finished_spans()) == len(exported[convention])  # each span once
-    for span in scored:
-        (event,) = [e for e in span.events if e.name == sc.GEN_AI_EVALUATION_RESULT]
-        call = tracescore.recognise(span.name, span.attributes or {})
+    for scored_span in scored:
+        (event,) = [e for e in scored_span.events if e.name == sc.GEN_AI_EVALUATION_RESULT]
+        call = tracescore.recognise(scored_span.name, scored_span.attributes or {})
         assert call is not None
         expected = scorer.run(input=call.input, output=call.output, ground_truth=call.ground_truth)
+        assert (event.attributes or {})[sc.GEN_AI_EVALUATION_SCORE_VALUE] == expected.score
+
+
+def test_rescore_scores_the_agent_spans_of_every_convention_from_their_files(tmp_path: Path) -> None:
+    """The gateway's engine (`tracescore rescore`) over the OTLP JSON lines the real libraries
+    wrote: each agent span comes back with a score computed from what the library recorded."""
+    traces = tmp_path / "traces.jsonl"
+    cases = CASES[:3]
+    for convention in CONVENTIONS:
+        export_convention(convention, cases, traces)
+    out = tmp_path / "rescored.jsonl"
+    result = CliRunner().invoke(main, ["rescore", str(traces), "-s", "similarity", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    spans = [s for line in out.read_text().splitlines() if line.strip()
+             for s in spans_from_otlp_json(line)]
+    by_convention: dict[str, int] = {}
+    scorer = tracescore.ContentSimilarityScorer()
+    for span in spans:
+        call = tracescore.recognise(span.name, span.attributes)
+        assert call is not None  # only agent spans are written
+        by_convention[call.convention] = by_convention.get(call.convention, 0) + 1
+        (event,) = span.events_named(sc.GEN_AI_EVALUATION_RESULT)
+        expected = scorer.run(input=call.input, output=call.output, ground_truth=call.ground_truth)
         assert event.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == expected.score
+    assert by_convention == {"genai": 6, "openinference": 3, "traceloop": 6, "pydantic_ai": 9}

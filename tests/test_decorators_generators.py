@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
 from typing import Any
 
 import pytest
@@ -82,7 +82,7 @@ def test_early_close_ends_span_and_runs_cleanup_in_span(span_exporter: Any) -> N
     cleanup: list[str | None] = []
 
     @span
-    def numbers() -> Iterator[int]:
+    def numbers() -> Generator[int, None, None]:
         try:
             yield from range(10)
         finally:
@@ -132,7 +132,7 @@ def test_exception_inside_generator(span_exporter: Any) -> None:
 
 def test_send_throw_and_return_value_are_forwarded(span_exporter: Any) -> None:
     @span
-    def echo() -> Iterator[Any]:
+    def echo() -> Generator[str, Any, str]:
         received = yield "ready"
         while received != "stop":
             try:
@@ -142,7 +142,7 @@ def test_send_throw_and_return_value_are_forwarded(span_exporter: Any) -> None:
         return "done"
 
     @span
-    def with_result() -> Iterator[int]:
+    def with_result() -> Generator[int, None, str]:
         yield 1
         return "done"
 
@@ -164,7 +164,7 @@ def test_send_throw_and_return_value_are_forwarded(span_exporter: Any) -> None:
 
 def test_unhandled_throw_is_recorded_and_propagates(span_exporter: Any) -> None:
     @span
-    def numbers() -> Iterator[int]:
+    def numbers() -> Generator[int, None, None]:
         yield 1
         yield 2
 
@@ -266,7 +266,7 @@ async def test_async_generator_aclose(span_exporter: Any) -> None:
     cleanup: list[str | None] = []
 
     @span
-    async def numbers() -> AsyncIterator[int]:
+    async def numbers() -> AsyncGenerator[int, None]:
         try:
             for i in range(10):
                 yield i
@@ -340,7 +340,7 @@ async def test_async_generator_garbage_collected(span_exporter: Any) -> None:
 
 async def test_async_generator_asend_athrow(span_exporter: Any) -> None:
     @span
-    async def echo() -> AsyncIterator[str]:
+    async def echo() -> AsyncGenerator[str, Any]:
         received = yield "ready"
         while True:
             try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -265,10 +266,10 @@ def test_each_item_is_an_agent_span_with_its_score_events(span_exporter) -> None
 def test_on_item_complete_sync_and_async_and_its_failures(span_exporter) -> None:
     seen: list[tuple[str, Any, list[str]]] = []
 
-    def record(item: dict, output: Any, scores: dict[str, ScoreResult]) -> None:
+    def record(item: Mapping[str, Any], output: Any, scores: dict[str, ScoreResult]) -> None:
         seen.append((item["input"], output, sorted(scores)))
 
-    async def arecord(item: dict, output: Any, scores: dict[str, ScoreResult]) -> None:
+    async def arecord(item: Mapping[str, Any], output: Any, scores: dict[str, ScoreResult]) -> None:
         await asyncio.sleep(0)
         record(item, output, scores)
         if item["input"] == "boiling point":

@@ -37,7 +37,7 @@ def test_an_empty_exporter_list_is_refused(empty: list[str]) -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.text(alphabet=st.characters(blacklist_characters="=,%", blacklist_categories=("Cs",)),
+@given(st.lists(st.text(alphabet=st.characters(blacklist_characters="=,%", blacklist_categories=["Cs"]),
                         min_size=1).filter(str.strip), min_size=1, max_size=3),
        st.booleans())
 def test_a_header_string_with_an_entry_that_is_not_name_value_is_refused(
@@ -82,7 +82,7 @@ def test_valid_endpoints_are_still_accepted(endpoint: str) -> None:
 @pytest.mark.parametrize("value", _NOT_FINITE)
 def test_online_scorer_numbers_must_be_finite(option: str, value: float) -> None:
     with pytest.raises(ConfigurationError, match=option):
-        OnlineScorer(ContentSimilarityScorer(), **{option: value})
+        OnlineScorer(ContentSimilarityScorer(), **{option: value})  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("value", _NOT_FINITE)
@@ -100,4 +100,4 @@ def test_processor_timeouts_must_be_finite(option: str, value: float) -> None:
     from opentelemetry.sdk.trace import SpanProcessor
 
     with pytest.raises(ConfigurationError, match=option):
-        ScoringSpanProcessor(SpanProcessor(), [ContentSimilarityScorer()], **{option: value})
+        ScoringSpanProcessor(SpanProcessor(), [ContentSimilarityScorer()], **{option: value})  # type: ignore[arg-type]

@@ -111,11 +111,13 @@ def test_failing_backend_never_raises_into_the_app(otlp_receiver: OTLPReceiver, 
     handle = tracescore.configure(exporter=f"otlp-{protocol}", endpoint=_endpoint(otlp_receiver, protocol),
                                   batch=False)
     otlp_receiver.fail_next(1, status=400)  # not retryable: the batch is dropped
-    assert _agent_run("rejected") == "Paris"  # the first (tool) span's export is rejected
-    otlp_receiver.wait_for_spans(2)
+    assert _agent_run("rejected") == "Paris"  # the first request (with the tool span) is rejected
+    assert handle.flush(5) is False  # reports the rejected export, once
+    assert handle.flush(5) is True
     assert otlp_receiver.requests[0].rejected_with == 400
-    assert handle.flush(5)
-    assert sorted(s.name for s in otlp_receiver.spans) == ["execute_tool broken", "invoke_agent helper"]
+    failed = handle.stats()["export.failed"]
+    names = [s.name for s in otlp_receiver.spans]
+    assert failed >= 1 and len(names) == 3 - failed and "execute_tool search" not in names
 
 
 def test_unreachable_backend_never_raises_into_the_app() -> None:

@@ -66,7 +66,7 @@ def judge_replies(request: dict[str, Any], delay: float = 0.0) -> Reply:
 def relevancy(stub: StubLLMServer | None = None, *, api_base: str | None = None,
               **options: Any) -> tracescore.AnswerRelevancyScorer:
     return tracescore.create_answer_relevancy_scorer(
-        model="openai/judge-stub", api_base=api_base or stub.base_url,  # type: ignore[union-attr]
+        model="openai/judge-stub", api_base=api_base or stub.base_url,
         api_key="sk-test", timeout=10, backoff_base_s=0.001, backoff_max_s=0.01, **options,
     )
 

@@ -69,7 +69,7 @@ def test_one_step_event_per_judge_step_with_prompt_and_result() -> None:
     assert [s[sc.TS_STEP_NAME] for s in steps] == ["preprocess", "analyze", "reason"]
     assert steps[0][sc.TS_STEP_PROMPT] == "Split <output>Paris. Cats.</output>"
     assert steps[0][sc.TS_STEP_RESULT] == '{"statements":["Paris.","Cats."]}'
-    assert steps[2][sc.TS_STEP_RESULT].startswith("The score is 0.43")
+    assert str(steps[2][sc.TS_STEP_RESULT]).startswith("The score is 0.43")
     assert all(s[sc.TS_SCORER_ID] == "answer-relevancy" for s in steps)
 
 

@@ -205,6 +205,7 @@ def test_a_killed_child_fails_its_runs_and_the_next_call_restarts_it(pipeline: P
     pipeline.call("probe", "warm")  # make sure a child is up
     assert pipeline.processor.force_flush(30_000)
     old = pipeline.processor._isolation.child_pid
+    assert old is not None
     stalled = pipeline.call("probe", "stall")
     wait_until(lambda: bool(pipeline.processor._isolation._pending))
     time.sleep(0.2)  # let the job reach the child
@@ -515,6 +516,7 @@ def test_a_child_that_stops_reading_stalls_no_other_scoring() -> None:
     assert own.processor.force_flush(30_000)
     own.wait_exported(warm)
     child_pid = own.processor._isolation.child_pid
+    assert child_pid is not None
     os.kill(child_pid, signal.SIGSTOP)  # reads nothing from now on
     try:
         before = own.processor.stats()["scored"]

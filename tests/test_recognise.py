@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tracescore
@@ -138,3 +138,81 @@ def test_bad_builtin_names_are_configuration_errors() -> None:
                                      builtins_key="recognise.builtins")
     with pytest.raises(tracescore.ConfigurationError, match=r"recognise\[1\]: unknown convention 'x'"):
         as_recognisers(["genai", "x"], "recognise")
+
+
+@given(truth=plain.filter(bool))
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_tracescore_agent_spans_carry_a_ground_truth_set_as_documented(
+        span_exporter: Any, truth: str) -> None:
+    """What the gateway reads from tracescore's own spans: the `tracescore.ground_truth`
+    attribute set on the current (agent) span inside the call."""
+    from opentelemetry import trace
+
+    span_exporter.clear()
+
+    @tracescore.agent(name="geo")
+    def geo(question: str) -> str:
+        trace.get_current_span().set_attribute(sc.TS_GROUND_TRUTH, truth)
+        return "Paris"
+
+    geo("Capital of France?")
+    (span,) = span_exporter.get_finished_spans()
+    call = tracescore.recognise(span.name, span.attributes or {})
+    assert call is not None and call.convention == "genai" and call.agent == "geo"
+    assert (call.output, call.ground_truth) == ("Paris", truth)
+
+
+json_texts = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=10)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(st.sampled_from(["role", "content", "parts", "text",
+                                                             "args", "kwargs", "type"]),
+                                            inner, max_size=3)),
+    max_leaves=8,
+).map(json.dumps)
+field_values = st.one_of(values, json_texts)
+reader_keys = st.sampled_from(sorted({
+    sc.GEN_AI_INPUT_MESSAGES, sc.GEN_AI_OUTPUT_MESSAGES, sc.GEN_AI_AGENT_NAME, sc.OI_INPUT_VALUE,
+    sc.OI_OUTPUT_VALUE, sc.OI_INPUT_MIME_TYPE, sc.OI_OUTPUT_MIME_TYPE, sc.OI_AGENT_NAME,
+    sc.TL_ENTITY_INPUT, sc.TL_ENTITY_OUTPUT, sc.TL_ENTITY_NAME, sc.PAI_ALL_MESSAGES,
+    sc.PAI_FINAL_RESULT, sc.PAI_NEW_MESSAGE_INDEX, sc.PAI_METADATA, sc.TS_GROUND_TRUTH}))
+markers_on = st.fixed_dictionaries({
+    sc.GEN_AI_OPERATION_NAME: st.just(sc.OP_INVOKE_AGENT), sc.OI_SPAN_KIND: st.just("AGENT"),
+    sc.TL_SPAN_KIND: st.sampled_from(["agent", "workflow"]),
+    sc.OI_INPUT_MIME_TYPE: st.just(sc.OI_MIME_JSON), sc.OI_OUTPUT_MIME_TYPE: st.just(sc.OI_MIME_JSON),
+})
+
+
+@settings(max_examples=400, deadline=None)
+@given(base=markers_on, extra=st.dictionaries(reader_keys, field_values, max_size=10))
+def test_builtin_readers_never_raise_on_odd_values(base: dict[str, Any],
+                                                   extra: dict[str, Any]) -> None:
+    """Whatever another process put in the attributes a reader looks at (any type, any JSON),
+    each built-in answers with a call or None and never raises."""
+    attributes = {**base, **extra}
+    for recogniser in BUILTINS.values():
+        call = recogniser("span", attributes)
+        assert call is None or isinstance(call.agent, str)
+
+
+@pytest.mark.parametrize("overrides, key", [
+    ({"recognise.builtins": ["langchain"]}, r"^recognise\.builtins: unknown convention"),
+    ({"recognise.builtins": "genai"}, r"^recognise\.builtins must be"),
+    ({"recognise.mappings": [{"input": "q"}]}, r"^recognise\.mappings\[0\]\.output is required"),
+])
+def test_gateway_config_errors_name_the_recognise_key(overrides: dict[str, Any], key: str) -> None:
+    from tracescore.gateway._config import load_gateway_config
+
+    with pytest.raises(tracescore.ConfigurationError, match=key):
+        load_gateway_config(None, overrides, environ={})
+
+
+@pytest.mark.parametrize("kwargs, key", [
+    ({"input": "", "output": "a"}, r"AgentMapping\.input must be a non-empty string"),
+    ({"input": "q", "output": "a", "span_name": "(x"}, r"AgentMapping\.span_name is not a valid"),
+    ({"input": "q", "output": "a", "attributes": {"k": [1]}}, r"AgentMapping\.attributes must"),
+])
+def test_agent_mapping_checks_its_fields_when_made_directly(kwargs: dict[str, Any], key: str) -> None:
+    with pytest.raises(tracescore.ConfigurationError, match=key):
+        tracescore.AgentMapping(**kwargs)

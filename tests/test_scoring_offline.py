@@ -141,8 +141,8 @@ def test_ground_truth_in_other_shapes(scorer: AnswerRelevancyScorer) -> None:
         result = scorer.run(input=QUESTION, output="Lyon", ground_truth=ground_truth)
         assert result.score == 0.3
     # no usable text: scored as without a ground truth, not an error
-    for ground_truth in ("", "   ", object(), {"a": 1, "b": 2}):
-        result = scorer.run(input=QUESTION, output="Lyon", ground_truth=ground_truth)
+    for unusable in ("", "   ", object(), {"a": 1, "b": 2}):
+        result = scorer.run(input=QUESTION, output="Lyon", ground_truth=unusable)
         assert result.score == 1.0
         assert "reference_knowledge" not in result.analyze_step_result
 
@@ -151,7 +151,7 @@ def test_judge_objects_receive_the_ground_truth_as_reference(no_network: None) -
     seen: list[tuple[str, str | None]] = []
 
     class RecordingJudge(OfflineJudge):
-        async def judge(self, request):  # type: ignore[no-untyped-def]
+        async def judge(self, request):
             seen.append((request.step, request.reference))
             return await super().judge(request)
 
@@ -236,7 +236,7 @@ def test_sync_run_nested_inside_a_judge_on_the_scoring_loop(no_network: None) ->
     class NestingJudge(OfflineJudge):
         model = "test/nesting"
 
-        async def judge(self, request):  # type: ignore[no-untyped-def]
+        async def judge(self, request):
             assert inner.run(input=QUESTION, output="Paris").score == 1.0
             return await super().judge(request)
 

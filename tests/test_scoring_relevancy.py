@@ -215,7 +215,7 @@ def test_usage_sums_tokens_and_costs_over_steps(stub_llm: StubLLMServer) -> None
     steps = result.step_usage
     assert list(steps) == ["preprocess", "analyze", "reason"]
     assert all((s.calls, s.input_tokens, s.output_tokens) == (1, 1000, 100) for s in steps.values())
-    assert sum(s.cost_usd for s in steps.values()) == pytest.approx(usage.cost_usd)
+    assert sum(s.cost_usd or 0.0 for s in steps.values()) == pytest.approx(usage.cost_usd)
     import litellm
 
     step_price = sum(litellm.cost_per_token(model="openai/gpt-4o-mini", prompt_tokens=1000,

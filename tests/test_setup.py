@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 from _helpers import shut_down_pipelines
 from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -46,6 +47,7 @@ def test_exports_through_the_global_provider() -> None:
     exporter = InMemorySpanExporter()
     handle = tracescore.configure(exporter=exporter, batch=False)
     _emit("one")
+    assert handle.flush(5)  # batch=False exports at once, from a background thread
     assert [s.name for s in exporter.get_finished_spans()] == ["one"]
     assert handle.tracer_provider is trace.get_tracer_provider()
     assert handle.active
@@ -58,6 +60,7 @@ def test_configure_twice_swaps_the_pipeline_without_double_export(
     _emit("before")
     new = tracescore.configure(exporter=second, batch=False)
     _emit("after")
+    assert new.flush(5)
     assert [s.name for s in first.get_finished_spans()] == ["before"]
     assert [s.name for s in second.get_finished_spans()] == ["after"]
     assert not old.active and new.active
@@ -85,8 +88,9 @@ def test_shutdown_detaches_and_configure_works_again() -> None:
     assert handle.flush() is True
 
     second = InMemorySpanExporter()
-    tracescore.configure(exporter=second, batch=False)
+    again = tracescore.configure(exporter=second, batch=False)
     _emit("again")
+    assert again.flush(5)
     assert [s.name for s in second.get_finished_spans()] == ["again"]
 
 
@@ -110,6 +114,7 @@ def test_extends_a_given_provider_and_keeps_its_processors() -> None:
     handle = tracescore.configure(exporter=ours, batch=False, tracer_provider=provider)
     tracescore.configure(exporter=ours, batch=False, tracer_provider=provider)
     _emit("mine", provider)
+    assert tracescore.flush(5)
     assert handle.tracer_provider is provider
     assert [s.name for s in own.get_finished_spans()] == ["mine"]
     assert [s.name for s in ours.get_finished_spans()] == ["mine"]
@@ -153,10 +158,11 @@ def test_otlp_protocol_from_environment(monkeypatch: pytest.MonkeyPatch, protoco
 
 
 def test_http_endpoint_gets_the_traces_path() -> None:
-    handle = tracescore.configure(exporter="otlp-http", endpoint="http://127.0.0.1:4318")
-    assert handle.exporters[0]._endpoint == "http://127.0.0.1:4318/v1/traces"
-    handle = tracescore.configure(exporter="otlp-http", endpoint="https://x.example/api/otel/v1/traces")
-    assert handle.exporters[0]._endpoint == "https://x.example/api/otel/v1/traces"
+    for endpoint, url in [("http://127.0.0.1:4318", "http://127.0.0.1:4318/v1/traces"),
+                          ("https://x.example/api/otel/v1/traces",) * 2]:
+        (exporter,) = tracescore.configure(exporter="otlp-http", endpoint=endpoint).exporters
+        assert isinstance(exporter, OTLPSpanExporter)
+        assert exporter._endpoint == url
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
@@ -216,7 +222,7 @@ def test_file_exporter_writes_otlp_json_lines(tmp_path) -> None:
     handle.shutdown()
 
     lines = path.read_text().splitlines()
-    assert len(lines) == 2  # one request per batch; the child ends first
+    assert 1 <= len(lines) <= 2  # one request per batch (batch=False: what ended meanwhile)
     spans = [s for line in lines for rs in json.loads(line)["resourceSpans"]
              for ss in rs["scopeSpans"] for s in ss["spans"]]
     by_name = {s["name"]: s for s in spans}
@@ -274,6 +280,7 @@ def test_failed_configure_changes_nothing(tmp_path) -> None:
                              capture_content=False)
     assert content_settings().capture is True
     _emit("still-here")
+    assert tracescore.flush(5)
     assert [s.name for s in exporter.get_finished_spans()] == ["still-here"]
 
 
@@ -287,7 +294,7 @@ class _GatedScorer:
     def __init__(self, gate: threading.Event) -> None:
         self.gate = gate
 
-    async def arun(self, *, input, output, ground_truth=None, run_id=None):  # type: ignore[no-untyped-def]
+    async def arun(self, *, input, output, ground_truth=None, run_id=None):
         import asyncio
 
         from tracescore.scoring import JudgeUsage, ScoreResult
@@ -301,7 +308,7 @@ class _GatedScorer:
                            usage=JudgeUsage(model=None))
 
 
-def _events(span, name: str) -> list[dict]:  # type: ignore[no-untyped-def]
+def _events(span, name: str) -> list[dict]:
     return [dict(e.attributes or {}) for e in span.events if e.name == name]
 
 
@@ -317,6 +324,7 @@ def test_shutdown_exports_held_spans_once_with_reason_shutdown(batch: bool) -> N
     for i in range(4):
         bot(f"q{i}")
     processor = handle._pipeline
+    assert isinstance(processor, tracescore.ScoringSpanProcessor)
     handle.shutdown(0.5)  # bounded by this timeout, not by the 60 s of the options
     spans = exporter.get_finished_spans()
     assert len(spans) == len({s.context.span_id for s in spans}) == 4  # each exactly once

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -35,7 +36,7 @@ FOX = "The quick brown fox"
     ("a", "b", {}, 0.0),
     ("ab", "a", {}, 0.0),
 ])
-def test_reference_examples(a: str, b: str, options: dict[str, bool], expected: float) -> None:
+def test_reference_examples(a: str, b: str, options: dict[str, Any], expected: float) -> None:
     result = create_content_similarity_scorer(**options).run(input=a, output=b)
     assert result.score == pytest.approx(expected, abs=1e-12)
 

@@ -34,13 +34,14 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
 
 from tracescore import _semconv as sc
 from tracescore.testing import OTLPReceiver, Reply, StubLLMServer, spans_from_otlp_json
 
 RESOURCE = Resource.create({"service.name": "receiver-test", "deployment.environment": "test"})
 # Attributes of every type on the agent span, and its score event: sent, then decoded back as is.
-AGENT_ATTRIBUTES = {
+AGENT_ATTRIBUTES: dict[str, AttributeValue] = {
     sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
     sc.GEN_AI_AGENT_NAME: "weather",
     "count": 3,
@@ -49,7 +50,7 @@ AGENT_ATTRIBUTES = {
     "tags": ["a", "b"],
     "numbers": [1, 2, 3],
 }
-SCORE_EVENT = {
+SCORE_EVENT: dict[str, AttributeValue] = {
     sc.GEN_AI_EVALUATION_SCORE_VALUE: 0.25,
     sc.GEN_AI_EVALUATION_EXPLANATION: "The score is 0.25 because",
 }

@@ -192,3 +192,23 @@ def reset_content_settings() -> ContentSettings:
     with _lock:
         _settings = settings_from_env()
         return _settings
+
+
+def env_flag(var: str, default: bool) -> bool:
+    """A boolean environment variable; a bad value warns and gives `default`."""
+    return _env_bool(var, default)
+
+
+def env_int(var: str, default: int, minimum: int) -> int:
+    """An integer environment variable >= `minimum`; a bad value warns and gives `default`."""
+    raw = os.environ.get(var)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = minimum - 1
+    if value < minimum:
+        _warn(var, raw, f"an integer >= {minimum}", default)
+        return default
+    return value

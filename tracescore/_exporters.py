@@ -5,7 +5,6 @@ Arguments are validated here, at configuration time; the exporters themselves ne
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -35,8 +34,6 @@ ENV_TRACES_EXPORTER = "OTEL_TRACES_EXPORTER"
 ENV_PROTOCOL = "OTEL_EXPORTER_OTLP_PROTOCOL"
 ENV_TRACES_PROTOCOL = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
 
-# OTLP JSON encodes these byte fields as hex, not as protobuf-JSON base64.
-_HEX_ID_FIELDS = ("traceId", "spanId", "parentSpanId")
 
 
 class OTLPJsonFileExporter(SpanExporter):
@@ -82,25 +79,11 @@ class OTLPJsonFileExporter(SpanExporter):
 
 def encode_otlp_json(spans: Sequence[ReadableSpan]) -> str:
     """One ExportTraceServiceRequest in OTLP JSON form (camelCase keys, hex ids, integer enums)."""
-    from google.protobuf import json_format
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
-    data = json_format.MessageToDict(encode_spans(spans), use_integers_for_enums=True)
-    for resource_spans in data.get("resourceSpans", ()):
-        for scope_spans in resource_spans.get("scopeSpans", ()):
-            for span in scope_spans.get("spans", ()):
-                _hex_ids(span)
-                for link in span.get("links", ()):
-                    _hex_ids(link)
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    from tracescore._otlp_json import to_otlp_json
 
-
-def _hex_ids(obj: dict[str, Any]) -> None:
-    import base64
-
-    for key in _HEX_ID_FIELDS:
-        if obj.get(key):
-            obj[key] = base64.b64decode(obj[key]).hex()
+    return to_otlp_json(encode_spans(spans))
 
 
 def otlp_protocol_from_env() -> str:

@@ -1,4 +1,4 @@
-"""OTLP/JSON (hex ids, as OTLP specifies and file exporters write) into protobuf messages."""
+"""OTLP/JSON (hex ids, as OTLP specifies and file exporters write) to and from protobuf messages."""
 
 from __future__ import annotations
 
@@ -40,3 +40,21 @@ def parse_otlp_json(data: str | bytes | dict[str, Any], message: Message) -> Mes
     tree = json.loads(data) if isinstance(data, (str, bytes)) else data
     json_format.ParseDict(_ids_to_base64(tree), message, ignore_unknown_fields=True)
     return message
+
+
+def to_otlp_json(request: Message) -> str:
+    """An ExportTraceServiceRequest in OTLP JSON form (camelCase keys, hex ids, integer enums)."""
+    data = json_format.MessageToDict(request, use_integers_for_enums=True)
+    for resource_spans in data.get("resourceSpans", ()):
+        for scope_spans in resource_spans.get("scopeSpans", ()):
+            for span in scope_spans.get("spans", ()):
+                _hex_ids(span)
+                for link in span.get("links", ()):
+                    _hex_ids(link)
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+def _hex_ids(obj: dict[str, Any]) -> None:
+    for key in ("traceId", "spanId", "parentSpanId"):
+        if obj.get(key):
+            obj[key] = base64.b64decode(obj[key]).hex()

@@ -26,10 +26,11 @@ from opentelemetry.sdk.trace import (
     SynchronousMultiSpanProcessor,
     TracerProvider,
 )
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.export import SpanExporter
 
 from tracescore import _exporters
 from tracescore._exceptions import ConfigurationError
+from tracescore._export_pipeline import ExportLimits, GuardedExporter, export_processor
 
 __all__ = ["TracescoreHandle", "configure", "flush", "shutdown"]
 
@@ -113,11 +114,13 @@ class TracescoreHandle:
     """What configure() returns: the provider in use plus flush/shutdown of this pipeline."""
 
     def __init__(self, tracer_provider: TracerProvider, router: _Router, pipeline: SpanProcessor,
-                 exporters: Sequence[SpanExporter]) -> None:
+                 guards: Sequence[GuardedExporter]) -> None:
         self._provider = tracer_provider
         self._router = router
         self._pipeline = pipeline
-        self.exporters: tuple[SpanExporter, ...] = tuple(exporters)
+        self._guards = tuple(guards)
+        self.exporters: tuple[SpanExporter, ...] = tuple(
+            g.exporter.exporter if isinstance(g.exporter, _Lease) else g.exporter for g in guards)
         self._closed = False
 
     @property
@@ -131,12 +134,33 @@ class TracescoreHandle:
         return not self._closed and self._router.target is self._pipeline
 
     def flush(self, timeout: float = 30.0) -> bool:
-        """Export everything finished so far (scoring included); False if `timeout` ran out."""
+        """Export everything finished so far (scoring included).
+
+        False if `timeout` ran out, or if any span failed to export since the previous flush()
+        (the failure is logged with the number of spans lost); never raises.
+        """
         if self._closed:
             return True
         pipeline = self._pipeline
-        return _bounded(lambda: bool(pipeline.force_flush(max(0, int(timeout * 1000)))), timeout,
+        done = _bounded(lambda: bool(pipeline.force_flush(max(0, int(timeout * 1000)))), timeout,
                         "flush")
+        failed = sum(guard.take_failures() for guard in self._guards)
+        if failed:
+            _log.warning("tracescore: %d span(s) failed to export since the last flush", failed)
+        return done and not failed
+
+    def stats(self) -> dict[str, int]:
+        """Counters of this pipeline, summed over its exporters: `export.exported`, `export.failed`
+        (spans), `export.truncated` (spans cut to max_span_bytes), `export.requests`; with online
+        scoring also the counters of `ScoringSpanProcessor.stats()`."""
+        counts = dict.fromkeys(("export.exported", "export.failed", "export.truncated",
+                                "export.requests"), 0)
+        for guard in self._guards:
+            for key, value in guard.stats().items():
+                counts[f"export.{key}"] += value
+        if _is_scoring(self._pipeline):
+            counts.update(self._pipeline.stats())  # type: ignore[attr-defined]
+        return counts
 
     def shutdown(self, timeout: float = 30.0) -> None:
         """Detach this pipeline from the provider, export what it still has (online scoring waits
@@ -211,6 +235,9 @@ def configure(
     file_path: str | os.PathLike[str] | None = None,
     resource_attributes: Mapping[str, Any] | None = None,
     batch: bool = True,
+    max_span_bytes: int | None = None,
+    max_request_bytes: int | None = None,
+    flush_on_sigterm: bool | None = None,
     capture_content: bool | None = None,
     max_content_length: int | None = None,
     redact: bool | None = None,
@@ -231,9 +258,20 @@ def configure(
 
     An existing SDK TracerProvider (`tracer_provider`, else the global one) is extended, not replaced.
     Calling configure() again replaces the previous pipeline on that provider (no double export).
+
+    Spans are exported from a background thread (batch=False: each as soon as it ends). A span larger
+    than `max_span_bytes` (default 1 MiB, env TRACESCORE_MAX_SPAN_BYTES) has its largest values cut
+    and is marked `tracescore.span.truncated`; export requests stay under `max_request_bytes`
+    (default 3 MiB, env TRACESCORE_MAX_REQUEST_BYTES).
+    `flush_on_sigterm` (default on, env TRACESCORE_FLUSH_ON_SIGTERM): on SIGTERM, export what is
+    batched or held (bounded, 10 s), then run the handler that was installed before, or exit as
+    SIGTERM does by default.
     Raises ConfigurationError for invalid arguments.
     """
     specs = _exporter_specs(exporter)
+    limits = ExportLimits.resolve(max_span_bytes, max_request_bytes)
+    if flush_on_sigterm is not None and not isinstance(flush_on_sigterm, bool):
+        raise ConfigurationError(f"flush_on_sigterm must be True, False or None (got {flush_on_sigterm!r})")
     headers_ = _exporters.check_headers(headers)
     compression_ = _exporters.check_compression(compression)
     has_otlp = any(isinstance(s, str) and _exporters.is_otlp(s) for s in specs)
@@ -256,7 +294,7 @@ def configure(
     resource = _resource(service_name, resource_attributes)
     scorer_list = _scorer_list(scorers)
 
-    built: list[SpanExporter] = []
+    built: list[GuardedExporter] = []
     pipeline: SpanProcessor | None = None
     try:
         for spec in specs:
@@ -264,7 +302,7 @@ def configure(
                 spec, endpoint=endpoint, headers=headers_, compression=compression_,
                 file_path=file_path)
             if exp is not None:
-                built.append(exp)
+                built.append(GuardedExporter(exp, limits))
         pipeline = _pipeline(built, batch)
         if scorer_list:
             pipeline = _scoring(pipeline, scorer_list, online)
@@ -285,13 +323,13 @@ def configure(
             router = _routers[provider] = _Router()
             provider.add_span_processor(router)
         old = router.swap(pipeline)
-        handle = TracescoreHandle(provider, router, pipeline,
-                                  [e.exporter if isinstance(e, _Lease) else e for e in built])
+        handle = TracescoreHandle(provider, router, pipeline, built)
         for previous in [h for h in _handles if h._router is router]:
             previous._closed = True
             _handles.remove(previous)
         _handles.append(handle)
         _register_atexit()
+    _handle_sigterm(flush_on_sigterm)
     if old is not None:
         _close_pipeline(old, _EXIT_TIMEOUT_S)
     return handle
@@ -383,15 +421,14 @@ def _set_content_options(capture: bool | None, max_length: int | None, redact: b
     set_content_capture(capture, **kwargs)
 
 
-def _pipeline(exporters: Sequence[SpanExporter], batch: bool) -> SpanProcessor:
-    make = BatchSpanProcessor if batch else SimpleSpanProcessor
+def _pipeline(exporters: Sequence[GuardedExporter], batch: bool) -> SpanProcessor:
     if not exporters:
         return SpanProcessor()  # "none": spans are still created (scoring may use them), not exported
     if len(exporters) == 1:
-        return make(exporters[0])
+        return export_processor(exporters[0], batch)
     fan_out = SynchronousMultiSpanProcessor()
     for exp in exporters:
-        fan_out.add_span_processor(make(exp))
+        fan_out.add_span_processor(export_processor(exp, batch))
     return fan_out
 
 
@@ -431,6 +468,30 @@ def _register_atexit() -> None:
     if not _atexit_registered:
         atexit.register(_shutdown_at_exit)
         _atexit_registered = True
+
+
+def _handle_sigterm(wanted: bool | None) -> None:
+    from tracescore import _signals
+    from tracescore._config import env_flag
+
+    if wanted is None:
+        wanted = env_flag(_signals.ENV_FLUSH_ON_SIGTERM, _signals.DEFAULT_FLUSH_ON_SIGTERM)
+    if wanted:
+        _signals.install(_on_sigterm)
+    else:
+        _signals.uninstall()
+
+
+def _on_sigterm(chained: bool) -> None:
+    """SIGTERM: flush every live pipeline when the application's handler runs next (it may keep
+    working while it drains); shut them down when the default action ends the process next."""
+    if not chained:
+        _shutdown_at_exit()
+        return
+    with _lock:
+        handles = list(_handles)
+    for handle in reversed(handles):
+        handle.flush(_EXIT_TIMEOUT_S / max(1, len(handles)))
 
 
 def _shutdown_at_exit() -> None:

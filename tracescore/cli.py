@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 
 import click
@@ -17,6 +18,7 @@ _JUDGE_HELP = (f"Judge model for answer relevancy: a litellm model string such a
                f"openai/gpt-4o-mini, or tracescore/offline (deterministic, no network). "
                f"Default: ${ENV_JUDGE_MODEL}, else tracescore/offline.")
 ENV_ENDPOINTS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+EXIT_INTERRUPTED = 130  # the shell's code for a process ended by SIGINT (128 + 2)
 
 
 class CommandError(click.ClickException):
@@ -94,7 +96,8 @@ def eval_command(dataset: Path, target: str, scorers: Sequence[str], concurrency
     $OTEL_EXPORTER_OTLP_ENDPOINT when set).
 
     \b
-    Exit codes: 0 ok, 1 a --threshold was missed, 2 bad input (file, row, target, option).
+    Exit codes: 0 ok, 1 a --threshold was missed, 2 bad input (file, row, target, option),
+    130 interrupted (Ctrl-C, or KeyboardInterrupt raised by the target; spans are flushed).
     Example:
       tracescore eval questions.jsonl --target my_agent:answer --threshold relevancy=0.7
     """
@@ -109,6 +112,9 @@ def eval_command(dataset: Path, target: str, scorers: Sequence[str], concurrency
         )
     except SetupError as exc:
         raise CommandError(str(exc)) from None
+    except KeyboardInterrupt:
+        click.echo("Interrupted: the evaluation stopped before its end.", err=True)
+        sys.exit(EXIT_INTERRUPTED)
     if passed is False:
         sys.exit(1)
 
@@ -197,6 +203,62 @@ def serve(config_file: Path | None, grpc_endpoint: str | None, http_endpoint: st
     except ConfigurationError as exc:
         raise CommandError(str(exc)) from None
     sys.exit(code)
+
+
+@main.command()
+@click.argument("inputs", nargs=-1, required=True,
+                type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--config", "-c", "config_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Gateway config file (YAML) for scorers, judge and recognisers.")
+@click.option("--scorer", "-s", "scorers", multiple=True, type=_SCORER_CHOICE,
+              help="Scorer to run (repeatable). Default: the config's, else relevancy and "
+                   "similarity.")
+@click.option("--judge-model", metavar="MODEL", help=_JUDGE_HELP)
+@click.option("--agent", "agents", multiple=True, metavar="NAME",
+              help="Only score calls of this agent (repeatable).")
+@click.option("--rate", type=click.FloatRange(0, 1), help="Fraction of traces to score "
+              "(decided from the trace id, as online).")
+@click.option("--since", type=click.DateTime(), help="Only spans that started at or after this "
+              "time (UTC).")
+@click.option("--until", type=click.DateTime(), help="Only spans that started before this time "
+              "(UTC).")
+@click.option("--output", "-o", "output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the spans to this OTLP JSON-lines file.")
+@click.option("--endpoint", metavar="URL", help="Send the spans to this OTLP endpoint instead.")
+@click.option("--protocol", type=click.Choice(["grpc", "http/protobuf"]), default="grpc",
+              show_default=True, help="Protocol for --endpoint.")
+@click.option("--all-spans", is_flag=True, help="Write every selected span, not only agent spans.")
+@click.option("--progress/--no-progress", default=None,
+              help="Progress bar on stderr (default: when stderr is a terminal).")
+def rescore(inputs: Sequence[Path], config_file: Path | None, scorers: Sequence[str],
+            judge_model: str | None, agents: Sequence[str], rate: float | None,
+            since: datetime | None, until: datetime | None, output: Path | None,
+            endpoint: str | None, protocol: str, all_spans: bool, progress: bool | None) -> None:
+    """Score stored traces again: the agent spans of INPUTS (OTLP JSON lines, as tracescore's
+    and the Collector's file exporters write them) get new score events.
+
+    \b
+    Example: run a new scorer version over last week's traffic
+      tracescore rescore traces.jsonl --since 2026-11-24 -s relevancy -o rescored.jsonl
+    """
+    from tracescore._exceptions import ConfigurationError
+    from tracescore.gateway._rescore import run_rescore_command
+
+    if (output is None) == (endpoint is None):
+        raise CommandError("give one of --output FILE or --endpoint URL")
+    try:
+        summary = run_rescore_command(
+            inputs, config_file=config_file, scorer_names=scorers, judge_model=judge_model,
+            agents=agents, rate=rate, since=since, until=until, output=output,
+            endpoint=endpoint, protocol=protocol, all_spans=all_spans,
+            progress=sys.stderr.isatty() if progress is None else progress,
+        )
+    except ConfigurationError as exc:
+        raise CommandError(str(exc)) from None
+    click.echo(f"read {summary.spans_read} spans, {summary.spans_selected} selected, "
+               f"{summary.agent_spans} agent spans offered, "
+               f"{summary.stats.get('scored', 0)} scores, {summary.stats.get('failed', 0)} "
+               f"failed; wrote {summary.spans_written} spans")
 
 
 def _settings(items: Sequence[str]) -> dict[str, object]:

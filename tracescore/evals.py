@@ -3,7 +3,10 @@
 `run_evals` / `arun_evals` call the target on each item's input (bounded concurrency), score the
 output with every scorer (ground truth passed through), and return an `EvalResult`. Every item
 is an `invoke_agent {name}` span carrying its score events, exported like live traffic. A failing
-target or scorer on one item is recorded as an `ItemFailure`; the other items carry on.
+target or scorer on one item is recorded as an `ItemFailure`; the other items carry on. A
+`SystemExit` from the target, a scorer or the callback is such a failure too; a
+`KeyboardInterrupt` stops the whole run at once (items in flight are cancelled, their spans
+ended) and is re-raised to the caller.
 """
 
 from __future__ import annotations
@@ -18,14 +21,14 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Se
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 
 from tracescore import _semconv as sc
-from tracescore._exceptions import ConfigurationError, ScorerError
+from tracescore._exceptions import ConfigurationError
 from tracescore.instrument._context import ContextThreadPoolExecutor
 from tracescore.instrument._errors import exception_text, record_error
 
@@ -35,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["EvalResult", "EvalSummary", "ItemFailure", "ItemResult", "arun_evals", "run_evals"]
 
 _log = logging.getLogger("tracescore")
+T = TypeVar("T")
 
 DEFAULT_CONCURRENCY = 4
 _TRACER_NAME = "tracescore.evals"
@@ -201,7 +205,8 @@ async def arun_evals(
     - `on_item_complete(item, target_result, scorer_results)`: sync or async, called per item.
     - `thresholds`: `{scorer_id: minimum mean}` giving `EvalResult.passed`.
     - `progress(completed, total)`: called after each item.
-    Raises ConfigurationError for bad arguments, before anything runs.
+    Raises ConfigurationError for bad arguments, before anything runs, and KeyboardInterrupt
+    when the target, a scorer or a callback raised one (the run stops at once).
     """
     items = _check_items(data)
     scorer_list = _check_scorers(scorers)
@@ -222,6 +227,8 @@ async def arun_evals(
     started = time.perf_counter()
     try:
         results = await run.all(items)
+    except _Interrupted as stop:
+        raise stop.interrupt from None
     finally:
         run.close()
     return _summarize(run, results, limits, time.perf_counter() - started)
@@ -250,18 +257,31 @@ class _Run:
         self.tracer = trace.get_tracer(_TRACER_NAME)
 
     def close(self) -> None:
-        self.executor.shutdown(wait=False)
+        self.executor.shutdown(wait=False, cancel_futures=True)
 
     async def all(self, items: list[Mapping[str, Any]]) -> list[ItemResult]:
-        """Evaluate every item with `concurrency` workers; results in dataset order."""
+        """Evaluate every item with `concurrency` workers; results in dataset order.
+
+        Raises `_Interrupted` (after cancelling the other workers) when an item was interrupted.
+        """
         results: list[ItemResult | None] = [None] * len(items)
         queue = iter(enumerate(items))  # shared by the workers (one event loop: no lock needed)
 
         async def worker() -> None:
             for index, item in queue:
-                results[index] = await self.item(index, item)
+                try:
+                    results[index] = await self.item(index, item)
+                except KeyboardInterrupt as exc:  # leaving the task, it would stop the loop
+                    raise _Interrupted(exc) from None
 
-        await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(items)))))
+        workers = [asyncio.ensure_future(worker())
+                   for _ in range(min(self.concurrency, len(items)))]
+        try:
+            await asyncio.gather(*workers)
+        finally:  # an interrupted (or cancelled) run stops every worker, not only the first
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
         return [r for r in results if r is not None]
 
     async def item(self, index: int, item: Mapping[str, Any]) -> ItemResult:
@@ -270,7 +290,7 @@ class _Run:
         if self.progress is not None:
             try:
                 self.progress(self.completed, self.total)
-            except Exception:  # noqa: BLE001 - a broken progress display must not stop the run
+            except _ITEM_ERRORS:  # a broken progress display must not stop the run
                 _log.exception("tracescore: eval progress callback failed")
         return result
 
@@ -287,15 +307,19 @@ class _Run:
         span_context = span.get_span_context()
         trace_id = format(span_context.trace_id, "032x") if span_context.is_valid else None
         started = time.perf_counter()
+        end_ns: int | None = None
         try:
-            with _item_context(span, self.run_id), ground_truth_scope(expected):
-                output = await self.call(value, self.executor)
-        except Exception as exc:  # noqa: BLE001 - a failed item is data, not a crash
-            failures.append(_failure(index, STEP_TARGET, None, exc))
-            record_error(span, exc, type_name=type(exc).__qualname__)
-        duration_ms = (time.perf_counter() - started) * 1000.0
-        end_ns = time.time_ns()
-        try:
+            try:
+                with _item_context(span, self.run_id), ground_truth_scope(expected):
+                    output = await self.call(value, self.executor)
+            except _ITEM_ERRORS as exc:  # a failed item is data, not a crash
+                failures.append(_failure(index, STEP_TARGET, None, exc))
+                record_error(span, exc, type_name=type(exc).__qualname__)
+            except BaseException as exc:  # interrupted or cancelled: the run stops
+                record_error(span, exc, type_name=type(exc).__qualname__)
+                raise
+            duration_ms = (time.perf_counter() - started) * 1000.0
+            end_ns = time.time_ns()
             if not failures:
                 _set_output(span, output)
                 scores = await self._score(span, index, value, output, expected, failures)
@@ -324,15 +348,16 @@ class _Run:
         from tracescore.online._events import evaluation_events
 
         outcomes = await asyncio.gather(
-            *(s.arun(input=value, output=output, ground_truth=expected) for s in self.scorers),
-            return_exceptions=True,
+            *(_outcome(s.arun(input=value, output=output, ground_truth=expected))
+              for s in self.scorers),
         )
         scores: dict[str, ScoreResult] = {}
         for scorer, outcome in zip(self.scorers, outcomes):
             if isinstance(outcome, BaseException):
-                if not isinstance(outcome, Exception):
-                    raise outcome  # cancellation and friends propagate
-                step = outcome.step if isinstance(outcome, ScorerError) else "score"
+                if not isinstance(outcome, _ITEM_ERRORS):
+                    raise outcome  # KeyboardInterrupt stops the run
+                step = getattr(outcome, "step", None)
+                step = step if isinstance(step, str) else "score"  # ScorerError, judge errors
                 failures.append(_failure(index, step, scorer.id, outcome))
                 events = evaluation_events(None, scorer_id=scorer.id, scorer_name=scorer.name,
                                            error=outcome)
@@ -351,7 +376,7 @@ class _Run:
             outcome = self.on_item_complete(item, output, dict(scores))
             if inspect.isawaitable(outcome):
                 await outcome
-        except Exception as exc:  # noqa: BLE001 - the user's callback failing is data too
+        except _ITEM_ERRORS as exc:  # the user's callback failing is data too
             failures.append(_failure(index, STEP_CALLBACK, None, exc))
 
 
@@ -493,6 +518,35 @@ def _check_thresholds(thresholds: Mapping[str, float] | None,
 
 
 # --- helpers -----------------------------------------------------------------------------------
+
+# What fails one item and lets the run go on: any Exception, and SystemExit (a target that
+# calls sys.exit() is a broken item, not a request to end the caller's process).
+_ITEM_ERRORS = (Exception, SystemExit)
+
+
+class _Interrupted(Exception):
+    """Carries a KeyboardInterrupt out of the run's tasks (raised from a task, it would stop
+    the event loop itself); `arun_evals` re-raises the interrupt."""
+
+    def __init__(self, interrupt: KeyboardInterrupt) -> None:
+        super().__init__("evaluation interrupted")
+        self.interrupt = interrupt
+
+
+async def _outcome(coro: Awaitable[T]) -> T | BaseException:
+    """`coro`'s result or the BaseException it raised (cancellation excepted).
+
+    Unlike `gather(return_exceptions=True)`, this keeps KeyboardInterrupt and SystemExit inside
+    the awaiting task, where the caller decides what they mean.
+    """
+    try:
+        return await coro
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - returned to the caller as data
+        return exc
+
+
 
 
 def _failure(index: int, step: str, scorer_id: str | None, exc: BaseException) -> ItemFailure:

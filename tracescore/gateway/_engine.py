@@ -41,12 +41,16 @@ class Engine:
     def __init__(self, *, scorers: Sequence[Any], recognisers: Sequence[Any], output: Output,
                  metrics: GatewayMetrics, journal: Journal | None = None,
                  processor_options: Mapping[str, Any] | None = None,
-                 meter_provider: Any = None, logger_provider: Any = None) -> None:
+                 meter_provider: Any = None, logger_provider: Any = None,
+                 pass_through: bool = True) -> None:
         self._recognisers = tuple(recognisers)
         self._markers = recogniser_markers(self._recognisers)
+        self._marker_bytes = tuple(m.encode() for m in self._markers)
         self._output = output
         self._journal = journal
         self._metrics = metrics
+        self._pass_through = pass_through  # False: only agent spans come out (rescore)
+        self.offered = 0  # agent spans offered for scoring
         self._lock = threading.Lock()
         # agent spans inside the processor: key -> (journal row or None, one-span request)
         self._held: dict[_otlp.SpanKey, tuple[int | None, ExportTraceServiceRequest]] = {}
@@ -64,15 +68,18 @@ class Engine:
     def accept(self, request: ExportTraceServiceRequest, raw: bytes | None = None) -> int:
         """Journal and route one request; returns its span count. `raw`: the request as received
         (protobuf), forwarded as is when nothing in it is held."""
-        found = self._agent_spans(request)
+        found = self._agent_spans(request, raw)
         count = _otlp.count_spans(request)
+        if not self._pass_through:
+            if found:
+                self._hold(found)
+            return count
         if not found:
             body = raw if raw is not None else request.SerializeToString()
             ids = self._journal_add([(PASS, count, body)])
             self._output.put(ids, body, count)
             return count
-        singles = [(_otlp.single_request(rs, ss, span), call)
-                   for rs, ss, span, _, call in found]
+        singles = self._hold(found, offer=False)
         for scope_spans, index in sorted(((f[1], f[3]) for f in found),
                                          key=lambda pair: -pair[1]):
             del scope_spans.spans[index]
@@ -87,6 +94,15 @@ class Engine:
         for (single, call), row in zip(singles, ids or [None] * len(singles)):
             self._offer(row, single, call)
         return count
+
+    def _hold(self, found: list[Any], offer: bool = True
+              ) -> list[tuple[ExportTraceServiceRequest, RecognisedCall]]:
+        """One-span requests of the agent spans found (offered now unless `offer` is False)."""
+        singles = [(_otlp.single_request(rs, ss, span), call) for rs, ss, span, _, call in found]
+        if offer:
+            for single, call in singles:
+                self._offer(None, single, call)
+        return singles
 
     def replay(self) -> int:
         """Forward (and offer again for scoring) what the journal kept from a previous run."""
@@ -112,10 +128,13 @@ class Engine:
         self.processor.shutdown(int(timeout_s * 1000))
 
     # --- internals ----------------------------------------------------------------------------
-    def _agent_spans(self, request: ExportTraceServiceRequest) -> list[Any]:
-        """(resource spans, scope spans, span, index, call) of the spans to hold (cheap reject:
-        the trace-id sampling test first, then the marker keys, then the recognisers)."""
+    def _agent_spans(self, request: ExportTraceServiceRequest, raw: bytes | None) -> list[Any]:
+        """(resource spans, scope spans, span, index, call) of the spans to hold. Cheap rejects
+        first: no marker key anywhere in the raw protobuf (one substring search each, the
+        common case), then per span the trace-id sampling test, the marker keys, the chain."""
         found: list[Any] = []
+        if raw is not None and not any(marker in raw for marker in self._marker_bytes):
+            return found
         markers, threshold, held = self._markers, self._threshold, self._held
         randomness = _otlp.randomness
         for rs in request.resource_spans:
@@ -142,6 +161,7 @@ class Engine:
                 self._output.put(() if row is None else (row,), single.SerializeToString(), 1)
                 return
             self._held[key] = (row, single)
+            self.offered += 1
         if self.processor.offer(_otlp.readable_span(rs, ss, span), call):
             self._metrics.add("held")
 

@@ -51,6 +51,7 @@ from tracescore.online._recognise import (
     Recogniser,
     as_recognisers,
     recognise,
+    recogniser_markers,
 )
 from tracescore.online._sampling import RANDOMNESS_MASK
 from tracescore.online._sinks import (
@@ -119,7 +120,7 @@ class ScoringSpanProcessor(SpanProcessor):
     and shuts them down with itself; `stats()` reports theirs as `<name>.<counter>`.
     """
 
-    def __init__(self, downstream: SpanProcessor, scorers: Sequence[Any], *,
+    def __init__(self, downstream: SpanProcessor, scorers: Sequence[Any] | Any, *,
                  max_wait_s: float = 30.0, max_held_spans: int = 2048, queue_size: int = 1000,
                  concurrency: int = 8, shutdown_timeout_s: float = 30.0,
                  score_genai_spans: bool = False, recognise: Sequence[Any] = (),
@@ -144,6 +145,7 @@ class ScoringSpanProcessor(SpanProcessor):
         if score_genai_spans and GENAI not in recognisers:
             recognisers.append(GENAI)
         self._recognisers: tuple[Recogniser, ...] = tuple(recognisers)
+        self._markers = recogniser_markers(self._recognisers)
         self._min_threshold = min(s._threshold for s in self._scorers)
         self._max_candidates = max(1024, 4 * queue_size)
         self._metrics = OnlineMetrics(meter_provider)
@@ -383,7 +385,10 @@ class ScoringSpanProcessor(SpanProcessor):
             scope = span.instrumentation_scope
             if scope is not None and scope.name.startswith("tracescore"):
                 return None  # our own agent spans were decided by the listener
-            found = recognise(span.name, span.attributes or {}, self._recognisers)
+            attributes = span.attributes or {}
+            if self._markers.isdisjoint(attributes):
+                return None  # no recogniser could accept it: skip the chain
+            found = recognise(span.name, attributes, self._recognisers)
             if found is None:
                 return None
             if otel_context.get_value(sc.CTX_EVAL_RUN_ID) is not None:
@@ -391,7 +396,7 @@ class ScoringSpanProcessor(SpanProcessor):
             call = AgentCall(
                 span=span,  # type: ignore[arg-type]
                 name=found.agent, input=found.input, output=found.output,
-                ground_truth=found.ground_truth, attributes=span.attributes or {},
+                ground_truth=found.ground_truth, attributes=attributes,
             )
             chosen = self._choose(call, randomness)
             if not chosen:

@@ -187,19 +187,32 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     loop = _LOOP.loop()
     done: concurrent.futures.Future[T] = concurrent.futures.Future()
     ctx = contextvars.copy_context()
+    tasks: list[asyncio.Task[None]] = []
 
     def start() -> None:
-        task = ctx.run(loop.create_task, coro)
+        tasks.append(ctx.run(loop.create_task, _settle_into(coro, done)))
 
-        def finish(t: asyncio.Task[T]) -> None:
-            if t.cancelled():
-                done.cancel()
-            elif (exc := t.exception()) is not None:
-                done.set_exception(exc)
-            else:
-                done.set_result(t.result())
+    try:
+        loop.call_soon_threadsafe(start)
+        return done.result()
+    except BaseException:
+        if not done.done():  # the caller was interrupted (Ctrl-C): stop the work it waits for
+            loop.call_soon_threadsafe(lambda: [t.cancel() for t in tasks])
+        raise
 
-        task.add_done_callback(finish)
 
-    loop.call_soon_threadsafe(start)
-    return done.result()
+async def _settle_into(coro: Coroutine[Any, Any, T], done: concurrent.futures.Future[T]) -> None:
+    """Await `coro` and hand its outcome to `done`, BaseExceptions included.
+
+    A KeyboardInterrupt or SystemExit escaping a task stops the event loop that runs it; caught
+    here, it reaches the thread that called `run_sync` instead, and the shared loop lives on.
+    """
+    try:
+        result = await coro
+    except asyncio.CancelledError:
+        done.cancel()
+        raise
+    except BaseException as exc:  # noqa: BLE001 - handed over to the waiting thread
+        done.set_exception(exc)
+    else:
+        done.set_result(result)

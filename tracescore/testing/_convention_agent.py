@@ -116,11 +116,13 @@ def run_traceloop(out: str, cases: list[Case]) -> None:
     trace.get_tracer_provider().shutdown()  # type: ignore[attr-defined]
 
 
-def run_pydantic_ai(out: str, cases: list[Case], version: int = 5) -> None:
+def run_pydantic_ai(out: str, cases: list[Case], version: int = 5,
+                    history: bool = False) -> None:
     """pydantic-ai's own instrumentation (what logfire turns on); the ground truth goes into
-    the run's metadata, which pydantic-ai records on the agent run span."""
+    the run's metadata, which pydantic-ai records on the agent run span. With `history`, each
+    run continues an earlier exchange (`message_history`)."""
     from pydantic_ai import Agent
-    from pydantic_ai.messages import ModelResponse, TextPart
+    from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart
     from pydantic_ai.models.function import FunctionModel
     from pydantic_ai.models.instrumented import InstrumentationSettings
 
@@ -135,7 +137,9 @@ def run_pydantic_ai(out: str, cases: list[Case], version: int = 5) -> None:
     for case in cases:
         _switch(current, case)
         truth = case.get("ground_truth")
-        geo.run_sync(case["question"],
+        earlier = [ModelRequest.user_text_prompt("Earlier question"),
+                   ModelResponse(parts=[TextPart("Earlier answer")])] if history else None
+        geo.run_sync(case["question"], message_history=earlier,
                      metadata={GROUND_TRUTH_KEY: truth} if truth is not None else None)
     provider.shutdown()
 
@@ -172,6 +176,7 @@ RUNNERS: dict[str, Callable[[str, list[Case]], None]] = {
     "traceloop": run_traceloop,
     "pydantic_ai": run_pydantic_ai,
     "pydantic_ai_v2": lambda out, cases: run_pydantic_ai(out, cases, version=2),  # `agent run`
+    "pydantic_ai_history": lambda out, cases: run_pydantic_ai(out, cases, history=True),
 }
 
 

@@ -1,16 +1,18 @@
 """Spans made by the real instrumentation libraries of other conventions, for tests and benchmarks.
 
 `convention_spans("openinference", cases)` runs one agent call per case through that library
-(OpenTelemetry's GenAI util, OpenInference, OpenLLMetry / traceloop, pydantic-ai) in a side venv
-under the tracescore cache (created on first use, keyed by the pinned requirements, shared by
-every checkout) and returns the spans it exported, decoded from the OTLP JSON lines written by
-the library's exporter.
+(OpenTelemetry's GenAI util, OpenInference, OpenLLMetry / traceloop, pydantic-ai) in a side venv,
+or through the Vercel AI SDK under node in an npm folder, both under the tracescore cache
+(created on first use, keyed by the pinned versions, shared by every checkout), and returns the
+spans it exported, decoded from the OTLP JSON lines written by the library's exporter.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -18,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tracescore.testing._decode import ReceivedSpan, spans_from_otlp_json
-from tracescore.testing._tools import cached_venv
+from tracescore.testing._tools import _file_lock, cache_dir, cached_venv
 
 # One venv for all three libraries: these pins resolve together on PyPI (traceloop's
 # instrumentation extras pin the OpenTelemetry betas, so the SDK is pinned to match them).
@@ -35,8 +37,21 @@ REQUIREMENTS: tuple[str, ...] = (
     "opentelemetry-util-genai==1.3b0",
     "httpx>=0.27",  # imported by traceloop.sdk but not declared by it
 )
-CONVENTIONS: tuple[str, ...] = ("genai", "openinference", "traceloop", "pydantic_ai", "pydantic_ai_v2")
+# The Vercel AI SDK (TypeScript) with its OpenTelemetry integration, run by node.
+NODE_PACKAGES: dict[str, str] = {
+    "ai": "7.0.173",
+    "@ai-sdk/otel": "1.0.173",
+    "@opentelemetry/api": "1.9.1",
+    "@opentelemetry/sdk-trace-base": "2.12.1",
+}
+NODE_CONVENTIONS: tuple[str, ...] = ("vercel_ai",)
+CONVENTIONS: tuple[str, ...] = (
+    "genai", "openinference", "traceloop", "pydantic_ai", "pydantic_ai_v2", "pydantic_ai_history",
+    *NODE_CONVENTIONS,
+)
 _AGENT_SCRIPT = Path(__file__).with_name("_convention_agent.py")
+_NODE_AGENT_SCRIPT = Path(__file__).with_name("_convention_agent.mjs")
+_READY = ".tracescore-ready"
 
 
 def conventions_venv() -> Path:
@@ -45,20 +60,55 @@ def conventions_venv() -> Path:
     return cached_venv(f"conventions-venv-{digest}", list(REQUIREMENTS))
 
 
-def convention_spans(convention: str, cases: Sequence[Mapping[str, Any]], *,
-                     timeout_s: float = 300.0) -> list[ReceivedSpan]:
-    """Every span the real library of `convention` exported for one agent call per case
-    (`{"question": str, "answer": str, "ground_truth": str | None}`), in export order."""
+def conventions_node_prefix() -> Path:
+    """The cached npm folder holding `NODE_PACKAGES` (installed on first use with npm)."""
+    pins = json.dumps(NODE_PACKAGES, sort_keys=True)
+    prefix = cache_dir() / f"conventions-node-{hashlib.sha256(pins.encode()).hexdigest()[:12]}"
+    with _file_lock(cache_dir() / f"{prefix.name}.lock"):
+        if not (prefix / _READY).exists():
+            shutil.rmtree(prefix, ignore_errors=True)
+            prefix.mkdir(parents=True)
+            (prefix / "package.json").write_text(json.dumps(
+                {"name": "tracescore-conventions", "private": True, "dependencies": NODE_PACKAGES}))
+            done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"],
+                                  cwd=prefix, check=False, capture_output=True, text=True,
+                                  timeout=900)
+            if done.returncode != 0:
+                raise RuntimeError(f"npm install failed in {prefix}:\n{done.stderr[-4000:]}")
+            (prefix / _READY).write_text(pins + "\n")
+    return prefix
+
+
+def export_convention(convention: str, cases: Sequence[Mapping[str, Any]], out: Path, *,
+                      timeout_s: float = 300.0) -> Path:
+    """Run one agent call per case (`{"question", "answer", "ground_truth"?}`) through the real
+    library of `convention`; its spans are appended to `out` as OTLP JSON lines."""
     if convention not in CONVENTIONS:
         raise ValueError(f"unknown convention {convention!r}; known: {', '.join(CONVENTIONS)}")
-    python = conventions_venv() / "bin" / "python"
+    if convention in NODE_CONVENTIONS:
+        prefix = conventions_node_prefix()
+        command = ["node", str(_NODE_AGENT_SCRIPT)]
+        env = {**os.environ, "TRACESCORE_NODE_PREFIX": str(prefix)}
+    else:
+        command = [str(conventions_venv() / "bin" / "python"), str(_AGENT_SCRIPT)]
+        env = None
     with tempfile.TemporaryDirectory(prefix="tracescore-conventions-") as tmp:
-        cases_file, out = Path(tmp) / "cases.json", Path(tmp) / "spans.jsonl"
+        cases_file = Path(tmp) / "cases.json"
         cases_file.write_text(json.dumps(list(map(dict, cases))), encoding="utf-8")
-        done = subprocess.run([str(python), str(_AGENT_SCRIPT), convention, str(cases_file), str(out)],
-                              check=False, capture_output=True, text=True, timeout=timeout_s,
-                              cwd=tmp)
-        if done.returncode != 0:
-            raise RuntimeError(f"{convention} agent failed ({done.returncode}):\n{done.stderr[-4000:]}")
+        done = subprocess.run(
+            [*command, convention, str(cases_file), str(out.absolute())],
+            check=False, capture_output=True, text=True, timeout=timeout_s, cwd=tmp, env=env,
+        )
+    if done.returncode != 0:
+        raise RuntimeError(f"{convention} agent failed ({done.returncode}):\n{done.stderr[-4000:]}")
+    return out
+
+
+def convention_spans(convention: str, cases: Sequence[Mapping[str, Any]], *,
+                     timeout_s: float = 300.0) -> list[ReceivedSpan]:
+    """Every span the real library of `convention` exported for one agent call per case,
+    in export order."""
+    with tempfile.TemporaryDirectory(prefix="tracescore-conventions-") as tmp:
+        out = export_convention(convention, cases, Path(tmp) / "spans.jsonl", timeout_s=timeout_s)
         lines = out.read_text(encoding="utf-8").splitlines() if out.exists() else []
     return [span for line in lines if line.strip() for span in spans_from_otlp_json(line)]

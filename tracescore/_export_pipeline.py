@@ -1,0 +1,251 @@
+"""The export side of configure(): each exporter behind a guard that bounds spans and requests and
+keeps count, fed by a background processor so the agent's thread never waits on the network.
+
+- every span is cut to `max_span_bytes` (see `_span_cap`), so one huge span cannot take others down;
+- a batch is sent as several requests of at most `max_request_bytes` each (estimated), under the
+  4 MiB an OpenTelemetry Collector accepts over gRPC by default; a rejected request loses only
+  its own spans;
+- spans that failed to export are counted, so `flush()` can say so.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import weakref
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach, set_value
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+from tracescore._exceptions import ConfigurationError
+from tracescore._span_cap import (
+    DEFAULT_MAX_SPAN_BYTES,
+    ENV_MAX_SPAN_BYTES,
+    MIN_MAX_SPAN_BYTES,
+    attributes_size,
+    cap_span,
+)
+
+_log = logging.getLogger(__name__)
+
+DEFAULT_MAX_REQUEST_BYTES = 3 << 20  # 3 MiB: room under the Collector's 4 MiB gRPC limit
+MIN_MAX_REQUEST_BYTES = 64 << 10
+ENV_MAX_REQUEST_BYTES = "TRACESCORE_MAX_REQUEST_BYTES"
+_RESOURCE_OVERHEAD = 64  # resource and scope framing in one request
+_MAX_QUEUE = 2048  # the SDK's BatchSpanProcessor defaults
+_MAX_BATCH = 512
+_SHUTDOWN_JOIN_S = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class ExportLimits:
+    """Size bounds of what is exported: one span, one export request (bytes, estimated)."""
+
+    max_span_bytes: int = DEFAULT_MAX_SPAN_BYTES
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+
+    @classmethod
+    def resolve(cls, max_span_bytes: int | None, max_request_bytes: int | None) -> ExportLimits:
+        """Arguments (validated, ConfigurationError) over the environment (bad values warn) over defaults.
+        A span is never allowed to be larger than a request."""
+        from tracescore._config import env_int
+
+        span = _check("max_span_bytes", max_span_bytes, MIN_MAX_SPAN_BYTES)
+        request = _check("max_request_bytes", max_request_bytes, MIN_MAX_REQUEST_BYTES)
+        if span is None:
+            span = env_int(ENV_MAX_SPAN_BYTES, DEFAULT_MAX_SPAN_BYTES, MIN_MAX_SPAN_BYTES)
+        if request is None:
+            request = env_int(ENV_MAX_REQUEST_BYTES, DEFAULT_MAX_REQUEST_BYTES, MIN_MAX_REQUEST_BYTES)
+        return cls(max_span_bytes=min(span, request), max_request_bytes=request)
+
+
+def _check(name: str, value: object, minimum: int) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigurationError(f"{name} must be an integer >= {minimum} (bytes), got {value!r}")
+    return value
+
+
+class GuardedExporter(SpanExporter):
+    """Wraps one exporter: caps spans, splits requests, never raises, counts exported/failed spans."""
+
+    def __init__(self, exporter: SpanExporter, limits: ExportLimits) -> None:
+        self.exporter = exporter
+        self._limits = limits
+        self._lock = threading.Lock()
+        self._counts = {"exported": 0, "failed": 0, "truncated": 0, "requests": 0}
+        self._unreported_failures = 0
+        self._resource_sizes: dict[int, int] = {}
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            requests, truncated = self._requests(spans)
+        except Exception:  # noqa: BLE001 - an exporter reports failure, never raises
+            _log.exception("tracescore: could not prepare %d spans for export", len(spans))
+            self._count(failed=len(spans))
+            return SpanExportResult.FAILURE
+        self._count(truncated=truncated)
+        outcome = SpanExportResult.SUCCESS
+        for request in requests:
+            try:
+                result = self.exporter.export(request)
+            except Exception:  # noqa: BLE001
+                _log.exception("tracescore: exporter %s raised", type(self.exporter).__name__)
+                result = SpanExportResult.FAILURE
+            if result is SpanExportResult.SUCCESS or result is None:  # None: an exporter without a result
+                self._count(exported=len(request), requests=1)
+            else:
+                self._count(failed=len(request), requests=1)
+                outcome = SpanExportResult.FAILURE
+        return outcome
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.exporter.force_flush(timeout_millis)
+
+    def shutdown(self) -> None:
+        self.exporter.shutdown()
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._counts)
+
+    def take_failures(self) -> int:
+        """Spans that failed to export since the previous call."""
+        with self._lock:
+            failed, self._unreported_failures = self._unreported_failures, 0
+            return failed
+
+    def _count(self, **counts: int) -> None:
+        with self._lock:
+            for key, value in counts.items():
+                self._counts[key] += value
+            self._unreported_failures += counts.get("failed", 0)
+
+    def _requests(self, spans: Sequence[ReadableSpan]) -> tuple[list[list[ReadableSpan]], int]:
+        """`spans` capped and grouped into requests of at most max_request_bytes (estimated)."""
+        limits = self._limits
+        requests: list[list[ReadableSpan]] = []
+        current: list[ReadableSpan] = []
+        size = 0
+        resources: set[int] = set()
+        truncated = 0
+        for span in spans:
+            capped, span_bytes = cap_span(span, limits.max_span_bytes)
+            truncated += capped is not span
+            resource = id(span.resource)
+            extra = 0 if resource in resources else self._resource_size(span)
+            if current and size + span_bytes + extra > limits.max_request_bytes:
+                requests.append(current)
+                current, size, resources = [], 0, set()
+                extra = self._resource_size(span)
+            resources.add(resource)
+            current.append(capped)
+            size += span_bytes + extra
+        if current:
+            requests.append(current)
+        return requests, truncated
+
+    def _resource_size(self, span: ReadableSpan) -> int:
+        key = id(span.resource)
+        size = self._resource_sizes.get(key)
+        if size is None:
+            if len(self._resource_sizes) > 64:  # resources are few and long-lived; bound the cache
+                self._resource_sizes.clear()
+            size = self._resource_sizes[key] = _RESOURCE_OVERHEAD + attributes_size(
+                span.resource.attributes)
+        return size
+
+
+def export_processor(exporter: GuardedExporter, batch: bool) -> SpanProcessor:
+    """The processor in front of one guarded exporter; both export from a background thread.
+    batch=True: the SDK's BatchSpanProcessor (OTEL_BSP_* honoured); batch=False: PromptExportProcessor."""
+    return BatchSpanProcessor(exporter) if batch else PromptExportProcessor(exporter)
+
+
+class PromptExportProcessor(SpanProcessor):
+    """Exports each span as soon as it ends, together with whatever else ended meanwhile, from one
+    background thread: what SimpleSpanProcessor sends, without the caller waiting on the exporter.
+
+    At most `max_queue_size` spans wait; beyond, the oldest is dropped and counted (`dropped`).
+    """
+
+    def __init__(self, exporter: SpanExporter, max_queue_size: int = _MAX_QUEUE,
+                 max_export_batch_size: int = _MAX_BATCH) -> None:
+        self._exporter = exporter
+        self._max_batch = max_export_batch_size
+        self._queue: deque[ReadableSpan] = deque(maxlen=max_queue_size)
+        self.dropped = 0
+        self._stopping = False
+        self._start()
+        if hasattr(os, "register_at_fork"):
+            reinit = weakref.WeakMethod(self._start)
+            os.register_at_fork(after_in_child=lambda: (r := reinit()) and r())
+
+    def _start(self) -> None:
+        """(Re)start the worker: at construction, and in a forked child (the thread is not copied)."""
+        lock = threading.Lock()
+        self._ready = threading.Condition(lock)  # the worker waits for spans
+        self._idle = threading.Condition(lock)  # flush waits for an empty queue and no export
+        self._queue.clear()
+        self._busy = False
+        self._worker = threading.Thread(target=self._work, name="tracescore-export", daemon=True)
+        self._worker.start()
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self._stopping or span.context is None or not span.context.trace_flags.sampled:
+            return
+        with self._ready:
+            if len(self._queue) == self._queue.maxlen:
+                self.dropped += 1
+                if self.dropped == 1:
+                    _log.warning("tracescore: export queue full (%d spans); dropping the oldest",
+                                 self._queue.maxlen)
+            self._queue.append(span)
+            self._ready.notify()
+
+    def _work(self) -> None:
+        while True:
+            with self._ready:
+                self._ready.wait_for(lambda: self._queue or self._stopping)
+                if not self._queue:
+                    return
+                batch = [self._queue.popleft() for _ in range(min(len(self._queue), self._max_batch))]
+                self._busy = True
+            token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
+            try:
+                self._exporter.export(batch)
+            except Exception:  # noqa: BLE001 - the worker must keep running
+                _log.exception("tracescore: exporting %d spans failed", len(batch))
+            finally:
+                detach(token)
+                with self._idle:
+                    self._busy = False
+                    self._idle.notify_all()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        with self._idle:
+            return self._idle.wait_for(lambda: not self._queue and not self._busy,
+                                       max(0, timeout_millis) / 1000)
+
+    def shutdown(self) -> None:
+        """Export what is queued (bounded by the exporter's own timeouts), stop the worker, close
+        the exporter. Idempotent."""
+        with self._ready:
+            if self._stopping:
+                return
+            self._stopping = True
+            self._ready.notify()
+        if self._worker is not threading.current_thread():
+            self._worker.join(_SHUTDOWN_JOIN_S)
+        self._exporter.shutdown()
+
+
+def guards_of(exporters: Sequence[Any]) -> list[GuardedExporter]:
+    return [e for e in exporters if isinstance(e, GuardedExporter)]

@@ -1,0 +1,252 @@
+"""Build and run the project's own OpenTelemetry Collector (from collector/builder-config.yaml) in tests.
+
+    python -m tracescore.testing._collector build              # build once into the cache, print the path
+    python -m tracescore.testing._collector validate FILE...   # `otelcol validate` each config
+
+The binary is built with the OpenTelemetry Collector Builder from upstream Go modules (needs `go`
+and the Go module proxy) into cache_dir()/otelcol-<manifest hash>/ and reused while the manifest
+is unchanged. `TRACESCORE_OTELCOL=/path/to/otelcol` uses a binary you already have instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from tracescore.testing._service import Service
+from tracescore.testing._tools import (
+    _file_lock,
+    cache_dir,
+    free_port,
+    port_open,
+    stop_process_group,
+    tail,
+    wait_for_process,
+)
+
+BUILDER_VERSION = "v0.161.0"  # the builder release matching the manifest's collector release
+MANIFEST = Path(__file__).resolve().parents[2] / "collector" / "builder-config.yaml"
+_BINARY_NAME = "otelcol-tracescore"
+_READY_MARKER = ".tracescore-ready"
+_SIGNAL_SETTLE_S = 0.5
+# The collector's own telemetry would bind :8888 in every instance; tests run many at once.
+QUIET_TELEMETRY = {"service::telemetry::metrics::level": "none"}
+
+
+class CollectorBuildError(RuntimeError):
+    """The collector could not be built (no Go toolchain, module download or compile failure)."""
+
+
+def _manifest_hash(manifest: Path) -> str:
+    digest = hashlib.sha256(BUILDER_VERSION.encode() + b"\0" + manifest.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _go() -> str:
+    go = shutil.which("go")
+    if go is None:
+        raise CollectorBuildError(
+            "building the collector needs the Go toolchain (`go` on PATH); "
+            "or set TRACESCORE_OTELCOL to an existing collector binary"
+        )
+    return go
+
+
+def _run(command: list[str], *, log: Path, cwd: Path, env: Mapping[str, str]) -> None:
+    with open(log, "ab") as out:
+        result = subprocess.run(
+            command, check=False, cwd=cwd, env=dict(env), stdout=out, stderr=subprocess.STDOUT
+        )
+    if result.returncode != 0:
+        raise CollectorBuildError(
+            f"{' '.join(command[:2])} failed (exit {result.returncode}); log {log}:\n{tail(log)}"
+        )
+
+
+def _builder(go: str, env: Mapping[str, str], log: Path) -> Path:
+    """The `builder` binary at BUILDER_VERSION, installed once into the cache."""
+    gobin = cache_dir() / f"ocb-{BUILDER_VERSION}"
+    builder = gobin / "builder"
+    if not builder.exists():
+        gobin.mkdir(parents=True, exist_ok=True)
+        command = [go, "install", f"go.opentelemetry.io/collector/cmd/builder@{BUILDER_VERSION}"]
+        _run(command, log=log, cwd=gobin, env={**env, "GOBIN": str(gobin)})
+    return builder
+
+
+def collector_binary(manifest: Path = MANIFEST) -> Path:
+    """The collector built from `manifest`, building it on first use (minutes; process-safe)."""
+    if explicit := os.environ.get("TRACESCORE_OTELCOL"):
+        return Path(explicit)
+    home = cache_dir() / f"otelcol-{_manifest_hash(manifest)}"
+    binary = home / _BINARY_NAME
+    with _file_lock(cache_dir() / f"{home.name}.lock"):
+        if (home / _READY_MARKER).exists() and binary.exists():
+            return binary
+        shutil.rmtree(home, ignore_errors=True)  # a half-finished earlier attempt
+        home.mkdir(parents=True)
+        log = home / "build.log"
+        env = {**os.environ, "GOFLAGS": os.environ.get("GOFLAGS", "-buildvcs=false")}
+        builder = _builder(_go(), env, log)
+        source = home / "src"
+        config = home / "builder-config.yaml"
+        config.write_text(
+            manifest.read_text().replace("dist:\n", f"dist:\n  output_path: {source}\n", 1)
+        )
+        _run([str(builder), "--config", str(config)], log=log, cwd=home, env=env)
+        shutil.move(str(source / _BINARY_NAME), binary)
+        shutil.rmtree(source, ignore_errors=True)
+        (home / _READY_MARKER).write_text(manifest.read_text())
+    return binary
+
+
+def _set_flags(overrides: Mapping[str, str]) -> list[str]:
+    return [f"--set={key}={value}" for key, value in overrides.items()]
+
+
+def validate_config(
+    config: Path, *, overrides: Mapping[str, str] = {}, env: Mapping[str, str] = {}
+) -> subprocess.CompletedProcess[str]:
+    """`otelcol validate --config config`: the collector's own check that it would start."""
+    command = [str(collector_binary()), "validate", f"--config={config}", *_set_flags(overrides)]
+    return subprocess.run(
+        command, check=False, capture_output=True, text=True, env={**os.environ, **env},
+        timeout=120,
+    )
+
+
+class Collector(Service):
+    """The built collector running `config` (a YAML file or text) until stop().
+
+    overrides: `--set key=value` settings (e.g. receiver endpoints on free ports).
+    env: extra environment for `${env:...}` references. ready_ports: loopback ports that must
+    accept connections before start() returns (default: the OTLP ports this object allotted).
+    The receiver is put on free loopback ports (`grpc_port`, `http_port`) unless
+    `otlp_receiver=False`, and the collector's own metrics endpoint is switched off.
+    """
+
+    def __init__(
+        self,
+        config: str | Path,
+        *,
+        overrides: Mapping[str, str] | None = None,
+        env: Mapping[str, str] | None = None,
+        otlp_receiver: bool = True,
+        ready_ports: Iterable[int] | None = None,
+        startup_timeout: float = 60.0,
+    ) -> None:
+        self.config = config
+        self.grpc_port = free_port()
+        self.http_port = free_port()
+        self.overrides = dict(QUIET_TELEMETRY)
+        if otlp_receiver:
+            self.overrides.update(
+                {
+                    "receivers::otlp::protocols::grpc::endpoint": f"127.0.0.1:{self.grpc_port}",
+                    "receivers::otlp::protocols::http::endpoint": f"127.0.0.1:{self.http_port}",
+                }
+            )
+        self.overrides.update(overrides or {})
+        self.env = dict(env or {})
+        self._ready_ports = list(
+            ready_ports if ready_ports is not None else
+            ((self.grpc_port, self.http_port) if otlp_receiver else ())
+        )
+        self._startup_timeout = startup_timeout
+        self._process: subprocess.Popen[bytes] | None = None
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self.returncode: int | None = None  # the exit status, once stopped
+
+    @property
+    def grpc_endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.grpc_port}"
+
+    @property
+    def http_endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+    @property
+    def log_path(self) -> Path:
+        assert self._tmp is not None
+        return Path(self._tmp.name) / "otelcol.log"
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None else self._process.pid
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self._tmp is not None else ""
+
+    def start(self) -> Collector:
+        binary = collector_binary()
+        self._tmp = tempfile.TemporaryDirectory(prefix="tracescore-otelcol-")
+        config_path = Path(self.config) if isinstance(self.config, Path) else None
+        if config_path is None:
+            config_path = Path(self._tmp.name) / "config.yaml"
+            config_path.write_text(str(self.config))
+        command = [str(binary), f"--config={config_path}", *_set_flags(self.overrides)]
+        with open(self.log_path, "ab") as log:
+            self._process = subprocess.Popen(
+                command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **self.env},
+                start_new_session=True,
+            )
+        try:
+            wait_for_process(
+                lambda: all(port_open(port) for port in self._ready_ports)
+                and "Everything is ready" in self.log(),
+                self._process,
+                timeout=self._startup_timeout,
+                what="otelcol",
+                log_path=self.log_path,
+            )
+        except BaseException:
+            self.stop()
+            raise
+        # It subscribes to SIGTERM just after logging "ready"; a SIGTERM before then kills it
+        # without draining. Nothing shows the moment, so allow it a moment.
+        time.sleep(_SIGNAL_SETTLE_S)
+        return self
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        stop_process_group(process, grace=15)  # the collector drains its queues on SIGTERM
+        if process is not None:
+            self.returncode = process.returncode
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tracescore.testing._collector")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("build", help="build the collector into the cache and print its path")
+    validate = commands.add_parser("validate", help="`otelcol validate` each config file")
+    validate.add_argument("configs", nargs="+", type=Path)
+    args = parser.parse_args(argv)
+    if args.command == "build":
+        print(collector_binary())
+        return 0
+    failed = 0
+    for config in args.configs:
+        result = validate_config(config)
+        print(f"{config}: {'ok' if result.returncode == 0 else 'INVALID'}")
+        if result.returncode != 0:
+            failed += 1
+            print(result.stdout + result.stderr, file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
