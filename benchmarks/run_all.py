@@ -52,6 +52,8 @@ BENCHMARKS: dict[str, str] = {
     "import": "bench_import.py",
     "recognise": "bench_recognise.py",
     "export": "bench_export.py",
+    "gateway": "bench_gateway.py",
+    "redact": "bench_redact.py",
 }
 
 
@@ -166,6 +168,22 @@ HEADLINES: list[Headline] = [
              ("slowest_agent_spans_per_s",), "spans/s"),
     Headline("recognise", "non-agent span rejected, slowest", ("slowest_reject_ns",), "us",
              scale=1e-3),
+    Headline("gateway", "gateway pass-through, spans/s (one core)",
+             ("pass_through", "tracescore serve", "spans_per_s"), "spans/s"),
+    Headline("gateway", "gateway / real collector pass-through",
+             ("pass_through", "gateway_over_otelcol (real collector)"), "x", ">=", 0.5),
+    Headline("gateway", "gateway added p99, span not held (journal sync=full)",
+             ("pass_through", "tracescore serve", "added_p99_ms"), "ms", "<", 5.0),
+    Headline("gateway", "gateway added p99, span not held (journal sync=normal)",
+             ("pass_through", "tracescore serve, journal sync=normal", "added_p99_ms"), "ms",
+             "<", 5.0),
+    *(
+        Headline("gateway", f"gateway scoring throughput, {n}", ("scoring", n, "ratio"),
+                 "% ideal", ">=", 90.0)
+        for n in ("1 replica", "2 replicas")
+    ),
+    Headline("gateway", "gateway RSS growth, 10x overload", ("memory", "growth_mb"), "MB", "<",
+             100.0),
     Headline("import", "import opentelemetry.trace", ("cases", "otel api", "median_ms"), "ms"),
     Headline(
         "import",

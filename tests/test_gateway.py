@@ -417,3 +417,23 @@ def test_serve_exits_2_naming_the_bad_key() -> None:
     result = CliRunner().invoke(main, ["serve", "--set", "limits.retry_after_s=-1"])
     assert result.exit_code == 2
     assert "limits.retry_after_s" in result.output
+
+
+def test_carrier_and_log_sinks_and_own_metrics_reach_the_next_hop(
+        tmp_path: Path, otlp_receiver: OTLPReceiver, gateway_factory: Any) -> None:
+    scorer = tracescore.OnlineScorer(tracescore.create_content_similarity_scorer(),
+                                     sinks=("carrier", "log"))
+    gateway = gateway_factory(_config(tmp_path, otlp_receiver, scorers=[scorer],
+                                      telemetry_metrics=True, telemetry_interval_s=0.2))
+    with sender(_grpc(gateway)) as tracer:
+        agent_trace(tracer, plain_children=1)
+    spans = otlp_receiver.wait_for_spans(3, timeout=15)
+    agent = next(s for s in spans if s.name == "invoke_agent geo")
+    assert not agent.events  # carrier sink: the agent span goes on unchanged
+    carrier = next(s for s in spans if s.name.startswith("evaluation "))
+    assert carrier.parent_span_id == agent.span_id and carrier.events_named(EVAL)
+    (record,) = otlp_receiver.wait_for_logs(lambda r: r.event_name == EVAL, timeout=15)
+    assert record.span_id == agent.span_id
+    received = otlp_receiver.wait_for_metric("tracescore.gateway.received", timeout=15)
+    assert received.points and max(p.value or 0 for p in received.points) >= 2
+    otlp_receiver.wait_for_metric("tracescore.evaluation.scored", timeout=15)

@@ -11,6 +11,7 @@ validated once at start; every error is a `ConfigurationError` naming the key (`
     scoring:   {judge_model, scorers: [...], max_wait_s, max_held_spans, queue_size,
                 concurrency, shutdown_timeout_s, isolation}
     recognise: {builtins: true, mappings: [...]}
+    telemetry: {metrics: false, logs: (auto), endpoint, protocol, interval_s}
     shutdown_timeout_s: 30
 """
 
@@ -70,6 +71,11 @@ class GatewayConfig:
     scoring_shutdown_timeout_s: float = 10.0
     isolation: str = "auto"
     recognisers: Sequence[Any] | None = None
+    telemetry_metrics: bool = False
+    telemetry_logs: bool | None = None
+    telemetry_endpoint: str | None = None
+    telemetry_protocol: str | None = None
+    telemetry_interval_s: float = 60.0
     shutdown_timeout_s: float = 30.0
 
     def __post_init__(self) -> None:
@@ -82,10 +88,23 @@ class GatewayConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigurationError(f"{_KEY_OF[name]} must be an integer >= 1, got {value!r}")
-        for name in ("exporter_timeout_s", "retry_after_s", "shutdown_timeout_s"):
+        for name in ("exporter_timeout_s", "retry_after_s", "shutdown_timeout_s",
+                     "telemetry_interval_s"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ConfigurationError(f"{_KEY_OF[name]} must be a number > 0, got {value!r}")
+        if not isinstance(self.telemetry_metrics, bool):
+            raise ConfigurationError(f"telemetry.metrics must be true or false, "
+                                     f"got {self.telemetry_metrics!r}")
+        if self.telemetry_logs is not None and not isinstance(self.telemetry_logs, bool):
+            raise ConfigurationError(f"telemetry.logs must be true or false, "
+                                     f"got {self.telemetry_logs!r}")
+        if self.telemetry_protocol not in (None, *PROTOCOLS):
+            raise ConfigurationError(f"telemetry.protocol must be one of {', '.join(PROTOCOLS)}, "
+                                     f"got {self.telemetry_protocol!r}")
+        if self.telemetry_endpoint is not None and "://" not in self.telemetry_endpoint:
+            raise ConfigurationError(f"telemetry.endpoint must be a URL, "
+                                     f"got {self.telemetry_endpoint!r}")
         if self.exporter_protocol not in PROTOCOLS:
             raise ConfigurationError(f"exporter.protocol must be one of {', '.join(PROTOCOLS)}, "
                                      f"got {self.exporter_protocol!r}")
@@ -179,6 +198,11 @@ _KEYS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "scoring.isolation": ("isolation", _same),
     "recognise.builtins": ("builtins", _same),
     "recognise.mappings": ("mappings", _list),
+    "telemetry.metrics": ("telemetry_metrics", _same),
+    "telemetry.logs": ("telemetry_logs", _same),
+    "telemetry.endpoint": ("telemetry_endpoint", _optional_text),
+    "telemetry.protocol": ("telemetry_protocol", _same),
+    "telemetry.interval_s": ("telemetry_interval_s", _same),
     "shutdown_timeout_s": ("shutdown_timeout_s", _same),
 }
 _KEY_OF = {name: path for path, (name, _) in _KEYS.items()}
@@ -309,8 +333,9 @@ def build_online_scorers(specs: Sequence[Any] | None, judge_model: str | None, *
 
 
 def _scorer(name: str, options: Any, model: str, where: str) -> Any:
-    from tracescore._cli_setup import SetupError, check_model, load_target, scorer_id
+    from tracescore._cli_setup import SetupError, load_target, scorer_id
     from tracescore.scoring import create_answer_relevancy_scorer, create_content_similarity_scorer
+    from tracescore.scoring._judge import check_judge
 
     if not isinstance(options, Mapping):
         raise ConfigurationError(f"{where}.options must be a mapping, got {options!r}")
@@ -320,8 +345,9 @@ def _scorer(name: str, options: Any, model: str, where: str) -> Any:
             return target(**options) if isinstance(target, type) or options else target
         sid = scorer_id(name)
         if sid == "answer-relevancy":
-            check_model(str(options.get("model", model)))
-            return create_answer_relevancy_scorer(**{"model": model, **options})
+            scorer = create_answer_relevancy_scorer(**{"model": model, **options})
+            check_judge(scorer.judge)  # the gateway imports litellm anyway: check everything now
+            return scorer
         return create_content_similarity_scorer(**options)
     except SetupError as exc:
         raise ConfigurationError(f"{where}.scorer: {exc}") from None

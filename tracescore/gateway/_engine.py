@@ -45,6 +45,7 @@ class Engine:
                  pass_through: bool = True) -> None:
         self._recognisers = tuple(recognisers)
         self._markers = recogniser_markers(self._recognisers)
+        self._marker_bytes = tuple(m.encode() for m in self._markers)
         self._output = output
         self._journal = journal
         self._metrics = metrics
@@ -67,7 +68,7 @@ class Engine:
     def accept(self, request: ExportTraceServiceRequest, raw: bytes | None = None) -> int:
         """Journal and route one request; returns its span count. `raw`: the request as received
         (protobuf), forwarded as is when nothing in it is held."""
-        found = self._agent_spans(request)
+        found = self._agent_spans(request, raw)
         count = _otlp.count_spans(request)
         if not self._pass_through:
             if found:
@@ -127,10 +128,13 @@ class Engine:
         self.processor.shutdown(int(timeout_s * 1000))
 
     # --- internals ----------------------------------------------------------------------------
-    def _agent_spans(self, request: ExportTraceServiceRequest) -> list[Any]:
-        """(resource spans, scope spans, span, index, call) of the spans to hold (cheap reject:
-        the trace-id sampling test first, then the marker keys, then the recognisers)."""
+    def _agent_spans(self, request: ExportTraceServiceRequest, raw: bytes | None) -> list[Any]:
+        """(resource spans, scope spans, span, index, call) of the spans to hold. Cheap rejects
+        first: no marker key anywhere in the raw protobuf (one substring search each, the
+        common case), then per span the trace-id sampling test, the marker keys, the chain."""
         found: list[Any] = []
+        if raw is not None and not any(marker in raw for marker in self._marker_bytes):
+            return found
         markers, threshold, held = self._markers, self._threshold, self._held
         randomness = _otlp.randomness
         for rs in request.resource_spans:

@@ -66,6 +66,7 @@ class Gateway:
         self._options = processor_options(config)
         self._meter_provider = meter_provider
         self._logger_provider = logger_provider
+        self._owned: list[Any] = []  # providers built here from `telemetry`, shut down at stop
         self._lock = threading.Lock()
         self._accepting = False
         self._stopped = False
@@ -83,6 +84,7 @@ class Gateway:
         config = self.config
         self._journal = Journal(config.journal_path, sync=config.journal_sync)
         try:
+            self._build_telemetry()
             self._forwarder = Forwarder(
                 _sender(config), self._journal, self.metrics,
                 max_batch_spans=config.max_batch_spans, workers=config.forward_workers,
@@ -132,6 +134,7 @@ class Gateway:
                              self._forwarder.pending)
         if self._journal is not None:
             self._journal.close()
+        self._close_telemetry()
         return drained
 
     def __enter__(self) -> Gateway:  # noqa: PYI034
@@ -185,6 +188,24 @@ class Gateway:
         return self.metrics.snapshot()
 
     # --- internals ----------------------------------------------------------------------------
+    def _build_telemetry(self) -> None:
+        from tracescore.gateway import _telemetry
+
+        if self._meter_provider is None and self.config.telemetry_metrics:
+            self._meter_provider = _telemetry.meter_provider(self.config)
+            self._owned.append(self._meter_provider)
+        if self._logger_provider is None and _telemetry.wants_logs(self.config):
+            self._logger_provider = _telemetry.logger_provider(self.config)
+            self._owned.append(self._logger_provider)
+
+    def _close_telemetry(self) -> None:
+        owned, self._owned = self._owned, []
+        for provider in owned:
+            try:
+                provider.shutdown()
+            except Exception:  # noqa: BLE001
+                _log.debug("tracescore: shutting down a telemetry provider failed", exc_info=True)
+
     def _open_receivers(self) -> None:
         config = self.config
         limits = Limits(config.max_request_bytes, config.max_decompressed_bytes,
@@ -236,6 +257,7 @@ class Gateway:
             self._forwarder.stop(timeout_s=1.0)
         if self._journal is not None:
             self._journal.close()
+        self._close_telemetry()
 
 
 def _sender(config: GatewayConfig) -> Sender:

@@ -13,6 +13,8 @@ from typing import Any
 from tracescore.gateway._config import GatewayConfig
 from tracescore.gateway._gateway import Gateway
 
+LIFECYCLE = "tracescore.gateway.lifecycle"
+
 
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message (never span content)."""
@@ -41,16 +43,20 @@ def setup_logging(level: str) -> None:
     root.setLevel(level.upper())
     for noisy in ("LiteLLM", "litellm", "httpx"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    # ready / draining / stopped are always logged: supervisors and tests wait for them
+    logging.getLogger(LIFECYCLE).setLevel(logging.INFO)
 
 
 def serve(config: GatewayConfig) -> int:
     """Start the gateway, block until SIGTERM or SIGINT, then drain; the exit code."""
-    log = logging.getLogger("tracescore.gateway")
+    log = logging.getLogger(LIFECYCLE)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:
         stop.set()
 
+    # a thread that wakes (a request, the forwarder) waits at most this long for the GIL
+    sys.setswitchinterval(0.001)
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         gateway = Gateway(config).start()

@@ -68,8 +68,9 @@ def evaluation_events(
     _put(attrs, sc.TS_RUN_ID, run_id)
     if error is not None:
         attrs[sc.ERROR_TYPE] = error_type(error)
-        if isinstance(error, ScorerError):
-            attrs[sc.TS_FAILED_STEP] = error.step
+        step = getattr(error, "step", None)  # ScorerError, JudgeStepError (auth failures)
+        if isinstance(step, str):
+            attrs[sc.TS_FAILED_STEP] = step
         if capture:
             attrs[sc.GEN_AI_EVALUATION_EXPLANATION] = _text(error_message(error))
             events.extend(_failure_step_events(scorer_id, error))

@@ -26,7 +26,14 @@ from tracescore.scoring._base import (
     relevancy_label,
 )
 from tracescore.scoring._inputs import InputError, answer_text, question_text
-from tracescore.scoring._judge import Judge, JudgeReply, JudgeRequest, JudgeStepError, resolve_judge
+from tracescore.scoring._judge import (
+    Judge,
+    JudgeAuthenticationError,
+    JudgeReply,
+    JudgeRequest,
+    JudgeStepError,
+    resolve_judge,
+)
 
 _TWO_PLACES = Decimal("0.01")
 _SKIPPED_EMPTY = "empty output: the judge was not called"
@@ -136,6 +143,8 @@ class _Run:
             request = dataclasses.replace(request, reference=self.reference)
         try:
             reply = await self.scorer.judge.judge(request)
+        except (ConfigurationError, JudgeAuthenticationError):
+            raise  # not this run's step failing: every run would; the caller must fix the judge
         except JudgeStepError as exc:
             self._spend(request.step, exc.usage)
             raise self._error(request.step, str(exc), raw_reply=exc.raw_reply, score=score) from exc

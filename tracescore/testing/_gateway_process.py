@@ -21,13 +21,15 @@ class GatewayProcess(Service):
 
     `start()` returns once the gateway logged "ready"; `grpc_port`, `http_port`, `health_port`
     are then known. `restart()` starts it again with the same ports (and journal). Its JSON log
-    lines are kept in `logs`.
+    lines are kept in `logs`. `command_prefix` runs it under another command (e.g. taskset).
     """
 
     def __init__(self, args: Sequence[str] = (), *, env: dict[str, str] | None = None,
                  cwd: str | os.PathLike[str] | None = None, ready_timeout_s: float = 60.0,
-                 grpc_port: int = 0, http_port: int = 0, health_port: int = 0) -> None:
+                 grpc_port: int = 0, http_port: int = 0, health_port: int = 0,
+                 command_prefix: Sequence[str] = ()) -> None:
         self.args = list(args)
+        self.command_prefix = list(command_prefix)  # e.g. ["taskset", "-c", "0"]
         self.env = {**os.environ, **(env or {})}
         self.cwd = cwd
         self.ready_timeout_s = ready_timeout_s
@@ -52,7 +54,7 @@ class GatewayProcess(Service):
         return f"http://127.0.0.1:{self.http_port}/v1/traces"
 
     def start(self) -> GatewayProcess:
-        command = [sys.executable, "-m", "tracescore", "serve",
+        command = [*self.command_prefix, sys.executable, "-m", "tracescore", "serve",
                    "--grpc", f"127.0.0.1:{self.grpc_port}", "--http", f"127.0.0.1:{self.http_port}",
                    "--health", f"127.0.0.1:{self.health_port}", *self.args]
         self._ready.clear()
