@@ -32,7 +32,7 @@ from tracescore.online._phoenix_sink import (
     annotation,
 )
 from tracescore.online._sinks import ScoreRecord
-from tracescore.testing import Reply, StubLLMServer
+from tracescore.testing import OTLPReceiver, Reply, StubLLMServer
 from tracescore.testing._http import LoopbackServer, QuietHandler
 from tracescore.testing._phoenix import PhoenixServer
 from tracescore.testing._service import Service
@@ -408,3 +408,38 @@ def test_scores_appear_as_span_annotations_in_phoenix(
         assert relevant["metadata"]["judge_calls"] == 3
         similar = by_span[(agents[question], "content-similarity")]
         assert similar["annotator_kind"] == "CODE" and similar["result"]["score"] == 1.0
+
+
+# --- through the scoring gateway -----------------------------------------------------------------------
+def test_the_gateway_annotates_the_spans_it_scores(
+        tmp_path, scripted: ScriptedPhoenix, otlp_receiver: OTLPReceiver,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from _gateway_helpers import agent_trace, sender
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    from tracescore.gateway import Gateway, load_gateway_config
+
+    monkeypatch.setenv(ENV_ENDPOINT, scripted.url)  # the gateway's sinks read Phoenix's variables
+    (tmp_path / "gateway.yaml").write_text(f"""
+receivers: {{grpc: "127.0.0.1:0", http: "127.0.0.1:0", health: "127.0.0.1:0"}}
+exporter: {{endpoint: "{otlp_receiver.grpc_endpoint}", protocol: grpc}}
+journal: {{path: "{tmp_path / 'journal.db'}", sync: normal}}
+scoring:
+  isolation: thread
+  scorers:
+    - {{scorer: content-similarity, sinks: [span, phoenix]}}
+""")
+    gateway = Gateway(load_gateway_config(tmp_path / "gateway.yaml", environ={})).start()
+    try:
+        exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{gateway.http_port}/v1/traces")
+        with sender(exporter) as tracer:
+            for _ in range(3):
+                agent_trace(tracer, plain_children=1)
+        spans = otlp_receiver.wait_for_spans(6, timeout=30)
+        agents = sorted(s.span_id for s in spans if s.name == "invoke_agent geo")
+        _wait(lambda: len(scripted.annotations()) == 3, timeout=30)
+    finally:
+        gateway.stop(timeout_s=10)
+    notes = scripted.annotations()
+    assert sorted(n["span_id"] for n in notes) == agents
+    assert {(n["name"], n["annotator_kind"]) for n in notes} == {("content-similarity", "CODE")}
