@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-import urllib.error
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -357,24 +356,6 @@ def phoenix() -> Iterator[PhoenixServer]:
         yield server
 
 
-def phoenix_annotations(phoenix: PhoenixServer, span_ids: list[str], expected: int,
-                        timeout: float = 90.0) -> list[dict[str, Any]]:
-    """Poll Phoenix's REST API until `expected` annotations of these spans are stored."""
-    deadline = time.monotonic() + timeout
-    found: list[dict[str, Any]] = []
-    query = "&".join([*(f"span_ids={s}" for s in span_ids), "limit=1000"])
-    while time.monotonic() < deadline:
-        try:
-            found = phoenix.get_json(f"/v1/projects/default/span_annotations?{query}")["data"]
-        except urllib.error.HTTPError as exc:
-            if exc.code != 404:  # 404: the project does not exist until its first span
-                raise
-        if len(found) >= expected:
-            return found
-        time.sleep(0.5)  # an external server: nothing to wait on but its API
-    raise TimeoutError(f"Phoenix has {len(found)} annotations after {timeout}s: {found}")
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(1200)  # the first run installs Phoenix into the cache
 @pytest.mark.usefixtures("_pipelines")
@@ -397,7 +378,7 @@ def test_scores_appear_as_span_annotations_in_phoenix(
     assert handle.flush(60)
     agents = {s.attributes[sc.OI_INPUT_VALUE]: f"{s.context.span_id:016x}"
               for s in span_exporter.get_finished_spans() if s.name == "invoke_agent geo"}
-    found = phoenix_annotations(phoenix, list(agents.values()), expected=4)
+    found = phoenix.wait_for_span_annotations(list(agents.values()), expected=4)
     by_span = {(a["span_id"], a["name"]): a for a in found}
     for question, score, label in ((ON_TOPIC, 1.0, "relevant"), (OFF_TOPIC, 0.0, "irrelevant")):
         relevant = by_span[(agents[question], "answer-relevancy")]
