@@ -317,9 +317,9 @@ service:
 @pytest.mark.timeout(900)  # the first test to need the collector may build it
 def test_the_real_collector_takes_a_huge_span_and_a_big_batch_over_grpc(otlp_receiver: OTLPReceiver) -> None:
     """The collector's gRPC receiver keeps its default 4 MiB message limit."""
-    from tracescore.testing._collector import Collector
+    from tracescore.testing import OTelCollector
 
-    with Collector(_COLLECTOR % otlp_receiver.http_endpoint) as collector:
+    with OTelCollector(_COLLECTOR % otlp_receiver.http_endpoint) as collector:
         handle = tracescore.configure(exporter="otlp-grpc", endpoint=collector.grpc_endpoint)
         tracer = trace.get_tracer("pipeline-test")
         _spans([f"healthy-{i}" for i in range(5)])

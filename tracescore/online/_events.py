@@ -61,6 +61,8 @@ def evaluation_events(
         if capture and result.reason:
             attrs[sc.GEN_AI_EVALUATION_EXPLANATION] = _text(result.reason)
         attrs.update(usage_attributes(result.usage))
+        if getattr(result, "judge_input_truncated", False):
+            attrs[sc.TS_JUDGE_INPUT_TRUNCATED] = True
         if capture:
             events.extend(_step_events(scorer_id, lambda field: getattr(result, field, None)))
         return events
