@@ -443,7 +443,7 @@ def test_the_config_examples_in_the_docs_load(tmp_path: Path) -> None:
     import re
 
     text = (Path(__file__).resolve().parent.parent / "docs" / "gateway.md").read_text()
-    blocks = re.findall(r"```yaml\n(.*?)```", text, flags=re.S)
+    blocks = re.findall(r"```yaml\n(.*?)```", text, flags=re.DOTALL)
     assert len(blocks) >= 2
     (tmp_path / "expected-answers.jsonl").write_text(
         json.dumps({"input": QUESTION, "ground_truth": ANSWER}) + "\n")
