@@ -53,6 +53,7 @@ BENCHMARKS: dict[str, str] = {
     "recognise": "bench_recognise.py",
     "export": "bench_export.py",
     "gateway": "bench_gateway.py",
+    "redact": "bench_redact.py",
 }
 
 

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from tracescore.testing._collector import Collector, validate_config
+from tracescore.testing._collector import OTelCollector, validate_config
 from tracescore.testing._tools import free_port
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "collector_config"
@@ -69,7 +69,7 @@ def test_config_passes_collector_validate(path: Path) -> None:
 def test_config_starts_and_stops_cleanly(path: Path, tmp_path: Path) -> None:
     overrides = loopback_overrides(_load(path), tmp_path)
     ports = [int(value.rsplit(":", 1)[1]) for key, value in overrides.items() if key.endswith("endpoint")]
-    collector = Collector(path, overrides=overrides, otlp_receiver=False, ready_ports=ports)
+    collector = OTelCollector(path, overrides=overrides, otlp_receiver=False, ready_ports=ports)
     http = next(v for k, v in overrides.items() if k.startswith("receivers::otlp::") and "::http::" in k)
     with collector:
         assert _post_one_span(f"http://{http}/v1/traces") == 200  # it takes data

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import tracescore
 from tracescore import _semconv as sc
 from tracescore.testing import OTLPReceiver, ReceivedSpan, StubLLMServer, spans_from_otlp_json
-from tracescore.testing._collector import Collector
+from tracescore.testing._collector import OTelCollector
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "collector_config"
 
@@ -90,7 +90,8 @@ def _as_received(span: ReceivedSpan) -> dict[str, Any]:
 
 @pytest.mark.parametrize("protocol", ["grpc", "http"])
 def test_every_span_and_score_event_crosses_the_collector_intact(
-    otlp_receiver: OTLPReceiver, stub_llm: StubLLMServer, protocol: str
+    otlp_receiver: OTLPReceiver, stub_llm: StubLLMServer, protocol: str,
+    otel_collector: Callable[..., OTelCollector],
 ) -> None:
     calls = 25
     exporter, downstream = (
@@ -98,23 +99,23 @@ def test_every_span_and_score_event_crosses_the_collector_intact(
         else ("otlphttp", otlp_receiver.http_endpoint)
     )  # fmt: skip
     sent = InMemorySpanExporter()
-    with Collector(PASS_THROUGH.format(exporter=exporter, endpoint=downstream)) as collector:
-        geo = geo_agent(stub_llm)
-        stub_llm.responder = geo_llm_and_judge
-        relevancy = tracescore.create_answer_relevancy_scorer(
-            model="openai/judge", api_base=stub_llm.base_url, api_key="sk-test"
-        )
-        handle = tracescore.configure(
-            exporter=[f"otlp-{protocol}", sent],
-            endpoint=collector.grpc_endpoint if protocol == "grpc" else collector.http_endpoint,
-            scorers=[relevancy],
-            online={"max_wait_s": 60},
-        )
-        with litellm_instrumented():
-            for i in range(calls):
-                assert geo(f"What is the capital of France? ({i})") == ANSWER
-        assert handle.flush(60)
-        received = otlp_receiver.wait_for_spans(3 * calls, timeout=60)
+    collector = otel_collector(PASS_THROUGH.format(exporter=exporter, endpoint=downstream))
+    geo = geo_agent(stub_llm)
+    stub_llm.responder = geo_llm_and_judge
+    relevancy = tracescore.create_answer_relevancy_scorer(
+        model="openai/judge", api_base=stub_llm.base_url, api_key="sk-test"
+    )
+    handle = tracescore.configure(
+        exporter=[f"otlp-{protocol}", sent],
+        endpoint=collector.grpc_endpoint if protocol == "grpc" else collector.http_endpoint,
+        scorers=[relevancy],
+        online={"max_wait_s": 60},
+    )
+    with litellm_instrumented():
+        for i in range(calls):
+            assert geo(f"What is the capital of France? ({i})") == ANSWER
+    assert handle.flush(60)
+    received = otlp_receiver.wait_for_spans(3 * calls, timeout=60)
 
     assert {s.protocol for s in received} == {protocol}
     assert all(r.headers.get("user-agent", "").startswith("OpenTelemetry Collector") for r in otlp_receiver.requests)
@@ -171,9 +172,10 @@ def test_shipped_tail_sampling_keeps_low_scores_and_failures_and_samples_the_res
         look_up(question)
         return ANSWER
 
-    collector = Collector(
+    # Unchanged, decision_wait (60 s) included: the tool span arrives at once, the agent span only
+    # when its scores are attached; a shorter wait than scoring takes under load decides too early.
+    collector = OTelCollector(
         CONFIG_DIR / "tail-sampling.yaml",
-        overrides={"processors::tail_sampling::decision_wait": "20s"},
         env={"BACKEND_OTLP_ENDPOINT": otlp_receiver.grpc_address},
     )
     with collector:
@@ -226,7 +228,7 @@ def test_archive_config_writes_otlp_json_that_rescore_scores(
     otlp_receiver: OTLPReceiver, tmp_path: Path
 ) -> None:
     archive = tmp_path / "traces.jsonl"
-    collector = Collector(
+    collector = OTelCollector(
         CONFIG_DIR / "archive.yaml",
         env={"ARCHIVE_PATH": str(archive), "BACKEND_OTLP_ENDPOINT": otlp_receiver.grpc_address},
     )

@@ -33,7 +33,7 @@ from typing_extensions import Self
 from tracescore import _semconv as sc
 from tracescore.online._sampling import is_sampled
 from tracescore.testing import GatewayProcess, OTLPReceiver, ReceivedSpan
-from tracescore.testing._collector import Collector
+from tracescore.testing._collector import OTelCollector
 from tracescore.testing._tools import _file_lock, cache_dir, free_port
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "collector_config"
@@ -128,7 +128,7 @@ class Deployment:
         if balanced:  # quicker retries than the shipped 5 s, so a restarted replica is found sooner
             retry = "exporters::loadbalancing::protocol::otlp::retry_on_failure"
             settings.update({f"{retry}::initial_interval": "500ms", f"{retry}::max_interval": "2s"})
-        self.collector = Collector(CONFIG_DIR / config, env=env, overrides={**settings, **(overrides or {})})
+        self.collector = OTelCollector(CONFIG_DIR / config, env=env, overrides={**settings, **(overrides or {})})
 
     def received_by_replica(self) -> list[float]:
         """Each replica's count of spans received (its Prometheus counter)."""

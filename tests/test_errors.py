@@ -227,3 +227,50 @@ def test_decorator_attributes_must_be_attribute_values() -> None:
             tracescore.agent(attributes=bad)
     for good in ({"k": "v"}, {"k": 1}, {"k": 1.5}, {"k": True}, {"k": ["a", "b"]}, {"k": ()}):
         tracescore.agent(attributes=good)
+
+
+# --- every exported string is bounded ----------------------------------------------------------
+
+_HUGE = 200_000
+
+
+def _all_strings(attributes: Any) -> list[str]:
+    out: list[str] = []
+    for value in (attributes or {}).values():
+        out.extend([value] if isinstance(value, str) else
+                   [v for v in value if isinstance(v, str)] if isinstance(value, tuple) else [])
+    return out
+
+
+def test_identifiers_from_calls_and_responses_are_capped(span_exporter: Any) -> None:
+    @tracescore.agent(conversation_id=lambda q: "c" * _HUGE)
+    def ask(question: str) -> str:
+        return "ok"
+
+    @tracescore.llm
+    def chat(question: str, model: str) -> dict[str, Any]:
+        return {"id": "i" * _HUGE, "model": "m" * _HUGE,
+                "choices": [{"message": {"role": "assistant", "content": "ok"},
+                             "finish_reason": "f" * _HUGE}]}
+
+    ask("q")
+    chat("q", model="x" * _HUGE)
+    spans = span_exporter.get_finished_spans()
+    assert len(spans) == 2
+    for span in spans:
+        assert len(span.name) < 400
+        for text in _all_strings(span.attributes):
+            assert len(text) <= 8192 + 64
+
+
+def test_evaluation_event_strings_are_capped() -> None:
+    from tracescore.online import evaluation_events
+    from tracescore.scoring import JudgeUsage, ScoreResult
+
+    result = ScoreResult(run_id="r" * _HUGE, scorer_id="s", scorer_name="n", score=0.5,
+                         label="l" * _HUGE, reason="why " * _HUGE,
+                         usage=JudgeUsage(model="m" * _HUGE))
+    events = evaluation_events(result, scorer_id="s", scorer_name="n")
+    for _name, attributes in events:
+        for text in _all_strings(attributes):
+            assert len(text) <= 8192 + 64

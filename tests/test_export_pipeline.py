@@ -294,3 +294,41 @@ def test_batch_false_exports_in_a_forked_child(tmp_path: Path) -> None:
     assert os.waitstatus_to_exitcode(status) == 0
     names = [s.name for line in path.read_text().splitlines() for s in spans_from_otlp_json(line)]
     assert names == ["parent", "child"]
+
+
+_COLLECTOR = """
+receivers:
+  otlp:
+    protocols:
+      grpc: {}
+      http: {}
+processors:
+  batch: {timeout: 200ms, send_batch_size: 4, send_batch_max_size: 4}
+exporters:
+  otlphttp:
+    endpoint: %s
+service:
+  pipelines:
+    traces: {receivers: [otlp], processors: [batch], exporters: [otlphttp]}
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # the first test to need the collector may build it
+def test_the_real_collector_takes_a_huge_span_and_a_big_batch_over_grpc(otlp_receiver: OTLPReceiver) -> None:
+    """The collector's gRPC receiver keeps its default 4 MiB message limit."""
+    from tracescore.testing import OTelCollector
+
+    with OTelCollector(_COLLECTOR % otlp_receiver.http_endpoint) as collector:
+        handle = tracescore.configure(exporter="otlp-grpc", endpoint=collector.grpc_endpoint)
+        tracer = trace.get_tracer("pipeline-test")
+        _spans([f"healthy-{i}" for i in range(5)])
+        with tracer.start_as_current_span("huge") as span:
+            span.set_attribute("dump", "d" * (20 * _MB))
+        _spans([f"{chr(97 + i % 26)}-{i}" for i in range(20)], blob=900 * 1024)
+        assert handle.flush(60)
+        received = otlp_receiver.wait_for_spans(26, timeout=60)
+    assert len({s.span_id for s in received}) == 26
+    (huge,) = [s for s in received if s.name == "huge"]
+    assert huge.attributes[sc.TS_SPAN_TRUNCATED] is True
+    assert handle.stats()["export.failed"] == 0

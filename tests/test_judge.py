@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 
-from tracescore import JudgeError, LiteLLMJudge, ScorerError, create_answer_relevancy_scorer
+from tracescore import (
+    JudgeAuthenticationError,
+    JudgeError,
+    LiteLLMJudge,
+    ScorerError,
+    create_answer_relevancy_scorer,
+)
 from tracescore.scoring import AnswerRelevancyScorer
 from tracescore.scoring._judge import parse_json_object, retry_after_seconds
 from tracescore.testing import StubLLMServer
@@ -232,11 +238,11 @@ def test_auth_errors_are_not_retried(stub_llm: StubLLMServer, status: int) -> No
     stub_llm.responder = by_step
     scorer = make_scorer(stub_llm.base_url)
     waits = record_sleeps(scorer)
-    with pytest.raises(ScorerError) as info:
+    with pytest.raises(JudgeAuthenticationError) as info:  # not one step's ScorerError
         scorer.run(input=QUESTION, output="Paris")
     assert len(stub_llm.requests) == 1 and waits == []
     assert info.value.step == "preprocess"
-    assert f"HTTP {status}" in str(info.value) and info.value.__cause__.retryable is False
+    assert f"HTTP {status}" in str(info.value) and info.value.retryable is False
 
 
 def test_bad_request_on_the_fallback_too_is_not_retried(stub_llm: StubLLMServer) -> None:

@@ -38,7 +38,7 @@ def test_failing_judge_calls_print_no_banner(stub_llm: StubLLMServer, litellm_de
     stub_llm.enqueue_error(500, "the judge broke")
     with pytest.raises(ScorerError, match="InternalServerError"):
         _judge(stub_llm.base_url).run(input="Capital of France?", output="Paris.")
-    with pytest.raises(ScorerError):
+    with pytest.raises(tracescore.ConfigurationError):  # checked before the first call
         _judge(None, model="no-such-provider-xyz").run(input="Capital of France?", output="Paris.")
     out, err = capfd.readouterr()
     assert FEEDBACK not in out + err and PROVIDERS not in out + err

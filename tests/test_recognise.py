@@ -206,3 +206,13 @@ def test_gateway_config_errors_name_the_recognise_key(overrides: dict[str, Any],
 
     with pytest.raises(tracescore.ConfigurationError, match=key):
         load_gateway_config(None, overrides, environ={})
+
+
+@pytest.mark.parametrize("kwargs, key", [
+    ({"input": "", "output": "a"}, r"AgentMapping\.input must be a non-empty string"),
+    ({"input": "q", "output": "a", "span_name": "(x"}, r"AgentMapping\.span_name is not a valid"),
+    ({"input": "q", "output": "a", "attributes": {"k": [1]}}, r"AgentMapping\.attributes must"),
+])
+def test_agent_mapping_checks_its_fields_when_made_directly(kwargs: dict[str, Any], key: str) -> None:
+    with pytest.raises(tracescore.ConfigurationError, match=key):
+        tracescore.AgentMapping(**kwargs)

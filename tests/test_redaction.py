@@ -12,9 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import tracescore
 from tracescore import _config
-from tracescore._content import redact, serialize
+from tracescore._content import redact, redact_data, serialize
 from tracescore._secret_rules import RULES, rules_markdown, secret_name_label
+from tracescore.testing import OTLPReceiver, StubLLMServer
 
 _PROPERTY = settings(max_examples=150, deadline=None,
                      suppress_health_check=[HealthCheck.too_slow])
@@ -287,3 +289,85 @@ def test_published_rule_list_is_current() -> None:
     assert published == rules_markdown().strip(), (
         f"regenerate the list in {page.name}: python -m tracescore._secret_rules")
     assert all(f"`{rule.name}`" in published for rule in RULES)
+
+
+# --- every span kind, through a real OTLP receiver ---------------------------------------------
+
+_KEY = "abcd-efgh"
+_CALL_SECRETS = (_KEY, "hunter2 with spaces", "tok-3x4", "alice@example.com")
+
+
+def _call_every_kind(stub_url: str) -> None:
+    import litellm
+    from _helpers import litellm_instrumented
+
+    config: dict[str, object] = {"api_key": _KEY, "db": {"password": "hunter2 with spaces"},
+                                 "notes": "mail alice@example.com"}
+
+    @tracescore.agent
+    def ask(question: str, api_key: str, config: dict[str, object]) -> dict[str, object]:
+        return {"answer": "fine", "session_token": "tok-3x4"}
+
+    @tracescore.tool
+    def lookup(question: str, api_key: str, config: dict[str, object]) -> dict[str, object]:
+        return {"answer": "fine", "session_token": "tok-3x4"}
+
+    @tracescore.llm(model="m")
+    def chat(messages: list[dict[str, object]], api_key: str) -> dict[str, object]:
+        return {"role": "assistant", "content": {"session_token": "tok-3x4"}}
+
+    @tracescore.span
+    def step(question: str, api_key: str, config: dict[str, object]) -> dict[str, object]:
+        return {"answer": "fine", "session_token": "tok-3x4"}
+
+    ask("hi", api_key=_KEY, config=config)
+    lookup("hi", api_key=_KEY, config=config)
+    step("hi", _KEY, config)
+    chat([{"role": "user", "content": {"question": "hi", "config": config}}], api_key=_KEY)
+    with litellm_instrumented():
+        litellm.completion(model="openai/gpt-4o-mini", api_base=stub_url, api_key="sk-test",
+                           max_retries=0, messages=[
+                               {"role": "user", "content": f'{{"api_key": "{_KEY}", "q": "hi"}}'}])
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_secrets_in_structured_content_are_redacted_on_every_span_kind(
+    otlp_receiver: OTLPReceiver, stub_llm: StubLLMServer, protocol: str
+) -> None:
+    endpoint = otlp_receiver.http_endpoint if protocol == "http" else otlp_receiver.grpc_endpoint
+    handle = tracescore.configure(exporter=f"otlp-{protocol}", endpoint=endpoint)
+    try:
+        _call_every_kind(stub_llm.base_url)
+        assert handle.flush(10)
+        spans = otlp_receiver.wait_for_spans(5)
+    finally:
+        handle.shutdown(5)
+    assert len(spans) == 5
+    for span in spans:
+        exported = json.dumps(span.attributes)
+        for secret in _CALL_SECRETS:
+            assert secret not in exported, (span.name, secret)
+        assert "[REDACTED:" in exported, span.name
+
+
+# --- redact_data: redacted copies to hand on ---------------------------------------------------
+
+
+@_PROPERTY
+@given(named=secret_names(), value=st.text(min_size=1, max_size=20).filter(_not_a_non_secret),
+       plain=plain_names())
+def test_redact_data_hides_what_serialize_hides(named: tuple[str, str], value: str,
+                                                plain: str) -> None:
+    name, label = named
+    data = {"question": "mail bob@example.com", plain: "kept", "nested": [{name: value}]}
+    copy = redact_data(data)
+    assert copy == {"question": "mail [REDACTED:email]", plain: "kept",
+                    "nested": [{name: f"[REDACTED:{label}]"}]}
+    assert json.dumps(copy, ensure_ascii=False, separators=(",", ":")) == serialize(data)
+    assert redact_data("key=sk-proj-abcdefgh12") == "key=[REDACTED:api_key]"
+
+
+def test_redact_data_follows_the_settings() -> None:
+    _config.set_content_capture(redact=False, redaction_hook=lambda t: t.upper())
+    assert redact_data({"api_key": "abc", "q": ["x"]}) == {"api_key": "ABC", "q": ["X"]}
+    assert redact_data("bob@example.com") == "BOB@EXAMPLE.COM"

@@ -72,6 +72,7 @@ _EXPORTS: dict[str, str] = {
     "TracescoreError": "tracescore._exceptions",
     "ConfigurationError": "tracescore._exceptions",
     "JudgeError": "tracescore._exceptions",
+    "JudgeAuthenticationError": "tracescore.scoring",
     "ScorerError": "tracescore._exceptions",
 }
 
@@ -89,6 +90,7 @@ __all__ = [
     "ItemFailure",
     "ItemResult",
     "Judge",
+    "JudgeAuthenticationError",
     "JudgeError",
     "JudgeReply",
     "JudgeRequest",
@@ -182,6 +184,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         AnswerRelevancyScorer,
         ContentSimilarityScorer,
         Judge,
+        JudgeAuthenticationError,
         JudgeReply,
         JudgeRequest,
         JudgeUsage,

@@ -50,34 +50,21 @@ def build_scorers(names: Sequence[str], model: str) -> list[Scorer]:
     """One scorer per distinct name (default: both), relevancy judged by `model`."""
     from tracescore._exceptions import ConfigurationError
     from tracescore.scoring import create_answer_relevancy_scorer, create_content_similarity_scorer
+    from tracescore.scoring._judge import check_judge
 
     ids = list(dict.fromkeys(scorer_id(n) for n in names)) or list(DEFAULT_SCORERS)
-    if "answer-relevancy" in ids:
-        check_model(model)
     scorers: list[Scorer] = []
     try:
         for sid in ids:
             if sid == "answer-relevancy":
-                scorers.append(create_answer_relevancy_scorer(model=model))
+                scorer = create_answer_relevancy_scorer(model=model)
+                check_judge(scorer.judge)  # a typo fails now, not on the first item
+                scorers.append(scorer)
             else:
                 scorers.append(create_content_similarity_scorer())
     except ConfigurationError as exc:
         raise SetupError(str(exc)) from None
     return scorers
-
-
-def check_model(model: str) -> None:
-    """Fail early, with a clear message, on a judge model litellm cannot route."""
-    if model.strip() == OFFLINE_MODEL:
-        return
-    from tracescore._litellm_support import import_litellm, quiet_litellm
-
-    try:
-        with quiet_litellm():  # no provider banner on stdout
-            import_litellm().get_llm_provider(model)
-    except Exception:  # noqa: BLE001 - litellm raises several types for an unknown provider
-        raise SetupError(f"unknown judge model {model!r}: litellm cannot tell its provider; use "
-                         f"provider/model (e.g. openai/gpt-4o-mini) or {OFFLINE_MODEL}") from None
 
 
 def parse_thresholds(values: Sequence[str]) -> dict[str, float]:

@@ -3,6 +3,8 @@
     TracescoreError            base of everything we raise on purpose
     ├── ConfigurationError     bad arguments or settings, raised at configuration time
     ├── JudgeError             a judge call failed for good (after its retries)
+    │   └── JudgeStepError     ... at one scorer step (tracescore.scoring)
+    │       └── JudgeAuthenticationError   the judge's API key is missing or refused
     └── ScorerError            a scorer step failed; names scorer + step, carries the partial result
 
 Telemetry paths (decorators, processors, online scoring) never raise these into user code:

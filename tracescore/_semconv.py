@@ -82,6 +82,7 @@ TS_JUDGE_INPUT_TOKENS = "tracescore.judge.input_tokens"
 TS_JUDGE_OUTPUT_TOKENS = "tracescore.judge.output_tokens"
 TS_JUDGE_COST_USD = "tracescore.judge.cost_usd"
 TS_JUDGE_LATENCY_MS = "tracescore.judge.latency_ms"
+TS_JUDGE_INPUT_TRUNCATED = "tracescore.judge.input_truncated"  # judged text cut to the cap
 TS_SAMPLING_RATE = "tracescore.sampling.rate"
 TS_EVALUATION_STEP = "tracescore.evaluation.step"  # event name for one judge step
 TS_STEP_NAME = "tracescore.step.name"

@@ -28,7 +28,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 
 from tracescore import _semconv as sc
-from tracescore._exceptions import ConfigurationError, ScorerError
+from tracescore._exceptions import ConfigurationError
 from tracescore.instrument._context import ContextThreadPoolExecutor
 from tracescore.instrument._errors import exception_text, record_error
 
@@ -356,7 +356,8 @@ class _Run:
             if isinstance(outcome, BaseException):
                 if not isinstance(outcome, _ITEM_ERRORS):
                     raise outcome  # KeyboardInterrupt stops the run
-                step = outcome.step if isinstance(outcome, ScorerError) else "score"
+                step = getattr(outcome, "step", None)
+                step = step if isinstance(step, str) else "score"  # ScorerError, judge errors
                 failures.append(_failure(index, step, scorer.id, outcome))
                 events = evaluation_events(None, scorer_id=scorer.id, scorer_name=scorer.name,
                                            error=outcome)

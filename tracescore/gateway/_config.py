@@ -333,8 +333,9 @@ def build_online_scorers(specs: Sequence[Any] | None, judge_model: str | None, *
 
 
 def _scorer(name: str, options: Any, model: str, where: str) -> Any:
-    from tracescore._cli_setup import SetupError, check_model, load_target, scorer_id
+    from tracescore._cli_setup import SetupError, load_target, scorer_id
     from tracescore.scoring import create_answer_relevancy_scorer, create_content_similarity_scorer
+    from tracescore.scoring._judge import check_judge
 
     if not isinstance(options, Mapping):
         raise ConfigurationError(f"{where}.options must be a mapping, got {options!r}")
@@ -344,8 +345,9 @@ def _scorer(name: str, options: Any, model: str, where: str) -> Any:
             return target(**options) if isinstance(target, type) or options else target
         sid = scorer_id(name)
         if sid == "answer-relevancy":
-            check_model(str(options.get("model", model)))
-            return create_answer_relevancy_scorer(**{"model": model, **options})
+            scorer = create_answer_relevancy_scorer(**{"model": model, **options})
+            check_judge(scorer.judge)  # the gateway imports litellm anyway: check everything now
+            return scorer
         return create_content_similarity_scorer(**options)
     except SetupError as exc:
         raise ConfigurationError(f"{where}.scorer: {exc}") from None

@@ -22,7 +22,7 @@ from opentelemetry.trace import SpanKind, Tracer
 
 from tracescore import _semconv as sc
 from tracescore._config import ContentSettings, content_settings
-from tracescore._content import serialize
+from tracescore._content import cap_name, serialize
 from tracescore._exceptions import ConfigurationError
 from tracescore._suppress import _KEY as _SUPPRESS_KEY
 from tracescore.instrument import _calls, _openinference
@@ -186,13 +186,14 @@ def _llm_result_attrs(span: Any, result: Any) -> None:
                     break
     model = get(result, "model")
     if isinstance(model, str) and model:
-        span.set_attribute(sc.GEN_AI_RESPONSE_MODEL, model)
+        span.set_attribute(sc.GEN_AI_RESPONSE_MODEL, cap_name(model))
     response_id = get(result, "id")
     if isinstance(response_id, str) and response_id:
-        span.set_attribute(sc.GEN_AI_RESPONSE_ID, response_id)
+        span.set_attribute(sc.GEN_AI_RESPONSE_ID, cap_name(response_id))
     choices = get(result, "choices")
     if isinstance(choices, (list, tuple)):
-        reasons = [r for r in (get(c, "finish_reason") for c in choices) if isinstance(r, str)]
+        reasons = [cap_name(r) for r in (get(c, "finish_reason") for c in choices)
+                   if isinstance(r, str)]
         if reasons:
             span.set_attribute(sc.GEN_AI_RESPONSE_FINISH_REASONS, reasons)
 
@@ -361,11 +362,12 @@ class _Op:
                 if callable(conversation_id):
                     conversation_id = _call_guarded(conversation_id, value)
                     if conversation_id is not None:
-                        conversation_id = str(conversation_id)
+                        conversation_id = cap_name(str(conversation_id))
                         attrs[sc.GEN_AI_CONVERSATION_ID] = conversation_id
                 if self.model_from_call:
                     model = self.binder.find("model", instance, args, kwargs)
                     if isinstance(model, str) and model:
+                        model = cap_name(model)
                         attrs[sc.GEN_AI_REQUEST_MODEL] = model
                         name = f"{sc.OP_CHAT} {model}"
             otel_span = _tracer().start_span(name, ctx, self.span_kind, attrs)

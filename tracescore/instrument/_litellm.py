@@ -19,6 +19,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 
 from tracescore import _semconv as sc
+from tracescore._content import cap_name
 from tracescore._suppress import is_suppressed
 from tracescore.instrument._errors import record_error
 
@@ -145,17 +146,18 @@ class _ChatCall:
             model = str(kwargs.get("model", args[0] if args else "") or "")
             messages = kwargs.get("messages", args[1] if len(args) > 1 else None)
             request_model, provider = _model_and_provider(model, kwargs)
+            shown = cap_name(request_model)
             attributes: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
-                                          sc.GEN_AI_REQUEST_MODEL: request_model}
+                                          sc.GEN_AI_REQUEST_MODEL: shown}
             if provider:
-                attributes[sc.GEN_AI_PROVIDER_NAME] = provider
+                attributes[sc.GEN_AI_PROVIDER_NAME] = cap_name(provider)
             for param, key in _REQUEST_PARAMS:
                 value = kwargs.get(param)
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
                     attributes[key] = value
             attributes.update(_server(kwargs.get("api_base") or kwargs.get("base_url")))
             capture = capture_enabled()
-            span = _tracer().start_span(f"{sc.OP_CHAT} {request_model}".strip(), kind=SpanKind.CLIENT,
+            span = _tracer().start_span(f"{sc.OP_CHAT} {shown}".strip(), kind=SpanKind.CLIENT,
                                         attributes=attributes)
         except Exception:  # noqa: BLE001 - telemetry never breaks the call
             _log_once("begin", "could not start the litellm span; the call runs untraced")
@@ -186,7 +188,7 @@ class _ChatCall:
         _set_if(span, sc.GEN_AI_RESPONSE_ID, _get(response, "id"))
         _set_if(span, sc.GEN_AI_RESPONSE_MODEL, _get(response, "model"))
         choices = _get(response, "choices") or []
-        reasons = [str(r) for r in (_get(c, "finish_reason") for c in choices) if r]
+        reasons = [cap_name(str(r)) for r in (_get(c, "finish_reason") for c in choices) if r]
         if reasons:
             span.set_attribute(sc.GEN_AI_RESPONSE_FINISH_REASONS, reasons)
         usage = _get(response, "usage")
@@ -429,7 +431,7 @@ def _response_cost(response: Any) -> float | None:
 
 def _set_if(span: Span, key: str, value: Any) -> None:
     if value is not None and value != "":
-        span.set_attribute(key, value)
+        span.set_attribute(key, cap_name(value) if isinstance(value, str) else value)
 
 
 def _input_messages(messages: Any) -> list[dict[str, Any]]:

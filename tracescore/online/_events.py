@@ -56,11 +56,13 @@ def evaluation_events(
     if result is not None:
         attrs[sc.GEN_AI_EVALUATION_SCORE_VALUE] = float(result.score)
         if result.label is not None:
-            attrs[sc.GEN_AI_EVALUATION_SCORE_LABEL] = str(result.label)
+            attrs[sc.GEN_AI_EVALUATION_SCORE_LABEL] = _name(str(result.label))
         _put(attrs, sc.TS_RUN_ID, result.run_id or run_id)
         if capture and result.reason:
             attrs[sc.GEN_AI_EVALUATION_EXPLANATION] = _text(result.reason)
         attrs.update(usage_attributes(result.usage))
+        if getattr(result, "judge_input_truncated", False):
+            attrs[sc.TS_JUDGE_INPUT_TRUNCATED] = True
         if capture:
             events.extend(_step_events(scorer_id, lambda field: getattr(result, field, None)))
         return events
@@ -68,8 +70,9 @@ def evaluation_events(
     _put(attrs, sc.TS_RUN_ID, run_id)
     if error is not None:
         attrs[sc.ERROR_TYPE] = error_type(error)
-        if isinstance(error, ScorerError):
-            attrs[sc.TS_FAILED_STEP] = error.step
+        step = getattr(error, "step", None)  # ScorerError, JudgeStepError (auth failures)
+        if isinstance(step, str):
+            attrs[sc.TS_FAILED_STEP] = step
         if capture:
             attrs[sc.GEN_AI_EVALUATION_EXPLANATION] = _text(error_message(error))
             events.extend(_failure_step_events(scorer_id, error))
@@ -163,4 +166,10 @@ def _text(value: object) -> str:
 
 def _put(attrs: Attributes, key: str, value: object) -> None:
     if value is not None:
-        attrs[key] = str(value)
+        attrs[key] = _name(str(value))
+
+
+def _name(text: str) -> str:
+    from tracescore._content import cap_name
+
+    return cap_name(text)

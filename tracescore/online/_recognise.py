@@ -160,7 +160,7 @@ class AgentMapping:
     """A user's own convention: which attributes hold input, output and ground truth.
 
     - `input` / `output`: attribute keys holding the agent's input and output (both required on
-      the span; JSON text is decoded).
+      the span; JSON objects and arrays are decoded).
     - `ground_truth`: attribute key of the expected answer (default `tracescore.ground_truth`).
     - `agent`: attribute key of the agent name (default: the span name).
     - `attributes`: conditions: the span must carry each key with exactly this value.
@@ -178,6 +178,8 @@ class AgentMapping:
     _pattern: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        fields = {key: getattr(self, key) for key in _MAPPING_KEYS}
+        _check_mapping({k: v for k, v in fields.items() if v is not None}, "AgentMapping")
         set_ = object.__setattr__
         set_(self, "attributes", dict(self.attributes))
         set_(self, "_pattern", re.compile(self.span_name) if self.span_name is not None else None)
@@ -218,6 +220,12 @@ def _mapping(spec: object, where: str) -> AgentMapping:
         raise ConfigurationError(
             f"{where} must be a mapping with keys {', '.join(_MAPPING_KEYS)}, got {spec!r}"
         )
+    _check_mapping(spec, where)
+    return AgentMapping(**dict(spec))
+
+
+def _check_mapping(spec: Mapping[Any, Any], where: str) -> None:
+    """Raise `ConfigurationError` naming `{where}.{key}` for the first bad key of a mapping."""
     unknown = sorted(str(k) for k in spec if k not in _MAPPING_KEYS)
     if unknown:
         raise ConfigurationError(
@@ -239,12 +247,13 @@ def _mapping(spec: object, where: str) -> AgentMapping:
             f"{where}.attributes must map attribute keys to a string, number or bool, "
             f"got {conditions!r}"
         )
-    try:
-        return AgentMapping(**dict(spec))
-    except re.error as exc:
-        raise ConfigurationError(
-            f"{where}.span_name is not a valid regular expression: {exc}"
-        ) from None
+    if "span_name" in spec:
+        try:
+            re.compile(spec["span_name"])
+        except re.error as exc:
+            raise ConfigurationError(
+                f"{where}.span_name is not a valid regular expression: {exc}"
+            ) from None
 
 
 # --- building and running a chain -----------------------------------------------------------------
@@ -254,10 +263,10 @@ def build_recognisers(mappings: Iterable[Any] = (), *, where: str = "recognise",
     """The chain to try, in order: the user's `mappings`, then the built-in conventions.
 
     `mappings`: `AgentMapping` objects, dicts with the same keys (from a config file), any
-    `Recogniser`, or names of built-in conventions. `where`: the config key they came from, named in every `ConfigurationError`.
-    `builtins`: True for every built-in convention, False for none, or their names
-    (genai, openinference, traceloop, pydantic_ai); `builtins_key` names it in errors
-    (default `{where}.builtins`).
+    `Recogniser`, or names of built-in conventions. `where`: the config key they came from,
+    named in every `ConfigurationError`. `builtins`: True for every built-in convention, False
+    for none, or their names (genai, openinference, traceloop, pydantic_ai); `builtins_key`
+    names it in errors (default `{where}.builtins`).
     """
     chain = as_recognisers(mappings, where)
     builtin = _builtins(builtins, builtins_key or f"{where}.builtins")

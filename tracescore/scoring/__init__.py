@@ -8,6 +8,7 @@ from tracescore.scoring._base import JudgeUsage, Scorer, ScoreResult
 from tracescore.scoring._judge import (
     OFFLINE_MODEL,
     Judge,
+    JudgeAuthenticationError,
     JudgeReply,
     JudgeRequest,
     JudgeStepError,
@@ -25,6 +26,7 @@ __all__ = [
     "AnswerRelevancyScorer",
     "ContentSimilarityScorer",
     "Judge",
+    "JudgeAuthenticationError",
     "JudgeReply",
     "JudgeRequest",
     "JudgeStepError",

@@ -69,6 +69,7 @@ class ScoreResult:
     generate_reason_prompt: str | None = None
     usage: JudgeUsage = field(default_factory=lambda: JudgeUsage(model=None))
     step_usage: dict[str, JudgeUsage] = field(default_factory=dict)  # per judge step
+    judge_input_truncated: bool = False  # the judged text was cut to the judge input cap
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (dicts, lists, str, numbers, None) that `json.dumps` accepts."""

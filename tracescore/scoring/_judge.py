@@ -3,7 +3,11 @@
 `LiteLLMJudge` asks for JSON natively (response_format), validates the reply against the
 step's schema, falls back once to a prompt that spells the schema out, and retries transient
 transport failures (timeouts, connection errors, 429 with Retry-After, 5xx) with exponential
-back-off and jitter. Authentication and request errors are not retried. Every call runs with
+back-off and jitter. Request errors are not retried, nor is a missing, invalid or refused API
+key: that is a `JudgeAuthenticationError` at once (providers report a missing key in several
+ways, some as a 500). The model string and keyword arguments are checked against litellm
+(`check()`) before the first call; only litellm-free checks run at construction, so building a
+scorer never imports litellm into the agent's process. Every call runs with
 instrumentation suppressed, so the judge never shows up as the user's own LLM spans, and with
 litellm's stdout help banners silenced (`quiet_litellm`).
 """
@@ -11,6 +15,7 @@ litellm's stdout help banners silenced (`quiet_litellm`).
 from __future__ import annotations
 
 import asyncio
+import difflib
 import email.utils
 import json
 import logging
@@ -97,6 +102,60 @@ class JudgeStepError(JudgeError):
         self.prompt = prompt
 
 
+class JudgeAuthenticationError(JudgeStepError):
+    """The judge's API key is missing, invalid or refused (never retried).
+
+    Every run would fail the same way, so scorers raise it as it is rather than as a
+    `ScorerError` of one step.
+    """
+
+
+# --- configuration checks --------------------------------------------------------------------
+# The judge's own keyword options (the rest go to litellm).
+_OWN_OPTIONS = ("timeout", "max_retries", "num_retries", "backoff_base_s", "backoff_max_s",
+                "max_retry_after_s", "json_mode")
+# Provider credential/location families litellm reads from keyword arguments by prefix.
+_PROVIDER_PREFIXES = ("aws_", "vertex_", "azure_", "watsonx_", "databricks_", "sagemaker_",
+                      "bedrock_", "oci_", "snowflake_")
+
+
+def _did_you_mean(name: str, candidates: Any) -> str:
+    close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def check_model_string(model: str) -> None:
+    """The checks of a judge model string that need no litellm (construction time)."""
+    if any(ch.isspace() for ch in model.strip()):
+        raise ConfigurationError(f"judge model {model!r} contains whitespace")
+    text = model.strip()
+    if text != OFFLINE_MODEL and (text.lower().startswith("tracescore/")
+                                  or difflib.get_close_matches(text, [OFFLINE_MODEL], cutoff=0.85)):
+        raise ConfigurationError(f"unknown judge model {model!r} (did you mean {OFFLINE_MODEL!r}?)")
+
+
+def _known_litellm_kwargs(litellm: Any, model: str, provider: str | None) -> set[str]:
+    """Keyword arguments litellm's completion call knows (for this provider)."""
+    import inspect
+
+    known = {name for name, p in inspect.signature(litellm.acompletion).parameters.items()
+             if p.kind is not inspect.Parameter.VAR_KEYWORD}
+    for attr in ("OPENAI_CHAT_COMPLETION_PARAMS",):
+        known.update(getattr(litellm, attr, ()) or ())
+    try:
+        from litellm.types.utils import all_litellm_params
+        known.update(all_litellm_params)
+    except ImportError:  # pragma: no cover - another litellm layout
+        pass
+    try:
+        known.update(litellm.get_supported_openai_params(model=model, custom_llm_provider=provider)
+                     or ())
+    except Exception:
+        logger.debug("litellm cannot list the parameters of %s", model, exc_info=True)
+    known.update(("extra_body", "api_base", "custom_llm_provider", "mock_response"))
+    return known
+
+
 # --- reply parsing ---------------------------------------------------------------------------
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
 
@@ -151,6 +210,25 @@ def _is_transient(exc: BaseException) -> bool:
         return True
     status = _status(exc)
     return status is not None and (status in (408, 409, 429) or status >= 500)
+
+
+# How providers (through litellm) word a missing or refused key when the status says otherwise
+# (OpenAI's client: a 500 "Missing credentials"; Gemini: a connection error "Missing ... API key").
+_AUTH_TEXT = re.compile(r"missing credentials|api[ _-]?key|no key is set|unauthori[sz]ed|"
+                        r"authenticat|invalid[ _-]?(?:x-)?key", re.IGNORECASE)
+
+
+def _is_auth_failure(exc: BaseException) -> bool:
+    """A missing, invalid or refused API key (401/403, or a provider's words for it)."""
+    status = _status(exc)
+    if status in (401, 403):
+        return True
+    if status in (408, 409, 429) or isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        return False
+    try:
+        return bool(_AUTH_TEXT.search(str(exc)[:2000]))
+    except Exception:  # noqa: BLE001 - a broken __str__ is not an auth failure
+        return False
 
 
 def _is_rejection(exc: BaseException) -> bool:
@@ -268,13 +346,52 @@ class LiteLLMJudge:
         self.backoff_max_s = float(backoff_max_s)
         self.max_retry_after_s = float(max_retry_after_s)
         self.json_mode: JsonMode = json_mode
+        check_model_string(model)
         self.litellm_kwargs = dict(litellm_kwargs)
+        self._checked = False
         self._sleep: Callable[[float], Any] = asyncio.sleep  # tests may record the waits
+
+    def check(self) -> None:
+        """Check the model and keyword arguments against litellm; ConfigurationError if wrong.
+
+        Imports litellm (hence not done at construction: an agent whose judge runs in the
+        scoring process never loads it). Runs once, before the judge's first call; the CLI and
+        the gateway call it when they start.
+        """
+        if self._checked:
+            return
+        litellm = _import_litellm()
+        provider: str | None = self.litellm_kwargs.get("custom_llm_provider")
+        try:
+            with quiet_litellm():  # no provider banner on stdout
+                _, provider, _, _ = litellm.get_llm_provider(
+                    self.model, custom_llm_provider=provider,
+                    api_base=self.litellm_kwargs.get("api_base"))
+        except Exception:  # noqa: BLE001 - litellm raises several types for an unknown provider
+            prefix, _, rest = self.model.partition("/")
+            providers = [str(getattr(p, "value", p)) for p in getattr(litellm, "provider_list", ())]
+            close = difflib.get_close_matches(prefix, providers, n=1, cutoff=0.75) if rest else []
+            hint = f" (did you mean {close[0] + '/' + rest!r}?)" if close else ""
+            raise ConfigurationError(
+                f"unknown judge model {self.model!r}{hint}: litellm cannot tell its provider; use "
+                f"provider/model (e.g. openai/gpt-4o-mini) or {OFFLINE_MODEL}") from None
+        known = _known_litellm_kwargs(litellm, self.model, provider)
+        unknown = sorted(k for k in self.litellm_kwargs
+                         if k not in known and not k.startswith(_PROVIDER_PREFIXES))
+        if unknown:
+            name = unknown[0]
+            raise ConfigurationError(
+                f"unknown judge option {name!r}{_did_you_mean(name, [*known, *_OWN_OPTIONS])}"
+                + (f" (and {', '.join(map(repr, unknown[1:]))})" if unknown[1:] else "")
+                + f"; the judge takes {', '.join(_OWN_OPTIONS)} and litellm's completion "
+                "arguments; pass a provider parameter litellm does not list in extra_body={...}")
+        self._checked = True
 
     def __repr__(self) -> str:
         return f"LiteLLMJudge(model={self.model!r})"
 
     async def judge(self, request: JudgeRequest) -> JudgeReply:
+        self.check()
         litellm = _import_litellm()
         spend = _Spend(self.model)
         if self.json_mode != "prompt":
@@ -290,7 +407,7 @@ class LiteLLMJudge:
                 logger.debug("judge %s step %s: native JSON reply invalid (%s); retrying with "
                              "the schema in the prompt", self.model, request.step, exc)
             except Exception as exc:
-                if not _is_rejection(exc):
+                if _is_auth_failure(exc) or not _is_rejection(exc):
                     raise self._failure(request, exc, spend, request.prompt) from exc
                 logger.debug("judge %s step %s: native JSON request refused (%s); retrying "
                              "with the schema in the prompt", self.model, request.step, exc)
@@ -318,6 +435,10 @@ class LiteLLMJudge:
 
     def _failure(self, request: JudgeRequest, exc: BaseException, spend: _Spend,
                  prompt: str) -> JudgeStepError:
+        if _is_auth_failure(exc):
+            return JudgeAuthenticationError(
+                f"the API key is missing, invalid or refused (not retried): {_describe(exc)}",
+                step=request.step, model=self.model, usage=spend.usage(), prompt=prompt)
         transient = _is_transient(exc)
         detail = _describe(exc)
         if transient:
@@ -344,7 +465,7 @@ class LiteLLMJudge:
                                             max_retries=0, **kwargs),
                         timeout=self.timeout + 5.0)  # guard in case the provider ignores it
             except Exception as exc:
-                if not _is_transient(exc) or attempt >= self.max_retries:
+                if _is_auth_failure(exc) or not _is_transient(exc) or attempt >= self.max_retries:
                     raise
                 delay = self._delay(attempt, exc)
                 logger.debug("judge %s step %s: %s; retry %d/%d in %.2fs", self.model,
@@ -369,6 +490,12 @@ def _reply_text(response: Any) -> str | None:
         return response.choices[0].message.content
     except (AttributeError, IndexError, TypeError):
         return None
+
+
+def check_judge(judge: Judge) -> None:
+    """Check a judge's whole configuration now (for a LiteLLMJudge: imports litellm)."""
+    if isinstance(judge, LiteLLMJudge):
+        judge.check()
 
 
 def resolve_judge(model: Any, judge_kwargs: Mapping[str, Any]) -> Judge:

@@ -26,7 +26,15 @@ from tracescore.scoring._base import (
     relevancy_label,
 )
 from tracescore.scoring._inputs import InputError, answer_text, question_text
-from tracescore.scoring._judge import Judge, JudgeReply, JudgeRequest, JudgeStepError, resolve_judge
+from tracescore.scoring._judge import (
+    Judge,
+    JudgeAuthenticationError,
+    JudgeReply,
+    JudgeRequest,
+    JudgeStepError,
+    resolve_judge,
+)
+from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS, check_max_chars, prepare
 
 _TWO_PLACES = Decimal("0.01")
 _SKIPPED_EMPTY = "empty output: the judge was not called"
@@ -60,6 +68,11 @@ class AnswerRelevancyScorer(Scorer):
     arguments configure the LiteLLMJudge (api_base, api_key, timeout, max_retries, ...).
     A run's `ground_truth` reaches the judge only as `JudgeRequest.reference` (the offline
     judge's reference knowledge); it is never part of the prompts.
+
+    What the judge is sent: the question and the answer, each cut to `max_judge_input_chars`
+    (the result's `judge_input_truncated` says so) and, unless `redact_judge_input=False`,
+    redacted by the same rules as exported content. The step prompts on the result are exactly
+    the prompts sent.
     """
 
     id = "answer-relevancy"
@@ -67,7 +80,9 @@ class AnswerRelevancyScorer(Scorer):
     uses_judge = True
 
     def __init__(self, *, model: str | Judge, uncertainty_weight: float = 0.3,
-                 scale: float = 1, **judge_kwargs: Any) -> None:
+                 scale: float = 1, redact_judge_input: bool = True,
+                 max_judge_input_chars: int = DEFAULT_MAX_JUDGE_INPUT_CHARS,
+                 **judge_kwargs: Any) -> None:
         if (isinstance(uncertainty_weight, bool)
                 or not isinstance(uncertainty_weight, (int, float))
                 or not math.isfinite(uncertainty_weight)
@@ -76,6 +91,11 @@ class AnswerRelevancyScorer(Scorer):
                 f"uncertainty_weight must be a number between 0 and 1, got {uncertainty_weight!r}")
         self.scale = check_scale(scale)
         self.uncertainty_weight = uncertainty_weight
+        if not isinstance(redact_judge_input, bool):
+            raise ConfigurationError(
+                f"redact_judge_input must be True or False, got {redact_judge_input!r}")
+        self.redact_judge_input = redact_judge_input
+        self.max_judge_input_chars = check_max_chars(max_judge_input_chars)
         self.judge: Judge = resolve_judge(model, judge_kwargs)
 
     @property
@@ -116,6 +136,7 @@ class _Run:
         self.reference = reference
         self.usage = JudgeUsage(model=scorer.judge.model)
         self.step_usage: dict[str, JudgeUsage] = {}
+        self.truncated = False  # the question or answer was cut for the judge
         self.fields: dict[str, Any] = {
             "preprocess_prompt": None, "preprocess_step_result": None,
             "analyze_prompt": None, "analyze_step_result": None,
@@ -125,7 +146,8 @@ class _Run:
     def _error(self, step: str, message: str, *, raw_reply: str | None = None,
                score: float | None = None) -> ScorerError:
         partial = {"run_id": self.run_id, **self.fields, "usage": asdict(self.usage),
-                   "step_usage": {k: asdict(v) for k, v in self.step_usage.items()}}
+                   "step_usage": {k: asdict(v) for k, v in self.step_usage.items()},
+                   "judge_input_truncated": self.truncated}
         if score is not None:
             partial["score"] = score
         return ScorerError(message, scorer_id=self.scorer.id, step=step, partial=partial,
@@ -136,6 +158,8 @@ class _Run:
             request = dataclasses.replace(request, reference=self.reference)
         try:
             reply = await self.scorer.judge.judge(request)
+        except (ConfigurationError, JudgeAuthenticationError):
+            raise  # not this run's step failing: every run would; the caller must fix the judge
         except JudgeStepError as exc:
             self._spend(request.step, exc.usage)
             raise self._error(request.step, str(exc), raw_reply=exc.raw_reply, score=score) from exc
@@ -150,18 +174,25 @@ class _Run:
         previous = self.step_usage.get(step)
         self.step_usage[step] = usage if previous is None else previous + usage
 
+    def _judge_text(self, text: str) -> str:
+        """`text` redacted and capped as the judge gets it (noting a cut)."""
+        prepared = prepare(text, redact=self.scorer.redact_judge_input,
+                           max_chars=self.scorer.max_judge_input_chars)
+        self.truncated = self.truncated or prepared.cut
+        return prepared.text
+
     def _result(self, score: float, reason: str) -> ScoreResult:
         scorer = self.scorer
         return ScoreResult(run_id=self.run_id, scorer_id=scorer.id, scorer_name=scorer.name,
                            score=score, label=relevancy_label(score, scorer.scale),
                            reason=reason, usage=self.usage, step_usage=dict(self.step_usage),
-                           **self.fields)
+                           judge_input_truncated=self.truncated, **self.fields)
 
     async def execute(self, input: Any, output: Any) -> ScoreResult:
         scorer = self.scorer
         try:
-            question = question_text(input)
-            answer = answer_text(output)
+            question = self._judge_text(question_text(input))
+            answer = self._judge_text(answer_text(output))
         except InputError as exc:
             raise self._error(STEP_PREPROCESS, str(exc)) from exc
         if not question.strip():

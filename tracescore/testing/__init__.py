@@ -1,4 +1,5 @@
-"""Test helpers for tracescore and its users: a real OTLP receiver and a stub OpenAI-compatible judge.
+"""Test helpers for tracescore and its users: a real OTLP receiver, a stub OpenAI-compatible judge,
+the scoring gateway as a process and a real OpenTelemetry Collector (built from the project's manifest).
 
 Not imported by `import tracescore`; pytest fixtures live in `tracescore.testing.pytest_plugin`
 (`pytest_plugins = ["tracescore.testing.pytest_plugin"]`).
@@ -6,6 +7,7 @@ Not imported by `import tracescore`; pytest fixtures live in `tracescore.testing
 
 from __future__ import annotations
 
+from tracescore.testing._collector import OTelCollector, collector_binary
 from tracescore.testing._decode import (
     MetricPoint,
     ReceivedEvent,
@@ -23,6 +25,7 @@ __all__ = [
     "GatewayProcess",
     "MetricPoint",
     "OTLPReceiver",
+    "OTelCollector",
     "ReceivedEvent",
     "ReceivedLink",
     "ReceivedLog",
@@ -32,5 +35,6 @@ __all__ = [
     "Reply",
     "StubLLMServer",
     "StubRequest",
+    "collector_binary",
     "spans_from_otlp_json",
 ]

@@ -86,6 +86,11 @@ def collector_binary(manifest: Path = MANIFEST) -> Path:
     """The collector built from `manifest`, building it on first use (minutes; process-safe)."""
     if explicit := os.environ.get("TRACESCORE_OTELCOL"):
         return Path(explicit)
+    if not manifest.is_file():
+        raise CollectorBuildError(
+            f"no collector manifest at {manifest} (it is in tracescore's source checkout); "
+            "set TRACESCORE_OTELCOL to an existing collector binary"
+        )
     home = cache_dir() / f"otelcol-{_manifest_hash(manifest)}"
     binary = home / _BINARY_NAME
     with _file_lock(cache_dir() / f"{home.name}.lock"):
@@ -123,7 +128,7 @@ def validate_config(
     )
 
 
-class Collector(Service):
+class OTelCollector(Service):
     """The built collector running `config` (a YAML file or text) until stop().
 
     overrides: `--set key=value` settings (e.g. receiver endpoints on free ports).
@@ -185,7 +190,7 @@ class Collector(Service):
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self._tmp is not None else ""
 
-    def start(self) -> Collector:
+    def start(self) -> OTelCollector:
         binary = collector_binary()
         self._tmp = tempfile.TemporaryDirectory(prefix="tracescore-otelcol-")
         config_path = Path(self.config) if isinstance(self.config, Path) else None

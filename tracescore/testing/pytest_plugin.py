@@ -1,8 +1,10 @@
-"""pytest fixtures for tracescore tests (OTLP receiver, stub LLM server, in-memory spans)."""
+"""pytest fixtures for tracescore tests (OTLP receiver, stub LLM server, in-memory spans, collector)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from opentelemetry import trace
@@ -11,7 +13,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerPro
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tracescore.testing import OTLPReceiver, StubLLMServer
+from tracescore.testing import OTelCollector, OTLPReceiver, StubLLMServer
 
 
 class _SwitchProcessor(SpanProcessor):
@@ -71,3 +73,21 @@ def stub_llm() -> Iterator[StubLLMServer]:
     """A running OpenAI-compatible stub server (`stub_llm.base_url`), stopped after the test."""
     with StubLLMServer() as server:
         yield server
+
+
+@pytest.fixture
+def otel_collector() -> Iterator[Callable[..., OTelCollector]]:
+    """Start the project's OpenTelemetry Collector: `otel_collector(config, env=..., overrides=...)`
+    (a YAML path or text; see `OTelCollector`) returns it running; all are stopped after the test."""
+    started: list[OTelCollector] = []
+
+    def start(config: str | Path, **options: Any) -> OTelCollector:
+        collector = OTelCollector(config, **options).start()
+        started.append(collector)
+        return collector
+
+    try:
+        yield start
+    finally:
+        for collector in reversed(started):
+            collector.stop()
