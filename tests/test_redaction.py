@@ -268,6 +268,22 @@ def test_issue_examples() -> None:
     assert "abcd-efgh" not in serialize({"question": "hi", "api_key": "abcd-efgh"})
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    ("password=b'hunter2'", "password=b'[REDACTED:secret]'"),
+    ("GET https://maps.example.com/api?key=abc123&q=x",
+     "GET https://maps.example.com/api?key=[REDACTED:api_key]&q=x"),
+    ("https://acct.blob.core.windows.net/c?sv=2020&sig=abc%2Fdef&se=1",
+     "https://acct.blob.core.windows.net/c?sv=2020&sig=[REDACTED:api_key]&se=1"),
+    ("Set-Cookie: id=abc123; Path=/", "Set-Cookie: [REDACTED:secret]; Path=/"),
+    ("the key=value pairs; design=simple", "the key=value pairs; design=simple"),
+    # lower() changes the length of some characters: positions are found another way
+    ("İ mail a@b.co, postgres://u:pw@h/x, password=x",
+     "İ mail [REDACTED:email], postgres://u:[REDACTED:password]@h/x, password=[REDACTED:secret]"),
+])
+def test_more_family_members(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
 def test_redaction_is_idempotent_on_its_own_output() -> None:
     text = "OPENAI_API_KEY=sk-abc123def456ghi789jkl and Bearer abcdefghijkl password: 'x y'"
     once = redact(text)
