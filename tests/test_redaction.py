@@ -145,7 +145,7 @@ def test_values_of_ordinary_names_are_kept(name: str, value: str) -> None:
     st.text(min_size=1, max_size=30).filter(_not_a_non_secret),
     st.integers(), st.floats(allow_nan=False),
     st.lists(st.text(_VALUE_CHARS, min_size=1, max_size=8), min_size=1, max_size=3)),
-    plain=plain_names(), wrap=st.sampled_from(["dict", "list", "nested", "kwargs"]))
+    plain=plain_names(), wrap=st.sampled_from(["dict", "list", "nested", "kwargs", "env"]))
 def test_values_under_secret_keys_in_structures_are_redacted(
     named: tuple[str, str], value: object, plain: str, wrap: str
 ) -> None:
@@ -157,6 +157,8 @@ def test_values_under_secret_keys_in_structures_are_redacted(
         data = {"config": {"inner": data}}
     elif wrap == "kwargs":
         data = {"messages": [{"role": "user", "content": json.dumps(data)}]}
+    elif wrap == "env":  # name/value rows: environment lists, header lists
+        data = [{"name": plain, "value": "kept"}, {"name": name, "value": value}]
     out = serialize(data)
     assert f"[REDACTED:{label}]" in out
     assert "kept" in out
