@@ -1,7 +1,8 @@
 """Agent-span recognition: spans/s per convention, and what a span that is no agent call costs.
 
 The spans are the ones the real libraries export (OpenTelemetry's GenAI util, OpenInference,
-traceloop-sdk, pydantic-ai; `tracescore.testing._conventions`, side venv created on first use),
+traceloop-sdk, pydantic-ai, the Vercel AI SDK under node; `tracescore.testing._conventions`,
+side venv and npm folder created on first use),
 decoded from OTLP JSON to attribute dicts as the gateway sees them. Timed interleaved in one
 run, through the whole built-in chain in its order (genai, openinference, traceloop,
 pydantic_ai), so a later convention also pays for the earlier ones' rejections:

@@ -10,6 +10,7 @@ installed on first use), exported as OTLP JSON lines; no span here is written by
 from __future__ import annotations
 
 import random
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from tracescore import _semconv as sc
 from tracescore.cli import main
 from tracescore.online._recognise import BUILTINS
 from tracescore.scoring._inputs import answer_text, question_text
-from tracescore.testing import ReceivedSpan, spans_from_otlp_json
+from tracescore.testing import OTLPReceiver, ReceivedSpan, spans_from_otlp_json
 from tracescore.testing._conventions import CONVENTIONS, convention_spans, export_convention
 
 pytestmark = pytest.mark.slow  # installs the libraries in a side venv on first use (minutes)
@@ -163,3 +164,40 @@ def test_rescore_scores_the_agent_spans_of_every_convention_from_their_files(tmp
         expected = scorer.run(input=call.input, output=call.output, ground_truth=call.ground_truth)
         assert event.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == expected.score
     assert by_convention == {"genai": 6, "openinference": 3, "traceloop": 6, "pydantic_ai": 9}
+
+
+def test_the_gateway_scores_every_conventions_agent_spans_received_over_otlp_json(
+        tmp_path: Path, otlp_receiver: OTLPReceiver) -> None:
+    """`tracescore serve`'s engine behind its OTLP/HTTP receiver: the real libraries' export
+    requests are posted as they are; every span is forwarded once, the agent spans with a score."""
+    from tracescore.gateway import Gateway, GatewayConfig
+
+    traces = tmp_path / "traces.jsonl"
+    for convention in CONVENTIONS:
+        export_convention(convention, CASES[:2], traces)
+    lines = [line for line in traces.read_text().splitlines() if line.strip()]
+    sent = sum(len(spans_from_otlp_json(line)) for line in lines)
+    gateway = Gateway(GatewayConfig(
+        grpc_endpoint="127.0.0.1:0", http_endpoint="127.0.0.1:0", health_endpoint="127.0.0.1:0",
+        exporter_endpoint=otlp_receiver.grpc_endpoint, journal_path=str(tmp_path / "journal.db"),
+        scorers=[tracescore.create_content_similarity_scorer()], isolation="thread",
+        shutdown_timeout_s=10.0)).start()
+    try:
+        for line in lines:
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{gateway.http_port}/v1/traces", data=line.encode(),
+                headers={"Content-Type": "application/json"}, method="POST")
+            with urllib.request.urlopen(request, timeout=10) as reply:
+                assert reply.status == 200
+        spans = otlp_receiver.wait_for_spans(sent, timeout=60)
+    finally:
+        gateway.stop(timeout_s=5)
+    assert len({(s.trace_id, s.span_id) for s in spans}) == len(spans) == sent
+    scored: dict[str, int] = {}
+    for span in spans:
+        call = tracescore.recognise(span.name, span.attributes)
+        events = span.events_named(sc.GEN_AI_EVALUATION_RESULT)
+        assert len(events) == (call is not None)
+        if call is not None:
+            scored[call.convention] = scored.get(call.convention, 0) + 1
+    assert scored == {"genai": 4, "openinference": 2, "traceloop": 4, "pydantic_ai": 6}

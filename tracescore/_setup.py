@@ -111,7 +111,7 @@ class _Lease(SpanExporter):
 
 
 class TracescoreHandle:
-    """What configure() returns: the provider in use plus flush/shutdown of this pipeline."""
+    """What configure() returns: the provider in use, flush/shutdown of this pipeline and its stats()."""
 
     def __init__(self, tracer_provider: TracerProvider, router: _Router, pipeline: SpanProcessor,
                  guards: Sequence[GuardedExporter]) -> None:
@@ -336,7 +336,8 @@ def configure(
 
 
 def flush(timeout: float = 30.0) -> bool:
-    """Flush the most recent configure() pipeline; True when there is none."""
+    """Flush the most recent configure() pipeline (see `TracescoreHandle.flush`): False if the time ran
+    out or spans failed to export since the previous flush; True when there is none."""
     handle = _handles[-1] if _handles else None
     return True if handle is None else handle.flush(timeout)
 

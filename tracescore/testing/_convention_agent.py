@@ -15,6 +15,7 @@ of that library would (`trace.get_current_span().set_attribute(...)` inside the 
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -33,7 +34,13 @@ def _exporter(out: str) -> Any:
         """The Collector file exporter's format: one ExportTraceServiceRequest as JSON per line."""
 
         def export(self, spans: Sequence[Any]) -> SpanExportResult:
-            request = MessageToDict(encode_spans(spans))
+            request = MessageToDict(encode_spans(spans), use_integers_for_enums=True)
+            for resource_spans in request.get("resourceSpans", ()):
+                for scope_spans in resource_spans.get("scopeSpans", ()):
+                    for span in scope_spans.get("spans", ()):
+                        for key in ("traceId", "spanId", "parentSpanId"):  # OTLP/JSON: hex ids
+                            if span.get(key):
+                                span[key] = base64.b64decode(span[key]).hex()
             with open(out, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(request, separators=(",", ":")) + "\n")
             return SpanExportResult.SUCCESS
