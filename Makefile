@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: venv test demo bench lint docs docs-serve phoenix demo-phoenix collector clean
+.PHONY: venv test demo bench lint docs docs-serve phoenix demo-phoenix collector chromium clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-test: $(STAMP) lint docs collector
+test: $(STAMP) lint docs collector chromium
 	$(PY) -m pytest -q
 
 docs: $(STAMP)
@@ -39,6 +39,13 @@ phoenix: $(STAMP)
 
 demo-phoenix: $(STAMP)
 	$(PY) -m tracescore.testing._phoenix demo
+
+# headless Chromium for the browser test (Debian's package; needs root, skipped when installed)
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+		(apt-get install -y -qq chromium || (apt-get update -qq && apt-get install -y -qq chromium)) \
+		|| echo "make chromium: could not install chromium (needs root and Debian's apt);" \
+			"tests/test_phoenix_browser.py will fail until it is installed"; }
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger("tracescore")
 
-SINKS = ("span", "carrier", "log")
+SINKS = ("span", "carrier", "log", "phoenix")
 _MISSING: Any = object()
 
 
@@ -39,7 +39,8 @@ class OnlineScorer:
       (scorers that use no judge are never limited by it).
     - `reference`: ground truth for calls without one: a mapping looked up by the call's input
       (or its string form), or a callable `reference(input) -> ground truth | None`.
-    - `sinks`: where results go: any of "span" (default), "carrier", "log".
+    - `sinks`: where results go: any of "span" (default), "carrier", "log", "phoenix" (span
+      annotations through Phoenix's REST API; see `PhoenixSink`).
     - `timeout_s`: upper bound of one scorer run (judge retries included).
     """
 

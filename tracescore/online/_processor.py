@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from tracescore import _semconv as sc
+from tracescore._content import finish_text
 from tracescore._exceptions import ConfigurationError
 from tracescore._suppress import suppressed
 from tracescore.instrument._calls import (
@@ -54,7 +55,14 @@ from tracescore.online._recognise import (
     recogniser_markers,
 )
 from tracescore.online._sampling import RANDOMNESS_MASK
-from tracescore.online._sinks import carrier_span, emit_log_records, with_events
+from tracescore.online._sinks import (
+    ResultSink,
+    ScoreRecord,
+    carrier_span,
+    emit_log_records,
+    result_sinks,
+    with_events,
+)
 from tracescore.online._worker import Worker
 
 _log = logging.getLogger("tracescore")
@@ -108,13 +116,17 @@ class ScoringSpanProcessor(SpanProcessor):
     "process" runs every scorer there, "thread" none. Scorers or jobs that cannot be pickled,
     and all of them when the process cannot start, run in the worker thread.
     `meter_provider` / `logger_provider`: for metrics and the log sink (default: the global ones).
+    `sinks`: result sink objects by name, e.g. `{"phoenix": PhoenixSink(endpoint=...)}`; a sink
+    a scorer names without an object here is built from the environment. The processor flushes
+    and shuts them down with itself; `stats()` reports theirs as `<name>.<counter>`.
     """
 
     def __init__(self, downstream: SpanProcessor, scorers: Sequence[Any] | Any, *,
                  max_wait_s: float = 30.0, max_held_spans: int = 2048, queue_size: int = 1000,
                  concurrency: int = 8, shutdown_timeout_s: float = 30.0,
                  score_genai_spans: bool = False, recognise: Sequence[Any] = (),
-                 isolation: str = "auto", meter_provider: Any = None, logger_provider: Any = None) -> None:
+                 isolation: str = "auto", meter_provider: Any = None, logger_provider: Any = None,
+                 sinks: Mapping[str, ResultSink] | None = None) -> None:
         if not callable(getattr(downstream, "on_end", None)):
             raise ConfigurationError(
                 f"ScoringSpanProcessor needs a downstream SpanProcessor, got {downstream!r}"
@@ -127,6 +139,7 @@ class ScoringSpanProcessor(SpanProcessor):
             concurrency=concurrency, shutdown_timeout_s=shutdown_timeout_s,
             score_genai_spans=score_genai_spans, isolation=isolation,
         )
+        self._sinks = result_sinks(sorted({n for s in self._scorers for n in s.sinks}), sinks)
         self._downstream = downstream
         self._downstream_on_ending = getattr(downstream, "_on_ending", None)
         recognisers = list(as_recognisers(recognise, "ScoringSpanProcessor recognise"))
@@ -175,6 +188,9 @@ class ScoringSpanProcessor(SpanProcessor):
         counts["running"] = self._worker.running
         if self._isolation is not None:
             counts["in_thread"] = self._isolation.in_thread
+        for name, sink in self._sinks.items():
+            for key, value in _sink_stats(sink).items():
+                counts[f"{name}.{key}"] = value
         return counts
 
     # --- SpanProcessor ----------------------------------------------------------------------------
@@ -215,6 +231,8 @@ class ScoringSpanProcessor(SpanProcessor):
         # scoring gets most of the time; the rest is kept for exporting what it released
         idle = self._worker.wait_idle(timeout * _SCORING_SHARE)
         self._release_all(reasons.FLUSH)
+        for sink in self._sinks.values():
+            idle = self._call_sink(sink, "force_flush", deadline - time.monotonic()) and idle
         remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
         try:
             flushed = self._downstream.force_flush(remaining_ms)
@@ -252,6 +270,8 @@ class ScoringSpanProcessor(SpanProcessor):
         self._release_all(reasons.SHUTDOWN)
         with self._lock:  # spans other threads are releasing must reach downstream before it closes
             self._released.wait_for(lambda: not self._releasing, timeout=max(wait, 1.0))
+        for sink in self._sinks.values():
+            self._call_sink(sink, "shutdown", max(wait, 1.0))
         try:
             self._downstream.shutdown()
         except Exception:  # noqa: BLE001
@@ -501,7 +521,7 @@ class ScoringSpanProcessor(SpanProcessor):
             self._log_once(f"failed:{online.scorer_id}:{error_type(error)}",
                            "tracescore: online scorer %r failed (%s: %s); recorded as an "
                            "evaluation event with error.type", online.scorer_id,
-                           error_type(error), error_message(error))
+                           error_type(error), finish_text(error_message(error)))
         span = job.span
         if "span" in online.sinks:
             key = _key(span)
@@ -529,6 +549,17 @@ class ScoringSpanProcessor(SpanProcessor):
                 and not emit_log_records(span.context, events, self._logger_provider)):
             self._log_once("log", "tracescore: the 'log' sink needs a LoggerProvider "
                                "(opentelemetry._logs.set_logger_provider); no records emitted")
+        if span.context is not None and any(name in self._sinks for name in online.sinks):
+            record = ScoreRecord(
+                trace_id=span.context.trace_id, span_id=span.context.span_id,
+                scorer_id=online.scorer_id, scorer_name=online.scorer_name,
+                judged=bool(getattr(online.scorer, "uses_judge", True)),
+                scorer_version=_scorer_version(online.scorer), attributes=events[0][1],
+            )
+            for name in online.sinks:
+                sink = self._sinks.get(name)
+                if sink is not None:
+                    self._call_sink(sink, "emit", record)
 
     @staticmethod
     def _result_events(online: OnlineScorer, result: Any, error: BaseException | None,
@@ -615,6 +646,15 @@ class ScoringSpanProcessor(SpanProcessor):
             for state in (online._limiter, online._budget):
                 if state is not None:
                     state._lock = threading.Lock()
+
+    def _call_sink(self, sink: ResultSink, method: str, *args: Any) -> bool:
+        """`sink.method(*args)`; a raising sink is logged once and counts as a failed call."""
+        try:
+            return getattr(sink, method)(*args) is not False
+        except Exception:  # noqa: BLE001 - a broken sink must not cost the others or the spans
+            self._log_once(f"sink:{method}", "tracescore: result sink %r failed in %s",
+                           sink, method, exc_info=True)
+            return False
 
     def _log_once(self, key: str, message: str, *args: object, exc_info: bool = False) -> None:
         if key not in self._logged:
@@ -715,6 +755,24 @@ def _cost_of(result: Any) -> float | None:
     except Exception:  # noqa: BLE001 - no result, or one that breaks the contract
         return None
     return float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+
+
+def _scorer_version(scorer: Any) -> str:
+    """`scorer.version` when it has one, else the tracescore release that defines the scorer."""
+    version = getattr(scorer, "version", None)
+    if version is not None:
+        return str(version)
+    from tracescore import __version__
+
+    return f"tracescore {__version__}"
+
+
+def _sink_stats(sink: ResultSink) -> dict[str, int]:
+    try:
+        stats = sink.stats()
+        return {str(k): int(v) for k, v in stats.items()}
+    except Exception:  # noqa: BLE001 - stats are best effort
+        return {}
 
 
 def _key(span: ReadableSpan) -> tuple[int, int]:

@@ -1,4 +1,5 @@
-"""Where score events go: onto the evaluated span, onto a carrier child span, or into a log record.
+"""Where score events go: onto the evaluated span, onto a carrier child span, into a log record,
+or to a result sink outside OpenTelemetry (a `ResultSink`, e.g. Phoenix's span annotations).
 
 Finished spans are immutable, so the span sink builds a copy of the held `ReadableSpan` with
 the events appended; the carrier sink builds a new finished span directly (it never passes
@@ -9,8 +10,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import Event, ReadableSpan
@@ -20,6 +22,7 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, TraceFlags
 from opentelemetry.util.types import AttributeValue
 
 from tracescore import _semconv as sc
+from tracescore._exceptions import ConfigurationError
 
 _log = logging.getLogger("tracescore")
 
@@ -130,3 +133,66 @@ def _is_noop(provider: object) -> bool:
     except ImportError:  # pragma: no cover - layout of other SDK versions
         return type(provider).__name__ == "ProxyLoggerProvider"
     return isinstance(provider, ProxyLoggerProvider)
+
+
+# --- result sinks: scorer results delivered outside the OTLP pipeline ------------------------------
+@dataclass(frozen=True, slots=True)
+class ScoreRecord:
+    """One scorer run on one span, as a result sink receives it.
+
+    `attributes` are those of the run's `gen_ai.evaluation.result` event (score, label,
+    explanation under content capture, judge usage, `error.type` for a failed run).
+    """
+
+    trace_id: int
+    span_id: int
+    scorer_id: str
+    scorer_name: str
+    judged: bool
+    scorer_version: str
+    attributes: Mapping[str, AttributeValue]
+
+
+class ResultSink(Protocol):
+    """A destination of score records. `emit` never blocks nor raises; the processor that owns
+    the sink flushes and shuts it down with itself, and reports its `stats()`."""
+
+    def emit(self, record: ScoreRecord) -> None: ...
+
+    def force_flush(self, timeout_s: float = 30.0) -> bool: ...
+
+    def shutdown(self, timeout_s: float = 30.0) -> None: ...
+
+    def stats(self) -> dict[str, int]: ...
+
+
+def _phoenix() -> ResultSink:
+    from tracescore.online._phoenix_sink import PhoenixSink
+
+    return PhoenixSink()
+
+
+# sink name -> factory of its default instance (configured from the environment)
+RESULT_SINKS: dict[str, Callable[[], ResultSink]] = {"phoenix": _phoenix}
+
+
+def result_sinks(wanted: Sequence[str], given: Mapping[str, ResultSink] | None
+                 ) -> dict[str, ResultSink]:
+    """The result sinks by name: those `given`, plus a default instance of each `wanted` one."""
+    given = dict(given or {})
+    unknown = sorted(str(name) for name in set(given) - set(RESULT_SINKS))
+    if unknown:
+        raise ConfigurationError(
+            f"ScoringSpanProcessor sinks: unknown result sink {', '.join(unknown)}; "
+            f"known: {', '.join(RESULT_SINKS)}"
+        )
+    for name, sink in given.items():
+        if not all(callable(getattr(sink, m, None)) for m in ("emit", "force_flush", "shutdown")):
+            raise ConfigurationError(
+                f"ScoringSpanProcessor sinks[{name!r}] must have emit, force_flush and shutdown "
+                f"methods, got {sink!r}"
+            )
+    for name in wanted:
+        if name in RESULT_SINKS and name not in given:
+            given[name] = RESULT_SINKS[name]()
+    return given
