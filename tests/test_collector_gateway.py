@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
+import os
 import random
 import shutil
 import struct
@@ -368,7 +369,7 @@ def test_a_nodejs_agent_is_scored_through_the_collector(
     agent = _node_agent()
     run = subprocess.run(
         ["node", str(agent), *questions],
-        env={"PATH": "/usr/bin:/bin:/usr/local/bin",
+        env={"PATH": os.environ["PATH"],
              "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{deployment.collector.http_endpoint}/v1/traces"},
         capture_output=True, text=True, timeout=120, check=True,
     )  # fmt: skip
