@@ -97,7 +97,7 @@ def _forget_parent_clients() -> None:
             for module in (main, litellm):
                 if getattr(module, "base_llm_aiohttp_handler", None) is handler:
                     module.base_llm_aiohttp_handler = fresh
-    except Exception:  # noqa: BLE001 - another litellm layout: the child keeps litellm's state
+    except Exception:  # another litellm layout: the child keeps litellm's state
         logging.getLogger("tracescore").debug("tracescore: could not reset litellm's clients "
                                               "after fork", exc_info=True)
 
