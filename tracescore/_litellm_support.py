@@ -76,7 +76,7 @@ _parent_clients: list[Any] = []  # kept from the child's garbage collector and e
 
 
 def _forget_parent_clients() -> None:
-    litellm = sys.modules.get("litellm")
+    litellm: Any = sys.modules.get("litellm")
     if litellm is None:
         return
     try:
@@ -89,7 +89,7 @@ def _forget_parent_clients() -> None:
             for lock in ("_increment_lock", "_write_lock"):  # a parent thread may have held them
                 if hasattr(cache, lock):
                     setattr(cache, lock, threading.Lock())
-        main = sys.modules.get("litellm.main")
+        main: Any = sys.modules.get("litellm.main")
         handler = getattr(main, "base_llm_aiohttp_handler", None)
         if handler is not None and getattr(handler, "client_session", None) is not None:
             _parent_clients.append(handler)

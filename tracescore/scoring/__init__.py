@@ -1,4 +1,5 @@
-"""Scorers: LLM-judged answer relevancy and string content similarity, plus the judges.
+"""Scorers: LLM-judged answer relevancy, code scorers (content similarity, textual difference,
+keyword coverage), plus the judges.
 
     scorer = create_answer_relevancy_scorer(model="openai/gpt-4o-mini")
     result = scorer.run(input="What is the capital of France?", output="Paris.")
@@ -15,6 +16,8 @@ from tracescore.scoring._judge import (
     LiteLLMJudge,
 )
 from tracescore.scoring._offline import OfflineJudge
+from tracescore.scoring.difference import TextualDifferenceScorer, create_textual_difference_scorer
+from tracescore.scoring.keywords import KeywordCoverageScorer, create_keyword_coverage_scorer
 from tracescore.scoring.relevancy import AnswerRelevancyScorer, create_answer_relevancy_scorer
 from tracescore.scoring.similarity import (
     ContentSimilarityScorer,
@@ -31,10 +34,14 @@ __all__ = [
     "JudgeRequest",
     "JudgeStepError",
     "JudgeUsage",
+    "KeywordCoverageScorer",
     "LiteLLMJudge",
     "OfflineJudge",
     "ScoreResult",
     "Scorer",
+    "TextualDifferenceScorer",
     "create_answer_relevancy_scorer",
     "create_content_similarity_scorer",
+    "create_keyword_coverage_scorer",
+    "create_textual_difference_scorer",
 ]
