@@ -437,3 +437,18 @@ def test_carrier_and_log_sinks_and_own_metrics_reach_the_next_hop(
     received = otlp_receiver.wait_for_metric("tracescore.gateway.received", timeout=15)
     assert received.points and max(p.value or 0 for p in received.points) >= 2
     otlp_receiver.wait_for_metric("tracescore.evaluation.scored", timeout=15)
+
+
+def test_the_config_examples_in_the_docs_load(tmp_path: Path) -> None:
+    import re
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "gateway.md").read_text()
+    blocks = re.findall(r"```yaml\n(.*?)```", text, flags=re.DOTALL)
+    assert len(blocks) >= 2
+    (tmp_path / "expected-answers.jsonl").write_text(
+        json.dumps({"input": QUESTION, "ground_truth": ANSWER}) + "\n")
+    for index, block in enumerate(blocks):
+        path = tmp_path / f"example-{index}.yaml"
+        path.write_text(block)
+        config = load_gateway_config(path, environ={})
+        assert config.scorers and config.recognisers
