@@ -13,11 +13,14 @@ from tracescore import (
     KeywordCoverageScorer,
     ScorerError,
     TextualDifferenceScorer,
+    ToolCallAccuracyScorer,
     create_keyword_coverage_scorer,
     create_textual_difference_scorer,
+    create_tool_call_accuracy_scorer,
 )
 from tracescore.scoring.difference import sequence_ratio
 from tracescore.scoring.keywords import extract_keywords
+from tracescore.scoring.tools import tool_call_names
 
 CODE_SCORERS = (TextualDifferenceScorer, KeywordCoverageScorer)
 
@@ -106,3 +109,72 @@ async def test_arun_and_run_agree() -> None:
         scorer = scorer_type()
         assert (await scorer.arun(input="a b c", output="a c")).score == \
             scorer.run(input="a b c", output="a c").score
+
+
+# --- tool-call accuracy -------------------------------------------------------------------------
+
+_SHAPES = {
+    "openai messages": [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "1", "type": "function", "function": {"name": "search", "arguments": "{}"}},
+        {"id": "2", "type": "function", "function": {"name": "refund", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "1", "content": "found"}],
+    "chat completion": {"choices": [{"message": {"role": "assistant", "tool_calls": [
+        {"function": {"name": "search"}}, {"function": {"name": "refund"}}]}}]},
+    "content parts": {"messages": [{"role": "assistant", "content": [
+        {"type": "text", "text": "let me look"}, {"type": "tool_use", "name": "search", "input": {}},
+        {"type": "tool-call", "toolName": "refund", "args": {}}]}]},
+    "names": {"text": "done", "tool_calls": ["search", "refund"]},
+    "invocations": {"role": "assistant", "content": "x",
+                    "toolInvocations": [{"toolName": "search"}, {"toolName": "refund"}]},
+}
+
+
+@pytest.mark.parametrize("shape", list(_SHAPES))
+def test_tool_calls_are_read_from_every_output_shape(shape: str) -> None:
+    assert tool_call_names(_SHAPES[shape]) == ["search", "refund"]
+
+
+def test_tool_calls_from_a_pydantic_response() -> None:
+    import litellm
+
+    response = litellm.ModelResponse(choices=[{"message": {"role": "assistant", "content": None,
+        "tool_calls": [{"id": "1", "type": "function",
+                        "function": {"name": "search", "arguments": "{}"}}]}}])
+    assert tool_call_names(response) == ["search"]
+
+
+@pytest.mark.parametrize(("options", "calls", "score"), [
+    ({"expected_tool": "search"}, ["search", "refund"], 1),
+    ({"expected_tool": "search", "strict_mode": True}, ["search", "refund"], 0),
+    ({"expected_tool": "search", "strict_mode": True}, ["search"], 1),
+    ({"expected_tool": "search"}, [], 0),
+    ({"expected_tool_order": ["search", "refund"]}, ["search", "email", "refund"], 1),
+    ({"expected_tool_order": ["search", "refund"], "strict_mode": True},
+     ["search", "email", "refund"], 0),
+    ({"expected_tool_order": ["search", "refund"]}, ["refund", "search", "refund"], 0),
+    ({"expected_tool": "email", "expected_tool_order": ["search"]}, ["search"], 1),
+])
+def test_tool_call_rules(options: dict, calls: list[str], score: float) -> None:
+    result = create_tool_call_accuracy_scorer(**options).run(
+        input="q", output={"text": "a", "tool_calls": calls})
+    assert result.score == score and result.label == ("correct" if score else "incorrect")
+    assert result.preprocess_step_result["actual_tools"] == calls
+    assert result.reason.startswith("Expected the tool")
+
+
+def test_a_plain_text_output_has_no_tool_calls() -> None:
+    result = ToolCallAccuracyScorer(expected_tool="search").run(input="q", output="an answer")
+    assert result.score == 0 and result.reason == "Expected the tool search; the agent called no tool."
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({}, "expected_tool or expected_tool_order is required"),
+    ({"expected_tool_order": []}, "expected_tool or expected_tool_order is required"),
+    ({"expected_tool_order": "search"}, "expected_tool_order must be a list"),
+    ({"expected_tool": 3}, "expected_tool must be a tool name"),
+    ({"expected_tool": "x", "strict_mode": "yes"}, "strict_mode must be True or False"),
+    ({"options": {"expectedTool": "x", "colour": 1}}, "unknown option 'colour'"),
+])
+def test_tool_call_configuration_errors(kwargs, message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        create_tool_call_accuracy_scorer(**kwargs)

@@ -1,5 +1,5 @@
-"""Differential tests: our textual-difference and keyword-coverage scorers against the reference
-system's own npm package (@mastra/evals, pinned in tests/mastra), on hundreds of generated texts.
+"""Differential tests: our textual-difference, keyword-coverage and tool-call-accuracy scorers
+against the reference system's own npm package (@mastra/evals, pinned in tests/mastra), on hundreds of generated texts.
 
 The reference runs in Node.js over the same cases in one batch; numbers must agree exactly.
 """
@@ -18,6 +18,7 @@ from _helpers import npm_project
 from tracescore.scoring._jstext import JS_WHITESPACE
 from tracescore.scoring.difference import create_textual_difference_scorer
 from tracescore.scoring.keywords import create_keyword_coverage_scorer, english_stop_words
+from tracescore.scoring.tools import create_tool_call_accuracy_scorer
 
 MASTRA = Path(__file__).resolve().parent / "mastra"
 
@@ -131,3 +132,48 @@ def test_stop_words_equal_the_installed_packages(reference: Path) -> None:
 
 def test_javascript_whitespace_set(reference: Path) -> None:
     assert sorted(map(ord, JS_WHITESPACE)) == _reference(reference, "whitespace")
+
+
+_TOOLS = ("search", "refund", "weather", "email")
+
+
+def _tool_cases(count: int = 400, seed: int = 17) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    cases = []
+    for _ in range(count):
+        calls = [rng.choice(_TOOLS) for _ in range(rng.choice((0, 1, 1, 2, 3, 4)))]
+        options: dict[str, Any] = {"strictMode": rng.random() < 0.5}
+        if rng.random() < 0.5:
+            options["expectedTool"] = rng.choice(_TOOLS)
+        if "expectedTool" not in options or rng.random() < 0.3:
+            order = list(calls) if calls and rng.random() < 0.4 else \
+                [rng.choice(_TOOLS) for _ in range(rng.choice((1, 2, 3)))]
+            options["expectedToolOrder"] = order
+        cases.append({"scorer": "tool-call-accuracy", "input": "q", "output": "a",
+                      "options": options, "tools": calls})
+    return cases
+
+
+def _openai_messages(calls: list[str]) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": "q"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": "{}"}}
+                for i, name in enumerate(calls)]},
+            *({"role": "tool", "tool_call_id": f"c{i}", "content": "ok"} for i in range(len(calls))),
+            {"role": "assistant", "content": "a"}]
+
+
+def test_tool_call_accuracy_equals_the_reference(reference: Path) -> None:
+    cases = _tool_cases()
+    theirs = _reference(reference, cases=cases)
+    passed = 0
+    for case, expected in zip(cases, theirs, strict=True):
+        scorer = create_tool_call_accuracy_scorer(options=case["options"])
+        ours = scorer.run(input=case["input"], output=_openai_messages(case["tools"]))
+        step, their_step = ours.preprocess_step_result, expected["preprocess"]
+        assert ours.score == expected["score"], case
+        assert step["actual_tools"] == their_step["actualTools"] == case["tools"]
+        assert step["correct_tool_called"] == their_step["correctToolCalled"], case
+        assert step["correct_order_called"] == their_step["correctOrderCalled"], case
+        passed += ours.score == 1
+    assert 40 <= passed <= 360  # both outcomes are well represented

@@ -1,5 +1,5 @@
 """Scorers: LLM-judged answer relevancy, code scorers (content similarity, textual difference,
-keyword coverage), plus the judges.
+keyword coverage, tool-call accuracy), plus the judges.
 
     scorer = create_answer_relevancy_scorer(model="openai/gpt-4o-mini")
     result = scorer.run(input="What is the capital of France?", output="Paris.")
@@ -23,6 +23,7 @@ from tracescore.scoring.similarity import (
     ContentSimilarityScorer,
     create_content_similarity_scorer,
 )
+from tracescore.scoring.tools import ToolCallAccuracyScorer, create_tool_call_accuracy_scorer
 
 __all__ = [
     "OFFLINE_MODEL",
@@ -40,8 +41,10 @@ __all__ = [
     "ScoreResult",
     "Scorer",
     "TextualDifferenceScorer",
+    "ToolCallAccuracyScorer",
     "create_answer_relevancy_scorer",
     "create_content_similarity_scorer",
     "create_keyword_coverage_scorer",
     "create_textual_difference_scorer",
+    "create_tool_call_accuracy_scorer",
 ]
