@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -128,6 +129,27 @@ class PhoenixServer(Service):
         url = f"{self.base_url}{path}" + (f"?{query}" if query else "")
         with urllib.request.urlopen(url, timeout=10) as response:
             return json.loads(response.read())
+
+
+    def wait_for_span_annotations(self, span_ids: list[str], expected: int, *,
+                                  project: str = "default", timeout: float = 120.0
+                                  ) -> list[dict[str, Any]]:
+        """Poll until `expected` annotations of these spans (hex ids) are stored; Phoenix inserts
+        annotations asynchronously and retries those whose span it has not ingested yet every 10 s.
+        """
+        query = "&".join([*(f"span_ids={span_id}" for span_id in span_ids), "limit=1000"])
+        deadline = time.monotonic() + timeout
+        found: list[dict[str, Any]] = []
+        while time.monotonic() < deadline:
+            try:
+                found = self.get_json(f"/v1/projects/{project}/span_annotations?{query}")["data"]
+            except urllib.error.HTTPError as exc:
+                if exc.code != 404:  # 404: the project does not exist until its first span
+                    raise
+            if len(found) >= expected:
+                return found
+            time.sleep(0.5)  # an external server: nothing to wait on but its API
+        raise TimeoutError(f"Phoenix has {len(found)} of {expected} annotations after {timeout}s")
 
 
 DEMO_PROJECT = "tracescore-demo"
