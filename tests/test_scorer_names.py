@@ -102,3 +102,14 @@ def test_the_command_scores_with_the_code_scorers() -> None:
                                                                 "matched_keywords": 2}
     assert by_id["textual-difference"]["score"] == create_scorer("difference").run(
         input=QUESTION, output=ANSWER).score
+
+
+def test_the_config_example_in_the_scorers_page_loads(tmp_path: Path) -> None:
+    import re
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "scorers.md").read_text("utf-8")
+    [block] = re.findall(r"```yaml\n(.*?)```", text, flags=re.DOTALL)
+    path = tmp_path / "gateway.yaml"
+    path.write_text(block)
+    scorers = [online.scorer for online in load_gateway_config(path, environ={}).scorers or ()]
+    assert [s.id for s in scorers] == ["keyword-coverage", "tool-call-accuracy"]
