@@ -58,6 +58,7 @@ _EXPORTS: dict[str, str] = {
     # online scoring
     "OnlineScorer": "tracescore.online",
     "ScoringSpanProcessor": "tracescore.online",
+    "PhoenixSink": "tracescore.online",
     "RecognisedCall": "tracescore.online",
     "AgentMapping": "tracescore.online",
     "build_recognisers": "tracescore.online",
@@ -105,6 +106,7 @@ __all__ = [
     "LiteLLMJudge",
     "OfflineJudge",
     "OnlineScorer",
+    "PhoenixSink",
     "RecognisedCall",
     "ScoreResult",
     "Scorer",
@@ -186,6 +188,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from tracescore.online import (
         AgentMapping,
         OnlineScorer,
+        PhoenixSink,
         RecognisedCall,
         ScoringSpanProcessor,
         build_recognisers,
