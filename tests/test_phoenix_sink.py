@@ -424,3 +424,16 @@ scoring:
     notes = scripted.annotations()
     assert sorted(n["span_id"] for n in notes) == agents
     assert {(n["name"], n["annotator_kind"]) for n in notes} == {("content-similarity", "CODE")}
+
+
+def test_the_demo_annotates_in_phoenix_when_phoenix_is_configured(
+        tmp_path, scripted: ScriptedPhoenix) -> None:
+    from test_cli import run
+
+    result = run("demo", "--spans-file", str(tmp_path / "demo.jsonl"), cwd=tmp_path,
+                 env={ENV_ENDPOINT: scripted.url})
+    assert result.returncode == 0, result.stderr
+    notes = scripted.annotations()
+    assert len(notes) == 12  # 6 questions x 2 scorers
+    assert {(n["name"], n["annotator_kind"]) for n in notes} == {
+        ("answer-relevancy", "LLM"), ("content-similarity", "CODE")}
