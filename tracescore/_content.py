@@ -67,6 +67,23 @@ def _is_pydantic_model(obj: object) -> bool:
     return hasattr(cls, "model_fields") and callable(getattr(cls, "model_dump", None))
 
 
+# `{"name": "DB_PASSWORD", "value": "…"}` (environment lists, header lists, settings rows)
+_NAME_KEYS = ("name", "key", "Name", "Key")
+_VALUE_KEYS = frozenset({"value", "values", "Value", "Values"})
+
+
+def _named_value_label(mapping: Mapping[Any, Any]) -> str | None:
+    """The label hiding `mapping["value"]` when its `name`/`key` entry names a secret."""
+    try:
+        for key in _NAME_KEYS:
+            name = mapping.get(key)
+            if isinstance(name, str):
+                return secret_name_label(name)
+    except Exception:  # noqa: BLE001 - a mapping whose get() fails is walked as it is
+        return None
+    return None
+
+
 class JSONText:
     """Content exported as the compact JSON text of `value` (a JSON string inside the JSON).
 
@@ -158,7 +175,8 @@ class _Walker:
             inner = self.walk(obj.value, depth)
             return inner if type(inner) is str else _ENCODER.encode(inner)
         if isinstance(obj, Mapping):
-            return self._mapping(obj.items(), len(obj), depth)
+            hidden = _named_value_label(obj) if self.redact and self.secret is None else None
+            return self._mapping(obj.items(), len(obj), depth, hidden)
         if isinstance(obj, tuple) and hasattr(obj, "_asdict"):  # namedtuple
             return self._mapping(zip(obj._fields, obj), len(obj), depth)  # type: ignore[attr-defined]
         if isinstance(obj, (list, tuple)):
@@ -195,7 +213,9 @@ class _Walker:
             return self._mapping(attrs.items(), len(attrs), depth)
         return self.text(_safe_repr(obj, min(_REPR_LIMIT, max(self.chars, 16))))
 
-    def _mapping(self, items: Any, size: int, depth: int) -> dict[str, object]:
+    def _mapping(self, items: Any, size: int, depth: int,
+                 hidden: str | None = None) -> dict[str, object]:
+        """`hidden`: label for the `value` entry (its `name`/`key` entry names a secret)."""
         out: dict[str, object] = {}
         for index, (key, value) in enumerate(items):
             if self.exhausted():
@@ -203,6 +223,8 @@ class _Walker:
                 break
             name = self._name(key)
             label = secret_name_label(name) if self.redact and self.secret is None else None
+            if hidden is not None and name in _VALUE_KEYS:
+                label = hidden
             if label is None:
                 out[name] = self.walk(value, depth)
                 continue

@@ -74,7 +74,7 @@ def secret_name_label(name: str) -> str | None:
 
 # `name = value` / `name: value` / `"name": "value"` in free text. The name is any identifier
 # containing one of these stems; `secret_name_label` then decides on its words.
-_NAME_STEMS = r"pass|pwd|secret|token|key|credential|authorization|cookie"
+_NAME_STEMS = r"pass|pwd|secret|token|key|credential|authorization|cookie|sig"
 _QUOTE = r"(?:\\?[\"'`])"
 _STOP = r"\s\"'`,;&|}\])<>{\[\\"  # characters an unquoted value never contains
 _ASSIGNMENT = (
@@ -82,20 +82,25 @@ _ASSIGNMENT = (
     rf"(?P<op>{_QUOTE}?[ \t]*(?::=|=>|:|=)[ \t]*)"
     r"(?:"
     r"(?P<eq>\\\")(?P<ev>[^\"\n]{0,2048}?)\\\""  # an escaped-quoted value (JSON inside text)
-    r"|(?P<dq>\")(?P<dv>[^\"\n]{0,2048})\""
-    r"|(?P<sq>')(?P<sv>[^'\n]{0,2048})'"
+    r"|(?P<dq>b?\")(?P<dv>[^\"\n]{0,2048})\""  # b"…": a bytes repr
+    r"|(?P<sq>b?')(?P<sv>[^'\n]{0,2048})'"
     r"|\[(?!REDACTED)(?P<lv>[^\[\]\n]{0,2048})\]"  # a list of values
     # unquoted: runs over spaces, but not into a following `name=`; (?=(…))\N is an atomic group
     rf"|(?P<uv>[^{_STOP}]+(?:[ \t]+(?=(?P<w>[^{_STOP}=:]+))(?P=w)(?![=:]))*)"
     r")"
 )
+_QUERY_SECRETS = frozenset({"key", "sig", "signature"})  # secret as URL query parameters only
 _SCHEMES = frozenset({"bearer", "basic", "token", "digest"})
 _REDACTED_NEXT = re.compile(r"[ \t]*\[REDACTED")
 _NOT_SECRET_VALUES = frozenset({"", "null", "none", "true", "false", "nil", "undefined"})
 
 
 def _assignment(match: re.Match[str]) -> str:
-    label = secret_name_label(match.group("name"))
+    name = match.group("name")
+    label = secret_name_label(name)
+    if label is None and name.lower() in _QUERY_SECRETS and match.group("op") == "=" and (
+            match.start() > 0 and match.string[match.start() - 1] in "?&"):
+        label = "api_key"  # `?key=…`, `&sig=…` in a URL
     if label is None:
         return match.group(0)
     for group in ("ev", "dv", "sv", "lv", "uv"):
@@ -293,10 +298,11 @@ RULES: tuple[Rule, ...] = (
     _rule("secret-assignment", "api_key|secret",
           "any value assigned to a name that names a secret (`name=value`, `name: value`, "
           "`\"name\": \"value\"`; quoted values whole, unquoted values to the next delimiter), "
-          "and any value under such a key in structured content",
+          "and any value under such a key in structured content; in URLs also `?key=`, "
+          "`&sig=` and `&signature=`",
           _ASSIGNMENT, _assignment, apply=_assignments,
           triggers=("pass", "pwd", "secret", "token", "key", "credential", "authorization",
-                    "cookie")),
+                    "cookie", "sig")),
     _rule("email", "email", "email addresses",
           r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*"
           r"\.[A-Za-z]{2,}",

@@ -27,6 +27,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from tracescore import _semconv as sc
+from tracescore._content import finish_text
 from tracescore._exceptions import ConfigurationError
 from tracescore._suppress import suppressed
 from tracescore.instrument._calls import (
@@ -520,7 +521,7 @@ class ScoringSpanProcessor(SpanProcessor):
             self._log_once(f"failed:{online.scorer_id}:{error_type(error)}",
                            "tracescore: online scorer %r failed (%s: %s); recorded as an "
                            "evaluation event with error.type", online.scorer_id,
-                           error_type(error), error_message(error))
+                           error_type(error), finish_text(error_message(error)))
         span = job.span
         if "span" in online.sinks:
             key = _key(span)
