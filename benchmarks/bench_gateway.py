@@ -507,8 +507,8 @@ def main() -> None:
             results["pass_through"] = _pass_through(workdir, core, seconds,
                                                     200 if args.quick else 1000)
         if "scoring" in parts:
-            judge_latency = 0.2
-            spans = 120 if args.quick else 400
+            judge_latency = 0.5  # as bench_online's throughput run: ideal 5.3 scores/s a replica
+            spans = 60 if args.quick else 160
             results["scoring"] = {f"{n} replica{'s' if n > 1 else ''}": scoring(
                 n, workdir, judge_latency, spans * n, concurrency=8) for n in (1, 2)}
             print_table([[k, v["scores_per_s"], v["ideal_per_s"], v["ratio"]]

@@ -16,6 +16,7 @@ import yaml
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from tracescore.testing._collector import OTelCollector, validate_config
+from tracescore.testing._collector import main as collector_main
 from tracescore.testing._tools import free_port
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "collector_config"
@@ -157,3 +158,13 @@ def test_loadbalancing_routes_whole_traces() -> None:
         exporter = _load(CONFIG_DIR / name)["exporters"]["loadbalancing"]
         assert exporter["routing_key"] == "traceID", name  # a trace's spans meet on one replica
         assert len(exporter["resolver"]["static"]["hostnames"]) >= 2, name
+
+
+def test_validate_command_reports_each_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(yaml.safe_dump(BROKEN_CONFIGS["unknown processor type"][0]))
+    good = CONFIG_DIR / "debug.yaml"
+    assert collector_main(["validate", str(good)]) == 0
+    assert collector_main(["validate", str(good), str(broken)]) == 1
+    out, err = capsys.readouterr()
+    assert f"{good}: ok" in out and f"{broken}: INVALID" in out and "batchy" in err

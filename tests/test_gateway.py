@@ -437,3 +437,31 @@ def test_carrier_and_log_sinks_and_own_metrics_reach_the_next_hop(
     received = otlp_receiver.wait_for_metric("tracescore.gateway.received", timeout=15)
     assert received.points and max(p.value or 0 for p in received.points) >= 2
     otlp_receiver.wait_for_metric("tracescore.evaluation.scored", timeout=15)
+
+
+def test_the_config_examples_in_the_docs_load(tmp_path: Path) -> None:
+    import re
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "gateway.md").read_text()
+    blocks = re.findall(r"```yaml\n(.*?)```", text, flags=re.DOTALL)
+    assert len(blocks) >= 2
+    (tmp_path / "expected-answers.jsonl").write_text(
+        json.dumps({"input": QUESTION, "ground_truth": ANSWER}) + "\n")
+    for index, block in enumerate(blocks):
+        path = tmp_path / f"example-{index}.yaml"
+        path.write_text(block)
+        config = load_gateway_config(path, environ={})
+        assert config.scorers and config.recognisers
+
+
+def test_with_nothing_to_hold_and_an_idle_forwarder_the_span_is_sent_before_the_ack(
+        tmp_path: Path, otlp_receiver: OTLPReceiver, gateway_factory: Any) -> None:
+    gateway = gateway_factory(_config(tmp_path, otlp_receiver))
+    channel = grpc.insecure_channel(f"127.0.0.1:{gateway.grpc_port}")
+    export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export")
+    rng = random.Random(3)
+    for round_ in range(1, 6):
+        export(plain_request(4, rng).SerializeToString(), timeout=10)
+        assert len(otlp_receiver.spans) == 4 * round_  # already there: no wait
+    channel.close()
+    assert gateway.stats()["pending"] == 0

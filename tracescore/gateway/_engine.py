@@ -42,11 +42,12 @@ class Engine:
                  metrics: GatewayMetrics, journal: Journal | None = None,
                  processor_options: Mapping[str, Any] | None = None,
                  meter_provider: Any = None, logger_provider: Any = None,
-                 pass_through: bool = True) -> None:
+                 pass_through: bool = True, pass_output: Output | None = None) -> None:
         self._recognisers = tuple(recognisers)
         self._markers = recogniser_markers(self._recognisers)
         self._marker_bytes = tuple(m.encode() for m in self._markers)
         self._output = output
+        self._pass_output = pass_output or output  # where requests with nothing held go
         self._journal = journal
         self._metrics = metrics
         self._pass_through = pass_through  # False: only agent spans come out (rescore)
@@ -77,7 +78,7 @@ class Engine:
         if not found:
             body = raw if raw is not None else request.SerializeToString()
             ids = self._journal_add([(PASS, count, body)])
-            self._output.put(ids, body, count)
+            self._pass_output.put(ids, body, count)
             return count
         singles = self._hold(found, offer=False)
         for scope_spans, index in sorted(((f[1], f[3]) for f in found),

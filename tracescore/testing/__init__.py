@@ -7,7 +7,8 @@ Not imported by `import tracescore`; pytest fixtures live in `tracescore.testing
 
 from __future__ import annotations
 
-from tracescore.testing._collector import OTelCollector, collector_binary
+from typing import TYPE_CHECKING, Any
+
 from tracescore.testing._decode import (
     MetricPoint,
     ReceivedEvent,
@@ -38,3 +39,15 @@ __all__ = [
     "collector_binary",
     "spans_from_otlp_json",
 ]
+
+if TYPE_CHECKING:
+    from tracescore.testing._collector import OTelCollector, collector_binary
+
+
+def __getattr__(name: str) -> Any:
+    # imported on first use, so `python -m tracescore.testing._collector` runs it fresh
+    if name in ("OTelCollector", "collector_binary"):
+        from tracescore.testing import _collector
+
+        return getattr(_collector, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -46,8 +46,10 @@ class CollectorBuildError(RuntimeError):
 
 
 def _manifest_hash(manifest: Path) -> str:
-    digest = hashlib.sha256(BUILDER_VERSION.encode() + b"\0" + manifest.read_bytes())
-    return digest.hexdigest()[:16]
+    """Hash of what the build depends on: the builder release and the manifest minus comments."""
+    lines = [line.split("#", 1)[0].rstrip() for line in manifest.read_text().splitlines()]
+    content = "\n".join(line for line in lines if line)
+    return hashlib.sha256(f"{BUILDER_VERSION}\0{content}".encode()).hexdigest()[:16]
 
 
 def _go() -> str:
