@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tracescore import (
@@ -178,3 +178,19 @@ def test_a_plain_text_output_has_no_tool_calls() -> None:
 def test_tool_call_configuration_errors(kwargs, message: str) -> None:
     with pytest.raises(ConfigurationError, match=message):
         create_tool_call_accuracy_scorer(**kwargs)
+
+
+_KEYWORD_ALPHABET = st.sampled_from(
+    ["the", "Paris", "ΣΟΦΟΣ", "Σ", "ΑΣ", "42", "'", '"', ".", ",", "(", ")", "“", "’", "_", "#",
+     "@", "İ", "é", "𝄞", " ", "\t", "\n", "\xa0", "\ufeff", "\u2028", "\x85", "\x1c", "<b>", ">"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_KEYWORD_ALPHABET, max_size=40).map("".join))
+@example("ΑΣ\ufeffΣΟΦΟΣ")  # a final sigma is final in its word, not across U+FEFF
+def test_whole_text_route_equals_word_by_word(text: str) -> None:
+    from tracescore.scoring import keywords
+
+    cleaned = keywords._HTML_TAG.sub("", text).strip(keywords.JS_WHITESPACE)
+    expected = keywords._keywords_by_word(cleaned) if cleaned else []
+    assert extract_keywords(text) == expected

@@ -35,6 +35,8 @@ _JS_WHITESPACE_CHAR = re.compile(f"[{re.escape(JS_WHITESPACE)}]")
 _URL = re.compile(r"https?://")
 # Removed from every word that is not a URL: these marks, and one quote at either end.
 _PUNCTUATION = re.compile(r"""[.,;!?():"“”‘’]|^'|'\Z""")
+_WS = re.escape(JS_WHITESPACE)
+_PUNCTUATION_IN_TEXT = re.compile(rf"""[.,;!?():"“”‘’]|(?:^|(?<=[{_WS}]))'|'(?=[{_WS}]|\Z)""")
 _SINGLE_SYMBOLS = frozenset("_@&#")  # a one-character word of these is dropped
 _DIGITS = frozenset("0123456789")
 
@@ -51,6 +53,23 @@ def extract_keywords(text: str) -> list[str]:
     text = _HTML_TAG.sub("", text).strip(JS_WHITESPACE)
     if not text:
         return []
+    if "://" in text:  # URL words keep their punctuation and case: word by word
+        return _keywords_by_word(text)
+    # Without URLs every word is treated alike, so the text is handled in one piece: the marks
+    # and the quotes at word ends removed, lower-cased (word by word only where a capital
+    # sigma's final form depends on its neighbours), split, filtered.
+    text = _PUNCTUATION_IN_TEXT.sub("", text)
+    if "Σ" in text:
+        words = [word.lower() for word in _JS_WHITESPACE_CHAR.split(text)]
+    else:
+        words = _JS_WHITESPACE_CHAR.split(text.lower())
+    dropped = _dropped_words()
+    return list(dict.fromkeys(
+        word for word in words
+        if word not in dropped and not (word.isascii() and word.isdigit())))
+
+
+def _keywords_by_word(text: str) -> list[str]:
     stop_words = english_stop_words()
     keywords: dict[str, None] = {}  # ordered set
     for word in _JS_WHITESPACE_CHAR.split(text):
@@ -65,6 +84,12 @@ def extract_keywords(text: str) -> list[str]:
         if lowered not in stop_words:
             keywords[word if is_url else lowered] = None
     return list(keywords)
+
+
+@cache
+def _dropped_words() -> frozenset[str]:
+    """Stop words, the one-character symbols and the empty word."""
+    return english_stop_words() | _SINGLE_SYMBOLS | {""}
 
 
 def coverage_label(score: float, scale: float) -> str:
