@@ -119,16 +119,6 @@ class GrpcSender:
         self._channel.close()
 
 
-class Inline:
-    """The forwarder as an output that sends on the caller's thread when it can (`send_now`)."""
-
-    def __init__(self, forwarder: Forwarder) -> None:
-        self._forwarder = forwarder
-
-    def put(self, ids: tuple[int, ...], body: bytes, count: int) -> None:
-        self._forwarder.send_now(ids, body, count)
-
-
 @dataclass(slots=True)
 class _Item:
     ids: tuple[int, ...]
@@ -155,7 +145,7 @@ class Forwarder:
                                           daemon=True) for i in range(workers)]
         self._started = False
         self._down = False  # the next hop is failing (for readiness)
-        self._inline = False  # a `send_now` is under way
+        self._inline = False  # a `send_inline` is under way
 
     @property
     def pending(self) -> int:
@@ -179,27 +169,23 @@ class Forwarder:
             self._pending += count
             self._cond.notify()
 
-    def send_now(self, ids: tuple[int, ...], body: bytes, count: int) -> None:
-        """Send on the caller's thread when nothing else is queued or being sent this way and
-        the next hop is healthy (one attempt, at most `INLINE_TIMEOUT_S`), else queue: a span
-        then skips the hand-off to a sender thread. Any failure leaves it to the queue."""
+    def send_inline(self, body: bytes, count: int) -> bool:
+        """Send on the caller's thread when nothing is queued or being sent this way and the
+        next hop is healthy (one attempt, at most `INLINE_TIMEOUT_S`). True once the next hop
+        answered for good: the caller may then acknowledge without journaling. False (busy, or
+        the attempt failed): the caller journals and `put`s it as usual."""
         with self._cond:
             if self._items or self._inline or self._down or self._stopping:
-                self._items.append(_Item(ids, body, count))
-                self._pending += count
-                self._cond.notify()
-                return
+                return False
             self._inline = True
             self._pending += count
         outcome = self._attempt(body, INLINE_TIMEOUT_S)
         with self._cond:
             self._inline = False
+            self._pending -= count
             final = self._settled(outcome, count)
-            if not final:
-                self._items.appendleft(_Item(ids, body, count))
-                self._cond.notify()
-        if final:
-            self._done(list(ids), count)
+            self._cond.notify_all()
+        return final
 
     def drain(self, timeout_s: float) -> bool:
         """Wait (bounded) until everything queued has been sent."""

@@ -19,7 +19,7 @@ from tracescore._exceptions import ConfigurationError
 from tracescore.gateway import _otlp
 from tracescore.gateway._config import GatewayConfig, host_port, processor_options
 from tracescore.gateway._engine import Engine
-from tracescore.gateway._forward import Forwarder, GrpcSender, HttpSender, Inline, Sender
+from tracescore.gateway._forward import Forwarder, GrpcSender, HttpSender, Sender
 from tracescore.gateway._journal import Journal
 from tracescore.gateway._metrics import GatewayMetrics
 from tracescore.gateway._receiver import (
@@ -91,7 +91,7 @@ class Gateway:
             )
             self._engine = Engine(
                 scorers=config.scorers or (), recognisers=config.recognisers or (),
-                output=self._forwarder, pass_output=Inline(self._forwarder),
+                output=self._forwarder, send_inline=self._forwarder.send_inline,
                 metrics=self.metrics, journal=self._journal,
                 processor_options=self._options, meter_provider=self._meter_provider,
                 logger_provider=self._logger_provider,
