@@ -9,6 +9,8 @@ The ratio column is throughput relative to rapidfuzz `ratio` at the same level a
 (target for dice: >= 0.33). `--baseline REV` adds the similarity module as it was at git
 revision REV ("dice@REV", "ratio@REV", each row compared with ratio@REV), measured in the
 same interleaved rounds, for before/after figures from one run.
+A third table gives runs per second of every code scorer (textual difference, keyword coverage,
+tool-call accuracy) next to the content-similarity scorer (dice), on the same pairs.
 
     python benchmarks/bench_similarity.py [--quick] [--json PATH] [--baseline REV]
 """
@@ -29,7 +31,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import environment, interleaved, print_table, timeit_ns, write_json
 
-from tracescore.scoring import similarity
+from tracescore.scoring import (
+    ContentSimilarityScorer,
+    KeywordCoverageScorer,
+    Scorer,
+    TextualDifferenceScorer,
+    ToolCallAccuracyScorer,
+    similarity,
+)
 from tracescore.scoring.similarity import ALGORITHMS
 
 _WORDS = (
@@ -133,6 +142,36 @@ def measure(level: str, size: str, chars: int, batch: int, rounds: int, n: int,
     return {name: pairs_per_s[name] for name in [*ALGORITHMS, *ns_per_batch]}
 
 
+CODE_SCORERS: dict[str, Callable[[], Scorer]] = {
+    "content-similarity": ContentSimilarityScorer,
+    "textual-difference": TextualDifferenceScorer,
+    "keyword-coverage": KeywordCoverageScorer,
+    "tool-call-accuracy": lambda: ToolCallAccuracyScorer(expected_tool_order=["search", "refund"]),
+}
+
+
+def _code_scorer_case(make_scorer: Callable[[], Scorer],
+                      pairs: list[tuple[str, str]]) -> Callable[[], None]:
+    scorer = make_scorer()
+    outputs = [{"text": b, "tool_calls": ["search", "email", "refund"]} for _, b in pairs]
+    inputs = [a for a, _ in pairs]
+
+    def run() -> None:
+        for a, b in zip(inputs, outputs):
+            scorer.run(input=a, output=b, run_id="bench")
+
+    return run
+
+
+def measure_code_scorers(chars: int, batch: int, rounds: int, n: int) -> dict[str, float]:
+    """Runs per second of each code scorer on the same pairs (best of the interleaved rounds)."""
+    pairs = make_pairs(chars, batch)
+    cases = {name: _code_scorer_case(make, pairs) for name, make in CODE_SCORERS.items()}
+    samples: dict[str, list[float]] = {}
+    interleaved(cases, rounds=rounds, n=n, samples=samples)
+    return {name: batch / (min(samples[name]) / 1e9) for name in cases}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
@@ -176,6 +215,16 @@ def main(argv: list[str] | None = None) -> int:
             }
             for size in sizes
         }
+    code = {size: measure_code_scorers(chars, batch, rounds, n)
+            for size, (chars, batch, n) in sizes.items()}
+    rows = [[name, *(value for size in sizes for value in
+                     (code[size][name], code[size][name] / code[size]["content-similarity"]))]
+            for name in CODE_SCORERS]
+    headers = ["scorer"]
+    for size in sizes:
+        headers += [f"{size} runs/s", f"{size} vs similarity"]
+    print_table(rows, headers, title=f"code scorers (best of {rounds} interleaved rounds)")
+    results["code_scorers"] = code
     print()
     for level, figures in results["levels"].items():
         for name in ["dice", f"dice@{args.baseline}"] if baseline else ["dice"]:

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import hashlib
+import shutil
+import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 import tracescore
 from tracescore import _setup
 from tracescore._config import reset_content_settings
 from tracescore.testing import StubLLMServer
+from tracescore.testing._tools import _file_lock, cache_dir
 
 GEO_ANSWER = "Paris is the capital of France."
 
@@ -66,3 +73,23 @@ def litellm_instrumented() -> Iterator[None]:
         yield
     finally:
         tracescore.uninstrument_litellm()
+
+
+def npm_project(folder: Path, script: str, prefix: str) -> Path:
+    """`folder` (package.json, package-lock.json, `script`) with its npm dependencies installed
+    once into the cache, keyed by the lock file (offline afterwards); the cached script's path."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.fail(f"{folder.name} needs node and npm (apt-get install nodejs npm)")
+    lock = (folder / "package-lock.json").read_bytes()
+    home = cache_dir() / f"{prefix}-{hashlib.sha256(lock).hexdigest()[:16]}"
+    with _file_lock(cache_dir() / f"{home.name}.lock"):
+        if not (home / "node_modules" / ".tracescore-ready").exists():
+            shutil.rmtree(home, ignore_errors=True)
+            home.mkdir(parents=True)
+            for name in ("package.json", "package-lock.json"):
+                shutil.copy(folder / name, home / name)
+            subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+                           cwd=home, check=True, timeout=600)  # fmt: skip
+            (home / "node_modules" / ".tracescore-ready").write_text("")
+        shutil.copy(folder / script, home / script)
+    return home / script

@@ -10,11 +10,9 @@ Node.js agent instrumented with the OpenTelemetry JS SDK is scored through the s
 from __future__ import annotations
 
 import bisect
-import hashlib
 import json
 import os
 import random
-import shutil
 import struct
 import subprocess
 import threading
@@ -28,6 +26,7 @@ from pathlib import Path
 import grpc
 import pytest
 from _gateway_helpers import ANSWER, agent_attributes
+from _helpers import npm_project
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from typing_extensions import Self
 
@@ -35,7 +34,7 @@ from tracescore import _semconv as sc
 from tracescore.online._sampling import is_sampled
 from tracescore.testing import GatewayProcess, OTLPReceiver, ReceivedSpan
 from tracescore.testing._collector import OTelCollector
-from tracescore.testing._tools import _file_lock, cache_dir, free_port
+from tracescore.testing._tools import free_port
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "collector_config"
 NODE_AGENT = Path(__file__).resolve().parent / "node"
@@ -344,21 +343,7 @@ def test_gateway_before_tail_sampling_keeps_every_low_score(tmp_path: Path, otlp
 
 def _node_agent() -> Path:
     """tests/node with its npm dependencies installed once into the cache; its agent.mjs path."""
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.fail("the Node.js agent needs node and npm (apt-get install nodejs npm)")
-    lock = (NODE_AGENT / "package-lock.json").read_bytes()
-    home = cache_dir() / f"node-agent-{hashlib.sha256(lock).hexdigest()[:16]}"
-    with _file_lock(cache_dir() / f"{home.name}.lock"):
-        if not (home / "node_modules" / ".tracescore-ready").exists():
-            shutil.rmtree(home, ignore_errors=True)
-            home.mkdir(parents=True)
-            for name in ("package.json", "package-lock.json"):
-                shutil.copy(NODE_AGENT / name, home / name)
-            subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-                           cwd=home, check=True, timeout=600)  # fmt: skip
-            (home / "node_modules" / ".tracescore-ready").write_text("")
-        shutil.copy(NODE_AGENT / "agent.mjs", home / "agent.mjs")
-    return home / "agent.mjs"
+    return npm_project(NODE_AGENT, "agent.mjs", "node-agent")
 
 
 def test_a_nodejs_agent_is_scored_through_the_collector(

@@ -8,6 +8,7 @@ import json
 import random
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -452,3 +453,46 @@ def test_the_config_examples_in_the_docs_load(tmp_path: Path) -> None:
         path.write_text(block)
         config = load_gateway_config(path, environ={})
         assert config.scorers and config.recognisers
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sizes=st.lists(st.tuples(st.integers(1, 200), st.sampled_from(["grpc", "http"])),
+                      min_size=1, max_size=6))
+def test_with_nothing_to_hold_and_an_idle_forwarder_the_span_reaches_the_next_hop_before_the_ack_unjournaled(
+        sizes: list[tuple[int, str]], tmp_path: Path, otlp_receiver: OTLPReceiver) -> None:
+    otlp_receiver.clear()
+    journal = tmp_path / f"journal-{uuid.uuid4().hex}.db"
+    gateway = Gateway(_config(tmp_path, otlp_receiver, journal_path=str(journal),
+                              journal_sync="full")).start()
+    try:
+        _inline_rounds(gateway, sizes, otlp_receiver)
+    finally:
+        gateway.stop(timeout_s=5)
+
+
+def _inline_rounds(gateway: Gateway, sizes: list[tuple[int, str]],
+                   otlp_receiver: OTLPReceiver) -> None:
+    assert gateway._journal is not None
+    channel = grpc.insecure_channel(f"127.0.0.1:{gateway.grpc_port}")
+    export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export")
+    url = f"http://127.0.0.1:{gateway.http_port}/v1/traces"
+    rng = random.Random(len(sizes))
+    changes, total = gateway._journal.changes, 0
+    for size, door in sizes:
+        body = plain_request(size, rng).SerializeToString()
+        if door == "grpc":
+            export(body, timeout=10)
+        else:
+            assert _post(url, body, {"Content-Type": "application/x-protobuf"})[0] == 200
+        total += size
+        assert len(otlp_receiver.spans) == total  # already there when acknowledged
+        assert gateway._journal.changes == changes  # and never written to the journal
+    # the inline send fails: the request is journaled (fsync) before it is acknowledged
+    otlp_receiver.fail_next(1, status=503)
+    export(plain_request(7, rng).SerializeToString(), timeout=10)
+    assert gateway._journal.changes > changes
+    assert len(otlp_receiver.wait_for_spans(total + 7, timeout=20)) == total + 7
+    channel.close()
+    assert gateway._forwarder is not None and gateway._forwarder.drain(10)
+    assert gateway._journal.pending() == 0  # its row went once the next hop had it

@@ -62,7 +62,7 @@ def test_wheel_holds_the_package_its_license_and_entry_points(dist: tuple[Path, 
         metadata = Parser().parsestr(wheel.read(f"{info}/METADATA").decode())
         entry_points = wheel.read(f"{info}/entry_points.txt").decode()
     assert {"tracescore/__init__.py", "tracescore/py.typed", f"{info}/licenses/LICENSE",
-            "tracescore/testing/_convention_agent.mjs"} <= names
+            "tracescore/testing/_convention_agent.mjs", "tracescore/scoring/stopwords_en.txt"} <= names
     assert not [n for n in names if n.startswith(("tests/", "docs/", "benchmarks/"))]
     assert metadata["License-Expression"] == "Apache-2.0"
     assert metadata["License-File"] == "LICENSE"

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-import urllib.error
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -32,7 +31,7 @@ from tracescore.online._phoenix_sink import (
     annotation,
 )
 from tracescore.online._sinks import ScoreRecord
-from tracescore.testing import Reply, StubLLMServer
+from tracescore.testing import OTLPReceiver, Reply, StubLLMServer
 from tracescore.testing._http import LoopbackServer, QuietHandler
 from tracescore.testing._phoenix import PhoenixServer
 from tracescore.testing._service import Service
@@ -357,24 +356,6 @@ def phoenix() -> Iterator[PhoenixServer]:
         yield server
 
 
-def phoenix_annotations(phoenix: PhoenixServer, span_ids: list[str], expected: int,
-                        timeout: float = 90.0) -> list[dict[str, Any]]:
-    """Poll Phoenix's REST API until `expected` annotations of these spans are stored."""
-    deadline = time.monotonic() + timeout
-    found: list[dict[str, Any]] = []
-    query = "&".join([*(f"span_ids={s}" for s in span_ids), "limit=1000"])
-    while time.monotonic() < deadline:
-        try:
-            found = phoenix.get_json(f"/v1/projects/default/span_annotations?{query}")["data"]
-        except urllib.error.HTTPError as exc:
-            if exc.code != 404:  # 404: the project does not exist until its first span
-                raise
-        if len(found) >= expected:
-            return found
-        time.sleep(0.5)  # an external server: nothing to wait on but its API
-    raise TimeoutError(f"Phoenix has {len(found)} annotations after {timeout}s: {found}")
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(1200)  # the first run installs Phoenix into the cache
 @pytest.mark.usefixtures("_pipelines")
@@ -397,7 +378,7 @@ def test_scores_appear_as_span_annotations_in_phoenix(
     assert handle.flush(60)
     agents = {s.attributes[sc.OI_INPUT_VALUE]: f"{s.context.span_id:016x}"
               for s in span_exporter.get_finished_spans() if s.name == "invoke_agent geo"}
-    found = phoenix_annotations(phoenix, list(agents.values()), expected=4)
+    found = phoenix.wait_for_span_annotations(list(agents.values()), expected=4)
     by_span = {(a["span_id"], a["name"]): a for a in found}
     for question, score, label in ((ON_TOPIC, 1.0, "relevant"), (OFF_TOPIC, 0.0, "irrelevant")):
         relevant = by_span[(agents[question], "answer-relevancy")]
@@ -408,3 +389,51 @@ def test_scores_appear_as_span_annotations_in_phoenix(
         assert relevant["metadata"]["judge_calls"] == 3
         similar = by_span[(agents[question], "content-similarity")]
         assert similar["annotator_kind"] == "CODE" and similar["result"]["score"] == 1.0
+
+
+# --- through the scoring gateway -----------------------------------------------------------------------
+def test_the_gateway_annotates_the_spans_it_scores(
+        tmp_path, scripted: ScriptedPhoenix, otlp_receiver: OTLPReceiver,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from _gateway_helpers import agent_trace, sender
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    from tracescore.gateway import Gateway, load_gateway_config
+
+    monkeypatch.setenv(ENV_ENDPOINT, scripted.url)  # the gateway's sinks read Phoenix's variables
+    (tmp_path / "gateway.yaml").write_text(f"""
+receivers: {{grpc: "127.0.0.1:0", http: "127.0.0.1:0", health: "127.0.0.1:0"}}
+exporter: {{endpoint: "{otlp_receiver.grpc_endpoint}", protocol: grpc}}
+journal: {{path: "{tmp_path / 'journal.db'}", sync: normal}}
+scoring:
+  isolation: thread
+  scorers:
+    - {{scorer: content-similarity, sinks: [span, phoenix]}}
+""")
+    gateway = Gateway(load_gateway_config(tmp_path / "gateway.yaml", environ={})).start()
+    try:
+        exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{gateway.http_port}/v1/traces")
+        with sender(exporter) as tracer:
+            for _ in range(3):
+                agent_trace(tracer, plain_children=1)
+        spans = otlp_receiver.wait_for_spans(6, timeout=30)
+        agents = sorted(s.span_id for s in spans if s.name == "invoke_agent geo")
+        _wait(lambda: len(scripted.annotations()) == 3, timeout=30)
+    finally:
+        gateway.stop(timeout_s=10)
+    notes = scripted.annotations()
+    assert sorted(n["span_id"] for n in notes) == agents
+    assert {(n["name"], n["annotator_kind"]) for n in notes} == {("content-similarity", "CODE")}
+
+
+def test_the_demo_annotates_in_phoenix_when_phoenix_is_configured(
+        tmp_path, scripted: ScriptedPhoenix) -> None:
+    from test_cli import run
+
+    result = run("demo", "--spans-file", str(tmp_path / "demo.jsonl"), cwd=tmp_path,
+                 env={ENV_ENDPOINT: scripted.url})
+    assert result.returncode == 0, result.stderr
+    notes = scripted.annotations()
+    assert len(notes) == 12  # 6 questions x 2 scorers
+    assert {(n["name"], n["annotator_kind"]) for n in notes} == {
+        ("answer-relevancy", "LLM"), ("content-similarity", "CODE")}

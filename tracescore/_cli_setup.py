@@ -16,16 +16,10 @@ if TYPE_CHECKING:
 ENV_JUDGE_MODEL = "TRACESCORE_JUDGE_MODEL"
 OFFLINE_MODEL = "tracescore/offline"
 
-# CLI name -> scorer id
-SCORER_ALIASES: dict[str, str] = {
-    "relevancy": "answer-relevancy",
-    "answer-relevancy": "answer-relevancy",
-    "answer_relevancy": "answer-relevancy",
-    "similarity": "content-similarity",
-    "content-similarity": "content-similarity",
-    "content_similarity": "content-similarity",
-}
-SCORER_NAMES = ("relevancy", "answer-relevancy", "similarity", "content-similarity")
+# the names the command offers (tracescore.scoring._registry resolves them; scorers that need
+# options, such as tool-call-accuracy, are built from a gateway config or in Python)
+SCORER_NAMES = ("relevancy", "answer-relevancy", "similarity", "content-similarity",
+                "textual-difference", "keyword-coverage")
 DEFAULT_SCORERS = ("answer-relevancy", "content-similarity")
 
 
@@ -40,28 +34,30 @@ def judge_model(option: str | None) -> str:
 
 def scorer_id(name: str) -> str:
     """Scorer id for a CLI name (`relevancy`, `similarity`, or a full id)."""
-    sid = SCORER_ALIASES.get(name.strip().lower())
-    if sid is None:
-        raise SetupError(f"unknown scorer {name!r}; choose from {', '.join(SCORER_NAMES)}")
-    return sid
+    from tracescore._exceptions import ConfigurationError
+    from tracescore.scoring._registry import scorer_id as registry_id
+
+    try:
+        return registry_id(name)
+    except ConfigurationError as exc:
+        raise SetupError(str(exc)) from None
 
 
 def build_scorers(names: Sequence[str], model: str) -> list[Scorer]:
-    """One scorer per distinct name (default: both), relevancy judged by `model`."""
+    """One scorer per distinct name (default: relevancy and similarity), judged by `model`."""
     from tracescore._exceptions import ConfigurationError
-    from tracescore.scoring import create_answer_relevancy_scorer, create_content_similarity_scorer
+    from tracescore.scoring import AnswerRelevancyScorer
     from tracescore.scoring._judge import check_judge
+    from tracescore.scoring._registry import create_scorer
 
     ids = list(dict.fromkeys(scorer_id(n) for n in names)) or list(DEFAULT_SCORERS)
     scorers: list[Scorer] = []
     try:
         for sid in ids:
-            if sid == "answer-relevancy":
-                scorer = create_answer_relevancy_scorer(model=model)
+            scorer = create_scorer(sid, model=model)
+            if isinstance(scorer, AnswerRelevancyScorer):
                 check_judge(scorer.judge)  # a typo fails now, not on the first item
-                scorers.append(scorer)
-            else:
-                scorers.append(create_content_similarity_scorer())
+            scorers.append(scorer)
     except ConfigurationError as exc:
         raise SetupError(str(exc)) from None
     return scorers

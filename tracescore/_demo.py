@@ -2,12 +2,14 @@
 
 Steps: import the demo agent (tracescore/_demo_agent.py, part of the package so an installed
 wheel can run it); configure() with both scorers and a file exporter (plus OTLP when an endpoint
-is set); ask the questions with their ground truth; flush; read the OTLP JSON file back and print
-one trace tree per call with its scores.
+is set, and the "phoenix" sink when Phoenix's PHOENIX_ENDPOINT / PHOENIX_COLLECTOR_ENDPOINT is);
+ask the questions with their ground truth; flush; read the OTLP JSON file back and print one trace
+tree per call with its scores.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,11 @@ def run_demo(*, spans_file: Path, model: str, endpoint: str | None) -> None:
     from tracescore.instrument._calls import ground_truth
 
     out = render.console()
-    scorers = build_scorers([], model)
+    scorers: list[Any] = list(build_scorers([], model))
+    if _phoenix_configured():  # scores also as Phoenix span annotations
+        from tracescore.online import OnlineScorer
+
+        scorers = [OnlineScorer(s, sinks=("span", "phoenix")) for s in scorers]
     spans_file.parent.mkdir(parents=True, exist_ok=True)
     spans_file.unlink(missing_ok=True)  # the file shows this run only
     handle = export_to(spans_file, endpoint, service_name="tracescore-demo", scorers=scorers)
@@ -32,7 +38,7 @@ def run_demo(*, spans_file: Path, model: str, endpoint: str | None) -> None:
 
     out.print(Rule("tracescore demo"))
     out.print(f"Agent: trivia-agent ({_shown(Path(demo.__file__))})")
-    out.print(f"Judge: {model}   scorers: {', '.join(s.id for s in scorers)}")
+    out.print(f"Judge: {model}   scorers: {', '.join(_ids(scorers))}")
     out.print(f"Export: {spans_file}" + (f" and OTLP {endpoint}" if endpoint else ""))
     out.print()
     try:
@@ -57,7 +63,7 @@ def run_demo(*, spans_file: Path, model: str, endpoint: str | None) -> None:
     for root in roots:
         out.print(render.trace_tree(root, tree))
         out.print()
-    out.print(render.demo_summary(roots, [s.id for s in scorers]))
+    out.print(render.demo_summary(roots, _ids(scorers)))
     out.print("\nEvery span above was read back from the exported OTLP file; "
               "send the same traffic to a collector with OTEL_EXPORTER_OTLP_ENDPOINT.")
 
@@ -74,3 +80,13 @@ def _score_count(events: list[tuple[str, dict[str, Any]]]) -> int:
     from tracescore import _semconv as sc
 
     return sum(1 for name, _ in events if name == sc.GEN_AI_EVALUATION_RESULT)
+
+
+def _phoenix_configured() -> bool:
+    from tracescore.online._phoenix_sink import ENV_COLLECTOR_ENDPOINT, ENV_ENDPOINT
+
+    return bool(os.environ.get(ENV_ENDPOINT) or os.environ.get(ENV_COLLECTOR_ENDPOINT))
+
+
+def _ids(scorers: list[Any]) -> list[str]:
+    return [str(getattr(s, "scorer_id", None) or s.id) for s in scorers]

@@ -94,7 +94,8 @@ def _forget_parent_clients() -> None:
         if handler is not None and getattr(handler, "client_session", None) is not None:
             _parent_clients.append(handler)
             fresh = type(handler)()
-            for module in (main, litellm):
+            holders: tuple[Any, ...] = (main, litellm)  # modules (or None) that hold the handler
+            for module in holders:
                 if getattr(module, "base_llm_aiohttp_handler", None) is handler:
                     module.base_llm_aiohttp_handler = fresh
     except Exception:  # another litellm layout: the child keeps litellm's state

@@ -374,11 +374,14 @@ def _exporter_specs(exporter: ExporterSpec | Sequence[ExporterSpec] | None) -> l
 
 
 def _scorer_list(scorers: Any) -> list[Any]:
+    """Scorers, a single one, or names of scorers (`"keyword-coverage"`) as a list of scorers."""
+    from tracescore.scoring._registry import resolve_scorers
+
     if scorers is None:
         return []
     if isinstance(scorers, (str, bytes)) or not isinstance(scorers, (Sequence, set, frozenset)):
-        return [scorers]  # a single scorer
-    return list(scorers)
+        return resolve_scorers([scorers])  # a single scorer
+    return resolve_scorers(list(scorers))
 
 
 def _scoring(pipeline: SpanProcessor, scorers: list[Any], online: Mapping[str, Any] | None

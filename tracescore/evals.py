@@ -165,7 +165,7 @@ class EvalResult:
 
 def run_evals(
     data: Iterable[Mapping[str, Any]],
-    scorers: Scorer | Sequence[Scorer],
+    scorers: Scorer | str | Sequence[Scorer | str],
     target: Any,
     *,
     on_item_complete: OnItemComplete | None = None,
@@ -188,7 +188,7 @@ def run_evals(
 
 async def arun_evals(
     data: Iterable[Mapping[str, Any]],
-    scorers: Scorer | Sequence[Scorer],
+    scorers: Scorer | str | Sequence[Scorer | str],
     target: Any,
     *,
     on_item_complete: OnItemComplete | None = None,
@@ -200,6 +200,7 @@ async def arun_evals(
     """Evaluate `target` over `data` with `scorers`.
 
     - `data`: items `{"input": ..., "ground_truth": ...}`; other keys are kept as metadata.
+    - `scorers`: scorer objects, or names such as `"keyword-coverage"` (default options).
     - `target`: a sync or async function (or generator) taking the input, or an agent object
       with `ainvoke`/`arun`/`invoke`/`run`. Sync targets run on worker threads.
     - `on_item_complete(item, target_result, scorer_results)`: sync or async, called per item.
@@ -489,7 +490,10 @@ def _check_items(data: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 
 def _check_scorers(scorers: Any) -> list[Scorer]:
-    found = [scorers] if hasattr(scorers, "arun") else list(scorers or ())
+    from tracescore.scoring._registry import resolve_scorers
+
+    single = hasattr(scorers, "arun") or isinstance(scorers, str)
+    found = resolve_scorers([scorers] if single else list(scorers or ()))
     if not found:
         raise ConfigurationError("run_evals needs at least one scorer")
     seen: set[str] = set()

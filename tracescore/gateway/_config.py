@@ -315,8 +315,8 @@ def build_online_scorers(specs: Sequence[Any] | None, judge_model: str | None, *
             raise ConfigurationError(f"{where}.{unknown[0]}: unknown key; expected one of "
                                      f"{', '.join(_SCORER_KEYS)}")
         if "scorer" not in spec:
-            raise ConfigurationError(f"{where}.scorer is required (relevancy, similarity or "
-                                     f"module:attribute)")
+            raise ConfigurationError(f"{where}.scorer is required (relevancy, similarity, "
+                                     f"another scorer name or module:attribute)")
         scorer = _scorer(_text(f"{where}.scorer", spec["scorer"]), spec.get("options") or {},
                          model, where)
         online = {k: v for k, v in spec.items() if k not in ("scorer", "options")}
@@ -334,8 +334,9 @@ def build_online_scorers(specs: Sequence[Any] | None, judge_model: str | None, *
 
 def _scorer(name: str, options: Any, model: str, where: str) -> Any:
     from tracescore._cli_setup import SetupError, load_target, scorer_id
-    from tracescore.scoring import create_answer_relevancy_scorer, create_content_similarity_scorer
+    from tracescore.scoring import AnswerRelevancyScorer
     from tracescore.scoring._judge import check_judge
+    from tracescore.scoring._registry import create_scorer
 
     if not isinstance(options, Mapping):
         raise ConfigurationError(f"{where}.options must be a mapping, got {options!r}")
@@ -343,12 +344,10 @@ def _scorer(name: str, options: Any, model: str, where: str) -> Any:
         if ":" in name:
             target = load_target(name)
             return target(**options) if isinstance(target, type) or options else target
-        sid = scorer_id(name)
-        if sid == "answer-relevancy":
-            scorer = create_answer_relevancy_scorer(**{"model": model, **options})
-            check_judge(scorer.judge)  # the gateway imports litellm anyway: check everything now
-            return scorer
-        return create_content_similarity_scorer(**options)
+        scorer = create_scorer(scorer_id(name), options, model=model)
+        if isinstance(scorer, AnswerRelevancyScorer):  # the gateway imports litellm anyway:
+            check_judge(scorer.judge)  # check everything now
+        return scorer
     except SetupError as exc:
         raise ConfigurationError(f"{where}.scorer: {exc}") from None
     except (ConfigurationError, TypeError) as exc:

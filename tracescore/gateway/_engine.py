@@ -3,15 +3,17 @@
 Each request is split once: spans that no recogniser can match, or whose trace no scorer
 samples, stay in the request and go on as they came (serialized protobuf, never turned into SDK
 objects); recognised agent spans are offered to the same `ScoringSpanProcessor` in-process
-scoring uses, and leave with the events it adds. Everything is journaled before it is
-acknowledged and removed from the journal once the next hop has it.
+scoring uses, and leave with the events it adds. A request with nothing to hold is first offered
+to `send_inline` (the next hop takes it before the acknowledgement: no journal write at all);
+everything else is journaled before it is acknowledged and removed from the journal once the
+next hop has it.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from opentelemetry.context import Context
@@ -42,11 +44,13 @@ class Engine:
                  metrics: GatewayMetrics, journal: Journal | None = None,
                  processor_options: Mapping[str, Any] | None = None,
                  meter_provider: Any = None, logger_provider: Any = None,
-                 pass_through: bool = True) -> None:
+                 pass_through: bool = True,
+                 send_inline: Callable[[bytes, int], bool] | None = None) -> None:
         self._recognisers = tuple(recognisers)
         self._markers = recogniser_markers(self._recognisers)
         self._marker_bytes = tuple(m.encode() for m in self._markers)
         self._output = output
+        self._send_inline = send_inline  # True: the next hop has it (nothing held in it)
         self._journal = journal
         self._metrics = metrics
         self._pass_through = pass_through  # False: only agent spans come out (rescore)
@@ -67,7 +71,8 @@ class Engine:
 
     def accept(self, request: ExportTraceServiceRequest, raw: bytes | None = None) -> int:
         """Journal and route one request; returns its span count. `raw`: the request as received
-        (protobuf), forwarded as is when nothing in it is held."""
+        (protobuf), forwarded as is when nothing in it is held (sent inline when possible, and
+        then never journaled: the next hop has it before the acknowledgement)."""
         found = self._agent_spans(request, raw)
         count = _otlp.count_spans(request)
         if not self._pass_through:
@@ -76,6 +81,8 @@ class Engine:
             return count
         if not found:
             body = raw if raw is not None else request.SerializeToString()
+            if self._send_inline is not None and self._send_inline(body, count):
+                return count
             ids = self._journal_add([(PASS, count, body)])
             self._output.put(ids, body, count)
             return count

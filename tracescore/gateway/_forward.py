@@ -27,6 +27,7 @@ _log = logging.getLogger("tracescore.gateway")
 
 _RETRYABLE_HTTP = frozenset({429, 502, 503, 504})
 _GRPC_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+INLINE_TIMEOUT_S = 1.0  # longest a receiving thread sends itself (senders time out later)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +42,7 @@ class Outcome:
 
 
 class Sender(Protocol):
-    def send(self, body: bytes) -> Outcome: ...
+    def send(self, body: bytes, timeout_s: float | None = None) -> Outcome: ...
 
     def close(self) -> None: ...
 
@@ -64,10 +65,10 @@ class HttpSender:
         self._timeout = timeout_s
         self._requests = requests
 
-    def send(self, body: bytes) -> Outcome:
+    def send(self, body: bytes, timeout_s: float | None = None) -> Outcome:
         data = gzip.compress(body, compresslevel=1) if self._gzip else body
         try:
-            reply = self._session.post(self._url, data=data, timeout=self._timeout)
+            reply = self._session.post(self._url, data=data, timeout=timeout_s or self._timeout)
         except self._requests.RequestException as exc:
             return Outcome(False, retry=True, detail=type(exc).__name__)
         if 200 <= reply.status_code < 300:
@@ -105,9 +106,9 @@ class GrpcSender:
             grpc.StatusCode.DATA_LOSS, grpc.StatusCode.RESOURCE_EXHAUSTED,
         }
 
-    def send(self, body: bytes) -> Outcome:
+    def send(self, body: bytes, timeout_s: float | None = None) -> Outcome:
         try:
-            reply = self._call(body, timeout=self._timeout, metadata=self._metadata,
+            reply = self._call(body, timeout=timeout_s or self._timeout, metadata=self._metadata,
                                compression=self._compression)
         except self._grpc.RpcError as exc:
             code = exc.code() if callable(getattr(exc, "code", None)) else None
@@ -144,6 +145,7 @@ class Forwarder:
                                           daemon=True) for i in range(workers)]
         self._started = False
         self._down = False  # the next hop is failing (for readiness)
+        self._inline = False  # a `send_inline` is under way
 
     @property
     def pending(self) -> int:
@@ -166,6 +168,24 @@ class Forwarder:
             self._items.append(_Item(ids, body, count))
             self._pending += count
             self._cond.notify()
+
+    def send_inline(self, body: bytes, count: int) -> bool:
+        """Send on the caller's thread when nothing is queued or being sent this way and the
+        next hop is healthy (one attempt, at most `INLINE_TIMEOUT_S`). True once the next hop
+        answered for good: the caller may then acknowledge without journaling. False (busy, or
+        the attempt failed): the caller journals and `put`s it as usual."""
+        with self._cond:
+            if self._items or self._inline or self._down or self._stopping:
+                return False
+            self._inline = True
+            self._pending += count
+        outcome = self._attempt(body, INLINE_TIMEOUT_S)
+        with self._cond:
+            self._inline = False
+            self._pending -= count
+            final = self._settled(outcome, count)
+            self._cond.notify_all()
+        return final
 
     def drain(self, timeout_s: float) -> bool:
         """Wait (bounded) until everything queued has been sent."""
@@ -213,39 +233,51 @@ class Forwarder:
             sent = self._send(body, count)
             if sent is None:  # stopping: the rows stay in the journal
                 return
-            ids = [i for item in batch for i in item.ids]
-            if self._journal is not None and ids:
-                try:
-                    self._journal.remove(ids)
-                except Exception:  # noqa: BLE001 - a failed delete only means a resend later
-                    _log.warning("tracescore: could not remove forwarded spans from the journal",
-                                 exc_info=True)
-            with self._cond:
-                self._pending -= count
-                self._cond.notify_all()
+            self._done([i for item in batch for i in item.ids], count)
+
+    def _done(self, ids: list[int], count: int) -> None:
+        """Spans the next hop answered for good: out of the journal and of the backlog."""
+        if self._journal is not None and ids:
+            try:
+                self._journal.remove(ids)
+            except Exception:  # noqa: BLE001 - a failed delete only means a resend later
+                _log.warning("tracescore: could not remove forwarded spans from the journal",
+                             exc_info=True)
+        with self._cond:
+            self._pending -= count
+            self._cond.notify_all()
+
+    def _attempt(self, body: bytes, timeout_s: float | None = None) -> Outcome:
+        try:
+            return self._sender.send(body, timeout_s)
+        except Exception as exc:  # noqa: BLE001 - a sender bug must not kill the thread
+            return Outcome(False, retry=True, detail=type(exc).__name__)
+
+    def _settled(self, outcome: Outcome, count: int) -> bool:
+        """Count an answer; True when it is final (sent, or rejected for good)."""
+        if outcome.ok:
+            self._down = False
+            self._metrics.add("forwarded", count - outcome.rejected_spans)
+            if outcome.rejected_spans:
+                self._metrics.add("rejected_by_next_hop", outcome.rejected_spans)
+            return True
+        if not outcome.retry:
+            self._down = False
+            self._metrics.add("rejected_by_next_hop", count)
+            _log.warning("tracescore: the next hop rejected %d spans for good (%s); "
+                         "they are not retried", count, outcome.detail)
+            return True
+        self._down = True
+        self._metrics.add("forward_retries", 1)
+        return False
 
     def _send(self, body: bytes, count: int) -> bool | None:
-        """Send until the next hop answers for good: True sent, False rejected, None stopping."""
+        """Send until the next hop answers for good: True answered, None stopping."""
         attempt = 0
         while True:
-            try:
-                outcome = self._sender.send(body)
-            except Exception as exc:  # noqa: BLE001 - a sender bug must not kill the thread
-                outcome = Outcome(False, retry=True, detail=type(exc).__name__)
-            if outcome.ok:
-                self._down = False
-                self._metrics.add("forwarded", count - outcome.rejected_spans)
-                if outcome.rejected_spans:
-                    self._metrics.add("rejected_by_next_hop", outcome.rejected_spans)
+            outcome = self._attempt(body)
+            if self._settled(outcome, count):
                 return True
-            if not outcome.retry:
-                self._down = False
-                self._metrics.add("rejected_by_next_hop", count)
-                _log.warning("tracescore: the next hop rejected %d spans for good (%s); "
-                             "they are not retried", count, outcome.detail)
-                return False
-            self._down = True
-            self._metrics.add("forward_retries", 1)
             if attempt == 0:
                 _log.warning("tracescore: the next hop is failing (%s); retrying with backoff",
                              outcome.detail)

@@ -91,7 +91,8 @@ class Gateway:
             )
             self._engine = Engine(
                 scorers=config.scorers or (), recognisers=config.recognisers or (),
-                output=self._forwarder, metrics=self.metrics, journal=self._journal,
+                output=self._forwarder, send_inline=self._forwarder.send_inline,
+                metrics=self.metrics, journal=self._journal,
                 processor_options=self._options, meter_provider=self._meter_provider,
                 logger_provider=self._logger_provider,
             )

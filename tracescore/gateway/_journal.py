@@ -2,7 +2,8 @@
 
 A request is written (and committed) before it is acknowledged, and deleted once the next hop
 has acknowledged it, so a crash between the two loses nothing: the next start forwards it again
-(at least once; a crash after forwarding and before the delete sends it twice).
+(at least once; a crash after forwarding and before the delete sends it twice). A request the
+next hop took before it was acknowledged (the inline send) is never written.
 """
 
 from __future__ import annotations
@@ -84,6 +85,12 @@ class Journal:
             db.execute("BEGIN")
             db.executemany("DELETE FROM spans WHERE id = ?", rows)
             db.execute("COMMIT")
+
+    @property
+    def changes(self) -> int:
+        """Rows inserted or deleted since the journal was opened."""
+        with self._lock:
+            return int(self._live().total_changes)
 
     def entries(self) -> Iterator[Entry]:
         """Every row, oldest first (for the replay at start)."""

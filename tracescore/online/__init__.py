@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from tracescore.online._events import evaluation_events
 from tracescore.online._options import OnlineScorer
+from tracescore.online._phoenix_sink import PhoenixSink
 from tracescore.online._processor import ScoringSpanProcessor
 from tracescore.online._recognise import (
     AgentMapping,
@@ -22,6 +23,7 @@ from tracescore.online._recognise import (
 __all__ = [
     "AgentMapping",
     "OnlineScorer",
+    "PhoenixSink",
     "RecognisedCall",
     "Recogniser",
     "ScoringSpanProcessor",

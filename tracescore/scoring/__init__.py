@@ -1,4 +1,5 @@
-"""Scorers: LLM-judged answer relevancy and string content similarity, plus the judges.
+"""Scorers: LLM-judged answer relevancy, code scorers (content similarity, textual difference,
+keyword coverage, tool-call accuracy), plus the judges.
 
     scorer = create_answer_relevancy_scorer(model="openai/gpt-4o-mini")
     result = scorer.run(input="What is the capital of France?", output="Paris.")
@@ -15,11 +16,14 @@ from tracescore.scoring._judge import (
     LiteLLMJudge,
 )
 from tracescore.scoring._offline import OfflineJudge
+from tracescore.scoring.difference import TextualDifferenceScorer, create_textual_difference_scorer
+from tracescore.scoring.keywords import KeywordCoverageScorer, create_keyword_coverage_scorer
 from tracescore.scoring.relevancy import AnswerRelevancyScorer, create_answer_relevancy_scorer
 from tracescore.scoring.similarity import (
     ContentSimilarityScorer,
     create_content_similarity_scorer,
 )
+from tracescore.scoring.tools import ToolCallAccuracyScorer, create_tool_call_accuracy_scorer
 
 __all__ = [
     "OFFLINE_MODEL",
@@ -31,10 +35,16 @@ __all__ = [
     "JudgeRequest",
     "JudgeStepError",
     "JudgeUsage",
+    "KeywordCoverageScorer",
     "LiteLLMJudge",
     "OfflineJudge",
     "ScoreResult",
     "Scorer",
+    "TextualDifferenceScorer",
+    "ToolCallAccuracyScorer",
     "create_answer_relevancy_scorer",
     "create_content_similarity_scorer",
+    "create_keyword_coverage_scorer",
+    "create_textual_difference_scorer",
+    "create_tool_call_accuracy_scorer",
 ]

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -130,6 +131,27 @@ class PhoenixServer(Service):
             return json.loads(response.read())
 
 
+    def wait_for_span_annotations(self, span_ids: list[str], expected: int, *,
+                                  project: str = "default", timeout: float = 120.0
+                                  ) -> list[dict[str, Any]]:
+        """Poll until `expected` annotations of these spans (hex ids) are stored; Phoenix inserts
+        annotations asynchronously and retries those whose span it has not ingested yet every 10 s.
+        """
+        query = "&".join([*(f"span_ids={span_id}" for span_id in span_ids), "limit=1000"])
+        deadline = time.monotonic() + timeout
+        found: list[dict[str, Any]] = []
+        while time.monotonic() < deadline:
+            try:
+                found = self.get_json(f"/v1/projects/{project}/span_annotations?{query}")["data"]
+            except urllib.error.HTTPError as exc:
+                if exc.code != 404:  # 404: the project does not exist until its first span
+                    raise
+            if len(found) >= expected:
+                return found
+            time.sleep(0.5)  # an external server: nothing to wait on but its API
+        raise TimeoutError(f"Phoenix has {len(found)} of {expected} annotations after {timeout}s")
+
+
 DEMO_PROJECT = "tracescore-demo"
 
 
@@ -142,7 +164,8 @@ def _healthy(base_url: str) -> bool:
 
 
 def run_demo(base_url: str, spans_file: Path) -> int:
-    """`tracescore demo` with its spans also exported to Phoenix (project DEMO_PROJECT) over OTLP/HTTP."""
+    """`tracescore demo` with its spans also exported to Phoenix (project DEMO_PROJECT) over OTLP/HTTP,
+    its scores as span annotations and the agents' input/output in Phoenix's columns."""
     env = dict(os.environ)
     resource = env.get("OTEL_RESOURCE_ATTRIBUTES", "")
     env.update(
@@ -153,15 +176,19 @@ def run_demo(base_url: str, spans_file: Path) -> int:
         ),
     )
     env.setdefault("OTEL_SERVICE_NAME", DEMO_PROJECT)
+    env["PHOENIX_ENDPOINT"] = base_url  # the demo's scores also become span annotations
+    env.setdefault("TRACESCORE_OPENINFERENCE", "true")  # Phoenix's input and output columns
     command = [sys.executable, "-m", "tracescore", "demo", "--spans-file", str(spans_file)]
     return subprocess.run(command, env=env, check=False).returncode
 
 
 def _where_to_click(base_url: str) -> str:
     return (
-        f"Open {base_url}/projects, pick the project '{DEMO_PROJECT}', open a trace and select its "
-        "'invoke_agent ...' span: the Events tab lists one gen_ai.evaluation.result per scorer "
-        "(score, label, explanation) and the judge's step events."
+        f"Open {base_url}/projects and pick the project '{DEMO_PROJECT}': each 'invoke_agent ...' "
+        "row shows its input, output and one annotation per scorer (filter low scores with "
+        "annotations['answer-relevancy'].score < 0.5; Phoenix attaches annotations within about "
+        "10 s of their span). A span's Events tab lists the gen_ai.evaluation.result events and "
+        "the judge's step events."
     )
 
 

@@ -1,0 +1,115 @@
+"""Every scorer by name: configure(scorers=...), run_evals, the gateway config, the command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import tracescore
+from tracescore import ConfigurationError, load_gateway_config, run_evals
+from tracescore import _semconv as sc
+from tracescore.scoring import (
+    KeywordCoverageScorer,
+    TextualDifferenceScorer,
+    ToolCallAccuracyScorer,
+)
+from tracescore.scoring._registry import SCORER_ALIASES, SCORER_IDS, create_scorer
+
+QUESTION, ANSWER = "What is the capital of France?", "Paris is the capital of France."
+CODE_NAMES = ("keyword-coverage", "textual-difference", "similarity")
+
+
+@pytest.mark.parametrize("name", sorted({*SCORER_ALIASES, *(a.replace("-", "_") for a in SCORER_ALIASES)}))
+def test_every_name_builds_its_scorer(name: str) -> None:
+    options = {"expected_tool": "search"} if name.startswith("tool") else None
+    scorer = create_scorer(name, options)
+    assert scorer.id == SCORER_ALIASES[name.replace("_", "-")] and scorer.id in SCORER_IDS
+
+
+def test_unknown_names_and_missing_options_are_configuration_errors() -> None:
+    with pytest.raises(ConfigurationError, match="unknown scorer 'faithful'; choose from"):
+        create_scorer("faithful")
+    with pytest.raises(ConfigurationError, match="expected_tool or expected_tool_order"):
+        create_scorer("tool-call-accuracy")
+    with pytest.raises(ConfigurationError, match="scorer 'keyword-coverage': .*colour"):
+        create_scorer("keyword-coverage", {"colour": 1})
+
+
+def test_configure_scores_live_calls_with_scorers_named() -> None:
+    exporter = InMemorySpanExporter()
+    handle = tracescore.configure(exporter=exporter, batch=False, scorers=list(CODE_NAMES))
+    try:
+        tracescore.agent(name="geo")(lambda question: ANSWER)(QUESTION)
+        assert handle.flush(10)
+    finally:
+        handle.shutdown(10)
+    [span] = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent geo"]
+    scores = {e.attributes[sc.TS_SCORER_ID]: e.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE]
+              for e in span.events if e.name == sc.GEN_AI_EVALUATION_RESULT}
+    assert scores == {sid: create_scorer(sid).run(input=QUESTION, output=ANSWER).score
+                      for sid in ("keyword-coverage", "textual-difference", "content-similarity")}
+
+
+def test_run_evals_takes_scorer_names() -> None:
+    data = [{"input": QUESTION, "ground_truth": ANSWER}, {"input": "Who wrote Hamlet?",
+                                                          "ground_truth": "Shakespeare"}]
+    result = run_evals(data, ["keyword-coverage", "textual-difference"], lambda q: ANSWER)
+    assert set(result.scores) == {"keyword-coverage", "textual-difference"}
+    assert result.scores["keyword-coverage"] == pytest.approx((1.0 + 0.0) / 2)
+    single = run_evals(data, "textual-difference", lambda q: ANSWER)
+    assert set(single.scores) == {"textual-difference"}
+
+
+def test_gateway_config_builds_scorers_with_options(tmp_path: Path) -> None:
+    path = tmp_path / "gateway.yaml"
+    path.write_text("""
+scoring:
+  scorers:
+    - scorer: keyword-coverage
+    - scorer: textual_difference
+      options: {scale: 10}
+    - scorer: tool-call-accuracy
+      options: {expected_tool_order: [search, refund], strict_mode: true}
+""")
+    config = load_gateway_config(path, environ={})
+    scorers = [online.scorer for online in config.scorers or ()]
+    assert [type(s) for s in scorers] == [KeywordCoverageScorer, TextualDifferenceScorer,
+                                          ToolCallAccuracyScorer]
+    assert scorers[1].scale == 10 and scorers[2].expected_tool_order == ("search", "refund")
+
+
+def test_gateway_config_names_the_key_of_a_bad_scorer(tmp_path: Path) -> None:
+    path = tmp_path / "gateway.yaml"
+    path.write_text("scoring:\n  scorers:\n    - scorer: tool-call-accuracy\n")
+    with pytest.raises(ConfigurationError, match=r"scoring.scorers\[0\].options: expected_tool"):
+        load_gateway_config(path, environ={})
+
+
+def test_the_command_scores_with_the_code_scorers() -> None:
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "tracescore"), "score", "--input", QUESTION,
+         "--output", ANSWER, "-s", "keyword-coverage", "-s", "textual-difference", "--json"],
+        capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    by_id: dict[str, Any] = {r["scorer_id"]: r for r in json.loads(done.stdout)}
+    assert by_id["keyword-coverage"]["analyze_step_result"] == {"total_keywords": 2,
+                                                                "matched_keywords": 2}
+    assert by_id["textual-difference"]["score"] == create_scorer("difference").run(
+        input=QUESTION, output=ANSWER).score
+
+
+def test_the_config_example_in_the_scorers_page_loads(tmp_path: Path) -> None:
+    import re
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "scorers.md").read_text("utf-8")
+    [block] = re.findall(r"```yaml\n(.*?)```", text, flags=re.DOTALL)
+    path = tmp_path / "gateway.yaml"
+    path.write_text(block)
+    scorers = [online.scorer for online in load_gateway_config(path, environ={}).scorers or ()]
+    assert [s.id for s in scorers] == ["keyword-coverage", "tool-call-accuracy"]

@@ -1,0 +1,75 @@
+"""Scorers by name: the names `configure(scorers=...)`, `run_evals`, the gateway config and the
+`tracescore` command accept, and the factory each one builds."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from tracescore._exceptions import ConfigurationError
+from tracescore.scoring._base import Scorer
+from tracescore.scoring._judge import OFFLINE_MODEL
+
+ENV_JUDGE_MODEL = "TRACESCORE_JUDGE_MODEL"
+
+# accepted name -> scorer id (ids are names too; `_` and `-` are interchangeable)
+SCORER_ALIASES: dict[str, str] = {
+    "relevancy": "answer-relevancy",
+    "answer-relevancy": "answer-relevancy",
+    "similarity": "content-similarity",
+    "content-similarity": "content-similarity",
+    "textual-difference": "textual-difference",
+    "difference": "textual-difference",
+    "keyword-coverage": "keyword-coverage",
+    "keywords": "keyword-coverage",
+    "tool-call-accuracy": "tool-call-accuracy",
+}
+SCORER_IDS = tuple(dict.fromkeys(SCORER_ALIASES.values()))
+NEEDS_OPTIONS = frozenset({"tool-call-accuracy"})  # no useful default: options say what to expect
+
+
+def scorer_id(name: str) -> str:
+    """The scorer id for a name (`relevancy`, `similarity`, ... or a full id)."""
+    sid = SCORER_ALIASES.get(name.strip().lower().replace("_", "-"))
+    if sid is None:
+        raise ConfigurationError(f"unknown scorer {name!r}; choose from {', '.join(SCORER_IDS)}")
+    return sid
+
+
+def _factories() -> dict[str, Callable[..., Scorer]]:
+    from tracescore.scoring.difference import create_textual_difference_scorer
+    from tracescore.scoring.keywords import create_keyword_coverage_scorer
+    from tracescore.scoring.relevancy import create_answer_relevancy_scorer
+    from tracescore.scoring.similarity import create_content_similarity_scorer
+    from tracescore.scoring.tools import create_tool_call_accuracy_scorer
+
+    return {
+        "answer-relevancy": create_answer_relevancy_scorer,
+        "content-similarity": create_content_similarity_scorer,
+        "textual-difference": create_textual_difference_scorer,
+        "keyword-coverage": create_keyword_coverage_scorer,
+        "tool-call-accuracy": create_tool_call_accuracy_scorer,
+    }
+
+
+def create_scorer(name: str, options: Mapping[str, Any] | None = None, *,
+                  model: str | None = None) -> Scorer:
+    """The scorer called `name`, built with `options` (its factory's keyword arguments).
+
+    A judged scorer without a `model` option uses `model`, else $TRACESCORE_JUDGE_MODEL, else
+    the offline judge.
+    """
+    sid = scorer_id(name)
+    kwargs = dict(options or {})
+    if sid == "answer-relevancy" and "model" not in kwargs:
+        kwargs["model"] = model or os.environ.get(ENV_JUDGE_MODEL) or OFFLINE_MODEL
+    try:
+        return _factories()[sid](**kwargs)
+    except TypeError as exc:
+        raise ConfigurationError(f"scorer {sid!r}: {exc}") from None
+
+
+def resolve_scorers(scorers: list[Any]) -> list[Any]:
+    """`scorers` with each name (a string) replaced by the scorer it names."""
+    return [create_scorer(s) if isinstance(s, str) else s for s in scorers]
