@@ -273,8 +273,6 @@ class ScoringSpanProcessor(SpanProcessor):
             for never_run in worker.stop(timeout=min(0.5, wait)):
                 job = never_run.args[0]  # type: ignore[attr-defined]
                 self._count_shutdown_drop(job.candidate, job.scorers)
-        if self._isolation is not None:
-            self._isolation.stop(timeout=min(2.0, max(wait, 0.5)))
         self._release_all(reasons.SHUTDOWN)
         with self._lock:  # spans other threads are releasing must reach downstream before it closes
             self._released.wait_for(lambda: not self._releasing, timeout=max(wait, 1.0))
@@ -284,6 +282,11 @@ class ScoringSpanProcessor(SpanProcessor):
             self._downstream.shutdown()
         except Exception:  # noqa: BLE001
             _log.warning("tracescore: downstream processor shutdown failed", exc_info=True)
+        # last: a scoring process that does not answer its EOF (stuck in blocking code, or still
+        # importing on a loaded machine) takes seconds to end, and a bounded shutdown (interpreter
+        # exit) must not spend them before the held spans are out
+        if self._isolation is not None:
+            self._isolation.stop(timeout=min(2.0, max(wait, 0.5)))
 
     def _wait_idle(self, timeout: float) -> bool:
         """Wait for both lanes to be idle, `timeout` seconds in all."""
