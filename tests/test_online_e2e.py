@@ -415,8 +415,11 @@ tracescore.configure(exporter="otlp-http", endpoint={endpoint!r}, scorers=[
 def support(question):
     return question
 
+# the scoring process starts (and imports litellm: 5 s of CPU) before the call the test is about
 support("Paris is the capital of France.")
-print("done")  # no flush: interpreter exit must score and deliver the span
+assert tracescore.flush(120)
+support("Paris is the capital of France.")
+print("done")  # no flush: interpreter exit must score and deliver this span
 """
 
 
@@ -429,9 +432,59 @@ def test_interpreter_exit_scores_and_exports_held_spans(otlp_receiver: OTLPRecei
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           timeout=120, check=False)
     assert done.returncode == 0, done.stderr
+    otlp_receiver.wait_for_spans(2)
+    for span in assert_each_once(otlp_receiver, 2):  # the second one is scored at exit
+        scores = {k: v[sc.GEN_AI_EVALUATION_SCORE_VALUE] for k, v in result_events(span).items()}
+        assert scores == {"content-similarity": 1.0, "answer-relevancy": 0.43}
+
+
+_STUCK_SCORER = """
+import time
+
+from tracescore.scoring import Scorer
+
+
+class StuckScorer(Scorer):
+    \"\"\"Blocking code in a judged scorer: the scoring process's loop never reads its EOF.\"\"\"
+
+    id = "stuck"
+    name = "Stuck"
+    uses_judge = True  # runs in the scoring process
+
+    async def arun(self, *, input, output, ground_truth=None, run_id=None):
+        time.sleep({seconds})
+"""
+
+_STUCK_EXIT_APP = """
+import tracescore
+from stuck_scorer import StuckScorer
+
+tracescore.configure(exporter="otlp-http", endpoint={endpoint!r}, scorers=[StuckScorer()])
+
+@tracescore.agent(name="support")
+def support(question):
+    return question
+
+support("Paris is the capital of France.")
+print("done")  # no flush: interpreter exit gives up on the score, not on the span
+"""
+
+
+def test_interpreter_exit_exports_a_held_span_whose_scoring_never_ends(
+        tmp_path: Any, otlp_receiver: OTLPReceiver) -> None:
+    # The exit budget (10 s) goes to waiting for the score; stopping a scoring process that
+    # does not answer its EOF (stuck, or still importing on a loaded machine) must not eat the
+    # time the held span needs to be exported.
+    (tmp_path / "stuck_scorer.py").write_text(textwrap.dedent(_STUCK_SCORER).format(seconds=20))
+    app = tmp_path / "app.py"
+    app.write_text(textwrap.dedent(_STUCK_EXIT_APP).format(endpoint=otlp_receiver.http_endpoint))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    done = subprocess.run([sys.executable, str(app)], env=env, capture_output=True, text=True,
+                          timeout=120, check=False, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
     (span,) = otlp_receiver.wait_for_spans(1)
-    scores = {k: v[sc.GEN_AI_EVALUATION_SCORE_VALUE] for k, v in result_events(span).items()}
-    assert scores == {"content-similarity": 1.0, "answer-relevancy": 0.43}
+    (why,) = span.events_named(sc.TS_UNSCORED)
+    assert why.attributes[sc.TS_UNSCORED_REASON] == "shutdown"
 
 
 _GUARDLESS_APP = """

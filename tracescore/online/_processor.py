@@ -266,23 +266,27 @@ class ScoringSpanProcessor(SpanProcessor):
         wait = self._options.shutdown_timeout_s
         if timeout_millis is not None:
             wait = min(wait, max(0, timeout_millis) / 1000 * _SCORING_SHARE)
+        deadline = time.monotonic() + wait
         self._wait_idle(wait)
         # a job stuck in blocking code cannot hold shutdown: held spans are released regardless
         for worker in (self._fast, self._worker):
             for never_run in worker.stop(timeout=min(0.5, wait)):
                 job = never_run.args[0]  # type: ignore[attr-defined]
                 self._count_shutdown_drop(job.candidate, job.scorers)
-        if self._isolation is not None:
-            self._isolation.stop(timeout=min(2.0, max(wait, 0.5)))
         self._release_all(reasons.SHUTDOWN)
         with self._lock:  # spans other threads are releasing must reach downstream before it closes
             self._released.wait_for(lambda: not self._releasing, timeout=max(wait, 1.0))
-        for sink in self._sinks.values():
-            self._call_sink(sink, "shutdown", max(wait, 1.0))
+        for sink in self._sinks.values():  # what scoring left of the wait (sends take little)
+            self._call_sink(sink, "shutdown", max(0.5, deadline - time.monotonic()))
         try:
             self._downstream.shutdown()
         except Exception:  # noqa: BLE001
             _log.warning("tracescore: downstream processor shutdown failed", exc_info=True)
+        # last: a scoring process that does not answer its EOF (stuck in blocking code, or still
+        # importing on a loaded machine) takes seconds to end, and a bounded shutdown (interpreter
+        # exit) must not spend them before the held spans are out
+        if self._isolation is not None:
+            self._isolation.stop(timeout=min(2.0, max(wait, 0.5)))
 
     def _wait_idle(self, timeout: float) -> bool:
         """Wait for both lanes to be idle, `timeout` seconds in all."""
