@@ -266,6 +266,7 @@ class ScoringSpanProcessor(SpanProcessor):
         wait = self._options.shutdown_timeout_s
         if timeout_millis is not None:
             wait = min(wait, max(0, timeout_millis) / 1000 * _SCORING_SHARE)
+        deadline = time.monotonic() + wait
         self._wait_idle(wait)
         # a job stuck in blocking code cannot hold shutdown: held spans are released regardless
         for worker in (self._fast, self._worker):
@@ -275,8 +276,8 @@ class ScoringSpanProcessor(SpanProcessor):
         self._release_all(reasons.SHUTDOWN)
         with self._lock:  # spans other threads are releasing must reach downstream before it closes
             self._released.wait_for(lambda: not self._releasing, timeout=max(wait, 1.0))
-        for sink in self._sinks.values():
-            self._call_sink(sink, "shutdown", max(wait, 1.0))
+        for sink in self._sinks.values():  # what scoring left of the wait (sends take little)
+            self._call_sink(sink, "shutdown", max(0.5, deadline - time.monotonic()))
         try:
             self._downstream.shutdown()
         except Exception:  # noqa: BLE001
