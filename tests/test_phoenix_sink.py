@@ -458,3 +458,21 @@ def test_a_forked_child_sends_its_own_annotations(scripted: ScriptedPhoenix) -> 
         assert sorted(int(a["span_id"], 16) for a in scripted.annotations()) == [1, 2]
     finally:
         sink.shutdown(5)
+
+
+def test_shutdown_with_a_hanging_phoenix_counts_what_it_could_not_send() -> None:
+    from opentelemetry.sdk.trace import SpanProcessor
+
+    with ScriptedPhoenix() as server:
+        server.release.clear()  # Phoenix takes the request and never answers
+        sink = PhoenixSink(server.url, batch_size=1, flush_interval_s=0.01, timeout_s=60)
+        processor = ScoringSpanProcessor(
+            SpanProcessor(), [OnlineScorer(tracescore.create_content_similarity_scorer(),
+                                           sinks="phoenix")],
+            sinks={"phoenix": sink}, shutdown_timeout_s=1.0, isolation="thread")
+        for span_id in range(1, 4):
+            processor._call_sink(sink, "emit", _record(span_id))
+        assert server.arrived.wait(20)
+        processor.shutdown()  # bounded by shutdown_timeout_s, not by Phoenix
+        stats = processor.stats()
+        assert stats["phoenix.dropped.shutdown"] == 2 and stats["phoenix.sent"] == 0
