@@ -17,7 +17,7 @@ from opentelemetry.trace import StatusCode
 import tracescore
 from tracescore import _semconv as sc
 from tracescore._config import ContentSettings, reset_content_settings
-from tracescore.instrument._errors import record_error, stack_trace
+from tracescore.instrument._errors import error_message, record_error, stack_trace
 from tracescore.testing import OTLPReceiver, StubLLMServer
 from tracescore.testing._decode import ReceivedSpan
 
@@ -274,3 +274,23 @@ def test_evaluation_event_strings_are_capped() -> None:
     for _name, attributes in events:
         for text in _all_strings(attributes):
             assert len(text) <= 8192 + 64
+
+
+@settings(max_examples=80, deadline=None)
+@given(offset=st.integers(0, 50), limit=st.integers(64, 1500),
+       cut=st.sampled_from(["message", "message in the stack trace"]),
+       form=st.sampled_from(["postgres://app:{p}@db/x", "password={p}", "key=sk-proj-{p}"]))
+def test_a_secret_across_any_cut_never_leaks_a_piece(offset: int, limit: int, cut: str,
+                                                      form: str) -> None:
+    password = "Zq8vRt5mWx2Kp9Ls"
+    s = ContentSettings(max_length=limit)
+    # the secret straddles where the message is cut (`max_length`, or a quarter of it inside
+    # the stack trace)
+    prefix = max((limit if cut == "message" else max(limit // 4, 64)) - offset, 0)
+    try:
+        raise ValueError("x" * prefix + " " + form.format(p=password) + " tail")
+    except ValueError as exc:
+        error = exc
+    pieces = {password[i:i + 5] for i in range(len(password) - 4)}
+    for text in (error_message(error, s), stack_trace(error, s)):
+        assert not any(piece in text for piece in pieces), text[-300:]

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import tracescore
 from tracescore import _config
-from tracescore._content import redact, redact_data, serialize
+from tracescore._content import redact, serialize
 from tracescore._secret_rules import RULES, rules_markdown, secret_name_label
 from tracescore.testing import OTLPReceiver, StubLLMServer
 
@@ -366,26 +366,3 @@ def test_secrets_in_structured_content_are_redacted_on_every_span_kind(
         for secret in _CALL_SECRETS:
             assert secret not in exported, (span.name, secret)
         assert "[REDACTED:" in exported, span.name
-
-
-# --- redact_data: redacted copies to hand on ---------------------------------------------------
-
-
-@_PROPERTY
-@given(named=secret_names(), value=st.text(min_size=1, max_size=20).filter(_not_a_non_secret),
-       plain=plain_names())
-def test_redact_data_hides_what_serialize_hides(named: tuple[str, str], value: str,
-                                                plain: str) -> None:
-    name, label = named
-    data = {"question": "mail bob@example.com", plain: "kept", "nested": [{name: value}]}
-    copy = redact_data(data)
-    assert copy == {"question": "mail [REDACTED:email]", plain: "kept",
-                    "nested": [{name: f"[REDACTED:{label}]"}]}
-    assert json.dumps(copy, ensure_ascii=False, separators=(",", ":")) == serialize(data)
-    assert redact_data("key=sk-proj-abcdefgh12") == "key=[REDACTED:api_key]"
-
-
-def test_redact_data_follows_the_settings() -> None:
-    _config.set_content_capture(redact=False, redaction_hook=lambda t: t.upper())
-    assert redact_data({"api_key": "abc", "q": ["x"]}) == {"api_key": "ABC", "q": ["X"]}
-    assert redact_data("bob@example.com") == "BOB@EXAMPLE.COM"

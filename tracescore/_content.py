@@ -345,29 +345,6 @@ def _redact(text: str, s: ContentSettings, *, builtin: bool, hook: bool) -> str:
         return "[REDACTED:error]"
 
 
-def redact_data(obj: object, settings: ContentSettings | None = None) -> object:
-    """A redacted copy of `obj` to hand on (e.g. to a judge): a string stays a string, anything
-    else becomes JSON-safe data (as `to_json_safe`) with every string redacted and the values of
-    secret-named keys hidden. The built-in rules follow `settings.redact`; the hook runs on each
-    string. Not truncated. Never raises (fails closed).
-    """
-    s = settings if settings is not None else content_settings()
-    if type(obj) is str:
-        return _redact(obj, s, builtin=s.redact, hook=True)
-    data, _cut = _bounded_json_safe(obj, _DEFAULT_MAX_CHARS, s.redact)
-    return _hook_strings(data, s) if s.redaction_hook is not None else data
-
-
-def _hook_strings(data: object, s: ContentSettings) -> object:
-    if isinstance(data, str):
-        return _redact(data, s, builtin=False, hook=True)
-    if isinstance(data, dict):
-        return {key: _hook_strings(value, s) for key, value in data.items()}
-    if isinstance(data, list):
-        return [_hook_strings(value, s) for value in data]
-    return data
-
-
 # --- serialization ---------------------------------------------------------------------------
 
 

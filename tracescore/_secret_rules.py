@@ -349,10 +349,13 @@ _GATES: tuple[tuple[Rule, frozenset[str]], ...] = tuple(
 def apply_rules(text: str) -> str:
     """`text` with every rule applied (each match replaced by its `[REDACTED:…]` label)."""
     lowered = text.lower()
-    found = set(_TRIGGER.findall(lowered))
     digits = _FOUR_DIGITS.search(text) is not None
-    if not found and not digits:
-        return text
+    if _TRIGGER.search(lowered) is None:
+        if not digits:
+            return text  # the common case: nothing any rule could match
+        found: set[str] = set()
+    else:
+        found = set(_TRIGGER.findall(lowered))
     for rule, gate in _GATES:
         if (digits if rule.triggers is _DIGITS else not gate.isdisjoint(found)):
             text = rule.apply(text, lowered)

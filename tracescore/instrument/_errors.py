@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import traceback
+from dataclasses import replace
 from types import TracebackType
 from typing import Any
 
@@ -18,7 +19,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from tracescore import _semconv as sc
 from tracescore._config import ContentSettings, content_settings
-from tracescore._content import finish_text, truncate
+from tracescore._content import finish_text, redact, truncate
 
 __all__ = ["error_message", "error_type", "exception_text", "record_error", "stack_trace"]
 
@@ -26,6 +27,7 @@ _log = logging.getLogger("tracescore")
 
 _MAX_CHAIN = 8  # linked exceptions (__cause__ / __context__) shown in a stack trace
 _MAX_FRAMES = 64  # innermost frames kept per exception
+_SLACK = 256  # characters read past a cut, so a secret across it is redacted whole
 _CAUSE = "\nThe above exception was the direct cause of the following exception:\n\n"
 _CONTEXT = "\nDuring handling of the above exception, another exception occurred:\n\n"
 _logged: set[str] = set()
@@ -92,6 +94,7 @@ def stack_trace(exc: BaseException, settings: ContentSettings | None = None) -> 
     part is kept. Frames carry no local values. Never raises.
     """
     s = settings if settings is not None else content_settings()
+    rules_only = replace(s, redaction_hook=None)  # the hook runs once, on the whole text
     message_limit = max(s.max_length // 4, 64)
     parts: list[str] = []
     later_joint = ""
@@ -102,13 +105,15 @@ def stack_trace(exc: BaseException, settings: ContentSettings | None = None) -> 
         if frames:
             parts.append("Traceback (most recent call last):\n")
             parts.extend(frames)
-        message = truncate(exception_text(link), message_limit)
+        # redacted before it is cut, so a secret across the cut is still seen whole
+        raw = exception_text(link)[: message_limit + _SLACK]
+        message = truncate(redact(raw, rules_only), message_limit)
         parts.append(f"{error_type(link)}: {message}\n" if message else f"{error_type(link)}\n")
-    text = "".join(parts)
+    text = redact("".join(parts), s)  # source lines too; then cut, never cut then redact
     if len(text) > s.max_length >= 64:  # keep the innermost frames and the message
         keep = max(s.max_length - len(f"…[truncated {len(text)} chars] "), 0)
         text = f"…[truncated {len(text) - keep} chars] " + text[len(text) - keep:]
-    return finish_text(text, s)
+    return finish_text(text, s, redacted=True)
 
 
 def record_error(span: Any, exc: BaseException, *, type_name: str | None = None,

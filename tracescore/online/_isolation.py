@@ -144,6 +144,11 @@ class ProcessRunner:
         self._reset()
         _runners.add(self)
 
+    @property
+    def mode(self) -> str:
+        """"auto" or "process" (a "thread" runner is never built)."""
+        return self._mode
+
     def _reset(self) -> None:
         """(Re)initialize all state; used at construction and in a forked child."""
         self._lock = threading.Lock()

@@ -96,6 +96,7 @@ class _Job:
     span: ReadableSpan
     candidate: _Candidate
     start_ns: int
+    scorers: tuple[OnlineScorer, ...]  # this job's share of the candidate's scorers
 
 
 class ScoringSpanProcessor(SpanProcessor):
@@ -151,10 +152,13 @@ class ScoringSpanProcessor(SpanProcessor):
         self._max_candidates = max(1024, 4 * queue_size)
         self._metrics = OnlineMetrics(meter_provider)
         self._logger_provider = logger_provider
-        self._worker = Worker(
+        self._worker = Worker(  # judged scorers
             queue_size=queue_size, concurrency=concurrency,
             tick_s=min(1.0, max(0.01, self._options.max_wait_s / 4)), on_tick=self._expire_held,
         )
+        # scorers without a judge: a lane of their own, never behind slow judge calls
+        self._fast = Worker(queue_size=queue_size, concurrency=concurrency,
+                            name="tracescore-online-fast")
         self._isolation = ProcessRunner(isolation) if isolation != "thread" else None
         self._init_state()
         self._shutdown = False
@@ -165,6 +169,8 @@ class ScoringSpanProcessor(SpanProcessor):
         # keyed by (trace id, span id): span ids need only be unique within their trace
         self._candidates: dict[tuple[int, int], _Candidate] = {}
         self._held: dict[tuple[int, int], _Held] = {}
+        # runs of span-only scorers in progress, by span: cancelled once their span is exported
+        self._inflight: dict[tuple[int, int], list[asyncio.Task[None]]] = {}
         self._lock = threading.Lock()
         # spans taken out of `_held` and not yet handed downstream; shutdown waits for them
         self._releasing = 0
@@ -184,8 +190,8 @@ class ScoringSpanProcessor(SpanProcessor):
         for key in ("sampled", "scored", "failed", "dropped", "held_timeout"):
             counts.setdefault(key, 0)
         counts["held"] = len(self._held)
-        counts["queued"] = self._worker.pending
-        counts["running"] = self._worker.running
+        counts["queued"] = self._worker.pending + self._fast.pending
+        counts["running"] = self._worker.running + self._fast.running
         if self._isolation is not None:
             counts["in_thread"] = self._isolation.in_thread
         for name, sink in self._sinks.items():
@@ -229,7 +235,7 @@ class ScoringSpanProcessor(SpanProcessor):
         timeout = max(0, timeout_millis) / 1000
         deadline = time.monotonic() + timeout
         # scoring gets most of the time; the rest is kept for exporting what it released
-        idle = self._worker.wait_idle(timeout * _SCORING_SHARE)
+        idle = self._wait_idle(timeout * _SCORING_SHARE)
         self._release_all(reasons.FLUSH)
         for sink in self._sinks.values():
             idle = self._call_sink(sink, "force_flush", deadline - time.monotonic()) and idle
@@ -260,11 +266,12 @@ class ScoringSpanProcessor(SpanProcessor):
         wait = self._options.shutdown_timeout_s
         if timeout_millis is not None:
             wait = min(wait, max(0, timeout_millis) / 1000 * _SCORING_SHARE)
-        self._worker.wait_idle(wait)
+        self._wait_idle(wait)
         # a job stuck in blocking code cannot hold shutdown: held spans are released regardless
-        for never_run in self._worker.stop(timeout=min(0.5, wait)):
-            job = never_run.args[0]  # type: ignore[attr-defined]
-            self._count_shutdown_drop(job.candidate, job.candidate.scorers)
+        for worker in (self._fast, self._worker):
+            for never_run in worker.stop(timeout=min(0.5, wait)):
+                job = never_run.args[0]  # type: ignore[attr-defined]
+                self._count_shutdown_drop(job.candidate, job.scorers)
         if self._isolation is not None:
             self._isolation.stop(timeout=min(2.0, max(wait, 0.5)))
         self._release_all(reasons.SHUTDOWN)
@@ -276,6 +283,12 @@ class ScoringSpanProcessor(SpanProcessor):
             self._downstream.shutdown()
         except Exception:  # noqa: BLE001
             _log.warning("tracescore: downstream processor shutdown failed", exc_info=True)
+
+    def _wait_idle(self, timeout: float) -> bool:
+        """Wait for both lanes to be idle, `timeout` seconds in all."""
+        deadline = time.monotonic() + timeout
+        fast = self._fast.wait_idle(timeout)
+        return self._worker.wait_idle(max(0.0, deadline - time.monotonic())) and fast
 
     def offer(self, span: ReadableSpan, call: RecognisedCall) -> bool:
         """Score a finished span recognised as an agent call outside this process (the gateway,
@@ -436,23 +449,50 @@ class ScoringSpanProcessor(SpanProcessor):
                 candidate.scorers = tuple(s for s in candidate.scorers if s.sinks != {"span"})
         else:
             self._export(span, ())  # a failing downstream must not cost the scoring
-        job = _Job(span, candidate, time.time_ns())
-        if not self._worker.submit(functools.partial(self._run_job, job)):
-            self._log_once("queue_full", "tracescore: online scoring queue is full (%d jobs); "
-                           "dropping jobs (counted in tracescore.evaluation.dropped)",
-                           self._options.queue_size)
-            _release_budgets(candidate.scorers)
-            for online in candidate.scorers:
-                if online.scorer_id not in holding or held is not None:
-                    self._metrics.dropped(online.scorer_id, agent, reasons.QUEUE_FULL)
+        start_ns = time.time_ns()
+        judged = tuple(o for o in candidate.scorers if self._waits(o))
+        cheap = tuple(o for o in candidate.scorers if o not in judged)
+        for worker, scorers in ((self._fast, cheap), (self._worker, judged)):
+            if scorers and not worker.submit(functools.partial(
+                    self._run_job, _Job(span, candidate, start_ns, scorers))):
+                self._refused(key, span, scorers, holding, held is not None, agent)
+
+    def _waits(self, online: OnlineScorer) -> bool:
+        """Whether a run of `online` waits on something slow (a judge, the scoring process)."""
+        isolation = self._isolation
+        return (getattr(online.scorer, "uses_judge", True) is not False
+                or (isolation is not None and isolation.mode == "process"))
+
+    def _refused(self, key: tuple[int, int], span: ReadableSpan,
+                 scorers: tuple[OnlineScorer, ...], holding: dict[str, OnlineScorer],
+                 was_held: bool, agent: str | None) -> None:
+        """A full queue refused the job of `scorers`: count them, and mark them unscored on the
+        held span (exported once nothing else is waiting for it)."""
+        self._log_once("queue_full", "tracescore: online scoring queue is full (%d jobs); "
+                       "dropping jobs (counted in tracescore.evaluation.dropped)",
+                       self._options.queue_size)
+        _release_budgets(scorers)
+        for online in scorers:
+            if online.scorer_id not in holding or was_held:
+                self._metrics.dropped(online.scorer_id, agent, reasons.QUEUE_FULL)
+        if not was_held:
+            return
+        done = None
+        with self._lock:
+            held = self._held.get(key)
             if held is not None:
-                with self._lock:
-                    held = self._take(key)
-                if held is not None:
-                    try:
-                        self._unscored(span, holding, reasons.QUEUE_FULL, agent, count=False)
-                    finally:
-                        self._taken(1)
+                for online in scorers:
+                    if held.waiting.pop(online.scorer_id, None) is not None:
+                        held.events.append(unscored_event(
+                            scorer_id=online.scorer_id, scorer_name=online.scorer_name,
+                            reason=reasons.QUEUE_FULL, sampling_rate=online.rate))
+                if not held.waiting:
+                    done = self._take(key)
+        if done is not None:
+            try:
+                self._export(done.span, done.events)
+            finally:
+                self._taken(1)
 
     def _unscored(self, span: ReadableSpan, scorers: dict[str, OnlineScorer], reason: str,
                   agent: str | None, events: Sequence[EventPayload] = (), count: bool = True
@@ -478,10 +518,45 @@ class ScoringSpanProcessor(SpanProcessor):
 
     # --- worker side --------------------------------------------------------------------------------
     async def _run_job(self, job: _Job) -> None:
-        await asyncio.gather(*(self._run_scorer(job, online) for online in job.candidate.scorers))
+        tasks = [asyncio.ensure_future(self._run_scorer(job, online)) for online in job.scorers]
+        # a run whose only sink is a span already exported can no longer land: cancellable
+        watched = [t for o, t in zip(job.scorers, tasks) if o.sinks == {"span"}]
+        key = _key(job.span)
+        if watched:
+            with self._lock:
+                self._inflight.setdefault(key, []).extend(watched)
+        try:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        finally:
+            if watched:
+                with self._lock:
+                    left = [t for t in self._inflight.pop(key, ()) if t not in watched]
+                    if left:
+                        self._inflight[key] = left
+
+    def _cancel_inflight(self, keys: Sequence[tuple[int, int]]) -> None:
+        """Cancel the runs still scoring for spans just exported without them (any thread)."""
+        with self._lock:
+            tasks = [t for key in keys for t in self._inflight.pop(key, ())]
+        for task in tasks:
+            try:
+                task.get_loop().call_soon_threadsafe(task.cancel)
+            except RuntimeError:  # the worker's loop is closed: nothing left to cancel
+                pass
+
+    def _still_waited_for(self, job: _Job, online: OnlineScorer) -> bool:
+        """False when `online` only feeds the span and that span left without it."""
+        if online.sinks != {"span"}:
+            return True
+        with self._lock:
+            held = self._held.get(_key(job.span))
+            return held is not None and online.scorer_id in held.waiting
 
     async def _run_scorer(self, job: _Job, online: OnlineScorer) -> None:
         candidate = job.candidate
+        if not self._still_waited_for(job, online):
+            _release_budgets((online,))  # counted as dropped when the span was exported
+            return
         run_id = uuid.uuid4().hex
         result, error = None, None
         try:
@@ -514,21 +589,17 @@ class ScoringSpanProcessor(SpanProcessor):
         if online._budget is not None:
             online._budget.settle(_cost_of(result))
         events, error = self._result_events(online, result, error, run_id)
-        if error is None:
-            self._metrics.scored(online.scorer_id, agent, float(result.score))
-        else:
-            self._metrics.failed(online.scorer_id, agent, error_type(error))
-            self._log_once(f"failed:{online.scorer_id}:{error_type(error)}",
-                           "tracescore: online scorer %r failed (%s: %s); recorded as an "
-                           "evaluation event with error.type", online.scorer_id,
-                           error_type(error), finish_text(error_message(error)))
         span = job.span
+        # counted as scored (or failed) only where it lands; a span exported without it
+        # already counted it as dropped
+        landed = any(name != "span" for name in online.sinks) and not self._shutdown
         if "span" in online.sinks:
             key = _key(span)
             done = None
             with self._lock:
                 held = self._held.get(key)
                 if held is not None and held.waiting.pop(online.scorer_id, None) is not None:
+                    landed = True
                     held.events.extend(events)
                     if not held.waiting:
                         done = self._take(key)
@@ -537,6 +608,15 @@ class ScoringSpanProcessor(SpanProcessor):
                     self._export(done.span, done.events)
                 finally:
                     self._taken(1)
+        if landed and error is None:
+            self._metrics.scored(online.scorer_id, agent, float(result.score))
+        elif landed and error is not None:
+            self._metrics.failed(online.scorer_id, agent, error_type(error))
+        if error is not None:
+            self._log_once(f"failed:{online.scorer_id}:{error_type(error)}",
+                           "tracescore: online scorer %r failed (%s: %s); recorded as an "
+                           "evaluation event with error.type", online.scorer_id,
+                           error_type(error), finish_text(error_message(error)))
         if "carrier" in online.sinks and not self._shutdown:
             try:
                 self._downstream.on_end(carrier_span(
@@ -591,6 +671,7 @@ class ScoringSpanProcessor(SpanProcessor):
                 expired.append(held)
             for held in expired:
                 self._take(_key(held.span))
+        self._cancel_inflight([_key(held.span) for held in expired])
         try:
             for held in expired:
                 agent = _agent_name(held.span)
@@ -611,6 +692,7 @@ class ScoringSpanProcessor(SpanProcessor):
             released = list(self._held.values())
             self._held.clear()
             self._releasing += len(released)
+        self._cancel_inflight([_key(held.span) for held in released])
         try:
             for held in released:
                 self._unscored(held.span, held.waiting, reason, _agent_name(held.span),

@@ -12,21 +12,15 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from tracescore._exceptions import ScorerError
 from tracescore.scoring._base import (
-    STEP_PREPROCESS,
-    JudgeUsage,
-    Scorer,
     ScoreResult,
     check_scale,
     new_run_id,
     similarity_label,
 )
-from tracescore.scoring._inputs import InputError, answer_text, question_text
+from tracescore.scoring._code import NO_JUDGE, CodeScorer
 from tracescore.scoring._jstext import js_words, utf16_length, utf16_units
 from tracescore.scoring.relevancy import _merge_options
-
-_NO_JUDGE = JudgeUsage(model=None)
 
 
 def sequence_ratio(a: str, b: str) -> float:
@@ -54,12 +48,11 @@ def count_changes(a: str, b: str) -> int:
     return max(len(words_a), len(words_b)) - common
 
 
-class TextualDifferenceScorer(Scorer):
+class TextualDifferenceScorer(CodeScorer):
     """Sequence-matching ratio of the output with `ground_truth` (or with the input)."""
 
     id = "textual-difference"
     name = "Textual Difference"
-    uses_judge = False
 
     def __init__(self, *, scale: float = 1) -> None:
         self.scale = check_scale(scale)
@@ -71,13 +64,7 @@ class TextualDifferenceScorer(Scorer):
             run_id: str | None = None) -> ScoreResult:
         """Score one pair (pure computation: no event loop involved)."""
         run_id = run_id or new_run_id()
-        compared_with = "input" if ground_truth is None else "ground_truth"
-        try:
-            reference = question_text(input) if ground_truth is None else answer_text(ground_truth)
-            answer = answer_text(output)
-        except InputError as exc:
-            raise ScorerError(str(exc), scorer_id=self.id, step=STEP_PREPROCESS,
-                              partial={"run_id": run_id}) from exc
+        reference, answer, compared_with = self._texts(input, output, ground_truth, run_id)
         ratio = sequence_ratio(reference, answer)
         length_a, length_b = utf16_length(reference), utf16_length(answer)
         longest = max(length_a, length_b)
@@ -93,12 +80,8 @@ class TextualDifferenceScorer(Scorer):
             preprocess_step_result={"ratio": ratio, "confidence": 1 - length_diff,
                                     "changes": changes, "length_diff": length_diff,
                                     "compared_with": compared_with},
-            usage=_NO_JUDGE,
+            usage=NO_JUDGE,
         )
-
-    async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
-                   run_id: str | None = None) -> ScoreResult:
-        return self.run(input=input, output=output, ground_truth=ground_truth, run_id=run_id)
 
 
 def create_textual_difference_scorer(*, scale: float = 1,

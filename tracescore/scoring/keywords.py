@@ -15,21 +15,16 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from tracescore._exceptions import ScorerError
 from tracescore.scoring._base import (
-    STEP_PREPROCESS,
-    JudgeUsage,
-    Scorer,
     ScoreResult,
     _band,
     check_scale,
     new_run_id,
 )
-from tracescore.scoring._inputs import InputError, answer_text, question_text
+from tracescore.scoring._code import NO_JUDGE, CodeScorer
 from tracescore.scoring._jstext import JS_WHITESPACE
 from tracescore.scoring.relevancy import _merge_options
 
-_NO_JUDGE = JudgeUsage(model=None)
 _HTML_TAG = re.compile(r"<[^>]+>")
 _JS_WHITESPACE_CHAR = re.compile(f"[{re.escape(JS_WHITESPACE)}]")
 _URL = re.compile(r"https?://")
@@ -97,12 +92,11 @@ def coverage_label(score: float, scale: float) -> str:
     return _band(score / scale, ((0.8, "covered"), (0.5, "partially_covered")), "uncovered")
 
 
-class KeywordCoverageScorer(Scorer):
+class KeywordCoverageScorer(CodeScorer):
     """Share of the keywords of `ground_truth` (or of the input) that the output contains."""
 
     id = "keyword-coverage"
     name = "Keyword Coverage"
-    uses_judge = False
 
     def __init__(self, *, scale: float = 1) -> None:
         self.scale = check_scale(scale)
@@ -114,13 +108,7 @@ class KeywordCoverageScorer(Scorer):
             run_id: str | None = None) -> ScoreResult:
         """Score one pair (pure computation: no event loop involved)."""
         run_id = run_id or new_run_id()
-        compared_with = "input" if ground_truth is None else "ground_truth"
-        try:
-            reference = question_text(input) if ground_truth is None else answer_text(ground_truth)
-            answer = answer_text(output)
-        except InputError as exc:
-            raise ScorerError(str(exc), scorer_id=self.id, step=STEP_PREPROCESS,
-                              partial={"run_id": run_id}) from exc
+        reference, answer, compared_with = self._texts(input, output, ground_truth, run_id)
         wanted, found = extract_keywords(reference), extract_keywords(answer)
         present = set(found)
         matched = sum(1 for keyword in wanted if keyword in present)
@@ -135,12 +123,8 @@ class KeywordCoverageScorer(Scorer):
             preprocess_step_result={"reference_keywords": wanted, "response_keywords": found,
                                     "compared_with": compared_with},
             analyze_step_result={"total_keywords": len(wanted), "matched_keywords": matched},
-            usage=_NO_JUDGE,
+            usage=NO_JUDGE,
         )
-
-    async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
-                   run_id: str | None = None) -> ScoreResult:
-        return self.run(input=input, output=output, ground_truth=ground_truth, run_id=run_id)
 
 
 def create_keyword_coverage_scorer(*, scale: float = 1,

@@ -13,17 +13,14 @@ from itertools import islice
 from operator import sub
 from typing import Any, Literal
 
-from tracescore._exceptions import ConfigurationError, ScorerError
+from tracescore._exceptions import ConfigurationError
 from tracescore.scoring._base import (
-    STEP_PREPROCESS,
-    JudgeUsage,
-    Scorer,
     ScoreResult,
     check_scale,
     new_run_id,
     similarity_label,
 )
-from tracescore.scoring._inputs import InputError, answer_text, question_text
+from tracescore.scoring._code import NO_JUDGE, CodeScorer
 from tracescore.scoring.relevancy import _merge_options
 
 try:  # the C helper behind Counter.update; a plain dict skips Counter's own overhead
@@ -133,7 +130,6 @@ def dice_similarity(a: str, b: str) -> float:
     return 2.0 * _common_bigrams(data_a, data_b, unit) / (len_a + len_b - 2)
 
 
-_NO_JUDGE = JudgeUsage(model=None)  # frozen, so one instance serves every result
 ALGORITHMS: tuple[str, ...] = ("dice", "ratio", "partial_ratio", "token_set_ratio",
                                "token_sort_ratio", "jaro_winkler", "levenshtein")
 _METRICS: dict[str, Callable[[str, str], float]] = {"dice": dice_similarity}
@@ -169,12 +165,11 @@ _DESCRIPTIONS = {
 }
 
 
-class ContentSimilarityScorer(Scorer):
+class ContentSimilarityScorer(CodeScorer):
     """String similarity of the output with `ground_truth` (or with the input when absent)."""
 
     id = "content-similarity"
     name = "Content Similarity"
-    uses_judge = False
 
     def __init__(self, *, ignore_case: bool = True, ignore_whitespace: bool = True,
                  algorithm: str = "dice", scale: float = 1) -> None:
@@ -219,13 +214,7 @@ class ContentSimilarityScorer(Scorer):
             run_id: str | None = None) -> ScoreResult:
         """Score one pair (pure computation: no event loop involved)."""
         run_id = run_id or new_run_id()
-        compared_with = "input" if ground_truth is None else "ground_truth"
-        try:
-            reference = question_text(input) if ground_truth is None else answer_text(ground_truth)
-            answer = answer_text(output)
-        except InputError as exc:
-            raise ScorerError(str(exc), scorer_id=self.id, step=STEP_PREPROCESS,
-                              partial={"run_id": run_id}) from exc
+        reference, answer, compared_with = self._texts(input, output, ground_truth, run_id)
         processed_reference, processed_output = self._process(reference), self._process(answer)
         if processed_reference == processed_output:
             value = 1.0
@@ -240,12 +229,8 @@ class ContentSimilarityScorer(Scorer):
                                     "processed_output": processed_output,
                                     "compared_with": compared_with},
             analyze_step_result={"similarity": value},
-            usage=_NO_JUDGE,
+            usage=NO_JUDGE,
         )
-
-    async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
-                   run_id: str | None = None) -> ScoreResult:
-        return self.run(input=input, output=output, ground_truth=ground_truth, run_id=run_id)
 
 
 def create_content_similarity_scorer(*, ignore_case: bool = True, ignore_whitespace: bool = True,

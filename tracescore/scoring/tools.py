@@ -17,10 +17,10 @@ from itertools import pairwise
 from typing import Any
 
 from tracescore._exceptions import ConfigurationError, ScorerError
-from tracescore.scoring._base import STEP_PREPROCESS, JudgeUsage, Scorer, ScoreResult, new_run_id
+from tracescore.scoring._base import STEP_PREPROCESS, ScoreResult, new_run_id
+from tracescore.scoring._code import NO_JUDGE, CodeScorer
 from tracescore.scoring.relevancy import _merge_options
 
-_NO_JUDGE = JudgeUsage(model=None)
 _CALL_PART_TYPES = {"tool_use", "tool-call", "tool_call", "function_call"}
 _MAX_DEPTH = 8
 
@@ -89,12 +89,11 @@ def order_matches(actual: Sequence[str], expected: Sequence[str], strict: bool) 
     return all(a < b for a, b in pairwise(firsts))
 
 
-class ToolCallAccuracyScorer(Scorer):
+class ToolCallAccuracyScorer(CodeScorer):
     """1 when the output's tool calls meet the expectation, else 0."""
 
     id = "tool-call-accuracy"
     name = "Tool Call Accuracy"
-    uses_judge = False
 
     def __init__(self, *, expected_tool: str | None = None,
                  expected_tool_order: Sequence[str] | None = None,
@@ -146,12 +145,8 @@ class ToolCallAccuracyScorer(Scorer):
                 "expected_tool": tool, "expected_tool_order": list(order) if order else None,
                 "actual_tools": actual, "strict_mode": strict, "has_tool_calls": bool(actual),
                 "correct_tool_called": correct_tool, "correct_order_called": correct_order},
-            usage=_NO_JUDGE,
+            usage=NO_JUDGE,
         )
-
-    async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
-                   run_id: str | None = None) -> ScoreResult:
-        return self.run(input=input, output=output, ground_truth=ground_truth, run_id=run_id)
 
 
 def create_tool_call_accuracy_scorer(*, expected_tool: str | None = None,

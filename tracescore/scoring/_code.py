@@ -1,0 +1,34 @@
+"""The shared shape of scorers that compute without a judge: a pure `run()` that `arun()` calls,
+and the two texts they compare (the output with the ground truth, or with the input)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracescore._exceptions import ScorerError
+from tracescore.scoring._base import STEP_PREPROCESS, JudgeUsage, Scorer, ScoreResult
+from tracescore.scoring._inputs import InputError, answer_text, question_text
+
+NO_JUDGE = JudgeUsage(model=None)  # frozen, so one instance serves every result
+
+
+class CodeScorer(Scorer):
+    """A scorer whose `run()` is pure computation (no judge, no event loop)."""
+
+    uses_judge = False
+
+    def _texts(self, input: Any, output: Any, ground_truth: Any,
+               run_id: str) -> tuple[str, str, str]:
+        """(reference text, output text, what the reference is: "input" or "ground_truth");
+        unusable values raise a ScorerError at the preprocess step."""
+        compared_with = "input" if ground_truth is None else "ground_truth"
+        try:
+            reference = question_text(input) if ground_truth is None else answer_text(ground_truth)
+            return reference, answer_text(output), compared_with
+        except InputError as exc:
+            raise ScorerError(str(exc), scorer_id=self.id, step=STEP_PREPROCESS,
+                              partial={"run_id": run_id}) from exc
+
+    async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
+                   run_id: str | None = None) -> ScoreResult:
+        return self.run(input=input, output=output, ground_truth=ground_truth, run_id=run_id)
