@@ -416,7 +416,8 @@ def _wait_count(sink: Sink, count: int, timeout: float) -> None:
 
 
 def overload_rss(workdir: Path, seconds: float) -> dict[str, float]:
-    """RSS of a gateway (and its scoring process) while offered ~10x what its next hop takes."""
+    """RSS of a gateway and its scoring process (once warm) while offered ~10x what its next hop
+    takes."""
     from tracescore.testing import StubLLMServer
     from tracescore.testing._stub_llm import Reply
 
@@ -444,9 +445,13 @@ def overload_rss(workdir: Path, seconds: float) -> dict[str, float]:
         threads = [threading.Thread(target=push, args=(i,), daemon=True) for i in range(3)]
         for thread in threads:
             thread.start()
+        # warm: the scoring process has imported litellm and made its first judge call (its
+        # RSS doubles meanwhile: start-up, not growth)
+        stub.wait_for_requests(1, timeout=120)
         time.sleep(3)
-        pids = [gateway.pid, *_children(gateway.pid)]
+        pids = [gateway.pid, *_children(gateway.pid)]  # the gateway and its scoring process
         first = sum(_rss(p) for p in pids)
+        first_by_pid = [_rss(p) for p in pids]
         peak, samples = first, []
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
@@ -454,13 +459,16 @@ def overload_rss(workdir: Path, seconds: float) -> dict[str, float]:
             now = sum(_rss(p) for p in pids)
             samples.append(now)
             peak = max(peak, now)
+        last_by_pid = [_rss(p) for p in pids]
         stop.set()
         for thread in threads:
             thread.join(35)
         gateway.close()
         sink.close()
     return {"rss_start_mb": first, "rss_end_mb": samples[-1] if samples else first,
-            "rss_peak_mb": peak, "growth_mb": peak - first, "seconds": seconds}
+            "rss_peak_mb": peak, "growth_mb": peak - first, "seconds": seconds,
+            "processes": len(pids),
+            "rss_by_process_mb": [[a, b] for a, b in zip(first_by_pid, last_by_pid)]}
 
 
 def _children(pid: int) -> list[int]:
