@@ -43,7 +43,7 @@ demo-phoenix: $(STAMP)
 # headless Chromium for the browser test (Debian's package; needs root, skipped when installed)
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
-		(apt-get install -y -qq chromium || (apt-get update -qq && apt-get install -y -qq chromium)) \
+		(export DEBIAN_FRONTEND=noninteractive; apt-get install -y -qq chromium || (apt-get update -qq && apt-get install -y -qq chromium)) \
 		|| echo "make chromium: could not install chromium (needs root and Debian's apt);" \
 			"tests/test_phoenix_browser.py will fail until it is installed"; }
 

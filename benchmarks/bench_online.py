@@ -19,6 +19,11 @@
    Target: 90% of ideal.
 4. RSS growth (this process plus the scoring process) while agents run at 10x the ideal
    scoring throughput for 60 s (`--quick`: 15 s). Target: < 50 MB.
+5. Overload with a slow judge and a hanging one (more calls than the judge can take, spans held
+   `max_wait_s`): judge requests per relevancy score that landed on its span (ideal 3, one per
+   step: runs whose span already left never start or are cancelled) and the share of spans
+   carrying their (judge-free) similarity score (target 100%: that lane never waits behind
+   the judge).
 
     python benchmarks/bench_online.py [--quick] [--json PATH]
 """
@@ -412,6 +417,68 @@ def memory_under_overload(
     }
 
 
+# --- 5. overload: the judge spent on scores that land ------------------------------------------
+class _Collect(SpanExporter):
+    def __init__(self) -> None:
+        self.spans: list[ReadableSpan] = []
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.spans.extend(spans)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        pass
+
+
+def overload_landing(judge_delay_s: float, max_wait_s: float, calls: int) -> dict[str, float]:
+    from tracescore.scoring._judge import check_judge
+    from tracescore.testing import Reply, StubLLMServer
+
+    def respond(request: Any) -> Reply:
+        step = request.get("response_format", {}).get("json_schema", {}).get("name", "")
+        content: Any = ({"statements": [ANSWER]} if step.endswith("statements") else
+                        {"results": [{"result": "yes", "reason": "r"}]}
+                        if step.endswith("verdicts") else {"reason": "The score is 1 because."})
+        return Reply(content=content, delay=judge_delay_s)
+
+    collect = _Collect()
+    with StubLLMServer(responder=respond) as stub:
+        relevancy = tracescore.create_answer_relevancy_scorer(
+            model="openai/bench-judge", api_base=stub.base_url, api_key="sk-test", timeout=120,
+            max_retries=0)
+        check_judge(relevancy.judge)  # imports litellm: import time is not what is measured
+        processor = ScoringSpanProcessor(
+            SimpleSpanProcessor(collect),
+            [OnlineScorer(relevancy, timeout_s=120), tracescore.create_content_similarity_scorer()],
+            concurrency=4, queue_size=calls + 10, max_wait_s=max_wait_s, isolation="thread")
+        activate(processor)
+        for _ in range(calls):
+            quick_agent(QUESTION)
+        processor.force_flush(120_000)
+        activate(None)
+        stats = processor.stats()
+        close(processor)
+        requests = len(stub.requests)
+    landed: dict[str, int] = {}
+    for span in collect.spans:
+        for event in span.events:
+            attributes = event.attributes or {}
+            if event.name == "gen_ai.evaluation.result" and \
+                    "gen_ai.evaluation.score.value" in attributes:
+                scorer = str(attributes["tracescore.scorer.id"])
+                landed[scorer] = landed.get(scorer, 0) + 1
+    relevant = landed.get("answer-relevancy", 0)
+    return {
+        "calls": calls,
+        "judge_requests": requests,
+        "relevancy_landed": relevant,
+        "requests_per_landed": requests / relevant if relevant else float("inf"),
+        "similarity_landed_share": landed.get("content-similarity", 0) / calls,
+        "stats_scored": stats["scored"],
+        "landed_total": sum(landed.values()),
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="shorter run (smoke)")
@@ -513,6 +580,19 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         f"(scored {memory['scored']}, dropped {memory['dropped']})",
     )
     figures["memory_overload"] = memory
+
+    # 5
+    cases = {"slow judge (0.2 s per call, max_wait 2 s)": overload_landing(0.2, 2.0, 200),
+             "hanging judge (60 s per call, max_wait 1 s)": overload_landing(60.0, 1.0, 200)}
+    print_table(
+        [[name, r["calls"], r["judge_requests"], r["relevancy_landed"],
+          r["requests_per_landed"], r["similarity_landed_share"] * 100,
+          r["stats_scored"] == r["landed_total"]] for name, r in cases.items()],
+        ["case", "calls", "judge requests", "relevancy landed", "requests per landed (ideal 3)",
+         "% similarity landed", "stats == landed"],
+        title="5. overload: judge requests per landed score, judge-free lane",
+    )
+    figures["overload_landing"] = cases
     figures["rss_end_mb"] = rss_mb()
     write_json(args.json_path, figures)
     return figures

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from hypothesis import example, given, settings
@@ -194,3 +195,16 @@ def test_whole_text_route_equals_word_by_word(text: str) -> None:
     cleaned = keywords._HTML_TAG.sub("", text).strip(keywords.JS_WHITESPACE)
     expected = keywords._keywords_by_word(cleaned) if cleaned else []
     assert extract_keywords(text) == expected
+
+
+def test_recorded_tool_calls_in_the_input_count_when_the_output_has_none() -> None:
+    from tracescore import run_evals
+
+    scorer = create_tool_call_accuracy_scorer(expected_tool_order=["search", "refund"])
+    items: list[dict[str, Any]] = [
+        {"input": {"prompt": "refund order 7", "tool_calls": ["search", "refund"]}},
+        {"input": {"prompt": "refund order 8", "tool_calls": [{"name": "refund"}]}}]
+    result = run_evals(items, [scorer], lambda item: "Done.")
+    assert [r.scores["tool-call-accuracy"].score for r in result.items] == [1.0, 0.0]
+    # calls in the output take precedence
+    assert scorer.run(input=items[0]["input"], output={"tool_calls": ["refund"]}).score == 0

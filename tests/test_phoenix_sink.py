@@ -8,6 +8,7 @@ that hangs (the agent must not wait), and a full queue (dropped and counted).
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -437,3 +438,41 @@ def test_the_demo_annotates_in_phoenix_when_phoenix_is_configured(
     assert len(notes) == 12  # 6 questions x 2 scorers
     assert {(n["name"], n["annotator_kind"]) for n in notes} == {
         ("answer-relevancy", "LLM"), ("content-similarity", "CODE")}
+
+
+def test_a_forked_child_sends_its_own_annotations(scripted: ScriptedPhoenix) -> None:
+    sink = PhoenixSink(scripted.url, flush_interval_s=0.05)
+    try:
+        sink.emit(_record(1))
+        assert sink.force_flush(10)  # the parent's sending thread is running
+        pid = os.fork()
+        if pid == 0:  # the child: the parent's thread does not exist here
+            code = 1
+            try:
+                sink.emit(_record(2))
+                code = 0 if sink.force_flush(10) and sink.stats()["sent"] == 1 else 1
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert sorted(int(a["span_id"], 16) for a in scripted.annotations()) == [1, 2]
+    finally:
+        sink.shutdown(5)
+
+
+def test_shutdown_with_a_hanging_phoenix_counts_what_it_could_not_send() -> None:
+    from opentelemetry.sdk.trace import SpanProcessor
+
+    with ScriptedPhoenix() as server:
+        server.release.clear()  # Phoenix takes the request and never answers
+        sink = PhoenixSink(server.url, batch_size=1, flush_interval_s=0.01, timeout_s=60)
+        processor = ScoringSpanProcessor(
+            SpanProcessor(), [OnlineScorer(tracescore.create_content_similarity_scorer(),
+                                           sinks="phoenix")],
+            sinks={"phoenix": sink}, shutdown_timeout_s=1.0, isolation="thread")
+        for span_id in range(1, 4):
+            processor._call_sink(sink, "emit", _record(span_id))
+        assert server.arrived.wait(20)
+        processor.shutdown()  # bounded by shutdown_timeout_s, not by Phoenix
+        stats = processor.stats()
+        assert stats["phoenix.dropped.shutdown"] == 2 and stats["phoenix.sent"] == 0

@@ -113,3 +113,42 @@ def test_the_config_example_in_the_scorers_page_loads(tmp_path: Path) -> None:
     path.write_text(block)
     scorers = [online.scorer for online in load_gateway_config(path, environ={}).scorers or ()]
     assert [s.id for s in scorers] == ["keyword-coverage", "tool-call-accuracy"]
+
+
+def _command(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(Path(sys.executable).parent / "tracescore"), *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+
+
+def test_the_eval_command_runs_tool_call_accuracy_with_its_options(tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text(
+        "def answer(question):\n"
+        "    calls = ['search', 'refund'] if 'refund' in question else ['search']\n"
+        "    return {'text': 'done', 'tool_calls': calls}\n")
+    (tmp_path / "items.jsonl").write_text(
+        json.dumps({"input": "refund order 7"}) + "\n" + json.dumps({"input": "find x"}) + "\n")
+    results = tmp_path / "results.json"
+    done = _command("eval", "items.jsonl", "--target", "agent.py:answer", "-s",
+                    "tool-call-accuracy", "--scorer-option",
+                    "tool-call-accuracy.expected_tool_order=[search, refund]",
+                    "--scorer-option", "tool_call_accuracy.strict_mode=true",
+                    "--output", str(results), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(results.read_text())
+    assert data["scores"] == {"tool-call-accuracy": 0.5}
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["-s", "tool-call-accuracy"], ("expected_tool or expected_tool_order is required (scorer "
+                                    "tool-call-accuracy: set options with --scorer-option")),
+    (["-s", "similarity", "--scorer-option", "keyword-coverage.scale=2"],
+     "--scorer-option for a scorer that does not run: keyword-coverage"),
+    (["--scorer-option", "scale=2"], "bad scorer option 'scale=2'; write it as SCORER.NAME=VALUE"),
+    (["-s", "keyword-coverage", "--scorer-option", "keywords.colour=red"],
+     "unexpected keyword argument 'colour'"),
+])
+def test_bad_scorer_options_are_clear_errors(args: list[str], message: str,
+                                             tmp_path: Path) -> None:
+    done = _command("score", "-i", "q", "-o", "a", *args, cwd=tmp_path)
+    assert done.returncode == 2
+    assert message in " ".join(done.stderr.split())

@@ -8,7 +8,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracescore._cli_setup import SetupError, build_scorers, load_target, parse_thresholds
+from tracescore._cli_setup import (
+    SetupError,
+    build_scorers,
+    load_target,
+    parse_scorer_options,
+    parse_thresholds,
+)
 
 if TYPE_CHECKING:
     from tracescore._setup import TracescoreHandle
@@ -17,7 +23,8 @@ if TYPE_CHECKING:
 _RESULT_SUFFIXES = (".json", ".csv")
 
 
-def run_eval_command(*, dataset: Path, target: str, scorer_names: Sequence[str], concurrency: int,
+def run_eval_command(*, dataset: Path, target: str, scorer_names: Sequence[str],
+                     scorer_option_specs: Sequence[str] = (), concurrency: int,
                      threshold_specs: Sequence[str], output: Path | None, model: str,
                      name: str | None, spans_file: Path | None, endpoint: str | None,
                      show_items: bool) -> bool | None:
@@ -37,7 +44,8 @@ def run_eval_command(*, dataset: Path, target: str, scorer_names: Sequence[str],
         raise SetupError(str(exc)) from None
     thresholds = parse_thresholds(threshold_specs)
     agent = load_target(target)
-    scorers = build_scorers(list(scorer_names), model)  # none named: both scorers
+    scorers = build_scorers(list(scorer_names), model,  # none named: relevancy and similarity
+                            parse_scorer_options(scorer_option_specs))
     missing = set(thresholds) - {s.id for s in scorers}
     if missing:
         raise SetupError(f"--threshold for a scorer that does not run: {', '.join(sorted(missing))}"
@@ -79,13 +87,13 @@ def run_eval_command(*, dataset: Path, target: str, scorer_names: Sequence[str],
 
 
 def run_score_command(*, input_text: str, output_text: str, ground_truth: str | None,
-                      scorer_names: Sequence[str], model: str,
-                      as_json: bool) -> list[ScoreResult] | None:
+                      scorer_names: Sequence[str], model: str, as_json: bool,
+                      scorer_option_specs: Sequence[str] = ()) -> list[ScoreResult] | None:
     """Score one pair with each scorer and print the results; None when a scorer failed."""
     from tracescore import _cli_render as render
     from tracescore._exceptions import TracescoreError
 
-    scorers = build_scorers(list(scorer_names), model)
+    scorers = build_scorers(list(scorer_names), model, parse_scorer_options(scorer_option_specs))
     out, err = render.console(), render.console(stderr=True)
     results: list[ScoreResult] = []
     for scorer in scorers:

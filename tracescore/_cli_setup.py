@@ -6,7 +6,7 @@ import importlib
 import importlib.util
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,10 +16,9 @@ if TYPE_CHECKING:
 ENV_JUDGE_MODEL = "TRACESCORE_JUDGE_MODEL"
 OFFLINE_MODEL = "tracescore/offline"
 
-# the names the command offers (tracescore.scoring._registry resolves them; scorers that need
-# options, such as tool-call-accuracy, are built from a gateway config or in Python)
+# the names the command offers (tracescore.scoring._registry resolves them)
 SCORER_NAMES = ("relevancy", "answer-relevancy", "similarity", "content-similarity",
-                "textual-difference", "keyword-coverage")
+                "textual-difference", "keyword-coverage", "tool-call-accuracy")
 DEFAULT_SCORERS = ("answer-relevancy", "content-similarity")
 
 
@@ -43,24 +42,51 @@ def scorer_id(name: str) -> str:
         raise SetupError(str(exc)) from None
 
 
-def build_scorers(names: Sequence[str], model: str) -> list[Scorer]:
-    """One scorer per distinct name (default: relevancy and similarity), judged by `model`."""
+def build_scorers(names: Sequence[str], model: str,
+                  options: Mapping[str, Mapping[str, Any]] | None = None) -> list[Scorer]:
+    """One scorer per distinct name (default: relevancy and similarity), judged by `model`,
+    built with its `options` (by scorer id, from `parse_scorer_options`)."""
     from tracescore._exceptions import ConfigurationError
     from tracescore.scoring import AnswerRelevancyScorer
     from tracescore.scoring._judge import check_judge
     from tracescore.scoring._registry import create_scorer
 
     ids = list(dict.fromkeys(scorer_id(n) for n in names)) or list(DEFAULT_SCORERS)
+    unused = sorted(set(options or {}) - set(ids))
+    if unused:
+        raise SetupError(f"--scorer-option for a scorer that does not run: {', '.join(unused)} "
+                         f"(add it with --scorer)")
     scorers: list[Scorer] = []
-    try:
-        for sid in ids:
-            scorer = create_scorer(sid, model=model)
+    for sid in ids:
+        try:
+            scorer = create_scorer(sid, (options or {}).get(sid), model=model)
             if isinstance(scorer, AnswerRelevancyScorer):
                 check_judge(scorer.judge)  # a typo fails now, not on the first item
-            scorers.append(scorer)
-    except ConfigurationError as exc:
-        raise SetupError(str(exc)) from None
+        except ConfigurationError as exc:
+            raise SetupError(f"{exc} (scorer {sid}: set options with --scorer-option "
+                             f"{sid}.NAME=VALUE)") from None
+        scorers.append(scorer)
     return scorers
+
+
+def parse_scorer_options(values: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """`["tool-call-accuracy.expected_tool=search"]` -> `{"tool-call-accuracy": {...}}`; each
+    VALUE is read as YAML (`3`, `true`, `[a, b]`), anything else stays a string."""
+    import yaml
+
+    options: dict[str, dict[str, Any]] = {}
+    for raw in values:
+        target, sep, text = raw.partition("=")
+        name, dot, key = target.partition(".")
+        if not sep or not dot or not key.strip():
+            raise SetupError(f"bad scorer option {raw!r}; write it as SCORER.NAME=VALUE, e.g. "
+                             f"tool-call-accuracy.expected_tool=search")
+        try:
+            value = yaml.safe_load(text) if text.strip() else text
+        except yaml.YAMLError:
+            value = text
+        options.setdefault(scorer_id(name), {})[key.strip()] = value
+    return options
 
 
 def parse_thresholds(values: Sequence[str]) -> dict[str, float]:

@@ -71,6 +71,9 @@ def demo(spans_file: Path, judge_model: str | None) -> None:
                    "(sync or async; called with each item's input).")
 @click.option("--scorer", "-s", "scorers", multiple=True, type=_SCORER_CHOICE,
               help="Scorer to run (repeatable). Default: relevancy and similarity.")
+@click.option("--scorer-option", "scorer_options", multiple=True, metavar="SCORER.NAME=VALUE",
+              help="An option of a scorer (repeatable), e.g. "
+                   "tool-call-accuracy.expected_tool=search or textual-difference.scale=10.")
 @click.option("--concurrency", "-c", type=click.IntRange(min=1), default=4, show_default=True,
               help="Items evaluated at the same time.")
 @click.option("--threshold", "thresholds", multiple=True, metavar="SCORER=MIN",
@@ -84,7 +87,8 @@ def demo(spans_file: Path, judge_model: str | None) -> None:
               help="Also append the run's spans to this OTLP JSON-lines file.")
 @click.option("--items/--no-items", "show_items", default=True, show_default=True,
               help="Print the per-item table.")
-def eval_command(dataset: Path, target: str, scorers: Sequence[str], concurrency: int,
+def eval_command(dataset: Path, target: str, scorers: Sequence[str],
+                 scorer_options: Sequence[str], concurrency: int,
                  thresholds: Sequence[str], output: Path | None, judge_model: str | None,
                  name: str | None, spans_file: Path | None, show_items: bool) -> None:
     """Score TARGET's answers over DATASET (.jsonl, .json or .csv).
@@ -105,7 +109,8 @@ def eval_command(dataset: Path, target: str, scorers: Sequence[str], concurrency
 
     try:
         passed = run_eval_command(
-            dataset=dataset, target=target, scorer_names=scorers, concurrency=concurrency,
+            dataset=dataset, target=target, scorer_names=scorers,
+            scorer_option_specs=scorer_options, concurrency=concurrency,
             threshold_specs=thresholds, output=output, model=_model(judge_model), name=name,
             spans_file=spans_file, endpoint=_otlp_endpoint(),
             show_items=show_items,
@@ -126,10 +131,13 @@ def eval_command(dataset: Path, target: str, scorers: Sequence[str], concurrency
                                            "against it; without it, against the input).")
 @click.option("--scorer", "-s", "scorers", multiple=True, type=_SCORER_CHOICE,
               help="Scorer to run (repeatable). Default: relevancy and similarity.")
+@click.option("--scorer-option", "scorer_options", multiple=True, metavar="SCORER.NAME=VALUE",
+              help="An option of a scorer (repeatable), e.g. "
+                   "tool-call-accuracy.expected_tool=search or textual-difference.scale=10.")
 @click.option("--judge-model", metavar="MODEL", help=_JUDGE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 def score(input_text: str, output_text: str, ground_truth: str | None, scorers: Sequence[str],
-          judge_model: str | None, as_json: bool) -> None:
+          scorer_options: Sequence[str], judge_model: str | None, as_json: bool) -> None:
     """Score one input/output pair and print the full result: score, label, reason and the
     judge's step prompts and results.
 
@@ -142,6 +150,7 @@ def score(input_text: str, output_text: str, ground_truth: str | None, scorers: 
     try:
         results = run_score_command(input_text=input_text, output_text=output_text,
                                     ground_truth=ground_truth, scorer_names=scorers,
+                                    scorer_option_specs=scorer_options,
                                     model=_model(judge_model), as_json=as_json)
     except SetupError as exc:
         raise CommandError(str(exc)) from None

@@ -3,7 +3,8 @@ order? No judge.
 
 The tool calls are read from the output: OpenAI-style chat messages (`tool_calls`), content
 parts of type `tool_use`/`tool-call`, a chat completion response, or a dict with a `tool_calls`
-list (of names or of call dicts). The rules are the reference system's
+list (of names or of call dicts). When the output has none, a `tool_calls` list in an input
+dict is used (a dataset item recording the calls of a past run). The rules are the reference system's
 `createToolCallAccuracyScorerCode`: no call scores 0; with `expected_tool_order`, strict mode
 wants exactly that sequence and lenient mode wants each tool's first call after the previous
 one's; with `expected_tool`, strict mode wants it as the only call, lenient mode among the calls.
@@ -124,6 +125,8 @@ class ToolCallAccuracyScorer(CodeScorer):
         run_id = run_id or new_run_id()
         try:
             actual = tool_call_names(output)
+            if not actual and isinstance(input, Mapping) and "tool_calls" in input:
+                actual = tool_call_names({"tool_calls": input["tool_calls"]})  # recorded calls
         except Exception as exc:  # an odd output object is a preprocess failure
             raise ScorerError(f"cannot read tool calls from the output: {exc}", scorer_id=self.id,
                               step=STEP_PREPROCESS, partial={"run_id": run_id}) from exc
