@@ -479,17 +479,22 @@ class ScoringSpanProcessor(SpanProcessor):
         for online in scorers:
             if online.scorer_id not in holding or was_held:
                 self._metrics.dropped(online.scorer_id, agent, reasons.QUEUE_FULL)
-        if not was_held:
-            return
-        done = None
+        if was_held:
+            self._settle(key, {o.scorer_id: [unscored_event(
+                scorer_id=o.scorer_id, scorer_name=o.scorer_name, reason=reasons.QUEUE_FULL,
+                sampling_rate=o.rate)] for o in scorers})
+
+    def _settle(self, key: tuple[int, int], events: dict[str, list[EventPayload]]) -> bool:
+        """Put the events of the scorers in `events` on the held span `key` if it still waits
+        for them, and export it once it waits for nothing. True when any of them landed."""
+        done, landed = None, False
         with self._lock:
             held = self._held.get(key)
             if held is not None:
-                for online in scorers:
-                    if held.waiting.pop(online.scorer_id, None) is not None:
-                        held.events.append(unscored_event(
-                            scorer_id=online.scorer_id, scorer_name=online.scorer_name,
-                            reason=reasons.QUEUE_FULL, sampling_rate=online.rate))
+                for scorer_id, payloads in events.items():
+                    if held.waiting.pop(scorer_id, None) is not None:
+                        landed = True
+                        held.events.extend(payloads)
                 if not held.waiting:
                     done = self._take(key)
         if done is not None:
@@ -497,6 +502,7 @@ class ScoringSpanProcessor(SpanProcessor):
                 self._export(done.span, done.events)
             finally:
                 self._taken(1)
+        return landed
 
     def _unscored(self, span: ReadableSpan, scorers: dict[str, OnlineScorer], reason: str,
                   agent: str | None, events: Sequence[EventPayload] = (), count: bool = True
@@ -598,20 +604,7 @@ class ScoringSpanProcessor(SpanProcessor):
         # already counted it as dropped
         landed = any(name != "span" for name in online.sinks) and not self._shutdown
         if "span" in online.sinks:
-            key = _key(span)
-            done = None
-            with self._lock:
-                held = self._held.get(key)
-                if held is not None and held.waiting.pop(online.scorer_id, None) is not None:
-                    landed = True
-                    held.events.extend(events)
-                    if not held.waiting:
-                        done = self._take(key)
-            if done is not None:
-                try:
-                    self._export(done.span, done.events)
-                finally:
-                    self._taken(1)
+            landed = self._settle(_key(span), {online.scorer_id: events}) or landed
         if landed and error is None:
             self._metrics.scored(online.scorer_id, agent, float(result.score))
         elif landed and error is not None:
