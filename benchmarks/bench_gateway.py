@@ -337,7 +337,7 @@ def latency(addresses: dict[str, str], sink: Sink, requests: int,
 
 
 def scoring(replicas: int, workdir: Path, judge_latency_s: float, spans: int,
-            concurrency: int) -> dict[str, float]:
+            concurrency: int) -> dict[str, Any]:
     """Scores/s over `spans` agent spans split by trace id over `replicas` gateways."""
     from tracescore.testing import StubLLMServer
     from tracescore.testing._stub_llm import Reply
@@ -415,7 +415,7 @@ def _wait_count(sink: Sink, count: int, timeout: float) -> None:
         time.sleep(0.02)
 
 
-def overload_rss(workdir: Path, seconds: float) -> dict[str, float]:
+def overload_rss(workdir: Path, seconds: float) -> dict[str, Any]:
     """RSS of a gateway and its scoring process (once warm) while offered ~10x what its next hop
     takes."""
     from tracescore.testing import StubLLMServer
