@@ -6,15 +6,15 @@ keyword coverage, tool-call accuracy), plus the judges.
 """
 
 from tracescore.scoring._base import JudgeUsage, Scorer, ScoreResult
-from tracescore.scoring._judge import (
+from tracescore.scoring._judge_api import (
     OFFLINE_MODEL,
     Judge,
     JudgeAuthenticationError,
     JudgeReply,
     JudgeRequest,
     JudgeStepError,
-    LiteLLMJudge,
 )
+from tracescore.scoring._litellm_judge import LiteLLMJudge
 from tracescore.scoring._offline import OfflineJudge
 from tracescore.scoring.difference import TextualDifferenceScorer, create_textual_difference_scorer
 from tracescore.scoring.keywords import KeywordCoverageScorer, create_keyword_coverage_scorer

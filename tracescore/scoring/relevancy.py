@@ -26,15 +26,15 @@ from tracescore.scoring._base import (
     relevancy_label,
 )
 from tracescore.scoring._inputs import InputError, answer_text, question_text
-from tracescore.scoring._judge import (
+from tracescore.scoring._judge_api import (
     Judge,
     JudgeAuthenticationError,
     JudgeReply,
     JudgeRequest,
     JudgeStepError,
-    resolve_judge,
 )
 from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS, check_max_chars, prepare
+from tracescore.scoring._resolve import resolve_judge
 
 _TWO_PLACES = Decimal("0.01")
 _SKIPPED_EMPTY = "empty output: the judge was not called"

@@ -1,4 +1,4 @@
-"""The judge layer: one structured-output call per scorer step, through litellm or offline.
+"""The LiteLLM judge: one structured-output call per scorer step, through litellm.
 
 `LiteLLMJudge` asks for JSON natively (response_format), validates the reply against the
 step's schema, falls back once to a prompt that spells the schema out, and retries transient
@@ -22,92 +22,28 @@ import logging
 import random
 import re
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any, Literal
 
-from tracescore._exceptions import ConfigurationError, JudgeError
+from tracescore._exceptions import ConfigurationError
 from tracescore._litellm_support import import_litellm as _import_litellm
 from tracescore._litellm_support import quiet_litellm
 from tracescore._suppress import suppressed
 from tracescore.scoring._base import JudgeUsage
+from tracescore.scoring._judge_api import (
+    OFFLINE_MODEL,
+    JudgeAuthenticationError,
+    JudgeReply,
+    JudgeRequest,
+    JudgeStepError,
+)
 
 logger = logging.getLogger("tracescore.scoring")
 
-OFFLINE_MODEL = "tracescore/offline"
 JsonMode = Literal["json_schema", "json_object", "prompt"]
 _JSON_MODES = ("json_schema", "json_object", "prompt")
 # litellm arguments the judge owns itself
 _RESERVED_KWARGS = {"model", "messages", "response_format", "stream", "num_retries", "max_retries"}
-
-
-@dataclass(frozen=True, kw_only=True)
-class JudgeRequest:
-    """One scorer step for the judge: the prompts to send and the reply schema expected.
-
-    `data` carries the step's inputs as structured values, for judges that do not read
-    prompts (the offline judge); `task` names what the step asks for. `reference` is the
-    caller's ground truth, offered as background knowledge to judges that have none of their
-    own (the offline judge); it is never part of the prompts, so LLM judges are sent exactly
-    what the reference system sends.
-    """
-
-    step: str
-    task: str
-    system: str
-    prompt: str
-    schema_name: str
-    schema: dict[str, Any]
-    validate: Callable[[Any], dict[str, Any]]
-    data: Mapping[str, Any] = field(default_factory=dict)
-    reference: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class JudgeReply:
-    """A validated judge reply with the raw text it came from and what it cost.
-
-    `notes` are facts about how the judge reached the reply that the scorer records in the
-    step result (the offline judge: that it used the ground truth as reference knowledge).
-    """
-
-    data: dict[str, Any]
-    raw: str
-    usage: JudgeUsage
-    prompt: str  # the user prompt finally sent (the fallback prompt when the fallback ran)
-    notes: Mapping[str, Any] = field(default_factory=dict)
-
-
-@runtime_checkable
-class Judge(Protocol):
-    """Anything that can answer a JudgeRequest: `model` names it in results and spans."""
-
-    model: str
-
-    async def judge(self, request: JudgeRequest) -> JudgeReply:
-        """Answer one step; raise JudgeStepError when no valid reply can be had."""
-        ...
-
-
-class JudgeStepError(JudgeError):
-    """A judge step failed for good; carries the step name and the usage spent on it."""
-
-    def __init__(self, message: str, *, step: str, model: str | None, usage: JudgeUsage,
-                 raw_reply: str | None = None, retryable: bool = False,
-                 prompt: str | None = None) -> None:
-        super().__init__(f"judge {model!r} failed at step {step!r}: {message}", model=model,
-                         raw_reply=raw_reply, retryable=retryable)
-        self.step = step
-        self.usage = usage
-        self.prompt = prompt
-
-
-class JudgeAuthenticationError(JudgeStepError):
-    """The judge's API key is missing, invalid or refused (never retried).
-
-    Every run would fail the same way, so scorers raise it as it is rather than as a
-    `ScorerError` of one step.
-    """
 
 
 # --- configuration checks --------------------------------------------------------------------
@@ -490,31 +426,3 @@ def _reply_text(response: Any) -> str | None:
         return response.choices[0].message.content
     except (AttributeError, IndexError, TypeError):
         return None
-
-
-def check_judge(judge: Judge) -> None:
-    """Check a judge's whole configuration now (for a LiteLLMJudge: imports litellm)."""
-    if isinstance(judge, LiteLLMJudge):
-        judge.check()
-
-
-def resolve_judge(model: Any, judge_kwargs: Mapping[str, Any]) -> Judge:
-    """A Judge from a model string ("tracescore/offline" = the offline judge) or Judge object."""
-    from tracescore.scoring._offline import OfflineJudge
-
-    if isinstance(model, str):
-        if model.strip() == OFFLINE_MODEL:
-            if judge_kwargs:
-                raise ConfigurationError(
-                    f"the offline judge takes no options, got {', '.join(sorted(judge_kwargs))}")
-            return OfflineJudge()
-        return LiteLLMJudge(model, **judge_kwargs)
-    if isinstance(model, Judge):
-        if judge_kwargs:
-            raise ConfigurationError(
-                "judge options (" + ", ".join(sorted(judge_kwargs)) + ") only apply to a model "
-                "string; configure the Judge object itself instead")
-        return model
-    raise ConfigurationError(
-        f"model must be a litellm model string (e.g. 'openai/gpt-4o-mini'), "
-        f"'{OFFLINE_MODEL}', or a Judge object; got {model!r}")
