@@ -553,7 +553,7 @@ def test_shutdown_does_not_close_downstream_under_a_span_being_released(make) ->
     downstream = _GatedDownstream(exporter)
     h = make([LengthScorer(gate=threading.Event())], downstream=downstream, max_wait_s=0.05,
              shutdown_timeout_s=0.1)
-    waits = h.processor._released = _AnnouncedWaits(h.processor._released)  # type: ignore[assignment]
+    waits = h.processor._released = _AnnouncedWaits(h.processor._released)
     span = h.call()
     assert downstream.exporting.wait(20)
     closing = threading.Thread(target=h.processor.shutdown)
