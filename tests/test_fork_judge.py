@@ -15,6 +15,7 @@ import textwrap
 from typing import Any
 
 import pytest
+from _helpers import SCORING_BUDGET_S
 
 from tracescore import _semconv as sc
 from tracescore.testing import OTLPReceiver, StubLLMServer
@@ -23,7 +24,8 @@ APP = """
 import os, sys
 import tracescore
 
-tracescore.configure(exporter="otlp-http", endpoint={endpoint!r}, online={{"isolation": "thread"}},
+tracescore.configure(exporter="otlp-http", endpoint={endpoint!r},
+                     online={{"isolation": "thread", "max_wait_s": {budget}}},
                      scorers=[tracescore.create_answer_relevancy_scorer(
                          model="openai/judge-stub", api_base={api_base!r}, api_key="sk-test",
                          timeout=5, max_retries=0)])
@@ -33,17 +35,17 @@ def geo(question):
     return "Paris."
 
 geo("parent before fork?")
-assert tracescore.flush(30)
+assert tracescore.flush({budget})
 for n in range({children}):
     pid = os.fork()
     if pid == 0:
         if {child_scores}:
             geo("child " + str(n) + "?")
-            tracescore.flush(30)
+            tracescore.flush({budget})
         {child_exit}
     os.waitpid(pid, 0)
     geo("parent after child " + str(n) + "?")
-    assert tracescore.flush(30)
+    assert tracescore.flush({budget})
 print("done")
 """
 
@@ -72,10 +74,10 @@ def test_a_forked_child_exiting_normally_leaves_the_parents_judge_working(
     app = tmp_path / "app.py"
     app.write_text(textwrap.dedent(APP).format(
         endpoint=otlp_receiver.http_endpoint, api_base=stub_llm.base_url, children=children,
-        child_scores=child_scores, child_exit=EXITS[exit_kind]))
+        child_scores=child_scores, child_exit=EXITS[exit_kind], budget=SCORING_BUDGET_S))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TRACESCORE_"))}
     done = subprocess.run([sys.executable, str(app)], env=env, capture_output=True, text=True,
-                          timeout=180, check=False, cwd=tmp_path)
+                          timeout=3 * SCORING_BUDGET_S, check=False, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "done" in done.stdout
 
