@@ -146,6 +146,10 @@ class Sink:
     def count(self) -> int:
         return int(self.spans.value)
 
+    @property
+    def pid(self) -> int:
+        return int(self._process.pid or 0)
+
     def arrivals(self) -> dict[bytes, int]:
         self._conn.send("arrivals")
         return self._conn.recv()
@@ -333,7 +337,7 @@ def latency(addresses: dict[str, str], sink: Sink, requests: int,
 
 
 def scoring(replicas: int, workdir: Path, judge_latency_s: float, spans: int,
-            concurrency: int) -> dict[str, float]:
+            concurrency: int) -> dict[str, Any]:
     """Scores/s over `spans` agent spans split by trace id over `replicas` gateways."""
     from tracescore.testing import StubLLMServer
     from tracescore.testing._stub_llm import Reply
@@ -364,23 +368,43 @@ def scoring(replicas: int, workdir: Path, judge_latency_s: float, spans: int,
                 _wait_count(sink, index + 1, 120)
             base = sink.count
             exports = [_stub(g.address) for g in gateways]
-            bodies = []
-            for _ in range(spans):
+            # routed by trace id; ids drawn until every replica has the same share, as the
+            # ideal assumes (a random split of 320 spans is about 5 % uneven, and the run
+            # lasts as long as its busiest replica)
+            bodies: list[tuple[int, bytes]] = []
+            share = [spans // replicas] * replicas
+            while len(bodies) < spans:
                 trace_id = rng.randbytes(16)
-                bodies.append((int.from_bytes(trace_id, "big") % replicas,
-                               agent_request(rng, trace_id)))
+                replica = int.from_bytes(trace_id, "big") % replicas
+                if share[replica]:
+                    share[replica] -= 1
+                    bodies.append((replica, agent_request(rng, trace_id)))
+            cpu = CpuShare({
+                "gateways": lambda: [g.pid for g in gateways],
+                "scoring processes": lambda: [c for g in gateways for c in _children(g.pid)],
+                "sink": lambda: [sink.pid],
+                "stub judge and benchmark client": lambda: [os.getpid()],
+            })
+            cpu.start()
             start = time.perf_counter()
             for replica, body in bodies:
                 exports[replica](body, timeout=30)
             _wait_count(sink, base + spans, 600)
             elapsed = time.perf_counter() - start
+            shares = cpu.stop()
         finally:
             for gateway in gateways:
                 gateway.close()
             sink.close()
     measured = spans / elapsed
     ideal = replicas * concurrency / (3 * judge_latency_s)
-    return {"scores_per_s": measured, "ideal_per_s": ideal, "ratio": 100.0 * measured / ideal}
+    waited = shares.pop("waited_for_a_cpu_s")
+    # a scoring slot's time per score beyond its 3 judge calls, against the time our processes'
+    # threads (gateway, scoring, sink) were ready to run but waited for a CPU, per score
+    outside = elapsed * replicas * concurrency / spans - 3 * judge_latency_s
+    return {"scores_per_s": measured, "ideal_per_s": ideal, "ratio": 100.0 * measured / ideal,
+            "cpu_share": shares, "outside_judge_ms_per_score": 1000 * outside,
+            "waited_for_a_cpu_ms_per_score": 1000 * waited / spans}
 
 
 def _wait_count(sink: Sink, count: int, timeout: float) -> None:
@@ -391,8 +415,9 @@ def _wait_count(sink: Sink, count: int, timeout: float) -> None:
         time.sleep(0.02)
 
 
-def overload_rss(workdir: Path, seconds: float) -> dict[str, float]:
-    """RSS of a gateway (and its scoring process) while offered ~10x what its next hop takes."""
+def overload_rss(workdir: Path, seconds: float) -> dict[str, Any]:
+    """RSS of a gateway and its scoring process (once warm) while offered ~10x what its next hop
+    takes."""
     from tracescore.testing import StubLLMServer
     from tracescore.testing._stub_llm import Reply
 
@@ -420,9 +445,13 @@ def overload_rss(workdir: Path, seconds: float) -> dict[str, float]:
         threads = [threading.Thread(target=push, args=(i,), daemon=True) for i in range(3)]
         for thread in threads:
             thread.start()
+        # warm: the scoring process has imported litellm and made its first judge call (its
+        # RSS doubles meanwhile: start-up, not growth)
+        stub.wait_for_requests(1, timeout=120)
         time.sleep(3)
-        pids = [gateway.pid, *_children(gateway.pid)]
+        pids = [gateway.pid, *_children(gateway.pid)]  # the gateway and its scoring process
         first = sum(_rss(p) for p in pids)
+        first_by_pid = [_rss(p) for p in pids]
         peak, samples = first, []
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
@@ -430,21 +459,90 @@ def overload_rss(workdir: Path, seconds: float) -> dict[str, float]:
             now = sum(_rss(p) for p in pids)
             samples.append(now)
             peak = max(peak, now)
+        last_by_pid = [_rss(p) for p in pids]
         stop.set()
         for thread in threads:
             thread.join(35)
         gateway.close()
         sink.close()
     return {"rss_start_mb": first, "rss_end_mb": samples[-1] if samples else first,
-            "rss_peak_mb": peak, "growth_mb": peak - first, "seconds": seconds}
+            "rss_peak_mb": peak, "growth_mb": peak - first, "seconds": seconds,
+            "processes": len(pids),
+            "rss_by_process_mb": [[a, b] for a, b in zip(first_by_pid, last_by_pid)]}
 
 
 def _children(pid: int) -> list[int]:
+    """Child processes of `pid` (started from any of its threads)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            found += [int(p) for p in task.read_text().split()]
+        except OSError:
+            continue
+    return found
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of one process so far (0 once it is gone)."""
     try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
-        return []
-    return [int(p) for p in text.split()]
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _wait_s(pid: int) -> float:
+    """Seconds the threads of `pid` spent runnable but waiting for a CPU (/proc schedstat)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        try:
+            total += int(task.read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return total / 1e9
+
+
+def _machine_cpu_s() -> tuple[float, float]:
+    """(busy, steal) CPU seconds of the whole machine so far, all cores (from /proc/stat)."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = values[:8]
+    tick = os.sysconf("SC_CLK_TCK")
+    return (user + nice + system + irq + softirq) / tick, steal / tick
+
+
+class CpuShare:
+    """CPU seconds used by named groups of processes (and by everything else on the machine)
+    between `start()` and `stop()`, as shares of the machine's capacity (cores x wall time)."""
+
+    def __init__(self, groups: dict[str, Callable[[], list[int]]]) -> None:
+        self._groups = groups
+        self._pids: dict[str, list[int]] = {}
+        self._start: dict[str, float] = {}
+
+    def _sample(self) -> dict[str, float]:
+        sample = {name: sum(_cpu_s(p) for p in self._pids[name]) for name in self._groups}
+        sample.update({f"{name}_wait": sum(_wait_s(p) for p in self._pids[name])
+                       for name in self._groups})
+        sample["machine"], sample["steal"] = _machine_cpu_s()
+        sample["wall"] = time.monotonic()
+        return sample
+
+    def start(self) -> None:
+        self._pids = {name: pids() for name, pids in self._groups.items()}
+        self._start = self._sample()
+
+    def stop(self) -> dict[str, float]:
+        end = self._sample()
+        delta = {k: end[k] - self._start[k] for k in end}
+        capacity = (os.cpu_count() or 1) * delta["wall"]
+        ours = sum(delta[name] for name in self._groups)
+        shares = {f"{name}_pct": 100.0 * delta[name] / capacity for name in self._groups}
+        shares["other work on the machine_pct"] = 100.0 * max(0.0, delta["machine"] - ours) \
+            / capacity
+        shares["machine busy_pct"] = 100.0 * delta["machine"] / capacity
+        shares["steal_pct"] = 100.0 * delta["steal"] / capacity
+        shares["waited_for_a_cpu_s"] = sum(delta[f"{name}_wait"] for name in self._groups)
+        return shares
 
 
 def _rss(pid: int) -> float:
@@ -508,7 +606,7 @@ def main() -> None:
                                                     200 if args.quick else 1000)
         if "scoring" in parts:
             judge_latency = 0.5  # as bench_online's throughput run: ideal 5.3 scores/s a replica
-            spans = 60 if args.quick else 160
+            spans = 64 if args.quick else 160  # multiples of the concurrency
             results["scoring"] = {f"{n} replica{'s' if n > 1 else ''}": scoring(
                 n, workdir, judge_latency, spans * n, concurrency=8) for n in (1, 2)}
             print_table([[k, v["scores_per_s"], v["ideal_per_s"], v["ratio"]]
@@ -516,6 +614,23 @@ def main() -> None:
                         ["replicas", "scores/s", "ideal/s", "% of ideal"],
                         title=f"Scoring throughput (relevancy, 3 judge calls of {judge_latency} "
                               "s, concurrency 8 per replica)")
+            print_table([[k, v["outside_judge_ms_per_score"], v["waited_for_a_cpu_ms_per_score"]]
+                         for k, v in results["scoring"].items()],
+                        ["replicas", "slot time outside the judge ms/score",
+                         "our threads waiting for a CPU ms/score"],
+                        title="Where the time beyond the judge goes")
+            names = list(next(iter(results["scoring"].values()))["cpu_share"])
+            print_table([[k, *(v["cpu_share"][n] for n in names)]
+                         for k, v in results["scoring"].items()],
+                        ["replicas", *(n.removesuffix("_pct") for n in names)],
+                        title="CPU during the scoring runs, % of the machine (cores x wall time)")
+            for name, run in results["scoring"].items():
+                share = run["cpu_share"]
+                if share["machine busy_pct"] >= 90 and run["ratio"] < 100:
+                    print(f"{name}: the machine was saturated (busy "
+                          f"{share['machine busy_pct']:.0f} %, {share['other work on the machine_pct']:.0f}"
+                          " % by other work): the gap to the ideal is time our threads waited "
+                          "for a CPU, not CPU the gateway used.")
         if "memory" in parts:
             results["memory"] = memory = overload_rss(workdir, 15.0 if args.quick else 60.0)
             print_table([[memory["seconds"], memory["rss_start_mb"], memory["rss_peak_mb"],

@@ -431,7 +431,7 @@ class _Collect(SpanExporter):
 
 
 def overload_landing(judge_delay_s: float, max_wait_s: float, calls: int) -> dict[str, float]:
-    from tracescore.scoring._judge import check_judge
+    from tracescore.scoring._resolve import check_judge
     from tracescore.testing import Reply, StubLLMServer
 
     def respond(request: Any) -> Reply:

@@ -3,7 +3,7 @@
     python examples/demo_agent.py
 
 The agent itself (a notes tool, a canned "LLM" step and six trivia questions whose answers range
-from right to off topic) ships inside the package as tracescore/_demo_agent.py, so that
+from right to off topic) ships inside the package as tracescore/cli/_demo_agent.py, so that
 `tracescore demo` also works from an installed wheel. `answer` is the agent: use it as an eval
 target with `tracescore eval examples/trivia.jsonl --target examples/demo_agent.py:answer`.
 """
@@ -11,7 +11,7 @@ target with `tracescore eval examples/trivia.jsonl --target examples/demo_agent.
 from __future__ import annotations
 
 import tracescore
-from tracescore._demo_agent import QUESTIONS, answer
+from tracescore.cli._demo_agent import QUESTIONS, answer
 
 __all__ = ["QUESTIONS", "answer"]
 

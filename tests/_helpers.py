@@ -21,6 +21,11 @@ from tracescore.testing._tools import _file_lock, cache_dir
 GEO_ANSWER = "Paris is the capital of France."
 
 
+# A budget, not a timing: flush() and the waits return as soon as scoring is done. A judged scorer
+# runs in a scoring process that imports litellm before its first call, about 5 s of CPU, so over
+# 30 s of wall time on a loaded 2-core CI machine; held spans must outlive that (max_wait_s) too.
+SCORING_BUDGET_S = 120.0
+
 def shut_down_pipelines() -> None:
     """Shut down every pipeline a test configured and restore the default content settings."""
     while _setup._handles:

@@ -14,7 +14,7 @@ import pytest
 
 from tracescore import __version__
 from tracescore import _semconv as sc
-from tracescore._cli_otlp import read_spans
+from tracescore.cli._otlp import read_spans
 from tracescore.testing import Reply
 
 SCRIPT = Path(sys.executable).parent / "tracescore"
@@ -302,7 +302,7 @@ def test_demo_runs_from_an_installed_package_outside_the_checkout(tmp_path: Path
     work.mkdir()
     result = run("demo", "--spans-file", "demo.jsonl", cwd=work, env={"PYTHONPATH": str(site)})
     assert result.returncode == 0, result.stderr
-    agent_file = site / "tracescore" / "_demo_agent.py"
+    agent_file = site / "tracescore" / "cli" / "_demo_agent.py"
     assert f"Agent: trivia-agent ({agent_file})" in result.stdout  # the copy, not the checkout
     agents = [s for s in read_spans(work / "demo.jsonl") if s.name == "invoke_agent trivia-agent"]
     assert len(agents) == 6

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from opentelemetry.trace import StatusCode
 
 from tracescore import _semconv as sc
-from tracescore._cli_otlp import read_spans
+from tracescore.cli._otlp import read_spans
 from tracescore.evals import arun_evals, run_evals
 from tracescore.scoring import ContentSimilarityScorer, Scorer, ScoreResult
 

@@ -15,7 +15,7 @@ from tracescore import (
     create_answer_relevancy_scorer,
 )
 from tracescore.scoring import AnswerRelevancyScorer
-from tracescore.scoring._judge import parse_json_object, retry_after_seconds
+from tracescore.scoring._litellm_judge import parse_json_object, retry_after_seconds
 from tracescore.testing import StubLLMServer
 from tracescore.testing._stub_llm import Reply
 

@@ -108,7 +108,7 @@ _COMMON = ["temperature", "max_tokens", "api_base", "api_key", "top_p", "seed", 
 
 def _litellm_known() -> set[str]:
     from tracescore._litellm_support import import_litellm
-    from tracescore.scoring._judge import _OWN_OPTIONS, _known_litellm_kwargs
+    from tracescore.scoring._litellm_judge import _OWN_OPTIONS, _known_litellm_kwargs
 
     return _known_litellm_kwargs(import_litellm(), "openai/judge-stub", "openai") | set(
         _OWN_OPTIONS)

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from _helpers import shut_down_pipelines
+from _helpers import SCORING_BUDGET_S, shut_down_pipelines
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk._logs import LoggerProvider
@@ -107,10 +107,11 @@ def test_decorated_agent_span_arrives_with_its_scores(otlp_receiver: OTLPReceive
     handle = tracescore.configure(
         exporter=f"otlp-{protocol}", endpoint=endpoint(otlp_receiver, protocol),
         scorers=[relevancy(stub_llm), OnlineScorer(similarity, rate=1.0)],
+        online={"max_wait_s": SCORING_BUDGET_S},
     )
     with tracescore.ground_truth(ANSWER):
         assert support_agent(QUESTION) == ANSWER
-    assert handle.flush(20)
+    assert handle.flush(SCORING_BUDGET_S)
     (span,) = otlp_receiver.wait_for_spans(1)
     assert span.protocol == protocol and span.name == "invoke_agent support"
     events = result_events(span)
@@ -138,9 +139,10 @@ def test_scoring_works_with_content_capture_off(otlp_receiver: OTLPReceiver,
                                                 stub_llm: StubLLMServer) -> None:
     stub_llm.responder = judge_replies
     handle = tracescore.configure(exporter="otlp-http", endpoint=otlp_receiver.http_endpoint,
-                                  capture_content=False, scorers=[relevancy(stub_llm)])
+                                  capture_content=False, scorers=[relevancy(stub_llm)],
+                                  online={"max_wait_s": SCORING_BUDGET_S})
     support_agent(QUESTION)
-    assert handle.flush(20)
+    assert handle.flush(SCORING_BUDGET_S)
     (span,) = otlp_receiver.wait_for_spans(1)
     assert sc.GEN_AI_OUTPUT_MESSAGES not in span.attributes
     (rel,) = result_events(span).values()
@@ -247,7 +249,7 @@ def test_carrier_and_log_sinks_through_otlp(otlp_receiver: OTLPReceiver,
         online={"logger_provider": loggers},
     )
     support_agent(QUESTION)
-    assert handle.flush(20)
+    assert handle.flush(SCORING_BUDGET_S)
     agent, carrier = (otlp_receiver.wait_for_spans(2)[i] for i in (0, 1))
     if agent.name != "invoke_agent support":
         agent, carrier = carrier, agent
@@ -267,7 +269,7 @@ def test_carrier_and_log_sinks_through_otlp(otlp_receiver: OTLPReceiver,
 # --- judge faults -----------------------------------------------------------------------------------------
 def _configure_faulty(receiver: OTLPReceiver, scorer: Any, **online: Any) -> Any:
     return tracescore.configure(exporter="otlp-http", endpoint=receiver.http_endpoint,
-                                scorers=[scorer], online=online or None)
+                                scorers=[scorer], online={"max_wait_s": SCORING_BUDGET_S, **online})
 
 
 def test_judge_down_is_recorded_as_a_failure(otlp_receiver: OTLPReceiver) -> None:
@@ -277,7 +279,7 @@ def test_judge_down_is_recorded_as_a_failure(otlp_receiver: OTLPReceiver) -> Non
     handle = _configure_faulty(otlp_receiver, relevancy(api_base=base, max_retries=1))
     for _ in range(3):
         assert support_agent(QUESTION) == ANSWER
-    assert handle.flush(30)
+    assert handle.flush(SCORING_BUDGET_S)
     for span in assert_each_once(otlp_receiver, 3):
         rel = result_events(span)["answer-relevancy"]
         assert rel[sc.ERROR_TYPE] == "ScorerError" and rel[sc.TS_FAILED_STEP] == "preprocess"
@@ -293,7 +295,7 @@ def test_rate_limited_and_5xx_replies_are_retried(otlp_receiver: OTLPReceiver,
     stub_llm.responder = judge_replies
     handle = _configure_faulty(otlp_receiver, relevancy(stub_llm, max_retries=3))
     support_agent(QUESTION)
-    assert handle.flush(30)
+    assert handle.flush(SCORING_BUDGET_S)
     (span,) = assert_each_once(otlp_receiver, 1)
     assert result_events(span)["answer-relevancy"][sc.GEN_AI_EVALUATION_SCORE_VALUE] == 0.43
     assert len(stub_llm.requests) == 5
@@ -304,7 +306,7 @@ def test_persistent_server_errors_end_as_a_failure_event(otlp_receiver: OTLPRece
     stub_llm.responder = lambda request: Reply(status=500, content="boom")
     handle = _configure_faulty(otlp_receiver, relevancy(stub_llm, max_retries=2))
     support_agent(QUESTION)
-    assert handle.flush(30)
+    assert handle.flush(SCORING_BUDGET_S)
     (span,) = assert_each_once(otlp_receiver, 1)
     assert result_events(span)["answer-relevancy"][sc.ERROR_TYPE] == "ScorerError"
     assert len(stub_llm.requests) == 3  # first try + 2 retries
@@ -316,7 +318,7 @@ def test_malformed_judge_replies_fail_the_step_with_the_raw_reply(otlp_receiver:
     stub_llm.responder = lambda request: Reply(content="Sure! The statements are: Paris.")
     handle = _configure_faulty(otlp_receiver, relevancy(stub_llm))
     support_agent(QUESTION)
-    assert handle.flush(30)
+    assert handle.flush(SCORING_BUDGET_S)
     (span,) = assert_each_once(otlp_receiver, 1)
     rel = result_events(span)["answer-relevancy"]
     assert rel[sc.ERROR_TYPE] == "ScorerError" and rel[sc.TS_FAILED_STEP] == "preprocess"
@@ -336,7 +338,7 @@ def test_judge_slower_than_max_wait(otlp_receiver: OTLPReceiver, stub_llm: StubL
     (span,) = otlp_receiver.wait_for_spans(lambda s: s.name == "invoke_agent support", timeout=20)
     (why,) = span.events_named(sc.TS_UNSCORED)  # exported when max wait passed, without score
     assert why.attributes[sc.TS_UNSCORED_REASON] == "timeout"
-    assert handle.flush(30)  # the late score still reaches the carrier span
+    assert handle.flush(SCORING_BUDGET_S)  # the late score still reaches the carrier span
     (carrier,) = otlp_receiver.wait_for_spans(
         lambda s: s.name == "evaluation Answer Relevancy", timeout=20)
     assert result_events(carrier)["answer-relevancy"][sc.GEN_AI_EVALUATION_SCORE_VALUE] == 0.43
@@ -353,13 +355,14 @@ def test_burst_of_thousands_of_calls_every_span_arrives_once(
         BatchSpanProcessor(OTLPSpanExporter(endpoint=otlp_receiver.traces_url),
                            max_queue_size=20_000, max_export_batch_size=1000),
         scorers=[relevancy(stub_llm)], queue_size=30, concurrency=4,
+        max_wait_s=SCORING_BUDGET_S,  # a held span's reason must be the overload, not the wait
     )
     monkeypatch.setattr(pytest_plugin._switch, "delegate", processor)
     calls = 2000
     try:
         for _ in range(calls):
             support_agent(QUESTION)
-        assert processor.force_flush(60_000)
+        assert processor.force_flush(int(SCORING_BUDGET_S * 1000))
         stats = processor.stats()
     finally:
         processor.shutdown()
@@ -380,7 +383,7 @@ def test_shutdown_with_judge_calls_in_flight(otlp_receiver: OTLPReceiver,
                                concurrency=2)
     for _ in range(6):
         support_agent(QUESTION)
-    stub_llm.wait_for_requests(2)
+    stub_llm.wait_for_requests(2, timeout=SCORING_BUDGET_S)
     processor = processor_of(handle)
     handle.shutdown(2)  # bounded: the judge is far slower
     otlp_receiver.wait_for_spans(6)
@@ -409,7 +412,8 @@ import tracescore
 tracescore.configure(exporter="otlp-http", endpoint={endpoint!r}, scorers=[
     tracescore.create_content_similarity_scorer(),
     tracescore.create_answer_relevancy_scorer(  # judged: runs in the scoring process
-        model="openai/judge-stub", api_base={api_base!r}, api_key="sk-test", timeout=10)])
+        model="openai/judge-stub", api_base={api_base!r}, api_key="sk-test", timeout=10)],
+    online={{"max_wait_s": {budget}}})
 
 @tracescore.agent(name="support")
 def support(question):
@@ -417,7 +421,7 @@ def support(question):
 
 # the scoring process starts (and imports litellm: 5 s of CPU) before the call the test is about
 support("Paris is the capital of France.")
-assert tracescore.flush(120)
+assert tracescore.flush({budget})
 support("Paris is the capital of France.")
 print("done")  # no flush: interpreter exit must score and deliver this span
 """
@@ -427,10 +431,10 @@ def test_interpreter_exit_scores_and_exports_held_spans(otlp_receiver: OTLPRecei
                                                        stub_llm: StubLLMServer) -> None:
     stub_llm.responder = lambda request: judge_replies(request, delay=0.3)
     code = textwrap.dedent(_EXIT_APP).format(endpoint=otlp_receiver.http_endpoint,
-                                             api_base=stub_llm.base_url)
+                                             api_base=stub_llm.base_url, budget=SCORING_BUDGET_S)
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          timeout=120, check=False)
+                          timeout=2 * SCORING_BUDGET_S, check=False)
     assert done.returncode == 0, done.stderr
     otlp_receiver.wait_for_spans(2)
     for span in assert_each_once(otlp_receiver, 2):  # the second one is scored at exit
@@ -494,14 +498,15 @@ import tracescore
 # module level, no `if __name__ == "__main__":` guard: the scoring process must not re-run it
 tracescore.configure(exporter="otlp-http", endpoint={endpoint!r}, scorers=[
     tracescore.create_answer_relevancy_scorer(model="openai/judge-stub", api_base={api_base!r},
-                                              api_key="sk-test", timeout=10)])
+                                              api_key="sk-test", timeout=10)],
+    online={{"max_wait_s": {budget}}})
 
 @tracescore.agent(name="support")
 def support(question):
     return {answer!r}
 
 support({question!r})
-assert tracescore.flush(30)
+assert tracescore.flush({budget})
 print(json.dumps({{"litellm_in_agent_process": "litellm" in sys.modules}}))
 """
 
@@ -512,10 +517,10 @@ def test_a_script_without_main_guard_is_judged_in_the_scoring_process(
     app = tmp_path / "app.py"
     app.write_text(textwrap.dedent(_GUARDLESS_APP).format(
         endpoint=otlp_receiver.http_endpoint, api_base=stub_llm.base_url, answer=ANSWER,
-        question=QUESTION))
+        question=QUESTION, budget=SCORING_BUDGET_S))
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     done = subprocess.run([sys.executable, str(app)], env=env, capture_output=True, text=True,
-                          timeout=120, check=False, cwd=tmp_path)
+                          timeout=2 * SCORING_BUDGET_S, check=False, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     # the only output is the app's own: the script ran once, nothing leaked onto its stdout
     assert done.stdout.splitlines() == ['{"litellm_in_agent_process": false}']

@@ -10,7 +10,13 @@ from collections.abc import Iterator
 
 import pytest
 from _helpers import GEO_ANSWER as ANSWER
-from _helpers import geo_agent, geo_llm_and_judge, litellm_instrumented, shut_down_pipelines
+from _helpers import (
+    SCORING_BUDGET_S,
+    geo_agent,
+    geo_llm_and_judge,
+    litellm_instrumented,
+    shut_down_pipelines,
+)
 from opentelemetry import trace
 
 import tracescore
@@ -37,11 +43,11 @@ def _run_scored_agent(stub: StubLLMServer, protocol: str, endpoint: str) -> None
         exporter=f"otlp-{protocol}",
         endpoint=endpoint,
         scorers=[relevancy],
-        online={"max_wait_s": 20},
+        online={"max_wait_s": SCORING_BUDGET_S},
     )
     with litellm_instrumented():
         assert geo(QUESTION) == ANSWER
-    assert handle.flush(25)
+    assert handle.flush(SCORING_BUDGET_S)
 
 
 @pytest.mark.slow

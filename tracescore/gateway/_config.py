@@ -297,8 +297,8 @@ def host_port(value: str, key: str) -> tuple[str, int]:
 def build_online_scorers(specs: Sequence[Any] | None, judge_model: str | None, *,
                          base: Path) -> tuple[Any, ...]:
     """`OnlineScorer`s from `scoring.scorers` entries (dicts as in the YAML, or scorer objects)."""
-    from tracescore._cli_setup import DEFAULT_SCORERS
-    from tracescore._cli_setup import judge_model as pick_model
+    from tracescore.cli._setup import DEFAULT_SCORERS
+    from tracescore.cli._setup import judge_model as pick_model
     from tracescore.online._options import OnlineScorer, as_online_scorers
 
     model = pick_model(judge_model)
@@ -333,10 +333,10 @@ def build_online_scorers(specs: Sequence[Any] | None, judge_model: str | None, *
 
 
 def _scorer(name: str, options: Any, model: str, where: str) -> Any:
-    from tracescore._cli_setup import SetupError, load_target, scorer_id
+    from tracescore.cli._setup import SetupError, load_target, scorer_id
     from tracescore.scoring import AnswerRelevancyScorer
-    from tracescore.scoring._judge import check_judge
     from tracescore.scoring._registry import create_scorer
+    from tracescore.scoring._resolve import check_judge
 
     if not isinstance(options, Mapping):
         raise ConfigurationError(f"{where}.options must be a mapping, got {options!r}")
@@ -356,8 +356,8 @@ def _scorer(name: str, options: Any, model: str, where: str) -> Any:
 
 def _reference(value: Any, base: Path, where: str) -> dict[Any, Any]:
     """A reference dataset file (input -> ground_truth) as a mapping."""
-    from tracescore._cli_datasets import DatasetError, load_dataset
     from tracescore._content import lookup_key
+    from tracescore.cli._datasets import DatasetError, load_dataset
 
     file = Path(_text(where, value))
     if not file.is_absolute():

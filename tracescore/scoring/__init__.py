@@ -13,8 +13,8 @@ from tracescore.scoring._judge import (
     JudgeReply,
     JudgeRequest,
     JudgeStepError,
-    LiteLLMJudge,
 )
+from tracescore.scoring._litellm_judge import LiteLLMJudge
 from tracescore.scoring._offline import OfflineJudge
 from tracescore.scoring.difference import TextualDifferenceScorer, create_textual_difference_scorer
 from tracescore.scoring.keywords import KeywordCoverageScorer, create_keyword_coverage_scorer

@@ -32,9 +32,9 @@ from tracescore.scoring._judge import (
     JudgeReply,
     JudgeRequest,
     JudgeStepError,
-    resolve_judge,
 )
 from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS, check_max_chars, prepare
+from tracescore.scoring._resolve import resolve_judge
 
 _TWO_PLACES = Decimal("0.01")
 _SKIPPED_EMPTY = "empty output: the judge was not called"

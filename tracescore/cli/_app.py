@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from tracescore import __version__
-from tracescore._cli_setup import ENV_JUDGE_MODEL, SCORER_NAMES, SetupError
+from tracescore.cli._setup import ENV_JUDGE_MODEL, SCORER_NAMES, SetupError
 
 _SCORER_CHOICE = click.Choice(SCORER_NAMES, case_sensitive=False)
 _JUDGE_HELP = (f"Judge model for answer relevancy: a litellm model string such as "
@@ -54,8 +54,8 @@ def demo(spans_file: Path, judge_model: str | None) -> None:
     $OTEL_EXPORTER_OTLP_ENDPOINT is set, to that collector too. The file is then read back
     and each call is printed as a trace tree with its scores, labels and reasons.
     """
-    from tracescore._cli_setup import judge_model as pick_model
-    from tracescore._demo import run_demo
+    from tracescore.cli._demo import run_demo
+    from tracescore.cli._setup import judge_model as pick_model
 
     try:
         run_demo(spans_file=spans_file, model=pick_model(judge_model),
@@ -105,7 +105,7 @@ def eval_command(dataset: Path, target: str, scorers: Sequence[str],
     Example:
       tracescore eval questions.jsonl --target my_agent:answer --threshold relevancy=0.7
     """
-    from tracescore._cli_commands import run_eval_command
+    from tracescore.cli._commands import run_eval_command
 
     try:
         passed = run_eval_command(
@@ -145,7 +145,7 @@ def score(input_text: str, output_text: str, ground_truth: str | None, scorers: 
     Example:
       tracescore score -i "What is the capital of France?" -o "Paris." -s relevancy
     """
-    from tracescore._cli_commands import run_score_command
+    from tracescore.cli._commands import run_score_command
 
     try:
         results = run_score_command(input_text=input_text, output_text=output_text,
@@ -294,7 +294,7 @@ def _otlp_endpoint() -> str | None:
 
 
 def _model(option: str | None) -> str:
-    from tracescore._cli_setup import judge_model
+    from tracescore.cli._setup import judge_model
 
     return judge_model(option)
 

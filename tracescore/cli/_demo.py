@@ -1,6 +1,6 @@
 """`tracescore demo`: the example agent, traced and scored online, then read back from the export.
 
-Steps: import the demo agent (tracescore/_demo_agent.py, part of the package so an installed
+Steps: import the demo agent (tracescore/cli/_demo_agent.py, part of the package so an installed
 wheel can run it); configure() with both scorers and a file exporter (plus OTLP when an endpoint
 is set, and the "phoenix" sink when Phoenix's PHOENIX_ENDPOINT / PHOENIX_COLLECTOR_ENDPOINT is);
 ask the questions with their ground truth; flush; read the OTLP JSON file back and print one trace
@@ -13,16 +13,16 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tracescore._cli_setup import build_scorers
+from tracescore.cli._setup import build_scorers
 
 
 def run_demo(*, spans_file: Path, model: str, endpoint: str | None) -> None:
     from rich.rule import Rule
 
-    from tracescore import _cli_render as render
-    from tracescore import _demo_agent as demo
-    from tracescore._cli_commands import export_to
-    from tracescore._cli_otlp import children_of, read_spans
+    from tracescore.cli import _demo_agent as demo
+    from tracescore.cli import _render as render
+    from tracescore.cli._commands import export_to
+    from tracescore.cli._otlp import children_of, read_spans
     from tracescore.instrument._calls import ground_truth
 
     out = render.console()

@@ -16,7 +16,7 @@ from rich.tree import Tree
 from tracescore import _semconv as sc
 
 if TYPE_CHECKING:
-    from tracescore._cli_otlp import FileSpan
+    from tracescore.cli._otlp import FileSpan
     from tracescore.evals import EvalResult
     from tracescore.scoring import ScoreResult
 

@@ -48,8 +48,8 @@ def build_scorers(names: Sequence[str], model: str,
     built with its `options` (by scorer id, from `parse_scorer_options`)."""
     from tracescore._exceptions import ConfigurationError
     from tracescore.scoring import AnswerRelevancyScorer
-    from tracescore.scoring._judge import check_judge
     from tracescore.scoring._registry import create_scorer
+    from tracescore.scoring._resolve import check_judge
 
     ids = list(dict.fromkeys(scorer_id(n) for n in names)) or list(DEFAULT_SCORERS)
     unused = sorted(set(options or {}) - set(ids))

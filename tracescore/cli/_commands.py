@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracescore._cli_setup import (
+from tracescore.cli._setup import (
     SetupError,
     build_scorers,
     load_target,
@@ -31,9 +31,9 @@ def run_eval_command(*, dataset: Path, target: str, scorer_names: Sequence[str],
     """Evaluate, print the tables, write --output; returns the threshold verdict (None: none)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from tracescore import _cli_render as render
-    from tracescore._cli_datasets import DatasetError, load_dataset
     from tracescore._exceptions import ConfigurationError
+    from tracescore.cli import _render as render
+    from tracescore.cli._datasets import DatasetError, load_dataset
     from tracescore.evals import run_evals
 
     if output is not None and output.suffix.lower() not in _RESULT_SUFFIXES:
@@ -90,8 +90,8 @@ def run_score_command(*, input_text: str, output_text: str, ground_truth: str | 
                       scorer_names: Sequence[str], model: str, as_json: bool,
                       scorer_option_specs: Sequence[str] = ()) -> list[ScoreResult] | None:
     """Score one pair with each scorer and print the results; None when a scorer failed."""
-    from tracescore import _cli_render as render
     from tracescore._exceptions import TracescoreError
+    from tracescore.cli import _render as render
 
     scorers = build_scorers(list(scorer_names), model, parse_scorer_options(scorer_option_specs))
     out, err = render.console(), render.console(stderr=True)

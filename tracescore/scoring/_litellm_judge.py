@@ -1,0 +1,428 @@
+"""The LiteLLM judge: one structured-output call per scorer step, through litellm.
+
+`LiteLLMJudge` asks for JSON natively (response_format), validates the reply against the
+step's schema, falls back once to a prompt that spells the schema out, and retries transient
+transport failures (timeouts, connection errors, 429 with Retry-After, 5xx) with exponential
+back-off and jitter. Request errors are not retried, nor is a missing, invalid or refused API
+key: that is a `JudgeAuthenticationError` at once (providers report a missing key in several
+ways, some as a 500). The model string and keyword arguments are checked against litellm
+(`check()`) before the first call; only litellm-free checks run at construction, so building a
+scorer never imports litellm into the agent's process. Every call runs with
+instrumentation suppressed, so the judge never shows up as the user's own LLM spans, and with
+litellm's stdout help banners silenced (`quiet_litellm`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import email.utils
+import json
+import logging
+import random
+import re
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+from tracescore._exceptions import ConfigurationError
+from tracescore._litellm_support import import_litellm as _import_litellm
+from tracescore._litellm_support import quiet_litellm
+from tracescore._suppress import suppressed
+from tracescore.scoring._base import JudgeUsage
+from tracescore.scoring._judge import (
+    OFFLINE_MODEL,
+    JudgeAuthenticationError,
+    JudgeReply,
+    JudgeRequest,
+    JudgeStepError,
+)
+
+logger = logging.getLogger("tracescore.scoring")
+
+JsonMode = Literal["json_schema", "json_object", "prompt"]
+_JSON_MODES = ("json_schema", "json_object", "prompt")
+# litellm arguments the judge owns itself
+_RESERVED_KWARGS = {"model", "messages", "response_format", "stream", "num_retries", "max_retries"}
+
+
+# --- configuration checks --------------------------------------------------------------------
+# The judge's own keyword options (the rest go to litellm).
+_OWN_OPTIONS = ("timeout", "max_retries", "num_retries", "backoff_base_s", "backoff_max_s",
+                "max_retry_after_s", "json_mode")
+# Provider credential/location families litellm reads from keyword arguments by prefix.
+_PROVIDER_PREFIXES = ("aws_", "vertex_", "azure_", "watsonx_", "databricks_", "sagemaker_",
+                      "bedrock_", "oci_", "snowflake_")
+
+
+def _did_you_mean(name: str, candidates: Any) -> str:
+    close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def check_model_string(model: str) -> None:
+    """The checks of a judge model string that need no litellm (construction time)."""
+    if any(ch.isspace() for ch in model.strip()):
+        raise ConfigurationError(f"judge model {model!r} contains whitespace")
+    text = model.strip()
+    if text != OFFLINE_MODEL and (text.lower().startswith("tracescore/")
+                                  or difflib.get_close_matches(text, [OFFLINE_MODEL], cutoff=0.85)):
+        raise ConfigurationError(f"unknown judge model {model!r} (did you mean {OFFLINE_MODEL!r}?)")
+
+
+def _known_litellm_kwargs(litellm: Any, model: str, provider: str | None) -> set[str]:
+    """Keyword arguments litellm's completion call knows (for this provider)."""
+    import inspect
+
+    known = {name for name, p in inspect.signature(litellm.acompletion).parameters.items()
+             if p.kind is not inspect.Parameter.VAR_KEYWORD}
+    for attr in ("OPENAI_CHAT_COMPLETION_PARAMS",):
+        known.update(getattr(litellm, attr, ()) or ())
+    try:
+        from litellm.types.utils import all_litellm_params
+        known.update(all_litellm_params)
+    except ImportError:  # pragma: no cover - another litellm layout
+        pass
+    try:
+        known.update(litellm.get_supported_openai_params(model=model, custom_llm_provider=provider)
+                     or ())
+    except Exception:
+        logger.debug("litellm cannot list the parameters of %s", model, exc_info=True)
+    known.update(("extra_body", "api_base", "custom_llm_provider", "mock_response"))
+    return known
+
+
+# --- reply parsing ---------------------------------------------------------------------------
+_FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
+
+
+def parse_json_object(raw: str | None) -> dict[str, Any]:
+    """The JSON object in a reply (code fences and text around the object tolerated)."""
+    if raw is None or not raw.strip():
+        raise ValueError("the reply is empty")
+    text = _FENCE.sub("", raw.strip())
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        start, end = text.find("{"), text.rfind("}")
+        if start < 0 or end <= start:
+            raise ValueError("the reply contains no JSON object") from None
+        try:
+            value = json.loads(text[start:end + 1])
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"the reply is not valid JSON ({exc.msg})") from None
+    if not isinstance(value, dict):
+        # a reply of the wrong shape is bad data: callers catch ValueError to retry or fall back
+        raise ValueError(  # noqa: TRY004
+            f"the reply is JSON {type(value).__name__}, not an object"
+        )
+    return value
+
+
+def schema_instructions(request: JudgeRequest) -> str:
+    """The fallback prompt: the step prompt plus the reply schema spelled out."""
+    schema = json.dumps(request.schema, indent=2)
+    return (
+        f"{request.prompt}\n\n"
+        "Your reply must be one JSON object and nothing else: no code fences, no text before "
+        f"or after it. The object must validate against this JSON Schema ({request.schema_name}):"
+        f"\n{schema}"
+    )
+
+
+# --- transport errors ------------------------------------------------------------------------
+def _status(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _is_transient(exc: BaseException) -> bool:
+    """Timeouts, connection failures, 408/409/429 and 5xx are worth retrying."""
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError, ConnectionError)):
+        return True
+    import openai  # litellm's exceptions derive from openai's; litellm imports it anyway
+
+    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
+        return True
+    status = _status(exc)
+    return status is not None and (status in (408, 409, 429) or status >= 500)
+
+
+# How providers (through litellm) word a missing or refused key when the status says otherwise
+# (OpenAI's client: a 500 "Missing credentials"; Gemini: a connection error "Missing ... API key").
+_AUTH_TEXT = re.compile(r"missing credentials|api[ _-]?key|no key is set|unauthori[sz]ed|"
+                        r"authenticat|invalid[ _-]?(?:x-)?key", re.IGNORECASE)
+
+
+def _is_auth_failure(exc: BaseException) -> bool:
+    """A missing, invalid or refused API key (401/403, or a provider's words for it)."""
+    status = _status(exc)
+    if status in (401, 403):
+        return True
+    if status in (408, 409, 429) or isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        return False
+    try:
+        return bool(_AUTH_TEXT.search(str(exc)[:2000]))
+    except Exception:  # noqa: BLE001 - a broken __str__ is not an auth failure
+        return False
+
+
+def _is_rejection(exc: BaseException) -> bool:
+    """A 400/422: the request was refused, possibly because of `response_format`."""
+    return _status(exc) in (400, 422)
+
+
+def retry_after_seconds(exc: BaseException) -> float | None:
+    """Seconds asked for by a Retry-After (or retry-after-ms) header on the error, if any."""
+    headers: Any = None
+    response = getattr(exc, "response", None)
+    if response is not None:
+        headers = getattr(response, "headers", None)
+    if not headers:
+        headers = getattr(exc, "headers", None)
+    if not headers:
+        return None
+    if isinstance(headers, dict):  # a plain dict is case-sensitive; httpx.Headers is not
+        headers = {str(k).lower(): v for k, v in headers.items()}
+    try:
+        value_ms = headers.get("retry-after-ms")
+        if value_ms is not None:
+            return max(0.0, float(value_ms) / 1000.0)
+        value = headers.get("retry-after")
+    except (AttributeError, TypeError, ValueError):
+        return None
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(str(value))
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _describe(exc: BaseException) -> str:
+    status = _status(exc)
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    name = type(exc).__name__
+    prefix = f"{name} (HTTP {status})" if status else name
+    return f"{prefix}: {text[:300]}" if text else prefix
+
+
+# --- the litellm judge -----------------------------------------------------------------------
+class _Spend:
+    """Usage collected while one step runs."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.calls = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.cost: float | None = None
+        self.started = time.perf_counter()
+
+    def add_response(self, litellm: Any, response: Any) -> None:
+        usage = getattr(response, "usage", None)
+        self.input_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
+        self.output_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
+        hidden = getattr(response, "_hidden_params", None)
+        cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
+        if not isinstance(cost, (int, float)) or isinstance(cost, bool):
+            try:  # litellm priced the reply already, except for models it cannot price
+                with quiet_litellm():  # an unmapped model makes litellm print a provider banner
+                    cost = float(litellm.completion_cost(completion_response=response))
+            except Exception:  # noqa: BLE001 - litellm raises plain Exception for unmapped models
+                return  # unknown model or provider: the cost stays unknown
+        self.cost = (self.cost or 0.0) + float(cost)
+
+    def usage(self) -> JudgeUsage:
+        return JudgeUsage(model=self.model, calls=self.calls, input_tokens=self.input_tokens,
+                          output_tokens=self.output_tokens, cost_usd=self.cost,
+                          latency_ms=(time.perf_counter() - self.started) * 1000.0)
+
+
+class LiteLLMJudge:
+    """A judge reached through `litellm.acompletion` (any provider litellm supports).
+
+    `model` is a litellm model string (e.g. "openai/gpt-4o-mini"); extra keyword arguments
+    (api_base, api_key, temperature, ...) are passed to every litellm call. Retries are the
+    judge's own: litellm's are turned off.
+    """
+
+    def __init__(self, model: str, *, timeout: float = 60.0, max_retries: int = 3,
+                 backoff_base_s: float = 0.5, backoff_max_s: float = 20.0,
+                 max_retry_after_s: float = 60.0, json_mode: JsonMode = "json_schema",
+                 **litellm_kwargs: Any) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigurationError(f"judge model must be a non-empty litellm model string, got {model!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise ConfigurationError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise ConfigurationError(f"max_retries must be an int >= 0, got {max_retries!r}")
+        for name, value in (("backoff_base_s", backoff_base_s), ("backoff_max_s", backoff_max_s),
+                            ("max_retry_after_s", max_retry_after_s)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ConfigurationError(f"{name} must be a number >= 0, got {value!r}")
+        if json_mode not in _JSON_MODES:
+            raise ConfigurationError(f"json_mode must be one of {', '.join(_JSON_MODES)}, got {json_mode!r}")
+        if "num_retries" in litellm_kwargs:  # litellm's retry option becomes ours
+            max_retries = litellm_kwargs.pop("num_retries")
+            if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+                raise ConfigurationError(f"num_retries must be an int >= 0, got {max_retries!r}")
+        reserved = sorted(_RESERVED_KWARGS & litellm_kwargs.keys())
+        if reserved:
+            raise ConfigurationError(f"the judge sets these litellm arguments itself: {', '.join(reserved)}")
+        self.model = model
+        self.timeout = float(timeout)
+        self.max_retries = max_retries
+        self.backoff_base_s = float(backoff_base_s)
+        self.backoff_max_s = float(backoff_max_s)
+        self.max_retry_after_s = float(max_retry_after_s)
+        self.json_mode: JsonMode = json_mode
+        check_model_string(model)
+        self.litellm_kwargs = dict(litellm_kwargs)
+        self._checked = False
+        self._sleep: Callable[[float], Any] = asyncio.sleep  # tests may record the waits
+
+    def check(self) -> None:
+        """Check the model and keyword arguments against litellm; ConfigurationError if wrong.
+
+        Imports litellm (hence not done at construction: an agent whose judge runs in the
+        scoring process never loads it). Runs once, before the judge's first call; the CLI and
+        the gateway call it when they start.
+        """
+        if self._checked:
+            return
+        litellm = _import_litellm()
+        provider: str | None = self.litellm_kwargs.get("custom_llm_provider")
+        try:
+            with quiet_litellm():  # no provider banner on stdout
+                _, provider, _, _ = litellm.get_llm_provider(
+                    self.model, custom_llm_provider=provider,
+                    api_base=self.litellm_kwargs.get("api_base"))
+        except Exception:  # noqa: BLE001 - litellm raises several types for an unknown provider
+            prefix, _, rest = self.model.partition("/")
+            providers = [str(getattr(p, "value", p)) for p in getattr(litellm, "provider_list", ())]
+            close = difflib.get_close_matches(prefix, providers, n=1, cutoff=0.75) if rest else []
+            hint = f" (did you mean {close[0] + '/' + rest!r}?)" if close else ""
+            raise ConfigurationError(
+                f"unknown judge model {self.model!r}{hint}: litellm cannot tell its provider; use "
+                f"provider/model (e.g. openai/gpt-4o-mini) or {OFFLINE_MODEL}") from None
+        known = _known_litellm_kwargs(litellm, self.model, provider)
+        unknown = sorted(k for k in self.litellm_kwargs
+                         if k not in known and not k.startswith(_PROVIDER_PREFIXES))
+        if unknown:
+            name = unknown[0]
+            raise ConfigurationError(
+                f"unknown judge option {name!r}{_did_you_mean(name, [*known, *_OWN_OPTIONS])}"
+                + (f" (and {', '.join(map(repr, unknown[1:]))})" if unknown[1:] else "")
+                + f"; the judge takes {', '.join(_OWN_OPTIONS)} and litellm's completion "
+                "arguments; pass a provider parameter litellm does not list in extra_body={...}")
+        self._checked = True
+
+    def __repr__(self) -> str:
+        return f"LiteLLMJudge(model={self.model!r})"
+
+    async def judge(self, request: JudgeRequest) -> JudgeReply:
+        self.check()
+        litellm = _import_litellm()
+        spend = _Spend(self.model)
+        if self.json_mode != "prompt":
+            raw: str | None = None
+            try:
+                response = await self._complete(litellm, request, request.prompt,
+                                                 self._response_format(request), spend)
+                raw = _reply_text(response)
+                data = request.validate(parse_json_object(raw))
+                return JudgeReply(data=data, raw=raw or "", usage=spend.usage(),
+                                  prompt=request.prompt)
+            except ValueError as exc:  # not JSON or wrong shape: fall back below
+                logger.debug("judge %s step %s: native JSON reply invalid (%s); retrying with "
+                             "the schema in the prompt", self.model, request.step, exc)
+            except Exception as exc:
+                if _is_auth_failure(exc) or not _is_rejection(exc):
+                    raise self._failure(request, exc, spend, request.prompt) from exc
+                logger.debug("judge %s step %s: native JSON request refused (%s); retrying "
+                             "with the schema in the prompt", self.model, request.step, exc)
+        prompt = schema_instructions(request)
+        try:
+            response = await self._complete(litellm, request, prompt, None, spend)
+        except Exception as exc:
+            raise self._failure(request, exc, spend, prompt) from exc
+        raw = _reply_text(response)
+        try:
+            data = request.validate(parse_json_object(raw))
+        except ValueError as exc:
+            raise JudgeStepError(
+                f"the reply does not match the {request.schema_name} schema: {exc}",
+                step=request.step, model=self.model, usage=spend.usage(), raw_reply=raw,
+                prompt=prompt) from exc
+        return JudgeReply(data=data, raw=raw or "", usage=spend.usage(), prompt=prompt)
+
+    def _response_format(self, request: JudgeRequest) -> dict[str, Any]:
+        if self.json_mode == "json_object":
+            return {"type": "json_object"}
+        return {"type": "json_schema",
+                "json_schema": {"name": request.schema_name, "schema": request.schema,
+                                "strict": True}}
+
+    def _failure(self, request: JudgeRequest, exc: BaseException, spend: _Spend,
+                 prompt: str) -> JudgeStepError:
+        if _is_auth_failure(exc):
+            return JudgeAuthenticationError(
+                f"the API key is missing, invalid or refused (not retried): {_describe(exc)}",
+                step=request.step, model=self.model, usage=spend.usage(), prompt=prompt)
+        transient = _is_transient(exc)
+        detail = _describe(exc)
+        if transient:
+            detail += f" (gave up after {spend.calls} attempt{'s' if spend.calls != 1 else ''})"
+        return JudgeStepError(detail, step=request.step, model=self.model, usage=spend.usage(),
+                              retryable=transient, prompt=prompt)
+
+    async def _complete(self, litellm: Any, request: JudgeRequest, prompt: str,
+                        response_format: dict[str, Any] | None, spend: _Spend) -> Any:
+        """One chat completion, retried on transient failures with back-off."""
+        kwargs = dict(self.litellm_kwargs)
+        if response_format is not None:
+            kwargs["response_format"] = response_format
+        messages = [{"role": "system", "content": request.system},
+                    {"role": "user", "content": prompt}]
+        attempt = 0
+        while True:
+            spend.calls += 1
+            try:
+                with suppressed(), quiet_litellm():
+                    response = await asyncio.wait_for(
+                        litellm.acompletion(model=self.model, messages=messages,
+                                            timeout=self.timeout, num_retries=0,
+                                            max_retries=0, **kwargs),
+                        timeout=self.timeout + 5.0)  # guard in case the provider ignores it
+            except Exception as exc:
+                if _is_auth_failure(exc) or not _is_transient(exc) or attempt >= self.max_retries:
+                    raise
+                delay = self._delay(attempt, exc)
+                logger.debug("judge %s step %s: %s; retry %d/%d in %.2fs", self.model,
+                             request.step, _describe(exc), attempt + 1, self.max_retries, delay)
+                attempt += 1
+                await self._sleep(delay)
+                continue
+            spend.add_response(litellm, response)
+            return response
+
+    def _delay(self, attempt: int, exc: BaseException) -> float:
+        """Retry-After when the server sent one (capped), else exponential back-off with jitter."""
+        asked = retry_after_seconds(exc)
+        if asked is not None:
+            return min(asked, self.max_retry_after_s)
+        ceiling = min(self.backoff_max_s, self.backoff_base_s * (2 ** attempt))
+        return ceiling * random.uniform(0.5, 1.0)
+
+
+def _reply_text(response: Any) -> str | None:
+    try:
+        return response.choices[0].message.content
+    except (AttributeError, IndexError, TypeError):
+        return None

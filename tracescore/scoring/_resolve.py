@@ -1,0 +1,37 @@
+"""Pick and check a judge: a model string ("tracescore/offline" or a litellm model) or a Judge."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tracescore._exceptions import ConfigurationError
+from tracescore.scoring._judge import OFFLINE_MODEL, Judge
+from tracescore.scoring._litellm_judge import LiteLLMJudge
+from tracescore.scoring._offline import OfflineJudge
+
+
+def check_judge(judge: Judge) -> None:
+    """Check a judge's whole configuration now (for a LiteLLMJudge: imports litellm)."""
+    if isinstance(judge, LiteLLMJudge):
+        judge.check()
+
+
+def resolve_judge(model: Any, judge_kwargs: Mapping[str, Any]) -> Judge:
+    """A Judge from a model string ("tracescore/offline" = the offline judge) or Judge object."""
+    if isinstance(model, str):
+        if model.strip() == OFFLINE_MODEL:
+            if judge_kwargs:
+                raise ConfigurationError(
+                    f"the offline judge takes no options, got {', '.join(sorted(judge_kwargs))}")
+            return OfflineJudge()
+        return LiteLLMJudge(model, **judge_kwargs)
+    if isinstance(model, Judge):
+        if judge_kwargs:
+            raise ConfigurationError(
+                "judge options (" + ", ".join(sorted(judge_kwargs)) + ") only apply to a model "
+                "string; configure the Judge object itself instead")
+        return model
+    raise ConfigurationError(
+        f"model must be a litellm model string (e.g. 'openai/gpt-4o-mini'), "
+        f"'{OFFLINE_MODEL}', or a Judge object; got {model!r}")
