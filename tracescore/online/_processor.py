@@ -141,7 +141,7 @@ class ScoringSpanProcessor(SpanProcessor):
             score_genai_spans=score_genai_spans, isolation=isolation,
         )
         if isolation == "thread":  # judges run in this process: check them now, fully
-            from tracescore.scoring._judge import check_judge
+            from tracescore.scoring._resolve import check_judge
 
             for online in self._scorers:
                 judge = getattr(online.scorer, "judge", None)
