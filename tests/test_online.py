@@ -532,17 +532,37 @@ class _GatedDownstream(SimpleSpanProcessor):
         super().shutdown()
 
 
+class _AnnouncedWaits:
+    """The processor's `_released` condition, announcing when someone starts waiting on it."""
+
+    def __init__(self, condition: threading.Condition) -> None:
+        self._condition = condition
+        self.waiting = threading.Event()
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float | None = None) -> bool:
+        self.waiting.set()
+        return self._condition.wait_for(predicate, timeout)
+
+    def notify_all(self) -> None:
+        self._condition.notify_all()
+
+
 def test_shutdown_does_not_close_downstream_under_a_span_being_released(make) -> None:
     # the timer has taken a held span past its max wait and is exporting it when shutdown comes
     exporter = InMemorySpanExporter()
     downstream = _GatedDownstream(exporter)
     h = make([LengthScorer(gate=threading.Event())], downstream=downstream, max_wait_s=0.05,
              shutdown_timeout_s=0.1)
+    waits = h.processor._released = _AnnouncedWaits(h.processor._released)
     span = h.call()
     assert downstream.exporting.wait(20)
     closing = threading.Thread(target=h.processor.shutdown)
     closing.start()
-    downstream.shut.wait(1)  # unfixed, shutdown closes the exporter now; the order below says so
+    # the export goes on once shutdown waits for it (its wait is bounded: 1 s) or, unfixed, once
+    # shutdown has closed the exporter under it; the order below says which
+    deadline = time.monotonic() + 20
+    while not (waits.waiting.wait(0.005) or downstream.shut.is_set()):
+        assert time.monotonic() < deadline
     downstream.release.set()
     closing.join(20)
     assert [s.context.span_id for s in exporter.get_finished_spans()] == [

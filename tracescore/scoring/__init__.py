@@ -6,7 +6,7 @@ keyword coverage, tool-call accuracy), plus the judges.
 """
 
 from tracescore.scoring._base import JudgeUsage, Scorer, ScoreResult
-from tracescore.scoring._judge import (
+from tracescore.scoring._judge_api import (
     OFFLINE_MODEL,
     Judge,
     JudgeAuthenticationError,

@@ -30,7 +30,7 @@ from tracescore._litellm_support import import_litellm as _import_litellm
 from tracescore._litellm_support import quiet_litellm
 from tracescore._suppress import suppressed
 from tracescore.scoring._base import JudgeUsage
-from tracescore.scoring._judge import (
+from tracescore.scoring._judge_api import (
     OFFLINE_MODEL,
     JudgeAuthenticationError,
     JudgeReply,

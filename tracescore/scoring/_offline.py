@@ -24,7 +24,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, NamedTuple
 
 from tracescore.scoring._base import JudgeUsage
-from tracescore.scoring._judge import OFFLINE_MODEL, JudgeReply, JudgeRequest, JudgeStepError
+from tracescore.scoring._judge_api import OFFLINE_MODEL, JudgeReply, JudgeRequest, JudgeStepError
 from tracescore.scoring._prompts import (
     TASK_REASON,
     TASK_STATEMENTS,

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tracescore.scoring._base import STEP_ANALYZE, STEP_PREPROCESS, STEP_REASON
-from tracescore.scoring._judge import JudgeRequest
+from tracescore.scoring._judge_api import JudgeRequest
 
 TASK_STATEMENTS = "answer_relevancy.statements"
 TASK_VERDICTS = "answer_relevancy.verdicts"

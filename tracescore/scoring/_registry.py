@@ -9,7 +9,7 @@ from typing import Any
 
 from tracescore._exceptions import ConfigurationError
 from tracescore.scoring._base import Scorer
-from tracescore.scoring._judge import OFFLINE_MODEL
+from tracescore.scoring._judge_api import OFFLINE_MODEL
 
 ENV_JUDGE_MODEL = "TRACESCORE_JUDGE_MODEL"
 

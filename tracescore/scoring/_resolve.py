@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tracescore._exceptions import ConfigurationError
-from tracescore.scoring._judge import OFFLINE_MODEL, Judge
+from tracescore.scoring._judge_api import OFFLINE_MODEL, Judge
 from tracescore.scoring._litellm_judge import LiteLLMJudge
 from tracescore.scoring._offline import OfflineJudge
 

@@ -26,7 +26,7 @@ from tracescore.scoring._base import (
     relevancy_label,
 )
 from tracescore.scoring._inputs import InputError, answer_text, question_text
-from tracescore.scoring._judge import (
+from tracescore.scoring._judge_api import (
     Judge,
     JudgeAuthenticationError,
     JudgeReply,
