@@ -226,3 +226,15 @@ def test_run_evals_records_the_auth_failure_per_item(stub_llm: StubLLMServer, st
     assert [f.error_type for f in result.failures] == ["JudgeAuthenticationError"] * 3
     assert {f.step for f in result.failures} == {"preprocess"}
     assert len(stub_llm.requests) == 3 and waits == []
+
+
+def test_in_thread_online_scoring_checks_the_judge_at_configure() -> None:
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from tracescore.online import ScoringSpanProcessor
+
+    scorer = create_answer_relevancy_scorer(model="opanai/gpt-4o-mini", api_key="sk-test")
+    with pytest.raises(ConfigurationError, match="did you mean 'openai/gpt-4o-mini'"):
+        ScoringSpanProcessor(SimpleSpanProcessor(InMemorySpanExporter()), [scorer],
+                             isolation="thread")

@@ -100,4 +100,5 @@ def test_overload_spends_the_judge_on_scores_that_land(
     assert len(stub_llm.requests) <= 3 * (landed.get("answer-relevancy", 0) + 3 * CONCURRENCY)
     if judge_delay > 3 * max_wait_s:
         assert "answer-relevancy" not in landed
-        assert len(stub_llm.requests) <= CONCURRENCY  # the rest never started
+        # the runs in flight when their spans left (a few timer ticks); the rest never started
+        assert len(stub_llm.requests) <= 3 * CONCURRENCY

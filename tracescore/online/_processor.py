@@ -140,6 +140,13 @@ class ScoringSpanProcessor(SpanProcessor):
             concurrency=concurrency, shutdown_timeout_s=shutdown_timeout_s,
             score_genai_spans=score_genai_spans, isolation=isolation,
         )
+        if isolation == "thread":  # judges run in this process: check them now, fully
+            from tracescore.scoring._resolve import check_judge
+
+            for online in self._scorers:
+                judge = getattr(online.scorer, "judge", None)
+                if judge is not None:
+                    check_judge(judge)
         self._sinks = result_sinks(sorted({n for s in self._scorers for n in s.sinks}), sinks)
         self._downstream = downstream
         self._downstream_on_ending = getattr(downstream, "_on_ending", None)
