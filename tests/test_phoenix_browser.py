@@ -2,11 +2,14 @@
 rendered by headless Chromium (Debian's `chromium`, `make chromium`), and the rendered rows must
 show each agent call's input, output and its `answer-relevancy` annotation with the score.
 
-The screenshot is saved to docs/images/phoenix-annotations.png, the picture the docs show.
+The screenshot is saved in the test's temporary directory; with TRACESCORE_UPDATE_SCREENSHOT=1 it
+replaces docs/images/phoenix-annotations.png, the picture the docs show (so `make test` leaves the
+checkout clean).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +23,7 @@ from tracescore.testing import StubLLMServer
 from tracescore.testing._browser import Chromium
 from tracescore.testing._phoenix import PhoenixServer
 
-SCREENSHOT = Path(__file__).resolve().parent.parent / "docs" / "images" / "phoenix-annotations.png"
+DOCS_SCREENSHOT = Path(__file__).resolve().parent.parent / "docs" / "images" / "phoenix-annotations.png"
 ON_TOPIC = "What is the capital of France?"
 OFF_TOPIC = "Will it rain in Lyon tomorrow?"  # the stub judge finds the answer off topic
 ROWS_JS = """[...document.querySelectorAll('tbody tr')].map(row => row.innerText)
@@ -37,7 +40,7 @@ def phoenix(span_exporter) -> Iterator[PhoenixServer]:
 @pytest.mark.slow
 @pytest.mark.timeout(1200)  # the first run installs Phoenix into the cache
 def test_phoenix_shows_input_output_and_score_of_each_agent_call(
-        phoenix: PhoenixServer, stub_llm: StubLLMServer, span_exporter) -> None:
+        phoenix: PhoenixServer, stub_llm: StubLLMServer, span_exporter, tmp_path: Path) -> None:
     stub_llm.responder = geo_llm_and_judge
     geo = geo_agent(stub_llm)
     relevancy = tracescore.create_answer_relevancy_scorer(
@@ -68,5 +71,7 @@ def test_phoenix_shows_input_output_and_score_of_each_agent_call(
             assert "agent" in row and GEO_ANSWER in row  # kind, input and output columns
             assert "answer-relevancy" in row and mean in row, row  # the annotation and its score
         browser.wait_for("document.body.innerText.includes('Total Traces')")  # stats panel drawn
-        browser.screenshot(SCREENSHOT)
-    assert SCREENSHOT.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        screenshot = (DOCS_SCREENSHOT if os.environ.get("TRACESCORE_UPDATE_SCREENSHOT") == "1"
+                      else tmp_path / "phoenix-annotations.png")
+        browser.screenshot(screenshot)
+    assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
