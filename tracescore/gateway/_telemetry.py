@@ -3,16 +3,35 @@ records, to `telemetry.endpoint` (default: the next hop)."""
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 from urllib.parse import urlsplit
 
 from tracescore.gateway._config import GatewayConfig
 
+# signal -> (gRPC exporter module, HTTP exporter module, class name in both, HTTP path)
+_EXPORTERS = {
+    "metrics": ("opentelemetry.exporter.otlp.proto.grpc.metric_exporter",
+                "opentelemetry.exporter.otlp.proto.http.metric_exporter",
+                "OTLPMetricExporter", "/v1/metrics"),
+    "logs": ("opentelemetry.exporter.otlp.proto.grpc._log_exporter",
+             "opentelemetry.exporter.otlp.proto.http._log_exporter",
+             "OTLPLogExporter", "/v1/logs"),
+}
 
-def _endpoint(config: GatewayConfig) -> tuple[str, str, bool]:
+
+def _exporter(config: GatewayConfig, signal: str) -> Any:
+    """The OTLP exporter of `signal` to `telemetry.endpoint` (default: the next hop)."""
+    grpc_module, http_module, name, path = _EXPORTERS[signal]
     endpoint = config.telemetry_endpoint or config.exporter_endpoint
     protocol = config.telemetry_protocol or config.exporter_protocol
-    return endpoint, protocol, urlsplit(endpoint).scheme != "https"
+    headers = dict(config.exporter_headers) or None
+    if protocol == "grpc":
+        exporter_class = getattr(importlib.import_module(grpc_module), name)
+        return exporter_class(endpoint=endpoint, insecure=urlsplit(endpoint).scheme != "https",
+                              headers=headers)
+    exporter_class = getattr(importlib.import_module(http_module), name)
+    return exporter_class(endpoint=_url(endpoint, path), headers=headers)
 
 
 def meter_provider(config: GatewayConfig) -> Any:
@@ -20,22 +39,8 @@ def meter_provider(config: GatewayConfig) -> Any:
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
-    endpoint, protocol, insecure = _endpoint(config)
-    exporter: Any
-    if protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
-
-        exporter = OTLPMetricExporter(endpoint=endpoint, insecure=insecure,
-                                      headers=dict(config.exporter_headers) or None)
-    else:
-        from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
-            OTLPMetricExporter as HttpMetricExporter,
-        )
-
-        exporter = HttpMetricExporter(endpoint=_url(endpoint, "/v1/metrics"),
-                                      headers=dict(config.exporter_headers) or None)
     reader = PeriodicExportingMetricReader(
-        exporter, export_interval_millis=int(config.telemetry_interval_s * 1000))
+        _exporter(config, "metrics"), export_interval_millis=int(config.telemetry_interval_s * 1000))
     return MeterProvider(metric_readers=[reader], resource=_resource())
 
 
@@ -44,22 +49,8 @@ def logger_provider(config: GatewayConfig) -> Any:
     from opentelemetry.sdk._logs import LoggerProvider
     from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 
-    endpoint, protocol, insecure = _endpoint(config)
-    exporter: Any
-    if protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
-
-        exporter = OTLPLogExporter(endpoint=endpoint, insecure=insecure,
-                                   headers=dict(config.exporter_headers) or None)
-    else:
-        from opentelemetry.exporter.otlp.proto.http._log_exporter import (
-            OTLPLogExporter as HttpLogExporter,
-        )
-
-        exporter = HttpLogExporter(endpoint=_url(endpoint, "/v1/logs"),
-                                   headers=dict(config.exporter_headers) or None)
     provider = LoggerProvider(resource=_resource())
-    provider.add_log_record_processor(BatchLogRecordProcessor(exporter))
+    provider.add_log_record_processor(BatchLogRecordProcessor(_exporter(config, "logs")))
     return provider
 
 
