@@ -28,6 +28,7 @@ from tracescore import ConfigurationError
 from tracescore.gateway import Gateway, GatewayConfig, load_gateway_config
 from tracescore.gateway._engine import Engine
 from tracescore.gateway._metrics import GatewayMetrics
+from tracescore.gateway._otlp import set_value
 from tracescore.testing import OTLPReceiver, StubLLMServer
 from tracescore.testing._stub_llm import Reply
 
@@ -303,7 +304,7 @@ def _requests(draw: Any) -> ExportTraceServiceRequest:
                 span.span_id = next(ids).to_bytes(8, "big")
                 for key, value in draw(st.dictionaries(st.text(min_size=1, max_size=6), _values,
                                                        max_size=3)).items():
-                    _set(span.attributes.add(key=key).value, value)
+                    set_value(span.attributes.add(key=key).value, value)
                 if draw(st.booleans()):
                     for key, value in agent_attrs().items():
                         span.attributes.add(key=key).value.string_value = value
@@ -318,17 +319,6 @@ def agent_attrs() -> dict[str, str]:
     from _gateway_helpers import agent_attributes
 
     return agent_attributes()
-
-
-def _set(target: Any, value: Any) -> None:
-    if isinstance(value, bool):
-        target.bool_value = value
-    elif isinstance(value, int):
-        target.int_value = value
-    elif isinstance(value, float):
-        target.double_value = value
-    else:
-        target.string_value = value
 
 
 class _ListOutput:

@@ -97,7 +97,7 @@ def add_events(span: Span, events: Sequence[Event]) -> None:
     for event in events:
         added = span.events.add(name=event.name, time_unix_nano=event.timestamp)
         for key, value in (event.attributes or {}).items():
-            _set(added.attributes.add(key=key).value, value)
+            set_value(added.attributes.add(key=key).value, value)
 
 
 def single_request(resource_spans: ResourceSpans, scope_spans: ScopeSpans, span: Span
@@ -117,7 +117,8 @@ def only_span(request: ExportTraceServiceRequest) -> Span:
     return request.resource_spans[0].scope_spans[0].spans[0]
 
 
-def _set(target: AnyValue, value: object) -> None:
+def set_value(target: AnyValue, value: object) -> None:
+    """Write a Python value (bool, int, float, str, list; anything else as its text) into `target`."""
     if isinstance(value, bool):
         target.bool_value = value
     elif isinstance(value, int):
@@ -129,7 +130,7 @@ def _set(target: AnyValue, value: object) -> None:
     elif isinstance(value, (list, tuple)):
         array = target.array_value
         for item in value:
-            _set(array.values.add(), item)
+            set_value(array.values.add(), item)
     else:
         target.string_value = str(value)
 
