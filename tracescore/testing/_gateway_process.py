@@ -22,6 +22,10 @@ class GatewayProcess(Service):
     `start()` returns once the gateway logged "ready"; `grpc_port`, `http_port`, `health_port`
     are then known. `restart()` starts it again with the same ports (and journal). Its JSON log
     lines are kept in `logs`. `command_prefix` runs it under another command (e.g. taskset).
+
+    A child that logs nothing before `ready_timeout_s` has its Python stacks dumped into `logs`
+    (faulthandler, SIGABRT) and is started once more; the second failure raises with that dump.
+    (Seen once in three full-suite runs with no log line at all; the dump is there to explain it.)
     """
 
     def __init__(self, args: Sequence[str] = (), *, env: dict[str, str] | None = None,
@@ -30,7 +34,7 @@ class GatewayProcess(Service):
                  command_prefix: Sequence[str] = ()) -> None:
         self.args = list(args)
         self.command_prefix = list(command_prefix)  # e.g. ["taskset", "-c", "0"]
-        self.env = {**os.environ, **(env or {})}
+        self.env = {**os.environ, "PYTHONFAULTHANDLER": "1", **(env or {})}
         self.cwd = cwd
         self.ready_timeout_s = ready_timeout_s
         self.grpc_port, self.http_port, self.health_port = grpc_port, http_port, health_port
@@ -54,6 +58,17 @@ class GatewayProcess(Service):
         return f"http://127.0.0.1:{self.http_port}/v1/traces"
 
     def start(self) -> GatewayProcess:
+        try:
+            return self._start_once()
+        except _NotReady as first:
+            if first.exit_code is not None:  # it exited: a real error, not a hang
+                raise RuntimeError(str(first)) from None
+            try:
+                return self._start_once()
+            except _NotReady as second:
+                raise RuntimeError(f"{second} (second attempt; first: {first})") from None
+
+    def _start_once(self) -> GatewayProcess:
         command = [*self.command_prefix, sys.executable, "-m", "tracescore", "serve",
                    "--grpc", f"127.0.0.1:{self.grpc_port}", "--http", f"127.0.0.1:{self.http_port}",
                    "--health", f"127.0.0.1:{self.health_port}", *self.args]
@@ -65,11 +80,17 @@ class GatewayProcess(Service):
         deadline = time.monotonic() + self.ready_timeout_s
         while not self._ready.wait(0.1):
             if self._process.poll() is not None or time.monotonic() > deadline:
-                self._reader.join(timeout=2)
                 code = self._process.poll()
+                if code is None:  # hung: have faulthandler write every thread's stack to stderr
+                    self._process.send_signal(signal.SIGABRT)
+                    try:
+                        self._process.wait(timeout=5)
+                    except subprocess.TimeoutExpired:
+                        pass
+                self._reader.join(timeout=2)
                 self.kill()
-                raise RuntimeError(f"tracescore serve did not become ready (exit {code}); "
-                                   f"log: {self.logs[-5:]!r}")
+                raise _NotReady(code, f"tracescore serve did not become ready (exit {code}); "
+                                      f"log: {self.logs[-40:]!r}")
         return self
 
     def restart(self) -> GatewayProcess:
@@ -125,3 +146,8 @@ class GatewayProcess(Service):
                 self.health_port = int(entry.get("health_port") or self.health_port)
                 self._ready.set()
 
+
+class _NotReady(Exception):
+    def __init__(self, exit_code: int | None, message: str) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
