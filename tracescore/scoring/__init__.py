@@ -5,7 +5,7 @@ keyword coverage, tool-call accuracy), plus the judges.
     result = scorer.run(input="What is the capital of France?", output="Paris.")
 """
 
-from tracescore.scoring._base import JudgeUsage, Scorer, ScoreResult
+from tracescore.scoring._base import JudgeUsage, Scorer, ScoreResult, ToolCall
 from tracescore.scoring._judge_api import (
     OFFLINE_MODEL,
     Judge,
@@ -41,6 +41,7 @@ __all__ = [
     "ScoreResult",
     "Scorer",
     "TextualDifferenceScorer",
+    "ToolCall",
     "ToolCallAccuracyScorer",
     "create_answer_relevancy_scorer",
     "create_content_similarity_scorer",

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import inspect
 import math
 import os
 import threading
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
@@ -104,10 +105,28 @@ def check_scale(scale: object) -> float:
     return scale
 
 
+@dataclass(frozen=True, kw_only=True)
+class ToolCall:
+    """One tool call the agent made during the scored call; a scorer gets them in call order.
+
+    `arguments` and `result` are the tool's own values (or their recorded JSON text); `error`
+    is the error text when the tool failed.
+    """
+
+    name: str
+    arguments: Any = None
+    result: Any = None
+    error: str | None = None
+    call_id: str | None = None
+
+
 class Scorer(ABC):
     """A scorer: `run()` (sync) and `arun()` (async) turn an input/output pair into a ScoreResult.
 
-    Subclasses set `id`, `name`, `uses_judge` and implement `arun`.
+    Subclasses set `id`, `name`, `uses_judge` and implement `arun`. A subclass whose `arun` also
+    takes the keywords `tool_calls` (the call's ToolCalls, in call order) and `context` (the
+    retrieved texts) gets them wherever it runs (online, gateway, evals); one that does not is
+    called without them.
     """
 
     id: str
@@ -117,16 +136,33 @@ class Scorer(ABC):
     @abstractmethod
     async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
                    run_id: str | None = None) -> ScoreResult:
-        """Score one input/output pair."""
+        """Score one input/output pair (an override may add `tool_calls` and `context`)."""
 
     def run(self, *, input: Any, output: Any, ground_truth: Any = None,
-            run_id: str | None = None) -> ScoreResult:
+            run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
+            context: Sequence[str] = ()) -> ScoreResult:
         """Score one input/output pair, blocking; safe inside a running event loop."""
         return run_sync(self.arun(input=input, output=output, ground_truth=ground_truth,
-                                  run_id=run_id))
+                                  run_id=run_id, **trace_kwargs(self, tool_calls, context)))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(id={self.id!r})"
+
+
+def trace_kwargs(scorer: Any, tool_calls: Sequence[ToolCall],
+                 context: Sequence[str]) -> dict[str, Any]:
+    """The trace keywords (`tool_calls`, `context`) that `scorer.arun` accepts.
+
+    Scorers written before these existed take neither; they are called as before.
+    """
+    try:
+        parameters = inspect.signature(scorer.arun).parameters
+    except (TypeError, ValueError):
+        return {}
+    given = {"tool_calls": tuple(tool_calls), "context": tuple(context)}
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return given
+    return {name: value for name, value in given.items() if name in parameters}
 
 
 # --- sync over async -------------------------------------------------------------------------

@@ -3,10 +3,11 @@ and the two texts they compare (the output with the ground truth, or with the in
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from tracescore._exceptions import ScorerError
-from tracescore.scoring._base import STEP_PREPROCESS, JudgeUsage, Scorer, ScoreResult
+from tracescore.scoring._base import STEP_PREPROCESS, JudgeUsage, Scorer, ScoreResult, ToolCall
 from tracescore.scoring._inputs import InputError, answer_text, question_text
 
 NO_JUDGE = JudgeUsage(model=None)  # frozen, so one instance serves every result
@@ -30,5 +31,7 @@ class CodeScorer(Scorer):
                               partial={"run_id": run_id}) from exc
 
     async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
-                   run_id: str | None = None) -> ScoreResult:
-        return self.run(input=input, output=output, ground_truth=ground_truth, run_id=run_id)
+                   run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
+                   context: Sequence[str] = ()) -> ScoreResult:
+        return self.run(input=input, output=output, ground_truth=ground_truth, run_id=run_id,
+                        tool_calls=tool_calls, context=context)

@@ -9,11 +9,12 @@ removed or replaced), `length_diff` and `confidence`.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tracescore.scoring._base import (
     ScoreResult,
+    ToolCall,
     check_scale,
     new_run_id,
     similarity_label,
@@ -61,7 +62,8 @@ class TextualDifferenceScorer(CodeScorer):
         return f"TextualDifferenceScorer(scale={self.scale!r})"
 
     def run(self, *, input: Any, output: Any, ground_truth: Any = None,
-            run_id: str | None = None) -> ScoreResult:
+            run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
+            context: Sequence[str] = ()) -> ScoreResult:
         """Score one pair (pure computation: no event loop involved)."""
         run_id = run_id or new_run_id()
         reference, answer, compared_with = self._texts(input, output, ground_truth, run_id)

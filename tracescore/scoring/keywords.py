@@ -10,17 +10,12 @@ lower-cased, de-duplicated. Score = matched / input keywords, 1 when the input h
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
 from typing import Any
 
-from tracescore.scoring._base import (
-    ScoreResult,
-    _band,
-    check_scale,
-    new_run_id,
-)
+from tracescore.scoring._base import ScoreResult, ToolCall, _band, check_scale, new_run_id
 from tracescore.scoring._code import NO_JUDGE, CodeScorer
 from tracescore.scoring._jstext import JS_WHITESPACE
 from tracescore.scoring.relevancy import _merge_options
@@ -105,7 +100,8 @@ class KeywordCoverageScorer(CodeScorer):
         return f"KeywordCoverageScorer(scale={self.scale!r})"
 
     def run(self, *, input: Any, output: Any, ground_truth: Any = None,
-            run_id: str | None = None) -> ScoreResult:
+            run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
+            context: Sequence[str] = ()) -> ScoreResult:
         """Score one pair (pure computation: no event loop involved)."""
         run_id = run_id or new_run_id()
         reference, answer, compared_with = self._texts(input, output, ground_truth, run_id)

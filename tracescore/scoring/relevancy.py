@@ -21,6 +21,7 @@ from tracescore.scoring._base import (
     JudgeUsage,
     Scorer,
     ScoreResult,
+    ToolCall,
     check_scale,
     new_run_id,
     relevancy_label,
@@ -108,7 +109,8 @@ class AnswerRelevancyScorer(Scorer):
                 f"uncertainty_weight={self.uncertainty_weight!r}, scale={self.scale!r})")
 
     async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
-                   run_id: str | None = None) -> ScoreResult:
+                   run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
+                   context: Sequence[str] = ()) -> ScoreResult:
         run = _Run(self, run_id or new_run_id(), _reference_text(ground_truth))
         return await run.execute(input, output)
 

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from tracescore._exceptions import ConfigurationError
 from tracescore.scoring._base import (
     ScoreResult,
+    ToolCall,
     check_scale,
     new_run_id,
     similarity_label,
@@ -211,7 +212,8 @@ class ContentSimilarityScorer(CodeScorer):
         return 1.0 if a == b else self._metric(a, b)
 
     def run(self, *, input: Any, output: Any, ground_truth: Any = None,
-            run_id: str | None = None) -> ScoreResult:
+            run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
+            context: Sequence[str] = ()) -> ScoreResult:
         """Score one pair (pure computation: no event loop involved)."""
         run_id = run_id or new_run_id()
         reference, answer, compared_with = self._texts(input, output, ground_truth, run_id)

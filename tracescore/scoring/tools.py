@@ -1,10 +1,11 @@
 """Tool-call accuracy (code): did the agent call the expected tool, or the expected tools in
 order? No judge.
 
-The tool calls are read from the output: OpenAI-style chat messages (`tool_calls`), content
-parts of type `tool_use`/`tool-call`, a chat completion response, or a dict with a `tool_calls`
-list (of names or of call dicts). When the output has none, a `tool_calls` list in an input
-dict is used (a dataset item recording the calls of a past run). The rules are the reference system's
+The tool calls are the call's recorded `tool_calls` (the trace's tool spans, or a dataset
+item's list). Without those they are read from the output: OpenAI-style chat messages
+(`tool_calls`), content parts of type `tool_use`/`tool-call`, a chat completion response, or a
+dict with a `tool_calls` list (of names or of call dicts); when the output has none, a
+`tool_calls` list in an input dict is used. The rules are the reference system's
 `createToolCallAccuracyScorerCode`: no call scores 0; with `expected_tool_order`, strict mode
 wants exactly that sequence and lenient mode wants each tool's first call after the previous
 one's; with `expected_tool`, strict mode wants it as the only call, lenient mode among the calls.
@@ -18,7 +19,7 @@ from itertools import pairwise
 from typing import Any
 
 from tracescore._exceptions import ConfigurationError, ScorerError
-from tracescore.scoring._base import STEP_PREPROCESS, ScoreResult, new_run_id
+from tracescore.scoring._base import STEP_PREPROCESS, ScoreResult, ToolCall, new_run_id
 from tracescore.scoring._code import NO_JUDGE, CodeScorer
 from tracescore.scoring.relevancy import _merge_options
 
@@ -120,11 +121,12 @@ class ToolCallAccuracyScorer(CodeScorer):
                 f"{self.expected_tool_order!r}, strict_mode={self.strict_mode!r})")
 
     def run(self, *, input: Any, output: Any, ground_truth: Any = None,
-            run_id: str | None = None) -> ScoreResult:
+            run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
+            context: Sequence[str] = ()) -> ScoreResult:
         """Score one output's tool calls (pure computation: no event loop involved)."""
         run_id = run_id or new_run_id()
         try:
-            actual = tool_call_names(output)
+            actual = [call.name for call in tool_calls] or tool_call_names(output)
             if not actual and isinstance(input, Mapping) and "tool_calls" in input:
                 actual = tool_call_names({"tool_calls": input["tool_calls"]})  # recorded calls
         except Exception as exc:  # an odd output object is a preprocess failure
