@@ -20,6 +20,8 @@ from _helpers import SCORING_BUDGET_S, shut_down_pipelines
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from opentelemetry import trace as trace_api
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import tracescore
 from tracescore import _semconv as sc
@@ -183,17 +185,11 @@ def test_collection_stays_within_the_limits(otlp_receiver: OTLPReceiver, limits:
 
 def test_trace_limits_are_validated() -> None:
     with pytest.raises(tracescore.ConfigurationError, match="max_chars"):
-        ScoringSpanProcessor(_NullProcessor(), [SeenScorer()], trace_limits={"max_chars": -1})
+        ScoringSpanProcessor(SimpleSpanProcessor(InMemorySpanExporter()), [SeenScorer()], trace_limits={"max_chars": -1})
+    with pytest.raises(tracescore.ConfigurationError, match="max_tool_calls"):
+        TraceLimits(max_tool_calls=1.5)  # type: ignore[arg-type]
     with pytest.raises(tracescore.ConfigurationError, match="unknown keys"):
-        ScoringSpanProcessor(_NullProcessor(), [SeenScorer()], trace_limits={"max_calls": 3})
-
-
-class _NullProcessor:
-    def on_start(self, span: Any, parent_context: Any = None) -> None: ...
-    def on_end(self, span: Any) -> None: ...
-    def shutdown(self) -> None: ...
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return True
+        ScoringSpanProcessor(SimpleSpanProcessor(InMemorySpanExporter()), [SeenScorer()], trace_limits={"max_calls": 3})
 
 
 def test_only_traces_a_scorer_may_sample_are_collected(otlp_receiver: OTLPReceiver) -> None:
