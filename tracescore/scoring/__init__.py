@@ -1,4 +1,4 @@
-"""Scorers: LLM-judged answer relevancy, code scorers (content similarity, textual difference,
+"""Scorers: LLM-judged answer relevancy and faithfulness, code scorers (content similarity, textual difference,
 keyword coverage, tool-call accuracy), plus the judges.
 
     scorer = create_answer_relevancy_scorer(model="openai/gpt-4o-mini")
@@ -17,6 +17,7 @@ from tracescore.scoring._judge_api import (
 from tracescore.scoring._litellm_judge import LiteLLMJudge
 from tracescore.scoring._offline import OfflineJudge
 from tracescore.scoring.difference import TextualDifferenceScorer, create_textual_difference_scorer
+from tracescore.scoring.faithfulness import FaithfulnessScorer, create_faithfulness_scorer
 from tracescore.scoring.keywords import KeywordCoverageScorer, create_keyword_coverage_scorer
 from tracescore.scoring.relevancy import AnswerRelevancyScorer, create_answer_relevancy_scorer
 from tracescore.scoring.similarity import (
@@ -29,6 +30,7 @@ __all__ = [
     "OFFLINE_MODEL",
     "AnswerRelevancyScorer",
     "ContentSimilarityScorer",
+    "FaithfulnessScorer",
     "Judge",
     "JudgeAuthenticationError",
     "JudgeReply",
@@ -45,6 +47,7 @@ __all__ = [
     "ToolCallAccuracyScorer",
     "create_answer_relevancy_scorer",
     "create_content_similarity_scorer",
+    "create_faithfulness_scorer",
     "create_keyword_coverage_scorer",
     "create_textual_difference_scorer",
     "create_tool_call_accuracy_scorer",
