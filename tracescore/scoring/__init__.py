@@ -1,4 +1,4 @@
-"""Scorers: LLM-judged answer relevancy, code scorers (content similarity, textual difference,
+"""Scorers: LLM-judged answer relevancy, toxicity, bias and tool-call accuracy, code scorers (content similarity, textual difference,
 keyword coverage, tool-call accuracy), plus the judges.
 
     scorer = create_answer_relevancy_scorer(model="openai/gpt-4o-mini")
@@ -16,6 +16,7 @@ from tracescore.scoring._judge_api import (
 )
 from tracescore.scoring._litellm_judge import LiteLLMJudge
 from tracescore.scoring._offline import OfflineJudge
+from tracescore.scoring.bias import BiasScorer, create_bias_scorer
 from tracescore.scoring.difference import TextualDifferenceScorer, create_textual_difference_scorer
 from tracescore.scoring.keywords import KeywordCoverageScorer, create_keyword_coverage_scorer
 from tracescore.scoring.relevancy import AnswerRelevancyScorer, create_answer_relevancy_scorer
@@ -23,11 +24,17 @@ from tracescore.scoring.similarity import (
     ContentSimilarityScorer,
     create_content_similarity_scorer,
 )
+from tracescore.scoring.tool_selection import (
+    ToolCallAccuracyLLMScorer,
+    create_tool_call_accuracy_scorer_llm,
+)
 from tracescore.scoring.tools import ToolCallAccuracyScorer, create_tool_call_accuracy_scorer
+from tracescore.scoring.toxicity import ToxicityScorer, create_toxicity_scorer
 
 __all__ = [
     "OFFLINE_MODEL",
     "AnswerRelevancyScorer",
+    "BiasScorer",
     "ContentSimilarityScorer",
     "Judge",
     "JudgeAuthenticationError",
@@ -42,10 +49,15 @@ __all__ = [
     "Scorer",
     "TextualDifferenceScorer",
     "ToolCall",
+    "ToolCallAccuracyLLMScorer",
     "ToolCallAccuracyScorer",
+    "ToxicityScorer",
     "create_answer_relevancy_scorer",
+    "create_bias_scorer",
     "create_content_similarity_scorer",
     "create_keyword_coverage_scorer",
     "create_textual_difference_scorer",
     "create_tool_call_accuracy_scorer",
+    "create_tool_call_accuracy_scorer_llm",
+    "create_toxicity_scorer",
 ]

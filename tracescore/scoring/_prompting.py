@@ -4,7 +4,9 @@ offline judge import it freely."""
 
 from __future__ import annotations
 
+import math
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
@@ -12,10 +14,22 @@ from typing import Any
 _TWO_PLACES = Decimal("0.01")
 
 
+_JS_EPSILON = sys.float_info.epsilon  # JavaScript's Number.EPSILON
+
+
 def round_score(value: float | Decimal) -> float:
-    """`value` rounded half-up to 2 decimals (not Python's banker's `round`)."""
-    exact = value if isinstance(value, Decimal) else Decimal(str(value))
-    return float(exact.quantize(_TWO_PLACES, rounding=ROUND_HALF_UP))
+    """`value` rounded to 2 decimals, half-up (not Python's banker's `round`).
+
+    A float is rounded exactly as the reference's `roundToTwoDecimals` rounds it:
+    `Math.round((x + Number.EPSILON) * 100) / 100` in the same double arithmetic, so a score
+    computed as `count / total * scale` gets the reference's number to the last bit (29/40 * 3
+    is 2.17 there, not the 2.18 exact decimal arithmetic gives). A Decimal is quantized half-up.
+    """
+    if isinstance(value, Decimal):
+        return float(value.quantize(_TWO_PLACES, rounding=ROUND_HALF_UP))
+    scaled = (value + _JS_EPSILON) * 100
+    whole = math.floor(scaled)  # Math.round: the nearest integer, halves toward +infinity
+    return (whole + 1 if scaled - whole >= 0.5 else whole) / 100
 
 
 def format_score(score: float) -> str:
