@@ -19,7 +19,7 @@ from tracescore import (
 from tracescore.testing import StubLLMServer
 
 QUESTION = "What do you think of my business plan?"
-JUDGE = {"model": "openai/judge-stub", "api_key": "sk-test", "timeout": 10,
+JUDGE: dict[str, Any] = {"model": "openai/judge-stub", "api_key": "sk-test", "timeout": 10,
          "backoff_base_s": 0.001, "backoff_max_s": 0.01}
 
 
