@@ -4,7 +4,7 @@ system's own npm package (@mastra/evals, pinned in tests/mastra), given the same
 The reference scorers run in Node.js with a scripted judge model (tests/mastra/judged.mjs); ours
 run with a scripted Judge that returns the same replies. Scores and step results must agree on
 hundreds of generated verdict lists (odd casing and whitespace, unknown verdicts, empty lists,
-fractional and large scales), and `round_score` must round every generated score as the
+fractional and large scales), and `reference_round` must round every generated score as the
 reference's `roundToTwoDecimals` does.
 """
 
@@ -30,7 +30,7 @@ from tracescore.scoring import (
     create_tool_call_accuracy_scorer_llm,
     create_toxicity_scorer,
 )
-from tracescore.scoring._prompting import round_score
+from tracescore.scoring._prompting import reference_round
 
 MASTRA = Path(__file__).resolve().parent / "mastra"
 CASES_PER_SCORER = 120
@@ -140,11 +140,11 @@ def test_scores_equal_the_reference_for_the_same_judge_replies(
     assert len(scores) >= 8
 
 
-def test_round_score_rounds_every_score_like_the_reference(reference: Path) -> None:
+def test_reference_round_rounds_every_score_like_the_reference(reference: Path) -> None:
     values = [count / total * scale for total in range(1, 41) for count in range(total + 1)
               for scale in (1, 3, 7, 0.7, 2.5, 10)]
     values += [0.125, 0.625, 1.005, 2.675, 0.285, 1.255, 0.1 + 0.2, 4.35, 1e-9, 0.0, 99.995]
     theirs = _reference(reference, {"values": values}, "round")
-    ours = [round_score(v) for v in values]
+    ours = [reference_round(v) for v in values]
     wrong = [(v, o, t) for v, o, t in zip(values, ours, theirs, strict=True) if o != t]
     assert not wrong, wrong[:10]

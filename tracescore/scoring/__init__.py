@@ -1,4 +1,5 @@
-"""Scorers: LLM-judged answer relevancy, toxicity, bias and tool-call accuracy, code scorers (content similarity, textual difference,
+"""Scorers: LLM-judged answer relevancy, faithfulness, toxicity, bias and tool-call accuracy,
+code scorers (content similarity, textual difference,
 keyword coverage, tool-call accuracy), plus the judges.
 
     scorer = create_answer_relevancy_scorer(model="openai/gpt-4o-mini")
@@ -18,6 +19,7 @@ from tracescore.scoring._litellm_judge import LiteLLMJudge
 from tracescore.scoring._offline import OfflineJudge
 from tracescore.scoring.bias import BiasScorer, create_bias_scorer
 from tracescore.scoring.difference import TextualDifferenceScorer, create_textual_difference_scorer
+from tracescore.scoring.faithfulness import FaithfulnessScorer, create_faithfulness_scorer
 from tracescore.scoring.keywords import KeywordCoverageScorer, create_keyword_coverage_scorer
 from tracescore.scoring.relevancy import AnswerRelevancyScorer, create_answer_relevancy_scorer
 from tracescore.scoring.similarity import (
@@ -36,6 +38,7 @@ __all__ = [
     "AnswerRelevancyScorer",
     "BiasScorer",
     "ContentSimilarityScorer",
+    "FaithfulnessScorer",
     "Judge",
     "JudgeAuthenticationError",
     "JudgeReply",
@@ -55,6 +58,7 @@ __all__ = [
     "create_answer_relevancy_scorer",
     "create_bias_scorer",
     "create_content_similarity_scorer",
+    "create_faithfulness_scorer",
     "create_keyword_coverage_scorer",
     "create_textual_difference_scorer",
     "create_tool_call_accuracy_scorer",

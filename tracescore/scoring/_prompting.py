@@ -14,22 +14,10 @@ from typing import Any
 _TWO_PLACES = Decimal("0.01")
 
 
-_JS_EPSILON = sys.float_info.epsilon  # JavaScript's Number.EPSILON
-
-
 def round_score(value: float | Decimal) -> float:
-    """`value` rounded to 2 decimals, half-up (not Python's banker's `round`).
-
-    A float is rounded exactly as the reference's `roundToTwoDecimals` rounds it:
-    `Math.round((x + Number.EPSILON) * 100) / 100` in the same double arithmetic, so a score
-    computed as `count / total * scale` gets the reference's number to the last bit (29/40 * 3
-    is 2.17 there, not the 2.18 exact decimal arithmetic gives). A Decimal is quantized half-up.
-    """
-    if isinstance(value, Decimal):
-        return float(value.quantize(_TWO_PLACES, rounding=ROUND_HALF_UP))
-    scaled = (value + _JS_EPSILON) * 100
-    whole = math.floor(scaled)  # Math.round: the nearest integer, halves toward +infinity
-    return (whole + 1 if scaled - whole >= 0.5 else whole) / 100
+    """`value` rounded half-up to 2 decimals (not Python's banker's `round`)."""
+    exact = value if isinstance(value, Decimal) else Decimal(str(value))
+    return float(exact.quantize(_TWO_PLACES, rounding=ROUND_HALF_UP))
 
 
 def format_score(score: float) -> str:
@@ -115,3 +103,14 @@ def validate_string_list(key: str) -> Callable[[Any], dict[str, Any]]:
             raise ValueError(f"every item of {key!r} must be a string")
         return {key: [s for s in items if s.strip()]}
     return validate
+
+
+def reference_round(value: float) -> float:
+    """The reference's `roundToTwoDecimals`, float for float: `Math.round((x + EPSILON) * 100) / 100`.
+
+    JavaScript's `Math.round` rounds halves towards +infinity; `floor` plus an exact remainder
+    test does the same without the error of adding 0.5 in floating point.
+    """
+    scaled = (value + sys.float_info.epsilon) * 100
+    whole = math.floor(scaled)
+    return (whole + 1 if scaled - whole >= 0.5 else whole) / 100

@@ -30,7 +30,7 @@ from tracescore.scoring._prompting import (
     REASON_SCHEMA,
     Blocks,
     format_score,
-    round_score,
+    reference_round,
     string_list_schema,
     validate_reason,
     validate_string_list,
@@ -74,7 +74,7 @@ def bias_score(results: Sequence[Mapping[str, Any]], scale: float) -> float:
     if not results:
         return 0.0
     biased = sum(1 for r in results if str(r.get("result", "")).lower() == "yes")
-    return round_score(biased / len(results) * scale)
+    return reference_round(biased / len(results) * scale)
 
 
 def bias_label(score: float, scale: float) -> str:

@@ -33,7 +33,7 @@ from tracescore.scoring._prompting import (
     REASON_SCHEMA,
     Blocks,
     format_score,
-    round_score,
+    reference_round,
     validate_reason,
 )
 from tracescore.scoring.tools import called_tool_names
@@ -110,7 +110,7 @@ def tool_selection_score(evaluations: Sequence[Mapping[str, Any]],
     if not evaluations:
         return 0.0 if missing_tools else 1.0
     appropriate = sum(1 for e in evaluations if e.get("wasAppropriate") is True)
-    return round_score(appropriate / len(evaluations))
+    return reference_round(appropriate / len(evaluations))
 
 
 def tool_selection_label(score: float) -> str:

@@ -30,7 +30,7 @@ from tracescore.scoring._prompting import (
     REASON_SCHEMA,
     Blocks,
     format_score,
-    round_score,
+    reference_round,
     validate_reason,
 )
 
@@ -61,7 +61,7 @@ def toxicity_score(verdicts: Sequence[Mapping[str, Any]], scale: float) -> float
         return 1.0
     toxic = sum(1 for v in verdicts
                 if str(v.get("verdict", "")).strip(JS_WHITESPACE).lower() == "yes")
-    return round_score(toxic / len(verdicts) * scale)
+    return reference_round(toxic / len(verdicts) * scale)
 
 
 def toxicity_label(score: float, scale: float) -> str:
