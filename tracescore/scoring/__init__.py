@@ -1,6 +1,6 @@
-"""Scorers: LLM-judged answer relevancy, faithfulness, toxicity, bias and tool-call accuracy,
-code scorers (content similarity, textual difference,
-keyword coverage, tool-call accuracy), plus the judges.
+"""Scorers: the LLM-judged ones (answer relevancy, faithfulness, hallucination, toxicity, bias,
+judged tool-call accuracy), the code ones (content similarity, textual difference, keyword
+coverage, tool-call accuracy), and the judges.
 
     scorer = create_answer_relevancy_scorer(model="openai/gpt-4o-mini")
     result = scorer.run(input="What is the capital of France?", output="Paris.")
@@ -20,6 +20,7 @@ from tracescore.scoring._offline import OfflineJudge
 from tracescore.scoring.bias import BiasScorer, create_bias_scorer
 from tracescore.scoring.difference import TextualDifferenceScorer, create_textual_difference_scorer
 from tracescore.scoring.faithfulness import FaithfulnessScorer, create_faithfulness_scorer
+from tracescore.scoring.hallucination import HallucinationScorer, create_hallucination_scorer
 from tracescore.scoring.keywords import KeywordCoverageScorer, create_keyword_coverage_scorer
 from tracescore.scoring.relevancy import AnswerRelevancyScorer, create_answer_relevancy_scorer
 from tracescore.scoring.similarity import (
@@ -39,6 +40,7 @@ __all__ = [
     "BiasScorer",
     "ContentSimilarityScorer",
     "FaithfulnessScorer",
+    "HallucinationScorer",
     "Judge",
     "JudgeAuthenticationError",
     "JudgeReply",
@@ -59,6 +61,7 @@ __all__ = [
     "create_bias_scorer",
     "create_content_similarity_scorer",
     "create_faithfulness_scorer",
+    "create_hallucination_scorer",
     "create_keyword_coverage_scorer",
     "create_textual_difference_scorer",
     "create_tool_call_accuracy_scorer",

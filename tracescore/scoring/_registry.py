@@ -25,10 +25,11 @@ SCORER_ALIASES: dict[str, str] = {
     "keywords": "keyword-coverage",
     "tool-call-accuracy": "tool-call-accuracy",
     "faithfulness": "faithfulness",
+    "hallucination": "hallucination",
 }
 SCORER_IDS = tuple(dict.fromkeys(SCORER_ALIASES.values()))
 NEEDS_OPTIONS = frozenset({"tool-call-accuracy"})  # no useful default: options say what to expect
-JUDGED = frozenset({"answer-relevancy", "faithfulness"})  # take a judge `model`
+JUDGED = frozenset({"answer-relevancy", "faithfulness", "hallucination"})  # take a judge `model`
 
 
 def scorer_id(name: str) -> str:
@@ -42,6 +43,7 @@ def scorer_id(name: str) -> str:
 def _factories() -> dict[str, Callable[..., Scorer]]:
     from tracescore.scoring.difference import create_textual_difference_scorer
     from tracescore.scoring.faithfulness import create_faithfulness_scorer
+    from tracescore.scoring.hallucination import create_hallucination_scorer
     from tracescore.scoring.keywords import create_keyword_coverage_scorer
     from tracescore.scoring.relevancy import create_answer_relevancy_scorer
     from tracescore.scoring.similarity import create_content_similarity_scorer
@@ -54,6 +56,7 @@ def _factories() -> dict[str, Callable[..., Scorer]]:
         "keyword-coverage": create_keyword_coverage_scorer,
         "tool-call-accuracy": create_tool_call_accuracy_scorer,
         "faithfulness": create_faithfulness_scorer,
+        "hallucination": create_hallucination_scorer,
     }
 
 
