@@ -24,9 +24,12 @@ SCORER_ALIASES: dict[str, str] = {
     "keyword-coverage": "keyword-coverage",
     "keywords": "keyword-coverage",
     "tool-call-accuracy": "tool-call-accuracy",
+    "faithfulness": "faithfulness",
+    "hallucination": "hallucination",
 }
 SCORER_IDS = tuple(dict.fromkeys(SCORER_ALIASES.values()))
 NEEDS_OPTIONS = frozenset({"tool-call-accuracy"})  # no useful default: options say what to expect
+JUDGED = frozenset({"answer-relevancy", "faithfulness", "hallucination"})  # take a judge `model`
 
 
 def scorer_id(name: str) -> str:
@@ -39,6 +42,8 @@ def scorer_id(name: str) -> str:
 
 def _factories() -> dict[str, Callable[..., Scorer]]:
     from tracescore.scoring.difference import create_textual_difference_scorer
+    from tracescore.scoring.faithfulness import create_faithfulness_scorer
+    from tracescore.scoring.hallucination import create_hallucination_scorer
     from tracescore.scoring.keywords import create_keyword_coverage_scorer
     from tracescore.scoring.relevancy import create_answer_relevancy_scorer
     from tracescore.scoring.similarity import create_content_similarity_scorer
@@ -50,6 +55,8 @@ def _factories() -> dict[str, Callable[..., Scorer]]:
         "textual-difference": create_textual_difference_scorer,
         "keyword-coverage": create_keyword_coverage_scorer,
         "tool-call-accuracy": create_tool_call_accuracy_scorer,
+        "faithfulness": create_faithfulness_scorer,
+        "hallucination": create_hallucination_scorer,
     }
 
 
@@ -62,7 +69,7 @@ def create_scorer(name: str, options: Mapping[str, Any] | None = None, *,
     """
     sid = scorer_id(name)
     kwargs = dict(options or {})
-    if sid == "answer-relevancy" and "model" not in kwargs:
+    if sid in JUDGED and "model" not in kwargs:
         kwargs["model"] = model or os.environ.get(ENV_JUDGE_MODEL) or OFFLINE_MODEL
     try:
         return _factories()[sid](**kwargs)
