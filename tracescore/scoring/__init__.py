@@ -1,5 +1,5 @@
 """Scorers: LLM-judged answer relevancy, code scorers (content similarity, textual difference,
-keyword coverage, tool-call accuracy), plus the judges.
+keyword coverage, tool-call accuracy, completeness), plus the judges.
 
     scorer = create_answer_relevancy_scorer(model="openai/gpt-4o-mini")
     result = scorer.run(input="What is the capital of France?", output="Paris.")
@@ -16,6 +16,7 @@ from tracescore.scoring._judge_api import (
 )
 from tracescore.scoring._litellm_judge import LiteLLMJudge
 from tracescore.scoring._offline import OfflineJudge
+from tracescore.scoring.completeness import CompletenessScorer, create_completeness_scorer
 from tracescore.scoring.difference import TextualDifferenceScorer, create_textual_difference_scorer
 from tracescore.scoring.keywords import KeywordCoverageScorer, create_keyword_coverage_scorer
 from tracescore.scoring.relevancy import AnswerRelevancyScorer, create_answer_relevancy_scorer
@@ -28,6 +29,7 @@ from tracescore.scoring.tools import ToolCallAccuracyScorer, create_tool_call_ac
 __all__ = [
     "OFFLINE_MODEL",
     "AnswerRelevancyScorer",
+    "CompletenessScorer",
     "ContentSimilarityScorer",
     "Judge",
     "JudgeAuthenticationError",
@@ -44,6 +46,7 @@ __all__ = [
     "ToolCall",
     "ToolCallAccuracyScorer",
     "create_answer_relevancy_scorer",
+    "create_completeness_scorer",
     "create_content_similarity_scorer",
     "create_keyword_coverage_scorer",
     "create_textual_difference_scorer",

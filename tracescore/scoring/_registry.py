@@ -24,6 +24,7 @@ SCORER_ALIASES: dict[str, str] = {
     "keyword-coverage": "keyword-coverage",
     "keywords": "keyword-coverage",
     "tool-call-accuracy": "tool-call-accuracy",
+    "completeness": "completeness",
 }
 SCORER_IDS = tuple(dict.fromkeys(SCORER_ALIASES.values()))
 NEEDS_OPTIONS = frozenset({"tool-call-accuracy"})  # no useful default: options say what to expect
@@ -38,6 +39,7 @@ def scorer_id(name: str) -> str:
 
 
 def _factories() -> dict[str, Callable[..., Scorer]]:
+    from tracescore.scoring.completeness import create_completeness_scorer
     from tracescore.scoring.difference import create_textual_difference_scorer
     from tracescore.scoring.keywords import create_keyword_coverage_scorer
     from tracescore.scoring.relevancy import create_answer_relevancy_scorer
@@ -50,6 +52,7 @@ def _factories() -> dict[str, Callable[..., Scorer]]:
         "textual-difference": create_textual_difference_scorer,
         "keyword-coverage": create_keyword_coverage_scorer,
         "tool-call-accuracy": create_tool_call_accuracy_scorer,
+        "completeness": create_completeness_scorer,
     }
 
 
