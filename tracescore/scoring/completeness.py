@@ -23,7 +23,7 @@ from typing import Any
 from tracescore._exceptions import ConfigurationError
 from tracescore.scoring._base import ScoreResult, ToolCall, _band, check_scale, new_run_id
 from tracescore.scoring._code import NO_JUDGE, CodeScorer
-from tracescore.scoring.relevancy import _merge_options
+from tracescore.scoring._options import merge_options
 
 _COMBINING = re.compile("[\u0300-\u036f]")
 _PARTS = re.compile(r"[a-z0-9]+")
@@ -249,4 +249,4 @@ class CompletenessScorer(CodeScorer):
 def create_completeness_scorer(*, scale: float = 1,
                                options: Mapping[str, Any] | None = None) -> CompletenessScorer:
     """Factory named after the reference system's `createCompletenessScorer`."""
-    return CompletenessScorer(**_merge_options(options, {"scale": scale}, {}))
+    return CompletenessScorer(**merge_options(options, {"scale": scale}, {}))
