@@ -1,5 +1,5 @@
-"""Scorers: LLM-judged answer relevancy, code scorers (content similarity, textual difference,
-keyword coverage, tool-call accuracy, completeness), plus the judges.
+"""Scorers: LLM-judged answer relevancy and faithfulness, code scorers (content similarity,
+textual difference, keyword coverage, tool-call accuracy, completeness), plus the judges.
 
     scorer = create_answer_relevancy_scorer(model="openai/gpt-4o-mini")
     result = scorer.run(input="What is the capital of France?", output="Paris.")
@@ -18,6 +18,7 @@ from tracescore.scoring._litellm_judge import LiteLLMJudge
 from tracescore.scoring._offline import OfflineJudge
 from tracescore.scoring.completeness import CompletenessScorer, create_completeness_scorer
 from tracescore.scoring.difference import TextualDifferenceScorer, create_textual_difference_scorer
+from tracescore.scoring.faithfulness import FaithfulnessScorer, create_faithfulness_scorer
 from tracescore.scoring.keywords import KeywordCoverageScorer, create_keyword_coverage_scorer
 from tracescore.scoring.relevancy import AnswerRelevancyScorer, create_answer_relevancy_scorer
 from tracescore.scoring.similarity import (
@@ -31,6 +32,7 @@ __all__ = [
     "AnswerRelevancyScorer",
     "CompletenessScorer",
     "ContentSimilarityScorer",
+    "FaithfulnessScorer",
     "Judge",
     "JudgeAuthenticationError",
     "JudgeReply",
@@ -48,6 +50,7 @@ __all__ = [
     "create_answer_relevancy_scorer",
     "create_completeness_scorer",
     "create_content_similarity_scorer",
+    "create_faithfulness_scorer",
     "create_keyword_coverage_scorer",
     "create_textual_difference_scorer",
     "create_tool_call_accuracy_scorer",

@@ -25,9 +25,11 @@ SCORER_ALIASES: dict[str, str] = {
     "keywords": "keyword-coverage",
     "tool-call-accuracy": "tool-call-accuracy",
     "completeness": "completeness",
+    "faithfulness": "faithfulness",
 }
 SCORER_IDS = tuple(dict.fromkeys(SCORER_ALIASES.values()))
 NEEDS_OPTIONS = frozenset({"tool-call-accuracy"})  # no useful default: options say what to expect
+JUDGED = frozenset({"answer-relevancy", "faithfulness"})  # take a judge `model`
 
 
 def scorer_id(name: str) -> str:
@@ -41,6 +43,7 @@ def scorer_id(name: str) -> str:
 def _factories() -> dict[str, Callable[..., Scorer]]:
     from tracescore.scoring.completeness import create_completeness_scorer
     from tracescore.scoring.difference import create_textual_difference_scorer
+    from tracescore.scoring.faithfulness import create_faithfulness_scorer
     from tracescore.scoring.keywords import create_keyword_coverage_scorer
     from tracescore.scoring.relevancy import create_answer_relevancy_scorer
     from tracescore.scoring.similarity import create_content_similarity_scorer
@@ -53,6 +56,7 @@ def _factories() -> dict[str, Callable[..., Scorer]]:
         "keyword-coverage": create_keyword_coverage_scorer,
         "tool-call-accuracy": create_tool_call_accuracy_scorer,
         "completeness": create_completeness_scorer,
+        "faithfulness": create_faithfulness_scorer,
     }
 
 
@@ -65,7 +69,7 @@ def create_scorer(name: str, options: Mapping[str, Any] | None = None, *,
     """
     sid = scorer_id(name)
     kwargs = dict(options or {})
-    if sid == "answer-relevancy" and "model" not in kwargs:
+    if sid in JUDGED and "model" not in kwargs:
         kwargs["model"] = model or os.environ.get(ENV_JUDGE_MODEL) or OFFLINE_MODEL
     try:
         return _factories()[sid](**kwargs)
