@@ -1,5 +1,6 @@
-"""Scorers: LLM-judged answer relevancy and faithfulness, code scorers (content similarity,
-textual difference, keyword coverage, tool-call accuracy, completeness), plus the judges.
+"""Scorers: LLM-judged answer relevancy, faithfulness and hallucination, code scorers (content
+similarity, textual difference, keyword coverage, tool-call accuracy, completeness), plus the
+judges.
 
     scorer = create_answer_relevancy_scorer(model="openai/gpt-4o-mini")
     result = scorer.run(input="What is the capital of France?", output="Paris.")
@@ -19,6 +20,7 @@ from tracescore.scoring._offline import OfflineJudge
 from tracescore.scoring.completeness import CompletenessScorer, create_completeness_scorer
 from tracescore.scoring.difference import TextualDifferenceScorer, create_textual_difference_scorer
 from tracescore.scoring.faithfulness import FaithfulnessScorer, create_faithfulness_scorer
+from tracescore.scoring.hallucination import HallucinationScorer, create_hallucination_scorer
 from tracescore.scoring.keywords import KeywordCoverageScorer, create_keyword_coverage_scorer
 from tracescore.scoring.relevancy import AnswerRelevancyScorer, create_answer_relevancy_scorer
 from tracescore.scoring.similarity import (
@@ -33,6 +35,7 @@ __all__ = [
     "CompletenessScorer",
     "ContentSimilarityScorer",
     "FaithfulnessScorer",
+    "HallucinationScorer",
     "Judge",
     "JudgeAuthenticationError",
     "JudgeReply",
@@ -51,6 +54,7 @@ __all__ = [
     "create_completeness_scorer",
     "create_content_similarity_scorer",
     "create_faithfulness_scorer",
+    "create_hallucination_scorer",
     "create_keyword_coverage_scorer",
     "create_textual_difference_scorer",
     "create_tool_call_accuracy_scorer",

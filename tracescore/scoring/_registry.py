@@ -26,10 +26,11 @@ SCORER_ALIASES: dict[str, str] = {
     "tool-call-accuracy": "tool-call-accuracy",
     "completeness": "completeness",
     "faithfulness": "faithfulness",
+    "hallucination": "hallucination",
 }
 SCORER_IDS = tuple(dict.fromkeys(SCORER_ALIASES.values()))
 NEEDS_OPTIONS = frozenset({"tool-call-accuracy"})  # no useful default: options say what to expect
-JUDGED = frozenset({"answer-relevancy", "faithfulness"})  # take a judge `model`
+JUDGED = frozenset({"answer-relevancy", "faithfulness", "hallucination"})  # take a judge `model`
 
 
 def scorer_id(name: str) -> str:
@@ -44,6 +45,7 @@ def _factories() -> dict[str, Callable[..., Scorer]]:
     from tracescore.scoring.completeness import create_completeness_scorer
     from tracescore.scoring.difference import create_textual_difference_scorer
     from tracescore.scoring.faithfulness import create_faithfulness_scorer
+    from tracescore.scoring.hallucination import create_hallucination_scorer
     from tracescore.scoring.keywords import create_keyword_coverage_scorer
     from tracescore.scoring.relevancy import create_answer_relevancy_scorer
     from tracescore.scoring.similarity import create_content_similarity_scorer
@@ -57,6 +59,7 @@ def _factories() -> dict[str, Callable[..., Scorer]]:
         "tool-call-accuracy": create_tool_call_accuracy_scorer,
         "completeness": create_completeness_scorer,
         "faithfulness": create_faithfulness_scorer,
+        "hallucination": create_hallucination_scorer,
     }
 
 
