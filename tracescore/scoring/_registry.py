@@ -24,9 +24,12 @@ SCORER_ALIASES: dict[str, str] = {
     "keyword-coverage": "keyword-coverage",
     "keywords": "keyword-coverage",
     "tool-call-accuracy": "tool-call-accuracy",
+    "llm-judge": "llm-judge",
 }
 SCORER_IDS = tuple(dict.fromkeys(SCORER_ALIASES.values()))
-NEEDS_OPTIONS = frozenset({"tool-call-accuracy"})  # no useful default: options say what to expect
+# no useful default: options say what to expect (the LLM judge: its name and criterion)
+NEEDS_OPTIONS = frozenset({"tool-call-accuracy", "llm-judge"})
+JUDGED = frozenset({"answer-relevancy", "llm-judge"})  # a `model` option defaults as below
 
 
 def scorer_id(name: str) -> str:
@@ -40,6 +43,7 @@ def scorer_id(name: str) -> str:
 def _factories() -> dict[str, Callable[..., Scorer]]:
     from tracescore.scoring.difference import create_textual_difference_scorer
     from tracescore.scoring.keywords import create_keyword_coverage_scorer
+    from tracescore.scoring.llm_judge import create_llm_judge_scorer
     from tracescore.scoring.relevancy import create_answer_relevancy_scorer
     from tracescore.scoring.similarity import create_content_similarity_scorer
     from tracescore.scoring.tools import create_tool_call_accuracy_scorer
@@ -50,6 +54,7 @@ def _factories() -> dict[str, Callable[..., Scorer]]:
         "textual-difference": create_textual_difference_scorer,
         "keyword-coverage": create_keyword_coverage_scorer,
         "tool-call-accuracy": create_tool_call_accuracy_scorer,
+        "llm-judge": create_llm_judge_scorer,
     }
 
 
@@ -58,11 +63,12 @@ def create_scorer(name: str, options: Mapping[str, Any] | None = None, *,
     """The scorer called `name`, built with `options` (its factory's keyword arguments).
 
     A judged scorer without a `model` option uses `model`, else $TRACESCORE_JUDGE_MODEL, else
-    the offline judge.
+    the offline judge (which the LLM judge refuses: it needs a language model).
+    The LLM judge ("llm-judge") is built with its own `name`, which becomes its scorer id.
     """
     sid = scorer_id(name)
     kwargs = dict(options or {})
-    if sid == "answer-relevancy" and "model" not in kwargs:
+    if sid in JUDGED and "model" not in kwargs:
         kwargs["model"] = model or os.environ.get(ENV_JUDGE_MODEL) or OFFLINE_MODEL
     try:
         return _factories()[sid](**kwargs)
@@ -71,5 +77,25 @@ def create_scorer(name: str, options: Mapping[str, Any] | None = None, *,
 
 
 def resolve_scorers(scorers: list[Any]) -> list[Any]:
-    """`scorers` with each name (a string) replaced by the scorer it names."""
-    return [create_scorer(s) if isinstance(s, str) else s for s in scorers]
+    """`scorers` with each name (a string) or spec (`{"scorer": name, "options": {...}}`, the
+    gateway config's form) replaced by the scorer it describes."""
+    return [create_scorer(s) if isinstance(s, str)
+            else _from_spec(s, i) if isinstance(s, Mapping) else s
+            for i, s in enumerate(scorers)]
+
+
+def _from_spec(spec: Mapping[Any, Any], index: int) -> Scorer:
+    where = f"scorers[{index}]"
+    unknown = sorted(str(k) for k in spec if k not in ("scorer", "options"))
+    if unknown:
+        raise ConfigurationError(f"{where}.{unknown[0]}: unknown key; a scorer spec has scorer "
+                                 f"and options (the scorer's own settings go under options)")
+    name, options = spec.get("scorer"), spec.get("options")
+    if not isinstance(name, str):
+        raise ConfigurationError(f"{where}.scorer must be a scorer name, got {name!r}")
+    if options is not None and not isinstance(options, Mapping):
+        raise ConfigurationError(f"{where}.options must be a mapping, got {options!r}")
+    try:
+        return create_scorer(name, options)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{where}: {exc}") from None
