@@ -19,18 +19,14 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any, NamedTuple
 
 from tracescore.scoring._base import JudgeUsage
 from tracescore.scoring._judge_api import OFFLINE_MODEL, JudgeReply, JudgeRequest, JudgeStepError
-from tracescore.scoring._prompts import (
-    TASK_REASON,
-    TASK_STATEMENTS,
-    TASK_VERDICTS,
-    format_score,
-)
+from tracescore.scoring._prompting import format_score
+from tracescore.scoring._prompts import TASK_REASON, TASK_STATEMENTS, TASK_VERDICTS
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9À-Ý])")
@@ -290,6 +286,20 @@ def _explain(data: Mapping[str, Any], with_reference: bool) -> str:
     return f"The score is {score} because {joined} (offline judge: {how}, no language model)."
 
 
+# A handler answers one task offline: the request -> (reply data, notes for the step result).
+OfflineHandler = Callable[[JudgeRequest], tuple[dict[str, Any], dict[str, Any]]]
+_HANDLERS: dict[str, OfflineHandler] = {}
+
+
+def register_offline_task(task: str, handler: OfflineHandler) -> None:
+    """Let the offline judge answer `task` (a JudgeRequest.task) with `handler`.
+
+    A judged scorer registers its deterministic approximations at import; a task without a
+    handler fails its step with an error that says the offline judge cannot do it.
+    """
+    _HANDLERS[task] = handler
+
+
 class OfflineJudge:
     """The deterministic offline judge (`model="tracescore/offline"`): no network, no key.
 
@@ -326,6 +336,8 @@ class OfflineJudge:
             reply = {"results": results}
         elif request.task == TASK_REASON:
             reply = {"reason": _explain(data, request.reference is not None)}
+        elif request.task in _HANDLERS:
+            reply, notes = _HANDLERS[request.task](request)
         else:
             raise JudgeStepError(f"the offline judge cannot do task {request.task!r}",
                                  step=request.step, model=self.model,

@@ -1,0 +1,180 @@
+"""The shared machinery of a multi-step LLM-judged scorer (answer relevancy, faithfulness, ...).
+
+A judged scorer is a `JudgedScorer` subclass whose `arun` builds one `JudgedRun` and walks its
+steps with it. The pieces, and how a new scorer uses them:
+
+- `JudgedScorer.__init__(model=..., scale=..., redact_judge_input=..., max_judge_input_chars=...,
+  **judge_kwargs)` validates the options every judged scorer has and resolves the judge
+  (`self.judge`; `self.model` is its name). Subclasses set `id`, `name`, `label` (score ->
+  low-cardinality label) and validate their own options before or after calling it.
+- `JudgedRun(scorer, run_id, reference)` is one run. Its methods:
+  - `judge_text(text)`: the text as the judge may see it, redacted and capped (a cut sets
+    `truncated`, which the result reports as `judge_input_truncated`). Pass every judged text
+    through it *before* building a prompt, so the step prompts are exactly what was sent.
+  - `await ask(request, score=None)`: ask the judge one step (a `JudgeRequest` with its JSON
+    schema and validator; the judge asks for native JSON, falls back to the schema in the
+    prompt, parses replies leniently and validates them). Usage is summed over the run and
+    per step. A failed step raises `ScorerError` naming the step, carrying the partial result
+    (and `score` once computed); a configuration or authentication error is raised as it is.
+  - `record(step, prompt=..., result=...)`: put a step's prompt and result on the run
+    (`preprocess`, `analyze`, `reason`; the reason step has a prompt only).
+  - `error(step, message)`: a `ScorerError` for a step that failed in the scorer's own code.
+  - `result(score, reason)`: the final `ScoreResult` (label from the scorer's `label`).
+- `reference_text(ground_truth)`: the ground truth as the judge's `reference` (the offline
+  judge's background knowledge; never in LLM prompts).
+
+Prompt helpers live in `_prompting` (importable by prompt modules and the offline judge without
+a cycle): `Blocks(*tags)` builds `<tag>...</tag>` data blocks with look-alike tags inside the
+judged text defused, and `Blocks.declaration()` is the system-prompt paragraph that declares
+them data; `round_score` (half-up to 2 decimals, the reference's `roundToTwoDecimals`),
+`format_score`, `REASON_SCHEMA`/`validate_reason`, `string_list_schema`/`validate_string_list`,
+`count_verdicts`. Option helpers (`merge_options` for reference-style camelCase `options`,
+`check_fraction`) live in `_options`.
+
+The offline judge answers a task only when a handler is registered for it
+(`tracescore.scoring._offline.register_offline_task`); a scorer that cannot be approximated
+offline registers none, and the offline judge then fails its first step with a clear error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import asdict
+from typing import Any
+
+from tracescore._exceptions import ConfigurationError, ScorerError
+from tracescore.scoring._base import JudgeUsage, Scorer, ScoreResult, check_scale
+from tracescore.scoring._inputs import InputError, answer_text
+from tracescore.scoring._judge_api import (
+    Judge,
+    JudgeAuthenticationError,
+    JudgeReply,
+    JudgeRequest,
+    JudgeStepError,
+)
+from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS, check_max_chars, prepare
+from tracescore.scoring._resolve import resolve_judge
+
+
+def reference_text(ground_truth: Any) -> str | None:
+    """The ground truth as text for the judge's `reference`, or None when it has no text.
+
+    LLM judges never see it (it is not in their prompts, as in the reference system); the
+    offline judge uses it as the world knowledge it lacks.
+    """
+    try:
+        text = answer_text(ground_truth)
+    except InputError:
+        return None
+    return text.strip() or None
+
+
+# --- scorer and run --------------------------------------------------------------------------
+class JudgedScorer(Scorer):
+    """Base of the LLM-judged scorers: the judge and the options every one of them has.
+
+    `model` is a litellm model string, "tracescore/offline", or a Judge object; other keyword
+    arguments configure the LiteLLMJudge (api_base, api_key, timeout, max_retries, ...).
+    What the judge is sent: the judged texts, each cut to `max_judge_input_chars` (the
+    result's `judge_input_truncated` says so) and, unless `redact_judge_input=False`, redacted
+    by the same rules as exported content. The step prompts on the result are exactly the
+    prompts sent.
+    """
+
+    uses_judge = True
+    scale: float
+
+    def __init__(self, *, model: str | Judge, scale: float = 1, redact_judge_input: bool = True,
+                 max_judge_input_chars: int = DEFAULT_MAX_JUDGE_INPUT_CHARS,
+                 **judge_kwargs: Any) -> None:
+        self.scale = check_scale(scale)
+        if not isinstance(redact_judge_input, bool):
+            raise ConfigurationError(
+                f"redact_judge_input must be True or False, got {redact_judge_input!r}")
+        self.redact_judge_input = redact_judge_input
+        self.max_judge_input_chars = check_max_chars(max_judge_input_chars)
+        self.judge: Judge = resolve_judge(model, judge_kwargs)
+
+    @property
+    def model(self) -> str:
+        """The judge's model name (as it appears in results and spans)."""
+        return self.judge.model
+
+    def label(self, score: float) -> str | None:
+        """The low-cardinality label of a score (None: this scorer has no labels)."""
+        return None
+
+
+class JudgedRun:
+    """One judged scorer run: asks the judge step by step and keeps what a failure must carry."""
+
+    def __init__(self, scorer: JudgedScorer, run_id: str, reference: str | None = None) -> None:
+        self.scorer = scorer
+        self.run_id = run_id
+        self.reference = reference
+        self.usage = JudgeUsage(model=scorer.judge.model)
+        self.step_usage: dict[str, JudgeUsage] = {}
+        self.truncated = False  # a judged text was cut for the judge
+        self.fields: dict[str, Any] = {
+            "preprocess_prompt": None, "preprocess_step_result": None,
+            "analyze_prompt": None, "analyze_step_result": None,
+            "generate_reason_prompt": None,
+        }
+
+    def record(self, step: str, *, prompt: str | None = None, result: Any = None) -> None:
+        """Put a step's prompt and/or result on the run (`preprocess`, `analyze`, `reason`)."""
+        if step == "reason":
+            if prompt is not None:
+                self.fields["generate_reason_prompt"] = prompt
+            return
+        if prompt is not None:
+            self.fields[f"{step}_prompt"] = prompt
+        if result is not None:
+            self.fields[f"{step}_step_result"] = result
+
+    def error(self, step: str, message: str, *, raw_reply: str | None = None,
+              score: float | None = None) -> ScorerError:
+        """A ScorerError for `step`, carrying the steps completed so far."""
+        partial = {"run_id": self.run_id, **self.fields, "usage": asdict(self.usage),
+                   "step_usage": {k: asdict(v) for k, v in self.step_usage.items()},
+                   "judge_input_truncated": self.truncated}
+        if score is not None:
+            partial["score"] = score
+        return ScorerError(message, scorer_id=self.scorer.id, step=step, partial=partial,
+                           raw_reply=raw_reply)
+
+    async def ask(self, request: JudgeRequest, score: float | None = None) -> JudgeReply:
+        """The judge's validated reply to one step (its usage added to the run's)."""
+        if self.reference is not None:
+            request = dataclasses.replace(request, reference=self.reference)
+        try:
+            reply = await self.scorer.judge.judge(request)
+        except (ConfigurationError, JudgeAuthenticationError):
+            raise  # not this run's step failing: every run would; the caller must fix the judge
+        except JudgeStepError as exc:
+            self._spend(request.step, exc.usage)
+            raise self.error(request.step, str(exc), raw_reply=exc.raw_reply, score=score) from exc
+        except Exception as exc:  # a third-party Judge failing its own way
+            raise self.error(request.step, f"judge {self.scorer.judge.model!r} failed: "
+                             f"{type(exc).__name__}: {exc}", score=score) from exc
+        self._spend(request.step, reply.usage)
+        return reply
+
+    def _spend(self, step: str, usage: JudgeUsage) -> None:
+        self.usage += usage
+        previous = self.step_usage.get(step)
+        self.step_usage[step] = usage if previous is None else previous + usage
+
+    def judge_text(self, text: str) -> str:
+        """`text` redacted and capped as the judge gets it (noting a cut)."""
+        prepared = prepare(text, redact=self.scorer.redact_judge_input,
+                           max_chars=self.scorer.max_judge_input_chars)
+        self.truncated = self.truncated or prepared.cut
+        return prepared.text
+
+    def result(self, score: float, reason: str) -> ScoreResult:
+        scorer = self.scorer
+        return ScoreResult(run_id=self.run_id, scorer_id=scorer.id, scorer_name=scorer.name,
+                           score=score, label=scorer.label(score), reason=reason,
+                           usage=self.usage, step_usage=dict(self.step_usage),
+                           judge_input_truncated=self.truncated, **self.fields)
