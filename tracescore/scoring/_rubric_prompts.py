@@ -12,7 +12,7 @@ from typing import Any
 
 from tracescore.scoring._base import STEP_ANALYZE
 from tracescore.scoring._judge_api import JudgeRequest
-from tracescore.scoring._judged import Blocks, format_score
+from tracescore.scoring._prompting import Blocks, format_score
 
 TASK_VERDICT = "llm_judge.verdict"
 TASK_SCORE = "llm_judge.score"

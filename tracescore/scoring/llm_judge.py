@@ -20,8 +20,9 @@ from tracescore.scoring._base import STEP_SCORE, ScoreResult, ToolCall, new_run_
 from tracescore.scoring._inputs import InputError, answer_text, question_text
 from tracescore.scoring._judge_api import Judge
 from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS
-from tracescore.scoring._judged import JudgedRun, JudgedScorer, round_score
+from tracescore.scoring._judged import JudgedRun, JudgedScorer
 from tracescore.scoring._offline import OfflineJudge
+from tracescore.scoring._prompting import round_score
 
 Mode = Literal["pass_fail", "score"]
 MODES: tuple[str, ...] = ("pass_fail", "score")
