@@ -38,6 +38,8 @@ OP_INVOKE_AGENT = "invoke_agent"
 OP_EXECUTE_TOOL = "execute_tool"
 OP_CHAT = "chat"
 OP_WORKFLOW = "workflow"  # tracescore's generic @span (no semconv value exists)
+OP_RETRIEVAL = "retrieval"
+GEN_AI_RETRIEVAL_DOCUMENTS = "gen_ai.retrieval.documents"  # JSON array of documents
 
 # Evaluation results (semconv event + attributes)
 GEN_AI_EVALUATION_RESULT = "gen_ai.evaluation.result"
@@ -92,6 +94,8 @@ TS_UNSCORED = "tracescore.evaluation.unscored"  # event name: span exported with
 TS_UNSCORED_REASON = "tracescore.evaluation.unscored.reason"
 TS_EVALUATED_SPAN_ID = "tracescore.evaluation.span_id"
 TS_GROUND_TRUTH = "tracescore.ground_truth"  # expected answer of an agent call, read by recognisers
+# text (or array of texts) a span marks as retrieved context of the agent call it runs inside
+TS_CONTEXT = "tracescore.context"
 
 # --- online scoring (H4) ---------------------------------------------------------------------
 TS_FAILED_STEP = "tracescore.evaluation.failed_step"  # scorer step that failed (on error)
@@ -121,6 +125,12 @@ OI_INPUT_MIME_TYPE = "input.mime_type"
 OI_OUTPUT_VALUE = "output.value"
 OI_OUTPUT_MIME_TYPE = "output.mime_type"
 OI_AGENT_NAME = "agent.name"
+OI_KIND_TOOL = "TOOL"
+OI_KIND_RETRIEVER = "RETRIEVER"
+OI_TOOL_NAME = "tool.name"
+OI_TOOL_CALL_ID = "tool_call.id"
+OI_RETRIEVAL_DOCUMENTS = "retrieval.documents."  # + "{i}.document.content"
+OI_DOCUMENT_CONTENT = ".document.content"
 OI_MIME_JSON = "application/json"
 # OpenLLMetry / traceloop
 TL_SPAN_KIND = "traceloop.span.kind"

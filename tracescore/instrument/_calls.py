@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,13 +24,17 @@ _UNSET: Any = object()
 
 class _Slot:
     """Ground-truth slot of one agent call (`set_ground_truth` writes into it) or of a
-    `ground_truth()` block (read-only: calls inside inherit it)."""
+    `ground_truth()` block (read-only: calls inside inherit it); also the context texts that
+    `add_context` gave the call, and the slot of the agent call it runs inside."""
 
-    __slots__ = ("value", "writable")
+    __slots__ = ("context", "outer", "value", "writable")
 
-    def __init__(self, value: Any = _UNSET, writable: bool = True) -> None:
+    def __init__(self, value: Any = _UNSET, writable: bool = True,
+                 outer: _Slot | None = None) -> None:
         self.value = value
         self.writable = writable
+        self.outer = outer
+        self.context: list[tuple[int, str]] | None = None
 
 
 _slot: contextvars.ContextVar[_Slot | None] = contextvars.ContextVar(
@@ -49,6 +54,7 @@ class AgentCall:
     ground_truth: Any = None
     conversation_id: str | None = None
     attributes: Mapping[str, Any] = field(default_factory=dict)
+    context: tuple[tuple[int, str], ...] = ()  # (time ns, text) given by `add_context`
 
 
 AgentCallListener = Callable[[AgentCall], None]
@@ -172,7 +178,7 @@ def notify_agent_call(
 def enter_call() -> tuple[contextvars.Token[_Slot | None], _Slot]:
     """Open a ground-truth slot for an agent call (inherits the enclosing value)."""
     outer = _slot.get()
-    slot = _Slot(outer.value if outer is not None else _UNSET)
+    slot = _Slot(outer.value if outer is not None else _UNSET, outer=outer)
     return _slot.set(slot), slot
 
 
@@ -195,6 +201,29 @@ def set_ground_truth(value: Any) -> None:
     slot = _slot.get()
     if slot is not None and slot.writable:
         slot.value = value
+
+
+_MAX_ADDED = 1000  # add_context texts kept per agent call (the scorers' limits apply after)
+
+
+def add_context(text: str) -> None:
+    """Give the agent call running in this context (and the ones it runs inside) a retrieved
+    text, for scorers that judge the answer against its context (faithfulness...).
+
+    The text reaches the scorers only (it is not put on any span). Does nothing where no agent
+    call is followed, like `set_ground_truth`. Never raises.
+    """
+    slot = _slot.get()
+    if slot is None or not isinstance(text, str) or not text:
+        return
+    now = time.time_ns()
+    while slot is not None:
+        if slot.writable:
+            if slot.context is None:
+                slot.context = []
+            if len(slot.context) < _MAX_ADDED:
+                slot.context.append((now, text))
+        slot = slot.outer
 
 
 @contextmanager

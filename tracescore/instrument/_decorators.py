@@ -421,6 +421,7 @@ class _Call:
 
     __slots__ = (
         "_gt",
+        "added_context",
         "attributes",
         "capture",
         "conversation_id",
@@ -448,6 +449,7 @@ class _Call:
         self.attributes: Mapping[str, Any] = op.public_attrs
         self.ground_truth: Any = None
         self._gt: Any = None
+        self.added_context: tuple[tuple[int, str], ...] = ()
 
     def enter(self) -> Any:
         """Make the span current (and open the ground-truth slot when somebody listens)."""
@@ -470,6 +472,9 @@ class _Call:
                 value = None
             if value is not None:
                 self.ground_truth = value
+            added = gt[1].context
+            if added:
+                self.added_context += tuple(added)
         _detach(token)
 
     def fail(self, token: Any, error: BaseException) -> None:
@@ -539,6 +544,7 @@ class _Call:
                 ground_truth=gt,
                 conversation_id=self.conversation_id,
                 attributes=self.attributes,
+                context=self.added_context,
             ),
             self.listening,
         )

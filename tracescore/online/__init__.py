@@ -19,6 +19,7 @@ from tracescore.online._recognise import (
     recognise,
     recogniser_markers,
 )
+from tracescore.online._trace_input import TraceLimits
 
 __all__ = [
     "AgentMapping",
@@ -27,6 +28,7 @@ __all__ = [
     "RecognisedCall",
     "Recogniser",
     "ScoringSpanProcessor",
+    "TraceLimits",
     "build_recognisers",
     "evaluation_events",
     "recognise",

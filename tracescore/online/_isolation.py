@@ -37,9 +37,11 @@ import sys
 import threading
 import warnings
 import weakref
+from collections.abc import Sequence
 from typing import IO, Any
 
 from tracescore._exceptions import TracescoreError
+from tracescore.scoring._base import ToolCall, trace_kwargs
 
 _log = logging.getLogger("tracescore")
 
@@ -169,10 +171,12 @@ class ProcessRunner:
         return child.process.pid if child is not None else None
 
     async def run(self, scorer: Any, *, input: Any, output: Any, ground_truth: Any, run_id: str,
-                  timeout_s: float) -> Any:
+                  timeout_s: float, tool_calls: Sequence[ToolCall] = (),
+                  context: Sequence[str] = ()) -> Any:
         """The scorer's result (or its exception), computed in the scoring process when it is
-        meant to run there and can."""
-        kwargs = {"input": input, "output": output, "ground_truth": ground_truth, "run_id": run_id}
+        meant to run there and can. `tool_calls` / `context` reach a scorer that takes them."""
+        kwargs = {"input": input, "output": output, "ground_truth": ground_truth, "run_id": run_id,
+                  **trace_kwargs(scorer, tool_calls, context)}
         key, registration = self._route(scorer)
         if key is None:
             if registration is not None:  # meant for the process, cannot go there
@@ -180,7 +184,8 @@ class ProcessRunner:
             return await scorer.arun(**kwargs)
         job_id = next(self._ids)
         try:
-            data = pickle.dumps((input, output, ground_truth, run_id, timeout_s),
+            data = pickle.dumps((input, output, ground_truth, run_id, timeout_s,
+                                 tuple(tool_calls), tuple(context)),
                                 protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001 - e.g. a lock or a lambda in the input
             return await self._in_thread(scorer, _Unavailable(
@@ -463,7 +468,7 @@ async def _run_job(scorers: dict[int, Any], message: tuple[Any, ...], send: Any)
     _, job_id, key, data = message
     scorer = scorers.get(key)
     try:
-        input, output, ground_truth, run_id, timeout_s = pickle.loads(data)
+        input, output, ground_truth, run_id, timeout_s, tool_calls, context = pickle.loads(data)
     except Exception as exc:  # noqa: BLE001 - e.g. an input of a class defined in __main__
         scorer = _Unavailable(f"a job's data cannot be loaded ({type(exc).__name__}: {exc})",
                               "data")
@@ -476,7 +481,8 @@ async def _run_job(scorers: dict[int, Any], message: tuple[Any, ...], send: Any)
         with suppressed():
             result = await asyncio.wait_for(
                 scorer.arun(input=input, output=output, ground_truth=ground_truth,
-                            run_id=run_id), timeout_s)
+                            run_id=run_id, **trace_kwargs(scorer, tool_calls, context)),
+                timeout_s)
         reply = _encode_result(job_id, result)
     except asyncio.CancelledError:
         raise

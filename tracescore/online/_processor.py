@@ -63,7 +63,18 @@ from tracescore.online._sinks import (
     result_sinks,
     with_events,
 )
+from tracescore.online._trace_input import (
+    EMPTY,
+    Item,
+    TraceInput,
+    TraceLimits,
+    TraceSpans,
+    as_trace_limits,
+    gather,
+    read_span,
+)
 from tracescore.online._worker import Worker
+from tracescore.scoring._base import trace_kwargs
 
 _log = logging.getLogger("tracescore")
 _MISSING: Any = object()
@@ -79,6 +90,8 @@ class _Candidate:
     ground_truth: Any
     agent: str | None
     scorers: tuple[OnlineScorer, ...]
+    trace: TraceInput = EMPTY  # tool calls and context of the call (set when its span ends)
+    added: tuple[tuple[int, str], ...] = ()  # (time ns, text) given by `add_context`
 
 
 @dataclass(slots=True)
@@ -120,6 +133,9 @@ class ScoringSpanProcessor(SpanProcessor):
     `sinks`: result sink objects by name, e.g. `{"phoenix": PhoenixSink(endpoint=...)}`; a sink
     a scorer names without an object here is built from the environment. The processor flushes
     and shuts them down with itself; `stats()` reports theirs as `<name>.<counter>`.
+    `trace_limits`: bounds of the tool calls and context collected for a scored agent call from
+    the spans that ran inside it (`TraceLimits` or a mapping of its fields); collected only in
+    traces a scorer may sample.
     """
 
     def __init__(self, downstream: SpanProcessor, scorers: Sequence[Any] | Any, *,
@@ -127,7 +143,8 @@ class ScoringSpanProcessor(SpanProcessor):
                  concurrency: int = 8, shutdown_timeout_s: float = 30.0,
                  score_genai_spans: bool = False, recognise: Sequence[Any] = (),
                  isolation: str = "auto", meter_provider: Any = None, logger_provider: Any = None,
-                 sinks: Mapping[str, ResultSink] | None = None) -> None:
+                 sinks: Mapping[str, ResultSink] | None = None,
+                 trace_limits: TraceLimits | Mapping[str, Any] | None = None) -> None:
         if not callable(getattr(downstream, "on_end", None)):
             raise ConfigurationError(
                 f"ScoringSpanProcessor needs a downstream SpanProcessor, got {downstream!r}"
@@ -147,6 +164,7 @@ class ScoringSpanProcessor(SpanProcessor):
                 judge = getattr(online.scorer, "judge", None)
                 if judge is not None:
                     check_judge(judge)
+        self._trace_limits = as_trace_limits(trace_limits)
         self._sinks = result_sinks(sorted({n for s in self._scorers for n in s.sinks}), sinks)
         self._downstream = downstream
         self._downstream_on_ending = getattr(downstream, "_on_ending", None)
@@ -184,6 +202,9 @@ class ScoringSpanProcessor(SpanProcessor):
         self._released = threading.Condition(self._lock)
         self._owners: set[object] = set()
         self._last_owner: object = _MISSING
+        # traces with an agent call running that a scorer may sample: their tool/context spans
+        self._traces: dict[int, TraceSpans] = {}
+        self._traces_lock = threading.Lock()
 
     @property
     def scorers(self) -> tuple[OnlineScorer, ...]:
@@ -212,6 +233,10 @@ class ScoringSpanProcessor(SpanProcessor):
         if owner is not self._last_owner:  # remember which providers feed us (cheap: usually one)
             self._last_owner = owner
             self._owners.add(owner)
+        context = span.context
+        if (context is not None and context.trace_flags & 1
+                and context.trace_id & RANDOMNESS_MASK >= self._min_threshold):
+            self._track_start(span, context.trace_id, context.span_id)
         self._downstream.on_start(span, parent_context=parent_context)
 
     def _on_ending(self, span: Span) -> None:
@@ -220,12 +245,81 @@ class ScoringSpanProcessor(SpanProcessor):
             on_ending(span)
 
     def on_end(self, span: ReadableSpan) -> None:
+        trace = self._track_end(span) if self._traces else None
         if self._candidates or self._recognisers:  # else: no candidate possible, export at once
             candidate = self._candidate_of(span)
             if candidate is not None:
+                if trace is not None or candidate.added:
+                    candidate.trace = self._trace_input(span, trace, candidate.added)
                 self._submit(span, candidate)
                 return
         self._downstream.on_end(span)
+
+    # --- tool calls and context of agent calls (sampled traces only) ----------------------------
+    def _track_start(self, span: Span, trace_id: int, span_id: int) -> None:
+        """An agent span starting in a trace a scorer may sample: collect that trace's spans."""
+        attributes = span.attributes or {}
+        operation = attributes.get(sc.GEN_AI_OPERATION_NAME)
+        if operation is not None:
+            if operation != sc.OP_INVOKE_AGENT:
+                return
+        elif not self._recognisers or self._markers.isdisjoint(attributes):
+            return
+        if sc.TS_EVAL_RUN_ID in attributes or otel_context.get_value(sc.CTX_EVAL_RUN_ID):
+            return  # run_evals scores its own calls (its item span, and agents inside it)
+        traces = self._traces
+        with self._traces_lock:
+            trace = traces.get(trace_id)
+            if trace is None:
+                if len(traces) >= self._max_candidates:  # agent spans that never ended
+                    traces.pop(next(iter(traces)))
+                trace = traces[trace_id] = TraceSpans(time.monotonic())
+            trace.agents.add(span_id)
+
+    def _track_end(self, span: ReadableSpan) -> TraceSpans | None:
+        """Remember a finished span of a collected trace; the trace when `span` is its agent."""
+        context = span.context
+        if context is None:
+            return None
+        trace = self._traces.get(context.trace_id)
+        if trace is None:
+            return None
+        try:
+            item = read_span(span.name, span.attributes or {}, span.start_time or 0,
+                             _error_of(span))
+        except Exception:  # noqa: BLE001 - a span we cannot read contributes nothing
+            self._log_once("trace_input", "tracescore: could not read a tool or context span",
+                           exc_info=True)
+            item = None
+        parent = span.parent
+        with self._traces_lock:
+            trace.add(context.span_id, parent.span_id if parent is not None else None, item,
+                      self._trace_limits.max_spans)
+            if context.span_id not in trace.agents:
+                return None
+            trace.agents.discard(context.span_id)
+            if not trace.agents:
+                self._traces.pop(context.trace_id, None)
+            return trace
+
+    def _trace_input(self, span: ReadableSpan, trace: TraceSpans | None,
+                     added: Sequence[tuple[int, str]]) -> TraceInput:
+        """Tool calls and context of the agent call of `span`, within the limits."""
+        try:
+            items = [Item(at, None, (text,), len(text)) for at, text in added]
+            dropped = False
+            if trace is not None:
+                with self._traces_lock:
+                    items.extend(trace.under(span.context.span_id))
+                    dropped = trace.dropped > 0
+            found = gather(items, self._trace_limits)
+            if dropped and not found.truncated:
+                found = TraceInput(found.tool_calls, found.context, True)
+            return found
+        except Exception:  # noqa: BLE001 - scored without them rather than not at all
+            self._log_once("trace_input", "tracescore: could not collect an agent call's tool "
+                           "calls and context", exc_info=True)
+            return EMPTY
 
     def _candidate_of(self, span: ReadableSpan) -> _Candidate | None:
         candidate = None
@@ -301,10 +395,12 @@ class ScoringSpanProcessor(SpanProcessor):
         fast = self._fast.wait_idle(timeout)
         return self._worker.wait_idle(max(0.0, deadline - time.monotonic())) and fast
 
-    def offer(self, span: ReadableSpan, call: RecognisedCall) -> bool:
+    def offer(self, span: ReadableSpan, call: RecognisedCall, trace: TraceInput = EMPTY) -> bool:
         """Score a finished span recognised as an agent call outside this process (the gateway,
         `tracescore rescore`): sampling, filters, limits, holding and sinks as for in-process
-        calls. True when a scorer took it; else the span went downstream at once. Never raises.
+        calls. `trace`: the call's tool calls and context, read by the caller from the spans of
+        its trace. True when a scorer took it; else the span went downstream at once. Never
+        raises.
         """
         try:
             context = span.context
@@ -326,7 +422,7 @@ class ScoringSpanProcessor(SpanProcessor):
             self._export(span, ())
             return False
         self._submit(span, _Candidate(call.input, call.output, call.ground_truth, call.agent,
-                                      chosen))
+                                      chosen, trace))
         return True
 
     # --- candidates (agent thread, hot path) ------------------------------------------------------
@@ -347,7 +443,8 @@ class ScoringSpanProcessor(SpanProcessor):
         chosen = self._choose(call, randomness)
         if chosen:
             self._stash((context.trace_id, context.span_id), _Candidate(
-                call.input, call.output, call.ground_truth, call.name, chosen
+                call.input, call.output, call.ground_truth, call.name, chosen,
+                added=call.context,
             ))
 
     def _choose(self, call: AgentCall, randomness: int) -> tuple[OnlineScorer, ...]:
@@ -580,14 +677,18 @@ class ScoringSpanProcessor(SpanProcessor):
             ground_truth = candidate.ground_truth
             if ground_truth is None:
                 ground_truth = online.lookup_reference(candidate.input)
+            trace = candidate.trace
             with suppressed():
                 if self._isolation is not None:
                     run = self._isolation.run(online.scorer, input=candidate.input,
                                               output=candidate.output, ground_truth=ground_truth,
-                                              run_id=run_id, timeout_s=online.timeout_s)
+                                              run_id=run_id, timeout_s=online.timeout_s,
+                                              tool_calls=trace.tool_calls, context=trace.context)
                 else:
                     run = online.scorer.arun(input=candidate.input, output=candidate.output,
-                                             ground_truth=ground_truth, run_id=run_id)
+                                             ground_truth=ground_truth, run_id=run_id,
+                                             **trace_kwargs(online.scorer, trace.tool_calls,
+                                                            trace.context))
                 result = await asyncio.wait_for(run, online.timeout_s)
         except asyncio.CancelledError:  # shutdown gave up on this run
             self._count_shutdown_drop(candidate, (online,))
@@ -859,6 +960,16 @@ def _sink_stats(sink: ResultSink) -> dict[str, int]:
         return {str(k): int(v) for k, v in stats.items()}
     except Exception:  # noqa: BLE001 - stats are best effort
         return {}
+
+
+def _error_of(span: ReadableSpan) -> str | None:
+    """The error text of a failed span (status description, else `error.type`), None if it
+    did not fail."""
+    status = span.status
+    error_type_ = (span.attributes or {}).get(sc.ERROR_TYPE)
+    if status is None or status.status_code is not trace_api.StatusCode.ERROR:
+        return None if error_type_ is None else str(error_type_)
+    return status.description or (str(error_type_) if error_type_ is not None else "error")
 
 
 def _key(span: ReadableSpan) -> tuple[int, int]:

@@ -1,0 +1,227 @@
+"""An agent call's tool calls and retrieved context, read from the spans that ran inside it.
+
+One reader for both front doors: the in-process processor feeds it SDK spans as they end, the
+gateway feeds it OTLP spans of a trace as they arrive; both then ask for what ran under an agent
+span (any depth). What counts:
+
+- a tool call: GenAI `execute_tool` spans (`gen_ai.tool.name`, `gen_ai.tool.call.id`,
+  `gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`, error status / `error.type`) and
+  OpenInference TOOL spans (`tool.name`, `input.value`, `output.value`);
+- context: a successful tool call's result; the documents of retriever spans (OpenInference
+  `retrieval.documents.N.document.content`, GenAI `retrieval` with `gen_ai.retrieval.documents`);
+  the `tracescore.context` attribute (a text or an array of texts) on any span.
+
+Bounded: spans remembered per trace (`TraceLimits.max_spans`), tool calls and characters handed
+to the scorers per agent call (`max_tool_calls`, `max_chars`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tracescore import _semconv as sc
+from tracescore._exceptions import ConfigurationError
+from tracescore.scoring._base import ToolCall
+
+_MAX_DEPTH = 256  # parent links followed from a span up to its agent span
+
+
+@dataclass(frozen=True, slots=True)
+class TraceInput:
+    """What a scorer is given besides input and output: tool calls (call order) and context."""
+
+    tool_calls: tuple[ToolCall, ...] = ()
+    context: tuple[str, ...] = ()
+    truncated: bool = False  # items left out to stay within the limits
+
+
+EMPTY = TraceInput()
+
+
+@dataclass(frozen=True, slots=True)
+class TraceLimits:
+    """Bounds of the collection: per agent call (handed to scorers) and per trace (kept)."""
+
+    max_tool_calls: int = 64
+    max_chars: int = 100_000  # of tool arguments, results and context texts, per agent call
+    max_spans: int = 4096  # spans of one trace remembered while its agent call runs
+
+    def __post_init__(self) -> None:
+        for name in ("max_tool_calls", "max_chars", "max_spans"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigurationError(f"{name} must be an integer >= 0, got {value!r}")
+
+
+def as_trace_limits(value: object) -> TraceLimits:
+    """`TraceLimits` from None (defaults), a `TraceLimits` or a mapping of its fields."""
+    if value is None:
+        return TraceLimits()
+    if isinstance(value, TraceLimits):
+        return value
+    if isinstance(value, Mapping):
+        unknown = sorted(set(value) - {"max_tool_calls", "max_chars", "max_spans"})
+        if unknown:
+            raise ConfigurationError(f"trace_limits: unknown keys {unknown} (known: "
+                                     "max_tool_calls, max_chars, max_spans)")
+        return TraceLimits(**value)
+    raise ConfigurationError(
+        f"trace_limits must be a TraceLimits or a mapping, got {type(value).__name__}")
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """What one span contributes: a tool call and/or context texts, and its size in characters."""
+
+    start_ns: int
+    tool: ToolCall | None
+    context: tuple[str, ...]
+    chars: int
+
+
+def read_span(name: str, attributes: Mapping[str, Any], start_ns: int,
+              error: str | None) -> Item | None:
+    """The item of one finished span, None for a span that is neither tool nor context."""
+    operation = attributes.get(sc.GEN_AI_OPERATION_NAME)
+    kind = attributes.get(sc.OI_SPAN_KIND)
+    kind = kind.upper() if isinstance(kind, str) else None
+    tool = None
+    texts: list[str] = []
+    chars = 0
+    if operation == sc.OP_EXECUTE_TOOL or kind == sc.OI_KIND_TOOL:
+        genai = operation == sc.OP_EXECUTE_TOOL
+        raw_args = attributes.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS if genai else sc.OI_INPUT_VALUE)
+        raw_result = attributes.get(sc.GEN_AI_TOOL_CALL_RESULT if genai else sc.OI_OUTPUT_VALUE)
+        call_id = attributes.get(sc.GEN_AI_TOOL_CALL_ID, attributes.get(sc.OI_TOOL_CALL_ID))
+        tool_name = attributes.get(sc.GEN_AI_TOOL_NAME, attributes.get(sc.OI_TOOL_NAME))
+        if not tool_name:
+            tool_name = name.removeprefix(f"{sc.OP_EXECUTE_TOOL} ")
+        tool = ToolCall(name=str(tool_name), arguments=_decoded(raw_args),
+                        result=None if error is not None else _decoded(raw_result),
+                        error=error, call_id=None if call_id is None else str(call_id))
+        chars += _size(raw_args) + (len(error) if error is not None else 0)
+        if error is None and raw_result is not None:
+            texts.append(_text(raw_result))
+    elif operation == sc.OP_RETRIEVAL:
+        texts.extend(_documents(attributes.get(sc.GEN_AI_RETRIEVAL_DOCUMENTS)))
+    elif kind == sc.OI_KIND_RETRIEVER:
+        texts.extend(_oi_documents(attributes))
+    marked = attributes.get(sc.TS_CONTEXT)
+    if isinstance(marked, str):
+        texts.append(marked)
+    elif isinstance(marked, Sequence):
+        texts.extend(str(t) for t in marked)
+    texts = [t for t in texts if t]
+    if tool is None and not texts:
+        return None
+    chars += sum(len(t) for t in texts)
+    return Item(start_ns, tool, tuple(texts), chars)
+
+
+def gather(items: Sequence[Item], limits: TraceLimits) -> TraceInput:
+    """Items in call (start) order, cut at the first that does not fit the limits."""
+    calls: list[ToolCall] = []
+    context: list[str] = []
+    chars = 0
+    truncated = False
+    for item in sorted(items, key=lambda i: i.start_ns):
+        if (item.tool is not None and len(calls) >= limits.max_tool_calls) or (
+                chars + item.chars > limits.max_chars):
+            truncated = True
+            break
+        chars += item.chars
+        if item.tool is not None:
+            calls.append(item.tool)
+        context.extend(item.context)
+    if not calls and not context:
+        return TraceInput(truncated=truncated) if truncated else EMPTY
+    return TraceInput(tuple(calls), tuple(context), truncated)
+
+
+@dataclass(slots=True)
+class TraceSpans:
+    """The spans of one trace seen so far: parent links, and the items of tool/context spans.
+
+    Span ids are the SDK's integers. At most `max_spans` links are kept; past that, spans are
+    counted in `dropped` and their items are lost (the result says `truncated`).
+    """
+
+    created: float
+    parents: dict[int, int] = field(default_factory=dict)
+    items: dict[int, Item] = field(default_factory=dict)
+    agents: set[int] = field(default_factory=set)  # agent spans of the trace still running
+    dropped: int = 0
+    chars: int = 0  # of the items kept (the gateway's bytes bound)
+
+    def add(self, span_id: int, parent_id: int | None, item: Item | None, max_spans: int) -> None:
+        """Remember a finished span (its parent link, and its item when it has one)."""
+        if len(self.parents) >= max_spans and span_id not in self.parents:
+            self.dropped += 1
+            return
+        if parent_id:
+            self.parents[span_id] = parent_id
+        if item is not None:
+            self.items[span_id] = item
+            self.chars += item.chars
+
+    def under(self, agent_id: int) -> list[Item]:
+        """The items of `agent_id` itself and of the spans below it (any depth)."""
+        parents = self.parents
+        below = []
+        for span_id, item in self.items.items():
+            parent: int | None = span_id
+            depth = 0
+            while parent is not None and parent != agent_id and depth < _MAX_DEPTH:
+                parent = parents.get(parent)
+                depth += 1
+            if parent == agent_id:
+                below.append(item)
+        return below
+
+
+def _decoded(raw: object) -> object:
+    """Recorded JSON (object or array) decoded; other values as recorded."""
+    if isinstance(raw, str) and raw[:1] in ("{", "["):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return list(raw) if isinstance(raw, tuple) else raw
+
+
+def _size(raw: object) -> int:
+    return 0 if raw is None else len(raw) if isinstance(raw, str) else len(str(raw))
+
+
+def _text(raw: object) -> str:
+    return raw if isinstance(raw, str) else json.dumps(_decoded(raw), ensure_ascii=False,
+                                                       default=str)
+
+
+def _documents(raw: object) -> list[str]:
+    """Texts of GenAI `gen_ai.retrieval.documents` (JSON text or array of objects/strings)."""
+    docs = _decoded(raw)
+    if not isinstance(docs, list):
+        return [] if docs is None else [str(docs)]
+    texts = []
+    for doc in docs:
+        if isinstance(doc, dict):
+            doc = doc.get("content", doc.get("text"))
+        if isinstance(doc, str):
+            texts.append(doc)
+    return texts
+
+
+def _oi_documents(attributes: Mapping[str, Any]) -> list[str]:
+    """OpenInference `retrieval.documents.{i}.document.content`, in index order."""
+    found: list[tuple[int, str]] = []
+    prefix, suffix = sc.OI_RETRIEVAL_DOCUMENTS, sc.OI_DOCUMENT_CONTENT
+    for key, value in attributes.items():
+        if key.startswith(prefix) and key.endswith(suffix) and isinstance(value, str):
+            index = key[len(prefix):-len(suffix)]
+            if index.isdigit():
+                found.append((int(index), value))
+    return [text for _, text in sorted(found)]
