@@ -44,26 +44,18 @@ sys.path.insert(0, str(HERE))
 
 from _common import environment, interleaved, print_table, write_json
 
+from tracescore.testing._conventions import TRACELOOP_REQUIREMENTS
+
 QUESTION = "What is the capital of France, and how many people live there?"
 ANSWER = "Paris is the capital of France; about 2.1 million people live in the city proper."
 AGENT = "bench"
 TARGET_RATIO = 1.2
 
-# Versions that resolve on PyPI together; the OTel pins for traceloop avoid a resolver dead end
-# (its instrumentation extras pin opentelemetry-instrumentation betas that must all match).
+# Versions that resolve on PyPI together (traceloop's pins are shared with the conventions venv).
 PEERS: dict[str, dict[str, Any]] = {
     "traceloop": {
         "label": "traceloop-sdk @agent",
-        "requirements": [
-            "traceloop-sdk==0.62.4",
-            "opentelemetry-api==1.45.1",
-            "opentelemetry-sdk==1.45.1",
-            "opentelemetry-semantic-conventions==0.66b1",
-            "opentelemetry-instrumentation==0.66b1",
-            "opentelemetry-exporter-otlp-proto-http==1.45.1",
-            "opentelemetry-exporter-otlp-proto-grpc==1.45.1",
-            "httpx>=0.27",  # imported by traceloop.sdk but not declared by it
-        ],
+        "requirements": list(TRACELOOP_REQUIREMENTS),
     },
     "langfuse": {
         "label": "langfuse @observe",

@@ -22,20 +22,24 @@ from typing import Any
 from tracescore.testing._decode import ReceivedSpan, spans_from_otlp_json
 from tracescore.testing._tools import _file_lock, cache_dir, cached_venv
 
-# One venv for all three libraries: these pins resolve together on PyPI (traceloop's
-# instrumentation extras pin the OpenTelemetry betas, so the SDK is pinned to match them).
-REQUIREMENTS: tuple[str, ...] = (
-    "openinference-instrumentation==0.1.72",
+# traceloop-sdk with the OpenTelemetry pins it resolves with on PyPI (its instrumentation extras
+# pin the OpenTelemetry betas, so the SDK is pinned to match them); the peer benchmark uses it too.
+TRACELOOP_REQUIREMENTS: tuple[str, ...] = (
     "traceloop-sdk==0.62.4",
-    "pydantic-ai-slim==2.68.0",
     "opentelemetry-api==1.45.1",
     "opentelemetry-sdk==1.45.1",
     "opentelemetry-semantic-conventions==0.66b1",
     "opentelemetry-instrumentation==0.66b1",
     "opentelemetry-exporter-otlp-proto-http==1.45.1",
     "opentelemetry-exporter-otlp-proto-grpc==1.45.1",
-    "opentelemetry-util-genai==1.3b0",
     "httpx>=0.27",  # imported by traceloop.sdk but not declared by it
+)
+# One venv for all three libraries: these pins resolve together.
+REQUIREMENTS: tuple[str, ...] = (
+    "openinference-instrumentation==0.1.72",
+    "pydantic-ai-slim==2.68.0",
+    "opentelemetry-util-genai==1.3b0",
+    *TRACELOOP_REQUIREMENTS,
 )
 # The Vercel AI SDK (TypeScript) with its OpenTelemetry integration, run by node.
 NODE_PACKAGES: dict[str, str] = {
