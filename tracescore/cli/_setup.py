@@ -18,7 +18,8 @@ OFFLINE_MODEL = "tracescore/offline"
 
 # the names the command offers (tracescore.scoring._registry resolves them)
 SCORER_NAMES = ("relevancy", "answer-relevancy", "similarity", "content-similarity",
-                "textual-difference", "keyword-coverage", "tool-call-accuracy", "llm-judge")
+                "textual-difference", "keyword-coverage", "tool-call-accuracy", "faithfulness",
+                "llm-judge")
 DEFAULT_SCORERS = ("answer-relevancy", "content-similarity")
 
 

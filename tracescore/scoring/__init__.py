@@ -1,6 +1,6 @@
-"""Scorers: LLM-judged answer relevancy, code scorers (content similarity, textual difference,
-keyword coverage, tool-call accuracy), the LLM judge of a criterion of your own
-(`create_llm_judge_scorer`), plus the judges.
+"""Scorers: LLM-judged answer relevancy and faithfulness, code scorers (content similarity,
+textual difference, keyword coverage, tool-call accuracy), the LLM judge of a criterion of your
+own (`create_llm_judge_scorer`), plus the judges.
 
     scorer = create_answer_relevancy_scorer(model="openai/gpt-4o-mini")
     result = scorer.run(input="What is the capital of France?", output="Paris.")
@@ -18,6 +18,7 @@ from tracescore.scoring._judge_api import (
 from tracescore.scoring._litellm_judge import LiteLLMJudge
 from tracescore.scoring._offline import OfflineJudge
 from tracescore.scoring.difference import TextualDifferenceScorer, create_textual_difference_scorer
+from tracescore.scoring.faithfulness import FaithfulnessScorer, create_faithfulness_scorer
 from tracescore.scoring.keywords import KeywordCoverageScorer, create_keyword_coverage_scorer
 from tracescore.scoring.llm_judge import LLMJudgeScorer, create_llm_judge_scorer
 from tracescore.scoring.relevancy import AnswerRelevancyScorer, create_answer_relevancy_scorer
@@ -31,6 +32,7 @@ __all__ = [
     "OFFLINE_MODEL",
     "AnswerRelevancyScorer",
     "ContentSimilarityScorer",
+    "FaithfulnessScorer",
     "Judge",
     "JudgeAuthenticationError",
     "JudgeReply",
@@ -48,6 +50,7 @@ __all__ = [
     "ToolCallAccuracyScorer",
     "create_answer_relevancy_scorer",
     "create_content_similarity_scorer",
+    "create_faithfulness_scorer",
     "create_keyword_coverage_scorer",
     "create_llm_judge_scorer",
     "create_textual_difference_scorer",

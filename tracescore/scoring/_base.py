@@ -8,6 +8,7 @@ import contextvars
 import inspect
 import math
 import os
+import sys
 import threading
 import uuid
 from abc import ABC, abstractmethod
@@ -90,6 +91,17 @@ def relevancy_label(score: float, scale: float) -> str:
 def similarity_label(score: float, scale: float) -> str:
     """Low-cardinality label of a content-similarity score."""
     return _band(score / scale, ((0.8, "similar"), (0.5, "partially_similar")), "dissimilar")
+
+
+def faithfulness_label(score: float, scale: float) -> str:
+    """Low-cardinality label of a faithfulness score."""
+    return _band(score / scale, ((0.7, "faithful"), (0.3, "partially_faithful")), "unfaithful")
+
+
+def hallucination_label(score: float, scale: float) -> str:
+    """Low-cardinality label of a hallucination score (higher is worse; 0 is grounded)."""
+    return _band(score / scale, ((0.5, "hallucinated"), (sys.float_info.min, "partially_hallucinated")),
+                 "grounded")
 
 
 def new_run_id() -> str:

@@ -17,7 +17,7 @@ from tracescore._exceptions import ConfigurationError
 # tokens each, so the largest prompt of a run (question + answer + statements) stays near 16k
 # tokens, inside the 32k-128k token windows of common judge models.
 DEFAULT_MAX_JUDGE_INPUT_CHARS = 20_000
-_MIN_CHARS = 100
+MIN_JUDGE_INPUT_CHARS = 100  # the smallest cap (and the least worth sending)
 _REDACTION_MARGIN = 512  # characters past the cut that are redacted with the kept text
 
 
@@ -32,9 +32,9 @@ class JudgeInput:
 
 def check_max_chars(value: object) -> int:
     """Validate `max_judge_input_chars` (an int >= 100)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < _MIN_CHARS:
+    if isinstance(value, bool) or not isinstance(value, int) or value < MIN_JUDGE_INPUT_CHARS:
         raise ConfigurationError(
-            f"max_judge_input_chars must be an integer >= {_MIN_CHARS}, got {value!r}")
+            f"max_judge_input_chars must be an integer >= {MIN_JUDGE_INPUT_CHARS}, got {value!r}")
     return value
 
 

@@ -16,6 +16,10 @@ steps with it. The pieces, and how a new scorer uses them:
     prompt, parses replies leniently and validates them). Usage is summed over the run and
     per step. A failed step raises `ScorerError` naming the step, carrying the partial result
     (and `score` once computed); a configuration or authentication error is raised as it is.
+  - `await ask_list(build, key=..., count=..., of=...)`: a step whose reply is a list with one
+    item per input item (statements, claims, context pieces), asked once more when the count
+    is off; a persistent mismatch is returned as a note for the step result.
+  - `judge_texts(texts)`: several texts (retrieved context) redacted and capped together.
   - `record(step, prompt=..., result=...)`: put a step's prompt and result on the run
     (`preprocess`, `analyze`, `reason`; the reason step has a prompt only).
   - `error(step, message)`: a `ScorerError` for a step that failed in the scorer's own code.
@@ -39,6 +43,7 @@ offline registers none, and the offline judge then fails its first step with a c
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -52,7 +57,12 @@ from tracescore.scoring._judge_api import (
     JudgeRequest,
     JudgeStepError,
 )
-from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS, check_max_chars, prepare
+from tracescore.scoring._judge_input import (
+    DEFAULT_MAX_JUDGE_INPUT_CHARS,
+    MIN_JUDGE_INPUT_CHARS,
+    check_max_chars,
+    prepare,
+)
 from tracescore.scoring._resolve import resolve_judge
 
 
@@ -160,6 +170,30 @@ class JudgedRun:
         self._spend(request.step, reply.usage)
         return reply
 
+    async def ask_list(self, build: Callable[[int | None], JudgeRequest], *, key: str,
+                       count: int, of: str) -> tuple[JudgeReply, list[Any], dict[str, Any]]:
+        """Ask a step whose reply is a list `key` with one item per `of` (there are `count`).
+
+        `build(previous_count)` makes the request; when the first reply has the wrong number of
+        items the step is asked once more, telling the judge the count it gave. Returns the
+        last reply, its items, and a `{"mismatch": ...}` note for the step result when the
+        count was still off (else an empty dict); the score then uses the items received.
+        """
+        reply = await self.ask(build(None))
+        items: list[Any] = reply.data[key]
+        if len(items) == count:
+            return reply, items, {}
+        first_count = len(items)
+        reply = await self.ask(build(first_count))
+        items = reply.data[key]
+        if len(items) == count:
+            return reply, items, {}
+        return reply, items, {"mismatch": {
+            of: count, key: len(items), f"first_attempt_{key}": first_count,
+            "note": f"the judge gave a different number of {key} than {of} twice; the score "
+                    f"uses the {key} received",
+        }}
+
     def _spend(self, step: str, usage: JudgeUsage) -> None:
         self.usage += usage
         previous = self.step_usage.get(step)
@@ -171,6 +205,26 @@ class JudgedRun:
                            max_chars=self.scorer.max_judge_input_chars)
         self.truncated = self.truncated or prepared.cut
         return prepared.text
+
+    def judge_texts(self, texts: Sequence[str]) -> tuple[list[str], int]:
+        """Several texts (retrieved context) as the judge gets them, capped together.
+
+        The texts share one `max_judge_input_chars` budget in order: a text that does not fit
+        is cut, and texts past the budget are left out. Returns the texts sent and how many
+        were left out (either sets `truncated`).
+        """
+        budget = self.scorer.max_judge_input_chars
+        sent: list[str] = []
+        for text in texts:
+            if budget < MIN_JUDGE_INPUT_CHARS:
+                break
+            prepared = prepare(text, redact=self.scorer.redact_judge_input, max_chars=budget)
+            self.truncated = self.truncated or prepared.cut
+            sent.append(prepared.text)
+            budget -= len(prepared.text)
+        left_out = len(texts) - len(sent)
+        self.truncated = self.truncated or left_out > 0
+        return sent, left_out
 
     def result(self, score: float, reason: str) -> ScoreResult:
         scorer = self.scorer

@@ -153,6 +153,18 @@ def _numbers(text: str) -> dict[str, str]:
     return found
 
 
+def content_stems(text: str) -> set[str]:
+    """The stems of the content words of `text` (no stop words, no numbers)."""
+    return {_stem(w) for w in _WORD.findall(text)
+            if w.lower() not in _STOPWORDS and w.lower() not in _NUMBER_VALUES
+            and not _NUMERAL.fullmatch(w)}
+
+
+def number_keys(text: str) -> set[str]:
+    """The numbers in `text` (numerals and number words), one key per value."""
+    return set(_numbers(text))
+
+
 class _Terms(NamedTuple):
     """The terms that carry an answer: numbers and capitalised names not in the question.
 

@@ -4,7 +4,9 @@ offline judge import it freely."""
 
 from __future__ import annotations
 
+import math
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
@@ -101,3 +103,14 @@ def validate_string_list(key: str) -> Callable[[Any], dict[str, Any]]:
             raise ValueError(f"every item of {key!r} must be a string")
         return {key: [s for s in items if s.strip()]}
     return validate
+
+
+def reference_round(value: float) -> float:
+    """The reference's `roundToTwoDecimals`, float for float: `Math.round((x + EPSILON) * 100) / 100`.
+
+    JavaScript's `Math.round` rounds halves towards +infinity; `floor` plus an exact remainder
+    test does the same without the error of adding 0.5 in floating point.
+    """
+    scaled = (value + sys.float_info.epsilon) * 100
+    whole = math.floor(scaled)
+    return (whole + 1 if scaled - whole >= 0.5 else whole) / 100

@@ -24,12 +24,13 @@ SCORER_ALIASES: dict[str, str] = {
     "keyword-coverage": "keyword-coverage",
     "keywords": "keyword-coverage",
     "tool-call-accuracy": "tool-call-accuracy",
+    "faithfulness": "faithfulness",
     "llm-judge": "llm-judge",
 }
 SCORER_IDS = tuple(dict.fromkeys(SCORER_ALIASES.values()))
 # no useful default: options say what to expect (the LLM judge: its name and criterion)
 NEEDS_OPTIONS = frozenset({"tool-call-accuracy", "llm-judge"})
-JUDGED = frozenset({"answer-relevancy", "llm-judge"})  # a `model` option defaults as below
+JUDGED = frozenset({"answer-relevancy", "faithfulness", "llm-judge"})  # take a judge `model`
 
 
 def scorer_id(name: str) -> str:
@@ -42,6 +43,7 @@ def scorer_id(name: str) -> str:
 
 def _factories() -> dict[str, Callable[..., Scorer]]:
     from tracescore.scoring.difference import create_textual_difference_scorer
+    from tracescore.scoring.faithfulness import create_faithfulness_scorer
     from tracescore.scoring.keywords import create_keyword_coverage_scorer
     from tracescore.scoring.llm_judge import create_llm_judge_scorer
     from tracescore.scoring.relevancy import create_answer_relevancy_scorer
@@ -54,6 +56,7 @@ def _factories() -> dict[str, Callable[..., Scorer]]:
         "textual-difference": create_textual_difference_scorer,
         "keyword-coverage": create_keyword_coverage_scorer,
         "tool-call-accuracy": create_tool_call_accuracy_scorer,
+        "faithfulness": create_faithfulness_scorer,
         "llm-judge": create_llm_judge_scorer,
     }
 

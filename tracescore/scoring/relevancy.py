@@ -119,24 +119,11 @@ async def _execute(scorer: AnswerRelevancyScorer, run: JudgedRun, input: Any, ou
     # 2. analyze: a verdict per statement (one retry when the count is off)
     results: list[dict[str, str]] = []
     if statements:
-        request = _prompts.verdicts_request(question, statements)
-        reply = await run.ask(request)
-        results = reply.data["results"]
-        analyze: dict[str, Any] = {"results": results}
-        if len(results) != len(statements):
-            first_count = len(results)
-            request = _prompts.verdicts_request(question, statements,
-                                                previous_count=first_count)
-            reply = await run.ask(request)
-            results = reply.data["results"]
-            analyze = {"results": results}
-            if len(results) != len(statements):
-                analyze["mismatch"] = {
-                    "statements": len(statements), "results": len(results),
-                    "first_attempt_results": first_count,
-                    "note": "the judge gave a different number of results than statements "
-                            "twice; the score uses the results received",
-                }
+        reply, results, mismatch = await run.ask_list(
+            lambda previous: _prompts.verdicts_request(question, statements,
+                                                       previous_count=previous),
+            key="results", count=len(statements), of="statements")
+        analyze: dict[str, Any] = {"results": results, **mismatch}
         for key, value in reply.notes.items():  # how the judge judged (never overrides)
             analyze.setdefault(key, value)
         run.record(STEP_ANALYZE, prompt=reply.prompt, result=analyze)

@@ -1,0 +1,323 @@
+"""Claims of an output checked against retrieved context: the steps faithfulness and
+hallucination share (claim extraction, a verdict per claim, the offline approximation).
+
+preprocess (judge: the claims of the output) -> analyze (judge: a verdict per claim against
+the context) -> score (code) -> reason (judge: explains the score it is given).
+
+The offline judge's version is lexical, not semantic: a claim counts as supported when at
+least three quarters of its content words (lightly stemmed) and all of its numbers occur in
+the context; as contradicted when most of its words occur there but a number of it does not
+while the context has numbers of its own; as unverified otherwise (hedged claims, "may",
+"might", are never plainly supported). Paraphrases, negations ("not") and contradictions
+without numbers are beyond it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tracescore._exceptions import ConfigurationError
+from tracescore.scoring._base import (
+    STEP_ANALYZE,
+    STEP_PREPROCESS,
+    STEP_REASON,
+    ScoreResult,
+    ToolCall,
+    new_run_id,
+)
+from tracescore.scoring._inputs import InputError, answer_text, question_text
+from tracescore.scoring._judge_api import Judge, JudgeRequest
+from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS
+from tracescore.scoring._judged import JudgedRun, JudgedScorer, reference_text
+from tracescore.scoring._offline import content_stems, number_keys, register_offline_task
+from tracescore.scoring._offline import split_statements as _split_claims
+from tracescore.scoring._prompting import (
+    REASON_SCHEMA,
+    Blocks,
+    format_score,
+    reference_round,
+    string_list_schema,
+    validate_reason,
+    validate_string_list,
+)
+
+TASK_CLAIMS = "claims.extract"
+block = Blocks("question", "output", "claims", "context", "verdicts")
+
+_CLAIMS_TASK = """\
+Task: list the claims made in the <output> block.
+
+A claim is anything the output asserts: a fact, a number, a date, a relationship, an opinion \
+stated as fact, a prediction or a possibility. Keep hedged claims ("may", "might", "could") \
+as claims, with their hedge.
+- Split a compound sentence into one claim per assertion.
+- Make every claim understandable on its own: name its subject instead of "it" or "they".
+- Keep numbers, dates, units and quantities exactly as written.
+- Leave out questions, commands, greetings and filler.
+- If the output is empty or asserts nothing, return an empty list.
+
+Example: the output "The Eiffel Tower opened in 1889 and is 330 metres tall. It may be \
+repainted next year." gives {"claims": ["The Eiffel Tower opened in 1889", "The Eiffel Tower \
+is 330 metres tall", "The Eiffel Tower may be repainted next year"]}
+
+Reply with a JSON object {"claims": [<string>, ...]} and nothing else.
+"""
+
+
+def claims_request(system: str, output: str) -> JudgeRequest:
+    return JudgeRequest(step=STEP_PREPROCESS, task=TASK_CLAIMS, system=system,
+                        prompt=f"{_CLAIMS_TASK}\n{block('output', output)}",
+                        schema_name="claims", schema=string_list_schema("claims"),
+                        validate=validate_string_list("claims"), data={"output": output})
+
+
+def context_block(context: Sequence[str]) -> str:
+    """The context pieces, numbered from 0, in one <context> block."""
+    return block("context", "\n".join(f"[{i}] {piece}" for i, piece in enumerate(context)))
+
+
+def verdicts_schema(verdicts: Sequence[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"verdicts": {"type": "array", "items": {
+            "type": "object",
+            "properties": {"verdict": {"type": "string", "enum": list(verdicts)},
+                           "reason": {"type": "string"}},
+            "required": ["verdict", "reason"],
+            "additionalProperties": False,
+        }}},
+        "required": ["verdicts"],
+        "additionalProperties": False,
+    }
+
+
+def validate_verdicts(value: Any) -> dict[str, Any]:
+    """`{"verdicts": [{"verdict": str, "reason": str}]}`; verdicts are kept as given (the score
+    counts only an exact lower-case "yes", as the reference does)."""
+    items = value.get("verdicts") if isinstance(value, dict) else None
+    if not isinstance(items, list):
+        raise ValueError("expected an object with a 'verdicts' list")  # noqa: TRY004
+    clean: list[dict[str, str]] = []
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("verdict"), str):
+            raise ValueError(  # noqa: TRY004
+                "every verdict must be an object with a string 'verdict'")
+        reason = item.get("reason", "")
+        clean.append({"verdict": item["verdict"],
+                      "reason": reason if isinstance(reason, str) else str(reason)})
+    return {"verdicts": clean}
+
+
+def verdicts_request(*, task: str, system: str, instructions: str, claims: Sequence[str],
+                     context: Sequence[str], verdicts: Sequence[str],
+                     previous_count: int | None) -> JudgeRequest:
+    count = len(claims)
+    prompt = (f"{instructions}\nReply with a JSON object {{\"verdicts\": [{{\"verdict\": "
+              f"{' | '.join(json.dumps(v) for v in verdicts)}, \"reason\": <one short "
+              f"sentence>}}, ...]}} and nothing else. Give exactly {count} "
+              f"verdict{'' if count == 1 else 's'}, one per claim, in the order of the claims.\n")
+    if previous_count is not None:
+        prompt += (f"\nNote: a previous reply gave {previous_count} verdicts for {count} "
+                   f"claims. Give exactly {count}.\n")
+    claims_json = json.dumps(list(claims), ensure_ascii=False, indent=1)
+    prompt += f"\n{context_block(context)}\n\n{block('claims', claims_json)}"
+    return JudgeRequest(step=STEP_ANALYZE, task=task, system=system, prompt=prompt,
+                        schema_name=task.replace(".", "_"), schema=verdicts_schema(verdicts),
+                        validate=validate_verdicts,
+                        data={"claims": list(claims), "context": list(context)})
+
+
+def reason_request(*, task: str, system: str, instructions: str, question: str, output: str,
+                   verdicts: Sequence[Mapping[str, Any]], score: float,
+                   scale: float) -> JudgeRequest:
+    shown = format_score(score)
+    prompt = instructions.format(score=shown, scale=format_score(scale))
+    prompt += (f"\nWrite one or two plain sentences that start exactly with \"The score is "
+               f"{shown} because\".\n\nReply with a JSON object {{\"reason\": <string>}} and "
+               f"nothing else.\n\n{block('question', question)}\n\n{block('output', output)}"
+               f"\n\n{block('verdicts', json.dumps(list(verdicts), ensure_ascii=False, indent=1))}")
+    return JudgeRequest(step=STEP_REASON, task=task, system=system, prompt=prompt,
+                        schema_name=task.replace(".", "_"), schema=REASON_SCHEMA,
+                        validate=validate_reason,
+                        data={"score": score, "scale": scale, "verdicts": list(verdicts)})
+
+
+def count_exact(verdicts: Sequence[Mapping[str, Any]], value: str) -> int:
+    """How many verdicts are exactly `value` (the reference compares with `===`)."""
+    return sum(1 for v in verdicts if v.get("verdict") == value)
+
+
+def ratio_score(count: int, total: int, scale: float) -> float:
+    """count / total * scale, rounded as the reference rounds; 0 when there is nothing."""
+    if total == 0:
+        return 0.0
+    return reference_round(count / total * scale)
+
+
+# --- the offline approximation ---------------------------------------------------------------
+SUPPORTED, CONTRADICTED, UNVERIFIED = "supported", "contradicted", "unverified"
+_HEDGES = frozenset(["may", "might", "could", "possibly", "perhaps", "probably", "maybe", "likely"])
+_SUPPORT_SHARE = 0.75
+_CONTRADICT_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class Check:
+    """What the offline judge found for one claim: the outcome, whether it is hedged, why."""
+
+    outcome: str
+    hedged: bool
+    reason: str
+
+
+def check_claim(claim: str, context: Sequence[str]) -> Check:
+    """The offline judge's lexical check of one claim against the context (module docstring)."""
+    words = content_stems(claim)
+    numbers = number_keys(claim)
+    hedged = bool({w.lower() for w in claim.split()} & _HEDGES)
+    context_words: set[str] = set()
+    context_numbers: set[str] = set()
+    for piece in context:
+        context_words |= content_stems(piece)
+        context_numbers |= number_keys(piece)
+    if not words and not numbers:
+        return Check(UNVERIFIED, hedged, "The claim has no content words to look up.")
+    share = len(words & context_words) / len(words) if words else 1.0
+    missing = sorted(numbers - context_numbers)
+    if share >= _SUPPORT_SHARE and not missing:
+        return Check(SUPPORTED, hedged, f"{share:.0%} of its content words and all of its "
+                                        f"numbers occur in the context.")
+    if missing and context_numbers and share >= _CONTRADICT_SHARE:
+        return Check(CONTRADICTED, hedged,
+                     f"Its number(s) {', '.join(missing)} do not occur in the context, which "
+                     f"gives {', '.join(sorted(context_numbers)[:5])} instead.")
+    return Check(UNVERIFIED, hedged, f"Only {share:.0%} of its content words occur in the "
+                                     f"context" + (f", nor do its number(s) {', '.join(missing)}."
+                                                   if missing else "."))
+
+
+def offline_verdicts(to_verdict: Callable[[Check], tuple[str, str]]
+                     ) -> Callable[[JudgeRequest], tuple[dict[str, Any], dict[str, Any]]]:
+    """An offline handler of a verdicts task: `to_verdict` maps a Check to (verdict, reason)."""
+    def handle(request: JudgeRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+        context = [str(c) for c in request.data.get("context", [])]
+        verdicts = []
+        for claim in request.data.get("claims", []):
+            verdict, reason = to_verdict(check_claim(str(claim), context))
+            verdicts.append({"verdict": verdict, "reason": reason})
+        return {"verdicts": verdicts}, {"offline_method": (
+            "lexical: a claim is supported when 75% of its content words and all its numbers "
+            "occur in the context; no paraphrase, negation or meaning is understood")}
+    return handle
+
+
+register_offline_task(TASK_CLAIMS, lambda request: (
+    {"claims": _split_claims(str(request.data.get("output", "")))}, {}))
+
+
+# --- the scorer ------------------------------------------------------------------------------
+class ClaimsScorer(JudgedScorer):
+    """A judged scorer of the output's claims against retrieved context (faithfulness,
+    hallucination). Subclasses fill in the prompts, the verdicts and the score."""
+
+    system: str
+    verdicts_task: str
+    verdicts_instructions: str
+    verdict_values: tuple[str, ...]
+    reason_task: str
+    reason_instructions: str
+    claim_key: str  # how a verdict names its claim in the step result ("claim", "statement")
+
+    def __init__(self, *, model: str | Judge, scale: float = 1,
+                 context: Sequence[str] | None = None, redact_judge_input: bool = True,
+                 max_judge_input_chars: int = DEFAULT_MAX_JUDGE_INPUT_CHARS,
+                 **judge_kwargs: Any) -> None:
+        self.context = check_context(context)
+        super().__init__(model=model, scale=scale, redact_judge_input=redact_judge_input,
+                         max_judge_input_chars=max_judge_input_chars, **judge_kwargs)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, scale={self.scale!r})"
+
+    def score(self, verdicts: Sequence[Mapping[str, Any]]) -> float:
+        """The score of the verdicts (reference formula, rounding included)."""
+        raise NotImplementedError
+
+    def without_context(self, run: JudgedRun, claims: list[str]) -> ScoreResult:
+        """The result when there is no context to check the claims against."""
+        raise NotImplementedError
+
+    async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
+                   run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
+                   context: Sequence[str] = ()) -> ScoreResult:
+        run = JudgedRun(self, run_id or new_run_id(), reference_text(ground_truth))
+        try:
+            answer = run.judge_text(answer_text(output))
+        except InputError as exc:
+            raise run.error(STEP_PREPROCESS, str(exc)) from exc
+        try:  # the question is only shown to the reason step: an input without one is fine
+            question = run.judge_text(question_text(input))
+        except InputError:
+            question = ""
+        pieces = [p for p in (self.context if self.context is not None else context)
+                  if isinstance(p, str) and p.strip()]
+        source = "option" if self.context is not None else "call"
+
+        # 1. preprocess: the claims of the output
+        if not answer.strip():
+            run.record(STEP_PREPROCESS, result={
+                "claims": [], "skipped": "empty output: the judge was not called"})
+            claims: list[str] = []
+        else:
+            reply = await run.ask(claims_request(self.system, answer))
+            claims = reply.data["claims"]
+            run.record(STEP_PREPROCESS, prompt=reply.prompt, result={"claims": claims})
+        if not claims:
+            run.record(STEP_ANALYZE, result={"verdicts": []})
+            score = self.score([])
+            return run.result(score, f"The score is {format_score(score)} because the output "
+                                     f"makes no claims (the judge was not asked to verify any).")
+        if not pieces:
+            return self.without_context(run, claims)
+
+        # 2. analyze: a verdict per claim against the context
+        sent, left_out = run.judge_texts(pieces)
+        reply, verdicts, mismatch = await run.ask_list(
+            lambda previous: verdicts_request(
+                task=self.verdicts_task, system=self.system,
+                instructions=self.verdicts_instructions, claims=claims, context=sent,
+                verdicts=self.verdict_values, previous_count=previous),
+            key="verdicts", count=len(claims), of="claims")
+        named = [{self.claim_key: claims[i], **v} if i < len(claims) else dict(v)
+                 for i, v in enumerate(verdicts)]
+        analyze: dict[str, Any] = {"verdicts": named, **mismatch,
+                                   "context": {"source": source, "pieces": len(pieces),
+                                               "left_out": left_out}}
+        for key, value in reply.notes.items():
+            analyze.setdefault(key, value)
+        run.record(STEP_ANALYZE, prompt=reply.prompt, result=analyze)
+
+        # 3. score (code), 4. reason (judge explains the given score)
+        score = self.score(verdicts)
+        if not verdicts:
+            return run.result(score, f"The score is {format_score(score)} because the judge "
+                                     f"gave no verdicts.")
+        reply = await run.ask(reason_request(
+            task=self.reason_task, system=self.system, instructions=self.reason_instructions,
+            question=question, output=answer, verdicts=named, score=score, scale=self.scale),
+            score=score)
+        run.record(STEP_REASON, prompt=reply.prompt)
+        return run.result(score, reply.data["reason"])
+
+
+def check_context(context: object) -> list[str] | None:
+    """Validate a `context` option: None (use the call's context) or a list of strings."""
+    if context is None:
+        return None
+    if isinstance(context, (str, bytes)) or not isinstance(context, Sequence) or not all(
+            isinstance(p, str) for p in context):
+        raise ConfigurationError(f"context must be a list of strings, got {context!r}")
+    return list(context)
