@@ -17,9 +17,9 @@ ENV_JUDGE_MODEL = "TRACESCORE_JUDGE_MODEL"
 OFFLINE_MODEL = "tracescore/offline"
 
 # the names the command offers (tracescore.scoring._registry resolves them)
-SCORER_NAMES = ("relevancy", "answer-relevancy", "similarity", "content-similarity",
+SCORER_NAMES = ("relevancy", "answer-relevancy", "llm-judge", "similarity", "content-similarity",
                 "textual-difference", "keyword-coverage", "tool-call-accuracy", "faithfulness",
-                "llm-judge")
+                "hallucination")
 DEFAULT_SCORERS = ("answer-relevancy", "content-similarity")
 
 

@@ -1,6 +1,6 @@
-"""Scorers: LLM-judged answer relevancy and faithfulness, code scorers (content similarity,
-textual difference, keyword coverage, tool-call accuracy), the LLM judge of a criterion of your
-own (`create_llm_judge_scorer`), plus the judges.
+"""Scorers: LLM-judged answer relevancy, faithfulness and hallucination, code scorers (content
+similarity, textual difference, keyword coverage, tool-call accuracy), the LLM judge of a
+criterion of your own (`create_llm_judge_scorer`), plus the judges.
 
     scorer = create_answer_relevancy_scorer(model="openai/gpt-4o-mini")
     result = scorer.run(input="What is the capital of France?", output="Paris.")
@@ -19,6 +19,7 @@ from tracescore.scoring._litellm_judge import LiteLLMJudge
 from tracescore.scoring._offline import OfflineJudge
 from tracescore.scoring.difference import TextualDifferenceScorer, create_textual_difference_scorer
 from tracescore.scoring.faithfulness import FaithfulnessScorer, create_faithfulness_scorer
+from tracescore.scoring.hallucination import HallucinationScorer, create_hallucination_scorer
 from tracescore.scoring.keywords import KeywordCoverageScorer, create_keyword_coverage_scorer
 from tracescore.scoring.llm_judge import LLMJudgeScorer, create_llm_judge_scorer
 from tracescore.scoring.relevancy import AnswerRelevancyScorer, create_answer_relevancy_scorer
@@ -33,6 +34,7 @@ __all__ = [
     "AnswerRelevancyScorer",
     "ContentSimilarityScorer",
     "FaithfulnessScorer",
+    "HallucinationScorer",
     "Judge",
     "JudgeAuthenticationError",
     "JudgeReply",
@@ -51,6 +53,7 @@ __all__ = [
     "create_answer_relevancy_scorer",
     "create_content_similarity_scorer",
     "create_faithfulness_scorer",
+    "create_hallucination_scorer",
     "create_keyword_coverage_scorer",
     "create_llm_judge_scorer",
     "create_textual_difference_scorer",

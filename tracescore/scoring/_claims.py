@@ -14,6 +14,7 @@ without numbers are beyond it.
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -246,9 +247,29 @@ class ClaimsScorer(JudgedScorer):
         """The score of the verdicts (reference formula, rounding included)."""
         raise NotImplementedError
 
-    def without_context(self, run: JudgedRun, claims: list[str]) -> ScoreResult:
+    def without_context(self, run: JudgedRun, claims: list[str], source: str) -> ScoreResult:
         """The result when there is no context to check the claims against."""
         raise NotImplementedError
+
+    async def _context(self, run: JudgedRun, input: Any, output: Any, ground_truth: Any,
+                       context: Sequence[str]) -> tuple[list[str], str]:
+        """The non-blank context pieces to check against, and where they came from."""
+        get_context: Callable[..., Any] | None = getattr(self, "get_context", None)
+        if get_context is not None:
+            try:
+                found = get_context({"input": input, "output": output,
+                                     "ground_truth": ground_truth, "context": list(context)})
+                if inspect.isawaitable(found):
+                    found = await found
+                given, source = list(check_context(found) or []), "get_context"
+            except Exception as exc:
+                raise run.error(STEP_ANALYZE, f"get_context failed: {type(exc).__name__}: "
+                                              f"{exc}") from exc
+        elif self.context is not None:
+            given, source = self.context, "option"
+        else:
+            given, source = list(context), "call"
+        return [p for p in given if isinstance(p, str) and p.strip()], source
 
     async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
                    run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
@@ -262,9 +283,6 @@ class ClaimsScorer(JudgedScorer):
             question = run.judge_text(question_text(input))
         except InputError:
             question = ""
-        pieces = [p for p in (self.context if self.context is not None else context)
-                  if isinstance(p, str) and p.strip()]
-        source = "option" if self.context is not None else "call"
 
         # 1. preprocess: the claims of the output
         if not answer.strip():
@@ -280,8 +298,9 @@ class ClaimsScorer(JudgedScorer):
             score = self.score([])
             return run.result(score, f"The score is {format_score(score)} because the output "
                                      f"makes no claims (the judge was not asked to verify any).")
+        pieces, source = await self._context(run, input, output, ground_truth, context)
         if not pieces:
-            return self.without_context(run, claims)
+            return self.without_context(run, claims, source)
 
         # 2. analyze: a verdict per claim against the context
         sent, left_out = run.judge_texts(pieces)

@@ -17,6 +17,7 @@ ENV_JUDGE_MODEL = "TRACESCORE_JUDGE_MODEL"
 SCORER_ALIASES: dict[str, str] = {
     "relevancy": "answer-relevancy",
     "answer-relevancy": "answer-relevancy",
+    "llm-judge": "llm-judge",  # the LLM judge of a criterion of your own (its id: its `name`)
     "similarity": "content-similarity",
     "content-similarity": "content-similarity",
     "textual-difference": "textual-difference",
@@ -25,12 +26,11 @@ SCORER_ALIASES: dict[str, str] = {
     "keywords": "keyword-coverage",
     "tool-call-accuracy": "tool-call-accuracy",
     "faithfulness": "faithfulness",
-    "llm-judge": "llm-judge",
+    "hallucination": "hallucination",
 }
 SCORER_IDS = tuple(dict.fromkeys(SCORER_ALIASES.values()))
-# no useful default: options say what to expect (the LLM judge: its name and criterion)
-NEEDS_OPTIONS = frozenset({"tool-call-accuracy", "llm-judge"})
-JUDGED = frozenset({"answer-relevancy", "faithfulness", "llm-judge"})  # take a judge `model`
+NEEDS_OPTIONS = frozenset({"tool-call-accuracy"})  # no useful default: options say what to expect
+JUDGED = frozenset({"answer-relevancy", "faithfulness", "hallucination"})  # take a judge `model`
 
 
 def scorer_id(name: str) -> str:
@@ -44,6 +44,7 @@ def scorer_id(name: str) -> str:
 def _factories() -> dict[str, Callable[..., Scorer]]:
     from tracescore.scoring.difference import create_textual_difference_scorer
     from tracescore.scoring.faithfulness import create_faithfulness_scorer
+    from tracescore.scoring.hallucination import create_hallucination_scorer
     from tracescore.scoring.keywords import create_keyword_coverage_scorer
     from tracescore.scoring.llm_judge import create_llm_judge_scorer
     from tracescore.scoring.relevancy import create_answer_relevancy_scorer
@@ -51,13 +52,14 @@ def _factories() -> dict[str, Callable[..., Scorer]]:
     from tracescore.scoring.tools import create_tool_call_accuracy_scorer
 
     return {
+        "llm-judge": create_llm_judge_scorer,
         "answer-relevancy": create_answer_relevancy_scorer,
         "content-similarity": create_content_similarity_scorer,
         "textual-difference": create_textual_difference_scorer,
         "keyword-coverage": create_keyword_coverage_scorer,
         "tool-call-accuracy": create_tool_call_accuracy_scorer,
         "faithfulness": create_faithfulness_scorer,
-        "llm-judge": create_llm_judge_scorer,
+        "hallucination": create_hallucination_scorer,
     }
 
 
@@ -71,7 +73,7 @@ def create_scorer(name: str, options: Mapping[str, Any] | None = None, *,
     """
     sid = scorer_id(name)
     kwargs = dict(options or {})
-    if sid in JUDGED and "model" not in kwargs:
+    if (sid in JUDGED or sid == "llm-judge") and "model" not in kwargs:
         kwargs["model"] = model or os.environ.get(ENV_JUDGE_MODEL) or OFFLINE_MODEL
     try:
         return _factories()[sid](**kwargs)

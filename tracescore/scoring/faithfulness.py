@@ -83,11 +83,12 @@ class FaithfulnessScorer(_claims.ClaimsScorer):
     def score(self, verdicts: Sequence[Mapping[str, Any]]) -> float:
         return faithfulness_score(verdicts, self.scale)
 
-    def without_context(self, run: JudgedRun, claims: list[str]) -> ScoreResult:
+    def without_context(self, run: JudgedRun, claims: list[str], source: str) -> ScoreResult:
         verdicts = [{"claim": c, "verdict": "unsure", "reason": "No context was given."}
                     for c in claims]
         run.record(STEP_ANALYZE, result={
-            "verdicts": verdicts, "skipped": "no context: the judge was not called"})
+            "verdicts": verdicts, "skipped": "no context: the judge was not called",
+            "context": {"source": source, "pieces": 0, "left_out": 0}})
         n = len(claims)
         return run.result(0.0, f"The score is 0 because no context was given, so none of the "
                                f"{n} claim{'s' if n != 1 else ''} in the output can be "
