@@ -1,9 +1,11 @@
-"""Scorers: LLM-judged answer relevancy, faithfulness and hallucination, code scorers (content
-similarity, textual difference, keyword coverage, tool-call accuracy), the LLM judge of a
-criterion of your own (`create_llm_judge_scorer`), plus the judges.
+"""Scorers: the LLM-judged ones (answer relevancy, faithfulness, hallucination, toxicity, bias,
+judged tool-call accuracy), the code ones (content similarity, textual difference, keyword
+coverage, tool-call accuracy), and the judges.
 
     scorer = create_answer_relevancy_scorer(model="openai/gpt-4o-mini")
     result = scorer.run(input="What is the capital of France?", output="Paris.")
+
+`create_llm_judge_scorer(name=..., instructions=..., model=...)` judges a criterion of your own.
 """
 
 from tracescore.scoring._base import JudgeUsage, Scorer, ScoreResult, ToolCall
@@ -17,6 +19,7 @@ from tracescore.scoring._judge_api import (
 )
 from tracescore.scoring._litellm_judge import LiteLLMJudge
 from tracescore.scoring._offline import OfflineJudge
+from tracescore.scoring.bias import BiasScorer, create_bias_scorer
 from tracescore.scoring.difference import TextualDifferenceScorer, create_textual_difference_scorer
 from tracescore.scoring.faithfulness import FaithfulnessScorer, create_faithfulness_scorer
 from tracescore.scoring.hallucination import HallucinationScorer, create_hallucination_scorer
@@ -27,11 +30,17 @@ from tracescore.scoring.similarity import (
     ContentSimilarityScorer,
     create_content_similarity_scorer,
 )
+from tracescore.scoring.tool_selection import (
+    ToolCallAccuracyLLMScorer,
+    create_tool_call_accuracy_scorer_llm,
+)
 from tracescore.scoring.tools import ToolCallAccuracyScorer, create_tool_call_accuracy_scorer
+from tracescore.scoring.toxicity import ToxicityScorer, create_toxicity_scorer
 
 __all__ = [
     "OFFLINE_MODEL",
     "AnswerRelevancyScorer",
+    "BiasScorer",
     "ContentSimilarityScorer",
     "FaithfulnessScorer",
     "HallucinationScorer",
@@ -49,8 +58,11 @@ __all__ = [
     "Scorer",
     "TextualDifferenceScorer",
     "ToolCall",
+    "ToolCallAccuracyLLMScorer",
     "ToolCallAccuracyScorer",
+    "ToxicityScorer",
     "create_answer_relevancy_scorer",
+    "create_bias_scorer",
     "create_content_similarity_scorer",
     "create_faithfulness_scorer",
     "create_hallucination_scorer",
@@ -58,4 +70,6 @@ __all__ = [
     "create_llm_judge_scorer",
     "create_textual_difference_scorer",
     "create_tool_call_accuracy_scorer",
+    "create_tool_call_accuracy_scorer_llm",
+    "create_toxicity_scorer",
 ]
