@@ -1,4 +1,4 @@
-"""Scorers: LLM-judged answer relevancy, faithfulness and hallucination, code scorers (content similarity, textual difference,
+"""Scorers: LLM-judged answer relevancy, faithfulness, hallucination and context relevance, code scorers (content similarity, textual difference,
 keyword coverage, tool-call accuracy), plus the judges.
 
     scorer = create_answer_relevancy_scorer(model="openai/gpt-4o-mini")
@@ -16,6 +16,10 @@ from tracescore.scoring._judge_api import (
 )
 from tracescore.scoring._litellm_judge import LiteLLMJudge
 from tracescore.scoring._offline import OfflineJudge
+from tracescore.scoring.context_relevance import (
+    ContextRelevanceScorer,
+    create_context_relevance_scorer,
+)
 from tracescore.scoring.difference import TextualDifferenceScorer, create_textual_difference_scorer
 from tracescore.scoring.faithfulness import FaithfulnessScorer, create_faithfulness_scorer
 from tracescore.scoring.hallucination import HallucinationScorer, create_hallucination_scorer
@@ -31,6 +35,7 @@ __all__ = [
     "OFFLINE_MODEL",
     "AnswerRelevancyScorer",
     "ContentSimilarityScorer",
+    "ContextRelevanceScorer",
     "FaithfulnessScorer",
     "HallucinationScorer",
     "Judge",
@@ -49,6 +54,7 @@ __all__ = [
     "ToolCallAccuracyScorer",
     "create_answer_relevancy_scorer",
     "create_content_similarity_scorer",
+    "create_context_relevance_scorer",
     "create_faithfulness_scorer",
     "create_hallucination_scorer",
     "create_keyword_coverage_scorer",
