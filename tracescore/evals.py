@@ -31,6 +31,8 @@ from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
 from tracescore.instrument._context import ContextThreadPoolExecutor
 from tracescore.instrument._errors import exception_text, record_error
+from tracescore.scoring._base import ToolCall, trace_kwargs
+from tracescore.scoring._trace_data import CONTEXT_KEY, TOOL_CALLS_KEY, item_trace
 
 if TYPE_CHECKING:
     from tracescore.scoring import Scorer, ScoreResult
@@ -45,6 +47,9 @@ _TRACER_NAME = "tracescore.evals"
 
 OnItemComplete = Callable[[Mapping[str, Any], Any, "dict[str, ScoreResult]"], "Awaitable[None] | None"]
 Progress = Callable[[int, int], None]
+
+# Keys of an item that are not metadata.
+_ITEM_KEYS = ("input", "ground_truth", TOOL_CALLS_KEY, CONTEXT_KEY)
 
 # Steps an item can fail at (ItemFailure.step).
 STEP_TARGET = "target"
@@ -199,7 +204,9 @@ async def arun_evals(
 ) -> EvalResult:
     """Evaluate `target` over `data` with `scorers`.
 
-    - `data`: items `{"input": ..., "ground_truth": ...}`; other keys are kept as metadata.
+    - `data`: items `{"input": ..., "ground_truth": ...}`, optionally with `tool_calls` (tool
+      names, or dicts with name/arguments/result/error/call_id) and `context` (texts) for
+      scorers that take them; other keys are kept as metadata.
     - `scorers`: scorer objects, or names such as `"keyword-coverage"` (default options).
     - `target`: a sync or async function (or generator) taking the input, or an agent object
       with `ainvoke`/`arun`/`invoke`/`run`. Sync targets run on worker threads.
@@ -299,7 +306,8 @@ class _Run:
         from tracescore.instrument._calls import ground_truth as ground_truth_scope
 
         value, expected = item["input"], item.get("ground_truth")
-        metadata = {k: v for k, v in item.items() if k not in ("input", "ground_truth")}
+        metadata = {k: v for k, v in item.items() if k not in _ITEM_KEYS}
+        trace = item_trace(item, f"item {index}")  # checked before the run
         failures: list[ItemFailure] = []
         scores: dict[str, ScoreResult] = {}
         output: Any = None
@@ -323,7 +331,8 @@ class _Run:
             end_ns = time.time_ns()
             if not failures:
                 _set_output(span, output)
-                scores = await self._score(span, index, value, output, expected, failures)
+                scores = await self._score(span, index, value, output, expected, failures,
+                                           trace)
                 await self._callback(index, item, output, scores, failures)
         finally:
             span.end(end_time=end_ns)  # the span measures the target; scoring is in its events
@@ -345,11 +354,13 @@ class _Run:
         return attrs
 
     async def _score(self, span: Span, index: int, value: Any, output: Any, expected: Any,
-                     failures: list[ItemFailure]) -> dict[str, ScoreResult]:
+                     failures: list[ItemFailure],
+                     trace: tuple[Sequence[ToolCall], Sequence[str]]) -> dict[str, ScoreResult]:
         from tracescore.online._events import evaluation_events
 
         outcomes = await asyncio.gather(
-            *(_outcome(s.arun(input=value, output=output, ground_truth=expected))
+            *(_outcome(s.arun(input=value, output=output, ground_truth=expected,
+                              **trace_kwargs(s, *trace)))
               for s in self.scorers),
         )
         scores: dict[str, ScoreResult] = {}
@@ -486,6 +497,7 @@ def _check_items(data: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
             raise ConfigurationError(f"item {i} must be a mapping, got {type(item).__name__}")
         if "input" not in item:
             raise ConfigurationError(f"item {i} has no 'input' key (keys: {sorted(item)})")
+        item_trace(item, f"item {i}")
     return items
 
 

@@ -1,5 +1,6 @@
-"""Scorers: LLM-judged answer relevancy, faithfulness, hallucination and context relevance, code scorers (content similarity, textual difference,
-keyword coverage, tool-call accuracy), plus the judges.
+"""Scorers: the LLM-judged ones (answer relevancy, faithfulness, hallucination, context
+relevance, toxicity, bias, judged tool-call accuracy), the code ones (content similarity,
+textual difference, keyword coverage, tool-call accuracy), and the judges.
 
     scorer = create_answer_relevancy_scorer(model="openai/gpt-4o-mini")
     result = scorer.run(input="What is the capital of France?", output="Paris.")
@@ -16,6 +17,7 @@ from tracescore.scoring._judge_api import (
 )
 from tracescore.scoring._litellm_judge import LiteLLMJudge
 from tracescore.scoring._offline import OfflineJudge
+from tracescore.scoring.bias import BiasScorer, create_bias_scorer
 from tracescore.scoring.context_relevance import (
     ContextRelevanceScorer,
     create_context_relevance_scorer,
@@ -29,11 +31,17 @@ from tracescore.scoring.similarity import (
     ContentSimilarityScorer,
     create_content_similarity_scorer,
 )
+from tracescore.scoring.tool_selection import (
+    ToolCallAccuracyLLMScorer,
+    create_tool_call_accuracy_scorer_llm,
+)
 from tracescore.scoring.tools import ToolCallAccuracyScorer, create_tool_call_accuracy_scorer
+from tracescore.scoring.toxicity import ToxicityScorer, create_toxicity_scorer
 
 __all__ = [
     "OFFLINE_MODEL",
     "AnswerRelevancyScorer",
+    "BiasScorer",
     "ContentSimilarityScorer",
     "ContextRelevanceScorer",
     "FaithfulnessScorer",
@@ -51,8 +59,11 @@ __all__ = [
     "Scorer",
     "TextualDifferenceScorer",
     "ToolCall",
+    "ToolCallAccuracyLLMScorer",
     "ToolCallAccuracyScorer",
+    "ToxicityScorer",
     "create_answer_relevancy_scorer",
+    "create_bias_scorer",
     "create_content_similarity_scorer",
     "create_context_relevance_scorer",
     "create_faithfulness_scorer",
@@ -60,4 +71,6 @@ __all__ = [
     "create_keyword_coverage_scorer",
     "create_textual_difference_scorer",
     "create_tool_call_accuracy_scorer",
+    "create_tool_call_accuracy_scorer_llm",
+    "create_toxicity_scorer",
 ]

@@ -30,7 +30,8 @@ SCORER_ALIASES: dict[str, str] = {
 }
 SCORER_IDS = tuple(dict.fromkeys(SCORER_ALIASES.values()))
 NEEDS_OPTIONS = frozenset({"tool-call-accuracy"})  # no useful default: options say what to expect
-JUDGED = frozenset({"answer-relevancy", "faithfulness", "hallucination", "context-relevance"})  # take a judge `model`
+# the scorers that take a judge `model`
+JUDGED = frozenset({"answer-relevancy", "faithfulness", "hallucination", "context-relevance"})
 
 
 def scorer_id(name: str) -> str:

@@ -79,6 +79,15 @@ def _call_name(call: Any) -> str | None:
     return None
 
 
+def called_tool_names(tool_calls: Sequence[ToolCall], input: Any, output: Any) -> list[str]:
+    """The names of the tools the agent called, in call order: the recorded `tool_calls`, else
+    those in the output, else a `tool_calls` list in an input dict."""
+    names = [call.name for call in tool_calls] or tool_call_names(output)
+    if not names and isinstance(input, Mapping) and "tool_calls" in input:
+        names = tool_call_names({"tool_calls": input["tool_calls"]})
+    return names
+
+
 def order_matches(actual: Sequence[str], expected: Sequence[str], strict: bool) -> bool:
     """Strict: exactly `expected`. Lenient: each expected tool's first call comes after the
     previous one's (other calls may come between)."""
@@ -126,9 +135,7 @@ class ToolCallAccuracyScorer(CodeScorer):
         """Score one output's tool calls (pure computation: no event loop involved)."""
         run_id = run_id or new_run_id()
         try:
-            actual = [call.name for call in tool_calls] or tool_call_names(output)
-            if not actual and isinstance(input, Mapping) and "tool_calls" in input:
-                actual = tool_call_names({"tool_calls": input["tool_calls"]})  # recorded calls
+            actual = called_tool_names(tool_calls, input, output)
         except Exception as exc:  # an odd output object is a preprocess failure
             raise ScorerError(f"cannot read tool calls from the output: {exc}", scorer_id=self.id,
                               step=STEP_PREPROCESS, partial={"run_id": run_id}) from exc
