@@ -37,6 +37,9 @@ from tracescore.scoring._trace_data import CONTEXT_KEY, TOOL_CALLS_KEY, item_tra
 if TYPE_CHECKING:
     from tracescore.scoring import Scorer, ScoreResult
 
+    # a scorer, its name, or a spec {"scorer": name, "options": {...}} (the gateway config's form)
+    ScorerSpec = Scorer | str | Mapping[str, Any]
+
 __all__ = ["EvalResult", "EvalSummary", "ItemFailure", "ItemResult", "arun_evals", "run_evals"]
 
 _log = logging.getLogger("tracescore")
@@ -170,7 +173,7 @@ class EvalResult:
 
 def run_evals(
     data: Iterable[Mapping[str, Any]],
-    scorers: Scorer | str | Sequence[Scorer | str],
+    scorers: ScorerSpec | Sequence[ScorerSpec],
     target: Any,
     *,
     on_item_complete: OnItemComplete | None = None,
@@ -193,7 +196,7 @@ def run_evals(
 
 async def arun_evals(
     data: Iterable[Mapping[str, Any]],
-    scorers: Scorer | str | Sequence[Scorer | str],
+    scorers: ScorerSpec | Sequence[ScorerSpec],
     target: Any,
     *,
     on_item_complete: OnItemComplete | None = None,
@@ -504,7 +507,7 @@ def _check_items(data: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 def _check_scorers(scorers: Any) -> list[Scorer]:
     from tracescore.scoring._registry import resolve_scorers
 
-    single = hasattr(scorers, "arun") or isinstance(scorers, str)
+    single = hasattr(scorers, "arun") or isinstance(scorers, (str, Mapping))
     found = resolve_scorers([scorers] if single else list(scorers or ()))
     if not found:
         raise ConfigurationError("run_evals needs at least one scorer")

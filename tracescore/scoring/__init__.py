@@ -4,6 +4,8 @@ textual difference, keyword coverage, tool-call accuracy), and the judges.
 
     scorer = create_answer_relevancy_scorer(model="openai/gpt-4o-mini")
     result = scorer.run(input="What is the capital of France?", output="Paris.")
+
+`create_llm_judge_scorer(name=..., instructions=..., model=...)` judges a criterion of your own.
 """
 
 from tracescore.scoring._base import JudgeUsage, Scorer, ScoreResult, ToolCall
@@ -26,6 +28,7 @@ from tracescore.scoring.difference import TextualDifferenceScorer, create_textua
 from tracescore.scoring.faithfulness import FaithfulnessScorer, create_faithfulness_scorer
 from tracescore.scoring.hallucination import HallucinationScorer, create_hallucination_scorer
 from tracescore.scoring.keywords import KeywordCoverageScorer, create_keyword_coverage_scorer
+from tracescore.scoring.llm_judge import LLMJudgeScorer, create_llm_judge_scorer
 from tracescore.scoring.relevancy import AnswerRelevancyScorer, create_answer_relevancy_scorer
 from tracescore.scoring.similarity import (
     ContentSimilarityScorer,
@@ -53,6 +56,7 @@ __all__ = [
     "JudgeStepError",
     "JudgeUsage",
     "KeywordCoverageScorer",
+    "LLMJudgeScorer",
     "LiteLLMJudge",
     "OfflineJudge",
     "ScoreResult",
@@ -69,6 +73,7 @@ __all__ = [
     "create_faithfulness_scorer",
     "create_hallucination_scorer",
     "create_keyword_coverage_scorer",
+    "create_llm_judge_scorer",
     "create_textual_difference_scorer",
     "create_tool_call_accuracy_scorer",
     "create_tool_call_accuracy_scorer_llm",

@@ -17,6 +17,7 @@ ENV_JUDGE_MODEL = "TRACESCORE_JUDGE_MODEL"
 SCORER_ALIASES: dict[str, str] = {
     "relevancy": "answer-relevancy",
     "answer-relevancy": "answer-relevancy",
+    "llm-judge": "llm-judge",  # the LLM judge of a criterion of your own (its id: its `name`)
     "similarity": "content-similarity",
     "content-similarity": "content-similarity",
     "textual-difference": "textual-difference",
@@ -48,11 +49,13 @@ def _factories() -> dict[str, Callable[..., Scorer]]:
     from tracescore.scoring.faithfulness import create_faithfulness_scorer
     from tracescore.scoring.hallucination import create_hallucination_scorer
     from tracescore.scoring.keywords import create_keyword_coverage_scorer
+    from tracescore.scoring.llm_judge import create_llm_judge_scorer
     from tracescore.scoring.relevancy import create_answer_relevancy_scorer
     from tracescore.scoring.similarity import create_content_similarity_scorer
     from tracescore.scoring.tools import create_tool_call_accuracy_scorer
 
     return {
+        "llm-judge": create_llm_judge_scorer,
         "answer-relevancy": create_answer_relevancy_scorer,
         "content-similarity": create_content_similarity_scorer,
         "textual-difference": create_textual_difference_scorer,
@@ -69,11 +72,12 @@ def create_scorer(name: str, options: Mapping[str, Any] | None = None, *,
     """The scorer called `name`, built with `options` (its factory's keyword arguments).
 
     A judged scorer without a `model` option uses `model`, else $TRACESCORE_JUDGE_MODEL, else
-    the offline judge.
+    the offline judge (which the LLM judge refuses: it needs a language model).
+    The LLM judge ("llm-judge") is built with its own `name`, which becomes its scorer id.
     """
     sid = scorer_id(name)
     kwargs = dict(options or {})
-    if sid in JUDGED and "model" not in kwargs:
+    if (sid in JUDGED or sid == "llm-judge") and "model" not in kwargs:
         kwargs["model"] = model or os.environ.get(ENV_JUDGE_MODEL) or OFFLINE_MODEL
     try:
         return _factories()[sid](**kwargs)
@@ -82,5 +86,25 @@ def create_scorer(name: str, options: Mapping[str, Any] | None = None, *,
 
 
 def resolve_scorers(scorers: list[Any]) -> list[Any]:
-    """`scorers` with each name (a string) replaced by the scorer it names."""
-    return [create_scorer(s) if isinstance(s, str) else s for s in scorers]
+    """`scorers` with each name (a string) or spec (`{"scorer": name, "options": {...}}`, the
+    gateway config's form) replaced by the scorer it describes."""
+    return [create_scorer(s) if isinstance(s, str)
+            else _from_spec(s, i) if isinstance(s, Mapping) else s
+            for i, s in enumerate(scorers)]
+
+
+def _from_spec(spec: Mapping[Any, Any], index: int) -> Scorer:
+    where = f"scorers[{index}]"
+    unknown = sorted(str(k) for k in spec if k not in ("scorer", "options"))
+    if unknown:
+        raise ConfigurationError(f"{where}.{unknown[0]}: unknown key; a scorer spec has scorer "
+                                 f"and options (the scorer's own settings go under options)")
+    name, options = spec.get("scorer"), spec.get("options")
+    if not isinstance(name, str):
+        raise ConfigurationError(f"{where}.scorer must be a scorer name, got {name!r}")
+    if options is not None and not isinstance(options, Mapping):
+        raise ConfigurationError(f"{where}.options must be a mapping, got {options!r}")
+    try:
+        return create_scorer(name, options)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{where}: {exc}") from None
