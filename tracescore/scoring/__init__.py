@@ -1,6 +1,6 @@
 """Scorers: the LLM-judged ones (answer relevancy, faithfulness, hallucination, context
 relevance, toxicity, bias, judged tool-call accuracy), the code ones (content similarity,
-textual difference, keyword coverage, tool-call accuracy), and the judges.
+textual difference, keyword coverage, tool-call accuracy, completeness), and the judges.
 
     scorer = create_answer_relevancy_scorer(model="openai/gpt-4o-mini")
     result = scorer.run(input="What is the capital of France?", output="Paris.")
@@ -20,6 +20,7 @@ from tracescore.scoring._judge_api import (
 from tracescore.scoring._litellm_judge import LiteLLMJudge
 from tracescore.scoring._offline import OfflineJudge
 from tracescore.scoring.bias import BiasScorer, create_bias_scorer
+from tracescore.scoring.completeness import CompletenessScorer, create_completeness_scorer
 from tracescore.scoring.context_relevance import (
     ContextRelevanceScorer,
     create_context_relevance_scorer,
@@ -45,6 +46,7 @@ __all__ = [
     "OFFLINE_MODEL",
     "AnswerRelevancyScorer",
     "BiasScorer",
+    "CompletenessScorer",
     "ContentSimilarityScorer",
     "ContextRelevanceScorer",
     "FaithfulnessScorer",
@@ -68,6 +70,7 @@ __all__ = [
     "ToxicityScorer",
     "create_answer_relevancy_scorer",
     "create_bias_scorer",
+    "create_completeness_scorer",
     "create_content_similarity_scorer",
     "create_context_relevance_scorer",
     "create_faithfulness_scorer",

@@ -25,6 +25,7 @@ SCORER_ALIASES: dict[str, str] = {
     "keyword-coverage": "keyword-coverage",
     "keywords": "keyword-coverage",
     "tool-call-accuracy": "tool-call-accuracy",
+    "completeness": "completeness",
     "faithfulness": "faithfulness",
     "hallucination": "hallucination",
     "context-relevance": "context-relevance",
@@ -44,6 +45,7 @@ def scorer_id(name: str) -> str:
 
 
 def _factories() -> dict[str, Callable[..., Scorer]]:
+    from tracescore.scoring.completeness import create_completeness_scorer
     from tracescore.scoring.context_relevance import create_context_relevance_scorer
     from tracescore.scoring.difference import create_textual_difference_scorer
     from tracescore.scoring.faithfulness import create_faithfulness_scorer
@@ -61,6 +63,7 @@ def _factories() -> dict[str, Callable[..., Scorer]]:
         "textual-difference": create_textual_difference_scorer,
         "keyword-coverage": create_keyword_coverage_scorer,
         "tool-call-accuracy": create_tool_call_accuracy_scorer,
+        "completeness": create_completeness_scorer,
         "faithfulness": create_faithfulness_scorer,
         "hallucination": create_hallucination_scorer,
         "context-relevance": create_context_relevance_scorer,
