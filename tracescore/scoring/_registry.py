@@ -28,10 +28,12 @@ SCORER_ALIASES: dict[str, str] = {
     "completeness": "completeness",
     "faithfulness": "faithfulness",
     "hallucination": "hallucination",
+    "context-relevance": "context-relevance",
 }
 SCORER_IDS = tuple(dict.fromkeys(SCORER_ALIASES.values()))
 NEEDS_OPTIONS = frozenset({"tool-call-accuracy"})  # no useful default: options say what to expect
-JUDGED = frozenset({"answer-relevancy", "faithfulness", "hallucination"})  # take a judge `model`
+# the scorers that take a judge `model`
+JUDGED = frozenset({"answer-relevancy", "faithfulness", "hallucination", "context-relevance"})
 
 
 def scorer_id(name: str) -> str:
@@ -44,6 +46,7 @@ def scorer_id(name: str) -> str:
 
 def _factories() -> dict[str, Callable[..., Scorer]]:
     from tracescore.scoring.completeness import create_completeness_scorer
+    from tracescore.scoring.context_relevance import create_context_relevance_scorer
     from tracescore.scoring.difference import create_textual_difference_scorer
     from tracescore.scoring.faithfulness import create_faithfulness_scorer
     from tracescore.scoring.hallucination import create_hallucination_scorer
@@ -63,6 +66,7 @@ def _factories() -> dict[str, Callable[..., Scorer]]:
         "completeness": create_completeness_scorer,
         "faithfulness": create_faithfulness_scorer,
         "hallucination": create_hallucination_scorer,
+        "context-relevance": create_context_relevance_scorer,
     }
 
 
