@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
@@ -15,6 +16,7 @@ import pytest
 import tracescore
 from tracescore import _setup
 from tracescore._config import reset_content_settings
+from tracescore.scoring import Scorer, ScoreResult
 from tracescore.testing import StubLLMServer
 from tracescore.testing._tools import _file_lock, cache_dir
 
@@ -98,3 +100,20 @@ def npm_project(folder: Path, script: str, prefix: str) -> Path:
             (home / "node_modules" / ".tracescore-ready").write_text("")
         shutil.copy(folder / script, home / script)
     return home / script
+
+
+class SeenScorer(Scorer):
+    """Reports the tool calls and context it was given, as JSON in its reason."""
+
+    id = "seen"
+    name = "Seen"
+    uses_judge = False
+
+    async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
+                   run_id: str | None = None, tool_calls: Any = (), context: Any = ()
+                   ) -> ScoreResult:
+        seen = {"tools": [[c.name, c.arguments, c.result, c.error] for c in tool_calls],
+                "context": list(context),
+                "ids": [c.call_id for c in tool_calls]}
+        return ScoreResult(run_id=run_id or "r", scorer_id=self.id, scorer_name=self.name,
+                           score=float(len(tool_calls)), reason=json.dumps(seen))

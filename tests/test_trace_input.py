@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from _helpers import SCORING_BUDGET_S, shut_down_pipelines
+from _helpers import SCORING_BUDGET_S, SeenScorer, shut_down_pipelines
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from opentelemetry import trace as trace_api
@@ -28,27 +28,10 @@ from tracescore import _semconv as sc
 from tracescore.online import OnlineScorer, ScoringSpanProcessor, TraceLimits
 from tracescore.online._sampling import is_sampled
 from tracescore.online._trace_input import read_span
-from tracescore.scoring import Scorer, ScoreResult, ToolCall
+from tracescore.scoring import ToolCall
 from tracescore.testing import OTLPReceiver
 
 MANUAL = "Manual: refunds above 100 EUR need a manager."
-
-
-class SeenScorer(Scorer):
-    """Reports the tool calls and context it was given, as JSON in its reason."""
-
-    id = "seen"
-    name = "Seen"
-    uses_judge = False
-
-    async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
-                   run_id: str | None = None, tool_calls: Any = (), context: Any = ()
-                   ) -> ScoreResult:
-        seen = {"tools": [[c.name, c.arguments, c.result, c.error] for c in tool_calls],
-                "context": list(context),
-                "ids": [c.call_id for c in tool_calls]}
-        return ScoreResult(run_id=run_id or "r", scorer_id=self.id, scorer_name=self.name,
-                           score=float(len(tool_calls)), reason=json.dumps(seen))
 
 
 @tracescore.tool
@@ -255,9 +238,9 @@ def test_tool_spans_of_both_conventions(name: str, args: dict[str, int], result:
     assert item is not None and item.start_ns == 5
     expected_result = None if failed else (json.loads(result) if result[0] in "{[" and
                                            _is_json(result) else result)
-    assert item.tool == ToolCall(name=name, arguments=args, result=expected_result,
-                                 error="boom" if failed else None, call_id=call_id)
-    assert item.context == (() if failed else (result,))
+    assert item.tool_call() == ToolCall(name=name, arguments=args, result=expected_result,
+                                        error="boom" if failed else None, call_id=call_id)
+    assert item.texts() == ([] if failed else [result])
 
 
 def _is_json(text: str) -> bool:
@@ -280,8 +263,8 @@ def test_retriever_spans_and_marked_context(docs: list[str], marked: list[str]) 
     for attributes in (openinference, genai):
         item = read_span("retrieve", {**attributes, sc.TS_CONTEXT: marked}, 0, None)
         assert item is not None and item.tool is None
-        assert item.context == (*docs, *marked)
+        assert item.texts() == [*docs, *marked]
     plain = read_span("step", {sc.TS_CONTEXT: marked}, 0, None)
-    assert (plain.context if plain else ()) == tuple(marked)
+    assert (plain.texts() if plain else []) == marked
     assert read_span("chat", {sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT}, 0, None) is None
 

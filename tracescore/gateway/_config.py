@@ -11,6 +11,7 @@ validated once at start; every error is a `ConfigurationError` naming the key (`
     scoring:   {judge_model, scorers: [...], max_wait_s, max_held_spans, queue_size,
                 concurrency, shutdown_timeout_s, isolation}
     recognise: {builtins: true, mappings: [...]}
+    trace:     {max_tool_calls, max_chars, max_spans, max_traces, max_bytes, max_age_s}
     telemetry: {metrics: false, logs: (auto), endpoint, protocol, interval_s}
     shutdown_timeout_s: 30
 """
@@ -71,6 +72,7 @@ class GatewayConfig:
     scoring_shutdown_timeout_s: float = 10.0
     isolation: str = "auto"
     recognisers: Sequence[Any] | None = None
+    trace: Mapping[str, Any] = field(default_factory=dict)  # the `trace:` section, checked
     telemetry_metrics: bool = False
     telemetry_logs: bool | None = None
     telemetry_endpoint: str | None = None
@@ -198,6 +200,12 @@ _KEYS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "scoring.isolation": ("isolation", _same),
     "recognise.builtins": ("builtins", _same),
     "recognise.mappings": ("mappings", _list),
+    "trace.max_tool_calls": ("trace_max_tool_calls", _same),
+    "trace.max_chars": ("trace_max_chars", _same),
+    "trace.max_spans": ("trace_max_spans", _same),
+    "trace.max_traces": ("trace_max_traces", _same),
+    "trace.max_bytes": ("trace_max_bytes", _same),
+    "trace.max_age_s": ("trace_max_age_s", _same),
     "telemetry.metrics": ("telemetry_metrics", _same),
     "telemetry.logs": ("telemetry_logs", _same),
     "telemetry.endpoint": ("telemetry_endpoint", _optional_text),
@@ -253,6 +261,11 @@ def load_gateway_config(path: str | os.PathLike[str] | None = None,
     for key, value in values.items():
         name, parse = _KEYS[key]
         kwargs[name] = parse(key, value)
+    kwargs["trace"] = {name.removeprefix("trace_"): kwargs.pop(name)
+                       for name in list(kwargs) if name.startswith("trace_")}
+    from tracescore.gateway._trace_buffer import buffer_from
+
+    buffer_from(kwargs["trace"])  # validated now
     builtins = kwargs.pop("builtins", True)
     mappings = kwargs.pop("mappings", [])
     kwargs["recognisers"] = _recognisers(mappings, builtins)
@@ -313,7 +326,8 @@ def build_online_scorers(specs: Sequence[Any] | None, judge_model: str | None, *
         unknown = sorted(str(k) for k in spec if k not in _SCORER_KEYS)
         if unknown:
             raise ConfigurationError(f"{where}.{unknown[0]}: unknown key; expected one of "
-                                     f"{', '.join(_SCORER_KEYS)}")
+                                     f"{', '.join(_SCORER_KEYS)} (the scorer's own settings "
+                                     f"go under options)")
         if "scorer" not in spec:
             raise ConfigurationError(f"{where}.scorer is required (relevancy, similarity, "
                                      f"another scorer name or module:attribute)")
@@ -334,7 +348,7 @@ def build_online_scorers(specs: Sequence[Any] | None, judge_model: str | None, *
 
 def _scorer(name: str, options: Any, model: str, where: str) -> Any:
     from tracescore.cli._setup import SetupError, load_target, scorer_id
-    from tracescore.scoring import AnswerRelevancyScorer
+    from tracescore.scoring import Judge
     from tracescore.scoring._registry import create_scorer
     from tracescore.scoring._resolve import check_judge
 
@@ -345,8 +359,9 @@ def _scorer(name: str, options: Any, model: str, where: str) -> Any:
             target = load_target(name)
             return target(**options) if isinstance(target, type) or options else target
         scorer = create_scorer(scorer_id(name), options, model=model)
-        if isinstance(scorer, AnswerRelevancyScorer):  # the gateway imports litellm anyway:
-            check_judge(scorer.judge)  # check everything now
+        judge = getattr(scorer, "judge", None)
+        if isinstance(judge, Judge):  # the gateway imports litellm anyway:
+            check_judge(judge)  # check everything now
         return scorer
     except SetupError as exc:
         raise ConfigurationError(f"{where}.scorer: {exc}") from None
