@@ -1,6 +1,7 @@
-"""Scorers: the LLM-judged ones (answer relevancy, faithfulness, hallucination, toxicity, bias,
-judged tool-call accuracy), the code ones (content similarity, textual difference, keyword
-coverage, tool-call accuracy, completeness, tone consistency), and the judges.
+"""Scorers: the LLM-judged ones (answer relevancy, faithfulness, hallucination, context
+relevance, toxicity, bias, judged tool-call accuracy), the code ones (content similarity,
+textual difference, keyword coverage, tool-call accuracy, completeness, tone consistency), and
+the judges.
 
     scorer = create_answer_relevancy_scorer(model="openai/gpt-4o-mini")
     result = scorer.run(input="What is the capital of France?", output="Paris.")
@@ -21,6 +22,10 @@ from tracescore.scoring._litellm_judge import LiteLLMJudge
 from tracescore.scoring._offline import OfflineJudge
 from tracescore.scoring.bias import BiasScorer, create_bias_scorer
 from tracescore.scoring.completeness import CompletenessScorer, create_completeness_scorer
+from tracescore.scoring.context_relevance import (
+    ContextRelevanceScorer,
+    create_context_relevance_scorer,
+)
 from tracescore.scoring.difference import TextualDifferenceScorer, create_textual_difference_scorer
 from tracescore.scoring.faithfulness import FaithfulnessScorer, create_faithfulness_scorer
 from tracescore.scoring.hallucination import HallucinationScorer, create_hallucination_scorer
@@ -45,6 +50,7 @@ __all__ = [
     "BiasScorer",
     "CompletenessScorer",
     "ContentSimilarityScorer",
+    "ContextRelevanceScorer",
     "FaithfulnessScorer",
     "HallucinationScorer",
     "Judge",
@@ -69,6 +75,7 @@ __all__ = [
     "create_bias_scorer",
     "create_completeness_scorer",
     "create_content_similarity_scorer",
+    "create_context_relevance_scorer",
     "create_faithfulness_scorer",
     "create_hallucination_scorer",
     "create_keyword_coverage_scorer",

@@ -30,10 +30,12 @@ SCORER_ALIASES: dict[str, str] = {
     "tone": "tone-consistency",
     "faithfulness": "faithfulness",
     "hallucination": "hallucination",
+    "context-relevance": "context-relevance",
 }
 SCORER_IDS = tuple(dict.fromkeys(SCORER_ALIASES.values()))
 NEEDS_OPTIONS = frozenset({"tool-call-accuracy"})  # no useful default: options say what to expect
-JUDGED = frozenset({"answer-relevancy", "faithfulness", "hallucination"})  # take a judge `model`
+# the scorers that take a judge `model`
+JUDGED = frozenset({"answer-relevancy", "faithfulness", "hallucination", "context-relevance"})
 
 
 def scorer_id(name: str) -> str:
@@ -46,6 +48,7 @@ def scorer_id(name: str) -> str:
 
 def _factories() -> dict[str, Callable[..., Scorer]]:
     from tracescore.scoring.completeness import create_completeness_scorer
+    from tracescore.scoring.context_relevance import create_context_relevance_scorer
     from tracescore.scoring.difference import create_textual_difference_scorer
     from tracescore.scoring.faithfulness import create_faithfulness_scorer
     from tracescore.scoring.hallucination import create_hallucination_scorer
@@ -67,6 +70,7 @@ def _factories() -> dict[str, Callable[..., Scorer]]:
         "tone-consistency": create_tone_scorer,
         "faithfulness": create_faithfulness_scorer,
         "hallucination": create_hallucination_scorer,
+        "context-relevance": create_context_relevance_scorer,
     }
 
 
