@@ -55,11 +55,23 @@ def geo_agent(stub: StubLLMServer, *, model: str = "agent-llm") -> Callable[[str
     return geo
 
 
+RUBRIC_REPLIES = {
+    "llm_judge_verdict": {"reason": "The answer thanks the user and uses no rude words.",
+                          "verdict": "pass"},
+    "llm_judge_score": {"reason": "The refund date is in the context; the amount is not.",
+                        "score": 4},
+}
+
+
 def geo_llm_and_judge(request: dict[str, Any]) -> Any:
-    """A stub responder: GEO_ANSWER for the agent's LLM ("agent-llm"), else the relevancy judge,
-    step by step; a question about rain is off topic (verdict "no", score 0), any other on topic."""
+    """A stub responder: GEO_ANSWER for the agent's LLM ("agent-llm"), the LLM judge's scripted
+    replies, else the relevancy judge, step by step; a question about rain is off topic (verdict
+    "no", score 0), any other on topic."""
     if request.get("model") == "agent-llm":
         return GEO_ANSWER
+    schema = ((request.get("response_format") or {}).get("json_schema") or {}).get("name")
+    if schema in RUBRIC_REPLIES:  # the LLM judge of a criterion of your own (docs examples)
+        return RUBRIC_REPLIES[schema]
     prompt = next(m["content"] for m in request["messages"] if m["role"] == "user")
     off_topic = "rain" in prompt
     if "<verdicts>" in prompt:
