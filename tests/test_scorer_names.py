@@ -27,7 +27,10 @@ CODE_NAMES = ("keyword-coverage", "textual-difference", "similarity")
 
 @pytest.mark.parametrize("name", sorted({*SCORER_ALIASES, *(a.replace("-", "_") for a in SCORER_ALIASES)}))
 def test_every_name_builds_its_scorer(name: str) -> None:
-    options = {"expected_tool": "search"} if name.startswith("tool") else None
+    sid = SCORER_ALIASES[name.replace("_", "-")]
+    options = {"tool-call-accuracy": {"expected_tool": "search"},
+               "llm-tool-call-accuracy": {"available_tools": ["search"]},
+               "bias": {"model": "openai/gpt-4o-mini"}}.get(sid)  # bias has no offline judge
     scorer = create_scorer(name, options)
     assert scorer.id == SCORER_ALIASES[name.replace("_", "-")] and scorer.id in SCORER_IDS
 

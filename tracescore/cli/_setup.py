@@ -19,7 +19,7 @@ OFFLINE_MODEL = "tracescore/offline"
 # the names the command offers (tracescore.scoring._registry resolves them)
 SCORER_NAMES = ("relevancy", "answer-relevancy", "similarity", "content-similarity",
                 "textual-difference", "keyword-coverage", "tool-call-accuracy", "faithfulness",
-                "hallucination")
+                "hallucination", "toxicity", "bias", "llm-tool-call-accuracy")
 DEFAULT_SCORERS = ("answer-relevancy", "content-similarity")
 
 
@@ -48,7 +48,7 @@ def build_scorers(names: Sequence[str], model: str,
     """One scorer per distinct name (default: relevancy and similarity), judged by `model`,
     built with its `options` (by scorer id, from `parse_scorer_options`)."""
     from tracescore._exceptions import ConfigurationError
-    from tracescore.scoring import AnswerRelevancyScorer
+    from tracescore.scoring._judged import JudgedScorer
     from tracescore.scoring._registry import create_scorer
     from tracescore.scoring._resolve import check_judge
 
@@ -61,7 +61,7 @@ def build_scorers(names: Sequence[str], model: str,
     for sid in ids:
         try:
             scorer = create_scorer(sid, (options or {}).get(sid), model=model)
-            if isinstance(scorer, AnswerRelevancyScorer):
+            if isinstance(scorer, JudgedScorer):
                 check_judge(scorer.judge)  # a typo fails now, not on the first item
         except ConfigurationError as exc:
             raise SetupError(f"{exc} (scorer {sid}: set options with --scorer-option "

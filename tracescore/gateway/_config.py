@@ -334,7 +334,7 @@ def build_online_scorers(specs: Sequence[Any] | None, judge_model: str | None, *
 
 def _scorer(name: str, options: Any, model: str, where: str) -> Any:
     from tracescore.cli._setup import SetupError, load_target, scorer_id
-    from tracescore.scoring import AnswerRelevancyScorer
+    from tracescore.scoring._judged import JudgedScorer
     from tracescore.scoring._registry import create_scorer
     from tracescore.scoring._resolve import check_judge
 
@@ -345,7 +345,7 @@ def _scorer(name: str, options: Any, model: str, where: str) -> Any:
             target = load_target(name)
             return target(**options) if isinstance(target, type) or options else target
         scorer = create_scorer(scorer_id(name), options, model=model)
-        if isinstance(scorer, AnswerRelevancyScorer):  # the gateway imports litellm anyway:
+        if isinstance(scorer, JudgedScorer):  # the gateway imports litellm anyway:
             check_judge(scorer.judge)  # check everything now
         return scorer
     except SetupError as exc:

@@ -26,10 +26,17 @@ SCORER_ALIASES: dict[str, str] = {
     "tool-call-accuracy": "tool-call-accuracy",
     "faithfulness": "faithfulness",
     "hallucination": "hallucination",
+    "toxicity": "toxicity",
+    "bias": "bias",
+    "llm-tool-call-accuracy": "llm-tool-call-accuracy",
+    "tool-call-accuracy-llm": "llm-tool-call-accuracy",
+    "judged-tool-call-accuracy": "llm-tool-call-accuracy",
 }
 SCORER_IDS = tuple(dict.fromkeys(SCORER_ALIASES.values()))
-NEEDS_OPTIONS = frozenset({"tool-call-accuracy"})  # no useful default: options say what to expect
-JUDGED = frozenset({"answer-relevancy", "faithfulness", "hallucination"})  # take a judge `model`
+# no useful default: options say what to expect (the expected tools, the available tools)
+NEEDS_OPTIONS = frozenset({"tool-call-accuracy", "llm-tool-call-accuracy"})
+JUDGED = frozenset({"answer-relevancy", "faithfulness", "hallucination", "toxicity", "bias",
+                    "llm-tool-call-accuracy"})  # take a judge `model`
 
 
 def scorer_id(name: str) -> str:
@@ -41,13 +48,16 @@ def scorer_id(name: str) -> str:
 
 
 def _factories() -> dict[str, Callable[..., Scorer]]:
+    from tracescore.scoring.bias import create_bias_scorer
     from tracescore.scoring.difference import create_textual_difference_scorer
     from tracescore.scoring.faithfulness import create_faithfulness_scorer
     from tracescore.scoring.hallucination import create_hallucination_scorer
     from tracescore.scoring.keywords import create_keyword_coverage_scorer
     from tracescore.scoring.relevancy import create_answer_relevancy_scorer
     from tracescore.scoring.similarity import create_content_similarity_scorer
+    from tracescore.scoring.tool_selection import create_tool_call_accuracy_scorer_llm
     from tracescore.scoring.tools import create_tool_call_accuracy_scorer
+    from tracescore.scoring.toxicity import create_toxicity_scorer
 
     return {
         "answer-relevancy": create_answer_relevancy_scorer,
@@ -57,6 +67,9 @@ def _factories() -> dict[str, Callable[..., Scorer]]:
         "tool-call-accuracy": create_tool_call_accuracy_scorer,
         "faithfulness": create_faithfulness_scorer,
         "hallucination": create_hallucination_scorer,
+        "toxicity": create_toxicity_scorer,
+        "bias": create_bias_scorer,
+        "llm-tool-call-accuracy": create_tool_call_accuracy_scorer_llm,
     }
 
 
