@@ -10,7 +10,7 @@ The ratio column is throughput relative to rapidfuzz `ratio` at the same level a
 revision REV ("dice@REV", "ratio@REV", each row compared with ratio@REV), measured in the
 same interleaved rounds, for before/after figures from one run.
 A third table gives runs per second of every code scorer (textual difference, keyword coverage,
-tool-call accuracy) next to the content-similarity scorer (dice), on the same pairs.
+tool-call accuracy, completeness) next to the content-similarity scorer (dice), on the same pairs.
 
     python benchmarks/bench_similarity.py [--quick] [--json PATH] [--baseline REV]
 """
@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import environment, interleaved, print_table, timeit_ns, write_json
 
 from tracescore.scoring import (
+    CompletenessScorer,
     ContentSimilarityScorer,
     KeywordCoverageScorer,
     Scorer,
@@ -147,6 +148,7 @@ CODE_SCORERS: dict[str, Callable[[], Scorer]] = {
     "textual-difference": TextualDifferenceScorer,
     "keyword-coverage": KeywordCoverageScorer,
     "tool-call-accuracy": lambda: ToolCallAccuracyScorer(expected_tool_order=["search", "refund"]),
+    "completeness": CompletenessScorer,
 }
 
 

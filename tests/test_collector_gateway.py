@@ -270,12 +270,10 @@ def test_a_replica_killed_mid_run_loses_nothing_acknowledged(
         sender.join(120)
     assert during_outage > 0  # the collector kept acknowledging while a replica was down
     expected = set(acknowledged)
-    otlp_receiver.wait_for_spans(
-        lambda s: (s.trace_id, s.span_id) in expected, count=len(expected), timeout=300
-    )
+    # by id, not by count: a retried or replayed span arrives twice, and a count of arrivals
+    # would be reached while spans still on their way (a retry's backoff) are not yet in
+    otlp_receiver.wait_for_span_ids(expected, timeout=300)  # else TimeoutError: spans lost
     received = Counter(_received(otlp_receiver))
-    missing = expected - set(received)
-    assert not missing, f"{len(missing)} acknowledged spans lost"
     print(f"after SIGKILL + restart: {len(expected & set(received))}/{len(expected)} acknowledged "
           f"spans arrived ({during_outage} acknowledged while a replica was down); "
           f"{sum(c - 1 for c in received.values())} delivered twice")

@@ -10,6 +10,8 @@ import urllib.request
 
 import grpc
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogExporter
 from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
     OTLPMetricExporter as GrpcMetricExporter,
@@ -321,6 +323,44 @@ def test_wait_for_spans_times_out_with_what_arrived(otlp_receiver: OTLPReceiver)
         otlp_receiver.wait_for_spans(lambda s: s.name == "never", timeout=0.2)
     otlp_receiver.clear()
     assert otlp_receiver.spans == [] and otlp_receiver.requests == []
+
+
+def _spans_request(ids: list[tuple[bytes, bytes]]) -> bytes:
+    request = ExportTraceServiceRequest()
+    spans = request.resource_spans.add().scope_spans.add().spans
+    for trace_id, span_id in ids:
+        spans.add(name="s", trace_id=trace_id, span_id=span_id)
+    return request.SerializeToString()
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), ids=st.lists(st.tuples(st.binary(min_size=16, max_size=16),
+                                              st.binary(min_size=8, max_size=8)),
+                                    min_size=2, max_size=30, unique=True))
+def test_wait_for_span_ids_is_not_fooled_by_duplicates(
+    otlp_receiver: OTLPReceiver, data: st.DataObject, ids: list[tuple[bytes, bytes]]
+) -> None:
+    """An at-least-once path delivers some spans twice and others late: a count of matching spans
+    is reached while spans are still missing; waiting by id is not."""
+    otlp_receiver.clear()
+    late = data.draw(st.sets(st.sampled_from(ids), min_size=1, max_size=len(ids) - 1))
+    early = [i for i in ids if i not in late]
+    twice = data.draw(st.lists(st.sampled_from(early), min_size=len(late), max_size=len(late) + 5))
+    headers = {"Content-Type": "application/x-protobuf"}
+    assert _post(otlp_receiver.traces_url, _spans_request(early + twice), headers) == 200
+    hexed = {(t.hex(), s.hex()) for t, s in ids}
+
+    counted = otlp_receiver.wait_for_spans(lambda s: (s.trace_id, s.span_id) in hexed,
+                                           count=len(ids), timeout=5)
+    assert len(counted) >= len(ids)  # the count is reached with spans still missing
+    with pytest.raises(TimeoutError, match=f"{len(late)} missing"):
+        otlp_receiver.wait_for_span_ids(hexed, timeout=0.05)
+
+    assert _post(otlp_receiver.traces_url, _spans_request(sorted(late)), headers) == 200
+    arrived = otlp_receiver.wait_for_span_ids(hexed, timeout=5)
+    assert {(s.trace_id, s.span_id) for s in arrived} == hexed
+    assert len(arrived) == len(ids) + len(twice)
 
 
 def test_receivers_are_independent(otlp_receiver: OTLPReceiver) -> None:

@@ -255,9 +255,9 @@ def test_tool_spans_of_both_conventions(name: str, args: dict[str, int], result:
     assert item is not None and item.start_ns == 5
     expected_result = None if failed else (json.loads(result) if result[0] in "{[" and
                                            _is_json(result) else result)
-    assert item.tool == ToolCall(name=name, arguments=args, result=expected_result,
-                                 error="boom" if failed else None, call_id=call_id)
-    assert item.context == (() if failed else (result,))
+    assert item.tool_call() == ToolCall(name=name, arguments=args, result=expected_result,
+                                        error="boom" if failed else None, call_id=call_id)
+    assert item.texts() == ([] if failed else [result])
 
 
 def _is_json(text: str) -> bool:
@@ -280,8 +280,8 @@ def test_retriever_spans_and_marked_context(docs: list[str], marked: list[str]) 
     for attributes in (openinference, genai):
         item = read_span("retrieve", {**attributes, sc.TS_CONTEXT: marked}, 0, None)
         assert item is not None and item.tool is None
-        assert item.context == (*docs, *marked)
+        assert item.texts() == [*docs, *marked]
     plain = read_span("step", {sc.TS_CONTEXT: marked}, 0, None)
-    assert (plain.context if plain else ()) == tuple(marked)
+    assert (plain.texts() if plain else []) == marked
     assert read_span("chat", {sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT}, 0, None) is None
 

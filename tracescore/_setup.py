@@ -374,7 +374,8 @@ def _exporter_specs(exporter: ExporterSpec | Sequence[ExporterSpec] | None) -> l
 
 
 def _scorer_list(scorers: Any) -> list[Any]:
-    """Scorers, a single one, or names of scorers (`"keyword-coverage"`) as a list of scorers."""
+    """Scorers, a single one, names of scorers (`"keyword-coverage"`) or specs
+    (`{"scorer": "llm-judge", "options": {...}}`) as a list of scorers."""
     from tracescore.scoring._registry import resolve_scorers
 
     if scorers is None:

@@ -31,9 +31,14 @@ from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
 from tracescore.instrument._context import ContextThreadPoolExecutor
 from tracescore.instrument._errors import exception_text, record_error
+from tracescore.scoring._base import ToolCall, trace_kwargs
+from tracescore.scoring._trace_data import CONTEXT_KEY, TOOL_CALLS_KEY, item_trace
 
 if TYPE_CHECKING:
     from tracescore.scoring import Scorer, ScoreResult
+
+    # a scorer, its name, or a spec {"scorer": name, "options": {...}} (the gateway config's form)
+    ScorerSpec = Scorer | str | Mapping[str, Any]
 
 __all__ = ["EvalResult", "EvalSummary", "ItemFailure", "ItemResult", "arun_evals", "run_evals"]
 
@@ -45,6 +50,9 @@ _TRACER_NAME = "tracescore.evals"
 
 OnItemComplete = Callable[[Mapping[str, Any], Any, "dict[str, ScoreResult]"], "Awaitable[None] | None"]
 Progress = Callable[[int, int], None]
+
+# Keys of an item that are not metadata.
+_ITEM_KEYS = ("input", "ground_truth", TOOL_CALLS_KEY, CONTEXT_KEY)
 
 # Steps an item can fail at (ItemFailure.step).
 STEP_TARGET = "target"
@@ -165,7 +173,7 @@ class EvalResult:
 
 def run_evals(
     data: Iterable[Mapping[str, Any]],
-    scorers: Scorer | str | Sequence[Scorer | str],
+    scorers: ScorerSpec | Sequence[ScorerSpec],
     target: Any,
     *,
     on_item_complete: OnItemComplete | None = None,
@@ -188,7 +196,7 @@ def run_evals(
 
 async def arun_evals(
     data: Iterable[Mapping[str, Any]],
-    scorers: Scorer | str | Sequence[Scorer | str],
+    scorers: ScorerSpec | Sequence[ScorerSpec],
     target: Any,
     *,
     on_item_complete: OnItemComplete | None = None,
@@ -199,7 +207,9 @@ async def arun_evals(
 ) -> EvalResult:
     """Evaluate `target` over `data` with `scorers`.
 
-    - `data`: items `{"input": ..., "ground_truth": ...}`; other keys are kept as metadata.
+    - `data`: items `{"input": ..., "ground_truth": ...}`, optionally with `tool_calls` (tool
+      names, or dicts with name/arguments/result/error/call_id) and `context` (texts) for
+      scorers that take them; other keys are kept as metadata.
     - `scorers`: scorer objects, or names such as `"keyword-coverage"` (default options).
     - `target`: a sync or async function (or generator) taking the input, or an agent object
       with `ainvoke`/`arun`/`invoke`/`run`. Sync targets run on worker threads.
@@ -299,7 +309,8 @@ class _Run:
         from tracescore.instrument._calls import ground_truth as ground_truth_scope
 
         value, expected = item["input"], item.get("ground_truth")
-        metadata = {k: v for k, v in item.items() if k not in ("input", "ground_truth")}
+        metadata = {k: v for k, v in item.items() if k not in _ITEM_KEYS}
+        trace = item_trace(item, f"item {index}")  # checked before the run
         failures: list[ItemFailure] = []
         scores: dict[str, ScoreResult] = {}
         output: Any = None
@@ -323,7 +334,8 @@ class _Run:
             end_ns = time.time_ns()
             if not failures:
                 _set_output(span, output)
-                scores = await self._score(span, index, value, output, expected, failures)
+                scores = await self._score(span, index, value, output, expected, failures,
+                                           trace)
                 await self._callback(index, item, output, scores, failures)
         finally:
             span.end(end_time=end_ns)  # the span measures the target; scoring is in its events
@@ -345,11 +357,13 @@ class _Run:
         return attrs
 
     async def _score(self, span: Span, index: int, value: Any, output: Any, expected: Any,
-                     failures: list[ItemFailure]) -> dict[str, ScoreResult]:
+                     failures: list[ItemFailure],
+                     trace: tuple[Sequence[ToolCall], Sequence[str]]) -> dict[str, ScoreResult]:
         from tracescore.online._events import evaluation_events
 
         outcomes = await asyncio.gather(
-            *(_outcome(s.arun(input=value, output=output, ground_truth=expected))
+            *(_outcome(s.arun(input=value, output=output, ground_truth=expected,
+                              **trace_kwargs(s, *trace)))
               for s in self.scorers),
         )
         scores: dict[str, ScoreResult] = {}
@@ -486,13 +500,14 @@ def _check_items(data: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
             raise ConfigurationError(f"item {i} must be a mapping, got {type(item).__name__}")
         if "input" not in item:
             raise ConfigurationError(f"item {i} has no 'input' key (keys: {sorted(item)})")
+        item_trace(item, f"item {i}")
     return items
 
 
 def _check_scorers(scorers: Any) -> list[Scorer]:
     from tracescore.scoring._registry import resolve_scorers
 
-    single = hasattr(scorers, "arun") or isinstance(scorers, str)
+    single = hasattr(scorers, "arun") or isinstance(scorers, (str, Mapping))
     found = resolve_scorers([scorers] if single else list(scorers or ()))
     if not found:
         raise ConfigurationError("run_evals needs at least one scorer")

@@ -5,8 +5,10 @@
 // `node score.mjs whitespace` the BMP code points that JavaScript's `\s` matches.
 import keywordExtractor from "keyword-extractor";
 import {
+  createCompletenessScorer,
   createKeywordCoverageScorer,
   createTextualDifferenceScorer,
+  createToneScorer,
   createToolCallAccuracyScorerCode,
 } from "@mastra/evals/scorers/prebuilt";
 
@@ -14,6 +16,8 @@ const FACTORIES = {
   "textual-difference": () => createTextualDifferenceScorer(),
   "keyword-coverage": () => createKeywordCoverageScorer(),
   "tool-call-accuracy": (options) => createToolCallAccuracyScorerCode(options),
+  "completeness": () => createCompletenessScorer(),
+  "tone": (options) => createToneScorer(options),
 };
 
 function message(role, text, toolInvocations) {

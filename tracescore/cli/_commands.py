@@ -46,7 +46,14 @@ def run_eval_command(*, dataset: Path, target: str, scorer_names: Sequence[str],
     agent = load_target(target)
     scorers = build_scorers(list(scorer_names), model,  # none named: relevancy and similarity
                             parse_scorer_options(scorer_option_specs))
-    missing = set(thresholds) - {s.id for s in scorers}
+    from tracescore.scoring._registry import SCORER_IDS
+
+    running = {s.id for s in scorers}
+    missing = set(thresholds) - running
+    unknown = sorted(missing - set(SCORER_IDS))  # neither a built-in nor a named LLM judge
+    if unknown:
+        raise SetupError(f"--threshold names an unknown scorer {unknown[0]!r} (scorers that "
+                         f"run: {', '.join(sorted(running))})")
     if missing:
         raise SetupError(f"--threshold for a scorer that does not run: {', '.join(sorted(missing))}"
                          " (add it with --scorer)")

@@ -8,6 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tracescore._exceptions import ConfigurationError
+from tracescore.scoring._trace_data import CONTEXT_KEY, TOOL_CALLS_KEY, item_trace
+
 _JSONL_SUFFIXES = {".jsonl", ".ndjson"}
 _LIST_KEYS = ("items", "data", "examples")
 
@@ -22,6 +25,7 @@ def load_dataset(path: str | Path) -> list[dict[str, Any]]:
     The format follows the suffix: `.jsonl`/`.ndjson` (one object per line, blank lines
     skipped), `.json` (a list of objects, or an object holding one under "items"/"data"/
     "examples"), `.csv` (a header row with an `input` column; `ground_truth` optional).
+    Items may give `tool_calls` and `context` (in CSV, a JSON array in the cell).
     """
     file = Path(path)
     if not file.is_file():
@@ -88,6 +92,16 @@ def _csv(file: Path, text: str) -> list[dict[str, Any]]:
         clean = {k: v for k, v in row.items() if v is not None}
         if "ground_truth" in clean and clean["ground_truth"] == "":
             clean["ground_truth"] = None
+        for key in (TOOL_CALLS_KEY, CONTEXT_KEY):  # JSON arrays in their cells
+            cell = clean.get(key)
+            if cell == "":
+                del clean[key]
+            elif cell is not None:
+                try:
+                    clean[key] = json.loads(cell)
+                except json.JSONDecodeError as exc:
+                    raise DatasetError(f"{where}: {key!r} must be a JSON array: {exc.msg}"
+                                       ) from None
         items.append(_check(clean, where))
     return items
 
@@ -99,4 +113,8 @@ def _check(row: Any, where: str) -> dict[str, Any]:
         raise DatasetError(f"{where}: missing the 'input' key")
     if row["input"] is None or row["input"] == "":
         raise DatasetError(f"{where}: 'input' is empty")
+    try:
+        item_trace(row, where)
+    except ConfigurationError as exc:
+        raise DatasetError(str(exc)) from None
     return row

@@ -17,9 +17,9 @@ ENV_JUDGE_MODEL = "TRACESCORE_JUDGE_MODEL"
 OFFLINE_MODEL = "tracescore/offline"
 
 # the names the command offers (tracescore.scoring._registry resolves them)
-SCORER_NAMES = ("relevancy", "answer-relevancy", "similarity", "content-similarity",
+SCORER_NAMES = ("relevancy", "answer-relevancy", "llm-judge", "similarity", "content-similarity",
                 "textual-difference", "keyword-coverage", "tool-call-accuracy", "faithfulness",
-                "hallucination", "toxicity", "bias", "llm-tool-call-accuracy")
+                "hallucination", "context-relevance", "toxicity", "bias", "llm-tool-call-accuracy")
 DEFAULT_SCORERS = ("answer-relevancy", "content-similarity")
 
 
@@ -48,7 +48,7 @@ def build_scorers(names: Sequence[str], model: str,
     """One scorer per distinct name (default: relevancy and similarity), judged by `model`,
     built with its `options` (by scorer id, from `parse_scorer_options`)."""
     from tracescore._exceptions import ConfigurationError
-    from tracescore.scoring._judged import JudgedScorer
+    from tracescore.scoring import Judge
     from tracescore.scoring._registry import create_scorer
     from tracescore.scoring._resolve import check_judge
 
@@ -61,8 +61,9 @@ def build_scorers(names: Sequence[str], model: str,
     for sid in ids:
         try:
             scorer = create_scorer(sid, (options or {}).get(sid), model=model)
-            if isinstance(scorer, JudgedScorer):
-                check_judge(scorer.judge)  # a typo fails now, not on the first item
+            judge = getattr(scorer, "judge", None)
+            if isinstance(judge, Judge):
+                check_judge(judge)  # a typo fails now, not on the first item
         except ConfigurationError as exc:
             raise SetupError(f"{exc} (scorer {sid}: set options with --scorer-option "
                              f"{sid}.NAME=VALUE)") from None
@@ -72,7 +73,8 @@ def build_scorers(names: Sequence[str], model: str,
 
 def parse_scorer_options(values: Sequence[str]) -> dict[str, dict[str, Any]]:
     """`["tool-call-accuracy.expected_tool=search"]` -> `{"tool-call-accuracy": {...}}`; each
-    VALUE is read as YAML (`3`, `true`, `[a, b]`), anything else stays a string."""
+    VALUE is read as YAML (`3`, `true`, `[a, b]`, `{a: 1}`), anything else stays a string (so
+    does prose that YAML would read as a mapping: `The answer is polite: it thanks`)."""
     import yaml
 
     options: dict[str, dict[str, Any]] = {}
@@ -85,6 +87,8 @@ def parse_scorer_options(values: Sequence[str]) -> dict[str, dict[str, Any]]:
         try:
             value = yaml.safe_load(text) if text.strip() else text
         except yaml.YAMLError:
+            value = text
+        if isinstance(value, dict) and not text.lstrip().startswith("{"):
             value = text
         options.setdefault(scorer_id(name), {})[key.strip()] = value
     return options
@@ -101,8 +105,20 @@ def parse_thresholds(values: Sequence[str]) -> dict[str, float]:
             minimum = float(number)
         except ValueError:
             raise SetupError(f"bad threshold {raw!r}: {number!r} is not a number") from None
-        limits[scorer_id(name)] = minimum
+        limits[_threshold_target(name.strip())] = minimum
     return limits
+
+
+def _threshold_target(name: str) -> str:
+    """The scorer id a threshold names: a built-in scorer's name, else the name itself (an LLM
+    judge is called by the name it was given; the run checks that such a scorer runs)."""
+    from tracescore._exceptions import ConfigurationError
+    from tracescore.scoring._registry import scorer_id as registry_id
+
+    try:
+        return registry_id(name)
+    except ConfigurationError:
+        return name
 
 
 def load_target(spec: str) -> Any:

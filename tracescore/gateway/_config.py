@@ -313,7 +313,8 @@ def build_online_scorers(specs: Sequence[Any] | None, judge_model: str | None, *
         unknown = sorted(str(k) for k in spec if k not in _SCORER_KEYS)
         if unknown:
             raise ConfigurationError(f"{where}.{unknown[0]}: unknown key; expected one of "
-                                     f"{', '.join(_SCORER_KEYS)}")
+                                     f"{', '.join(_SCORER_KEYS)} (the scorer's own settings "
+                                     f"go under options)")
         if "scorer" not in spec:
             raise ConfigurationError(f"{where}.scorer is required (relevancy, similarity, "
                                      f"another scorer name or module:attribute)")
@@ -334,7 +335,7 @@ def build_online_scorers(specs: Sequence[Any] | None, judge_model: str | None, *
 
 def _scorer(name: str, options: Any, model: str, where: str) -> Any:
     from tracescore.cli._setup import SetupError, load_target, scorer_id
-    from tracescore.scoring._judged import JudgedScorer
+    from tracescore.scoring import Judge
     from tracescore.scoring._registry import create_scorer
     from tracescore.scoring._resolve import check_judge
 
@@ -345,8 +346,9 @@ def _scorer(name: str, options: Any, model: str, where: str) -> Any:
             target = load_target(name)
             return target(**options) if isinstance(target, type) or options else target
         scorer = create_scorer(scorer_id(name), options, model=model)
-        if isinstance(scorer, JudgedScorer):  # the gateway imports litellm anyway:
-            check_judge(scorer.judge)  # check everything now
+        judge = getattr(scorer, "judge", None)
+        if isinstance(judge, Judge):  # the gateway imports litellm anyway:
+            check_judge(judge)  # check everything now
         return scorer
     except SetupError as exc:
         raise ConfigurationError(f"{where}.scorer: {exc}") from None

@@ -90,8 +90,10 @@ class _Candidate:
     ground_truth: Any
     agent: str | None
     scorers: tuple[OnlineScorer, ...]
-    trace: TraceInput = EMPTY  # tool calls and context of the call (set when its span ends)
+    trace: TraceInput | None = None  # tool calls and context (decoded by the first run)
     added: tuple[tuple[int, str], ...] = ()  # (time ns, text) given by `add_context`
+    items: list[Item] | None = None  # what the spans inside the call recorded, as recorded
+    dropped: bool = False  # its trace had more spans than `TraceLimits.max_spans`
 
 
 @dataclass(slots=True)
@@ -250,7 +252,7 @@ class ScoringSpanProcessor(SpanProcessor):
             candidate = self._candidate_of(span)
             if candidate is not None:
                 if trace is not None or candidate.added:
-                    candidate.trace = self._trace_input(span, trace, candidate.added)
+                    self._collect(span, trace, candidate)
                 self._submit(span, candidate)
                 return
         self._downstream.on_end(span)
@@ -285,8 +287,9 @@ class ScoringSpanProcessor(SpanProcessor):
         if trace is None:
             return None
         try:
-            item = read_span(span.name, span.attributes or {}, span.start_time or 0,
-                             _error_of(span))
+            attributes = _attributes_of(span)
+            item = read_span(span.name, attributes, span.start_time or 0,
+                             _error_of(span, attributes))
         except Exception:  # noqa: BLE001 - a span we cannot read contributes nothing
             self._log_once("trace_input", "tracescore: could not read a tool or context span",
                            exc_info=True)
@@ -302,24 +305,34 @@ class ScoringSpanProcessor(SpanProcessor):
                 self._traces.pop(context.trace_id, None)
             return trace
 
-    def _trace_input(self, span: ReadableSpan, trace: TraceSpans | None,
-                     added: Sequence[tuple[int, str]]) -> TraceInput:
-        """Tool calls and context of the agent call of `span`, within the limits."""
+    def _collect(self, span: ReadableSpan, trace: TraceSpans | None,
+                 candidate: _Candidate) -> None:
+        """Give `candidate` the items of the spans inside its call (decoded later, in the worker)."""
         try:
-            items = [Item(at, None, (text,), len(text)) for at, text in added]
-            dropped = False
+            items = [Item(at, None, (text,), len(text)) for at, text in candidate.added]
             if trace is not None:
                 with self._traces_lock:
                     items.extend(trace.under(span.context.span_id))
-                    dropped = trace.dropped > 0
-            found = gather(items, self._trace_limits)
-            if dropped and not found.truncated:
-                found = TraceInput(found.tool_calls, found.context, True)
-            return found
+                    candidate.dropped = trace.dropped > 0
+            candidate.items = items
         except Exception:  # noqa: BLE001 - scored without them rather than not at all
             self._log_once("trace_input", "tracescore: could not collect an agent call's tool "
                            "calls and context", exc_info=True)
-            return EMPTY
+
+    def _trace_of(self, candidate: _Candidate) -> TraceInput:
+        """The candidate's tool calls and context within the limits (worker side, cached)."""
+        trace = candidate.trace
+        if trace is None:
+            try:
+                trace = gather(candidate.items or (), self._trace_limits)
+                if candidate.dropped and not trace.truncated:
+                    trace = TraceInput(trace.tool_calls, trace.context, True)
+            except Exception:  # noqa: BLE001 - scored without them rather than not at all
+                self._log_once("trace_input", "tracescore: could not read an agent call's tool "
+                               "calls and context", exc_info=True)
+                trace = EMPTY
+            candidate.trace = trace
+        return trace
 
     def _candidate_of(self, span: ReadableSpan) -> _Candidate | None:
         candidate = None
@@ -677,7 +690,7 @@ class ScoringSpanProcessor(SpanProcessor):
             ground_truth = candidate.ground_truth
             if ground_truth is None:
                 ground_truth = online.lookup_reference(candidate.input)
-            trace = candidate.trace
+            trace = self._trace_of(candidate)
             with suppressed():
                 if self._isolation is not None:
                     run = self._isolation.run(online.scorer, input=candidate.input,
@@ -962,11 +975,18 @@ def _sink_stats(sink: ResultSink) -> dict[str, int]:
         return {}
 
 
-def _error_of(span: ReadableSpan) -> str | None:
+def _attributes_of(span: ReadableSpan) -> Mapping[str, Any]:
+    """The span's attributes; for SDK spans the plain dict behind them (read only here): each
+    lookup through the public read-only view costs ~1 us, several per ended span."""
+    plain = getattr(getattr(span, "_attributes", None), "_dict", None)
+    return plain if isinstance(plain, dict) else (span.attributes or {})
+
+
+def _error_of(span: ReadableSpan, attributes: Mapping[str, Any]) -> str | None:
     """The error text of a failed span (status description, else `error.type`), None if it
     did not fail."""
     status = span.status
-    error_type_ = (span.attributes or {}).get(sc.ERROR_TYPE)
+    error_type_ = attributes.get(sc.ERROR_TYPE)
     if status is None or status.status_code is not trace_api.StatusCode.ERROR:
         return None if error_type_ is None else str(error_type_)
     return status.description or (str(error_type_) if error_type_ is not None else "error")

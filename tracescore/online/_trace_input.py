@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
@@ -72,57 +72,81 @@ def as_trace_limits(value: object) -> TraceLimits:
         f"trace_limits must be a TraceLimits or a mapping, got {type(value).__name__}")
 
 
-@dataclass(frozen=True, slots=True)
-class Item:
-    """What one span contributes: a tool call and/or context texts, and its size in characters."""
+class Item(NamedTuple):
+    """What one span contributes, as recorded (decoded only when a scorer needs it, off the
+    agent's thread): a raw tool call (name, arguments, result, error, call id) and/or context
+    sources (texts, or the raw `gen_ai.retrieval.documents` value), and its size in characters."""
 
     start_ns: int
-    tool: ToolCall | None
-    context: tuple[str, ...]
+    tool: tuple[str, Any, Any, str | None, str | None] | None
+    context: tuple[Any, ...]
     chars: int
+
+    def tool_call(self) -> ToolCall | None:
+        if self.tool is None:
+            return None
+        name, arguments, result, error, call_id = self.tool
+        return ToolCall(name=name, arguments=_decoded(arguments),
+                        result=None if error is not None else _decoded(result),
+                        error=error, call_id=call_id)
+
+    def texts(self) -> list[str]:
+        texts: list[str] = []
+        for source in self.context:
+            if isinstance(source, _Documents):
+                texts.extend(_documents(source.raw))
+            elif source:
+                texts.append(source if isinstance(source, str) else _text(source))
+        return texts
+
+
+class _Documents(NamedTuple):
+    raw: Any  # the recorded `gen_ai.retrieval.documents`
 
 
 def read_span(name: str, attributes: Mapping[str, Any], start_ns: int,
               error: str | None) -> Item | None:
-    """The item of one finished span, None for a span that is neither tool nor context."""
-    operation = attributes.get(sc.GEN_AI_OPERATION_NAME)
-    kind = attributes.get(sc.OI_SPAN_KIND)
-    kind = kind.upper() if isinstance(kind, str) else None
+    """The item of one finished span, None for a span that is neither tool nor context.
+
+    Cheap (runs as spans end): reads the attributes, decodes nothing."""
+    get = attributes.get
+    operation = get(sc.GEN_AI_OPERATION_NAME)
+    kind = get(sc.OI_SPAN_KIND)
+    marked = get(sc.TS_CONTEXT)
     tool = None
-    texts: list[str] = []
+    context: tuple[Any, ...] = ()
     chars = 0
-    if operation == sc.OP_EXECUTE_TOOL or kind == sc.OI_KIND_TOOL:
+    if operation == sc.OP_EXECUTE_TOOL or (kind is not None and str(kind).upper() == "TOOL"):
         genai = operation == sc.OP_EXECUTE_TOOL
-        raw_args = attributes.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS if genai else sc.OI_INPUT_VALUE)
-        raw_result = attributes.get(sc.GEN_AI_TOOL_CALL_RESULT if genai else sc.OI_OUTPUT_VALUE)
-        call_id = attributes.get(sc.GEN_AI_TOOL_CALL_ID, attributes.get(sc.OI_TOOL_CALL_ID))
-        tool_name = attributes.get(sc.GEN_AI_TOOL_NAME, attributes.get(sc.OI_TOOL_NAME))
+        raw_args = get(sc.GEN_AI_TOOL_CALL_ARGUMENTS if genai else sc.OI_INPUT_VALUE)
+        raw_result = get(sc.GEN_AI_TOOL_CALL_RESULT if genai else sc.OI_OUTPUT_VALUE)
+        call_id = get(sc.GEN_AI_TOOL_CALL_ID) or get(sc.OI_TOOL_CALL_ID)
+        tool_name = get(sc.GEN_AI_TOOL_NAME) or get(sc.OI_TOOL_NAME)
         if not tool_name:
             tool_name = name.removeprefix(f"{sc.OP_EXECUTE_TOOL} ")
-        tool = ToolCall(name=str(tool_name), arguments=_decoded(raw_args),
-                        result=None if error is not None else _decoded(raw_result),
-                        error=error, call_id=None if call_id is None else str(call_id))
-        chars += _size(raw_args) + (len(error) if error is not None else 0)
+        tool = (str(tool_name), raw_args, raw_result, error,
+                None if call_id is None else str(call_id))
+        chars = _size(raw_args) + (len(error) if error is not None else _size(raw_result))
         if error is None and raw_result is not None:
-            texts.append(_text(raw_result))
+            context = (raw_result,)
     elif operation == sc.OP_RETRIEVAL:
-        texts.extend(_documents(attributes.get(sc.GEN_AI_RETRIEVAL_DOCUMENTS)))
-    elif kind == sc.OI_KIND_RETRIEVER:
-        texts.extend(_oi_documents(attributes))
-    marked = attributes.get(sc.TS_CONTEXT)
-    if isinstance(marked, str):
-        texts.append(marked)
-    elif isinstance(marked, Sequence):
-        texts.extend(str(t) for t in marked)
-    texts = [t for t in texts if t]
-    if tool is None and not texts:
+        raw = get(sc.GEN_AI_RETRIEVAL_DOCUMENTS)
+        if raw is not None:
+            context, chars = (_Documents(raw),), _size(raw)
+    elif kind is not None and str(kind).upper() == sc.OI_KIND_RETRIEVER:
+        context = tuple(_oi_documents(attributes))
+        chars = sum(len(t) for t in context)
+    if marked is not None:
+        texts = (marked,) if isinstance(marked, str) else tuple(str(t) for t in marked)
+        context += texts
+        chars += sum(len(t) for t in texts)
+    if tool is None and not context:
         return None
-    chars += sum(len(t) for t in texts)
-    return Item(start_ns, tool, tuple(texts), chars)
+    return Item(start_ns, tool, context, chars)
 
 
 def gather(items: Sequence[Item], limits: TraceLimits) -> TraceInput:
-    """Items in call (start) order, cut at the first that does not fit the limits."""
+    """Items in call (start) order, decoded, cut at the first that does not fit the limits."""
     calls: list[ToolCall] = []
     context: list[str] = []
     chars = 0
@@ -133,9 +157,10 @@ def gather(items: Sequence[Item], limits: TraceLimits) -> TraceInput:
             truncated = True
             break
         chars += item.chars
-        if item.tool is not None:
-            calls.append(item.tool)
-        context.extend(item.context)
+        call = item.tool_call()
+        if call is not None:
+            calls.append(call)
+        context.extend(item.texts())
     if not calls and not context:
         return TraceInput(truncated=truncated) if truncated else EMPTY
     return TraceInput(tuple(calls), tuple(context), truncated)

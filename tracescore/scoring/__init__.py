@@ -1,9 +1,11 @@
-"""Scorers: the LLM-judged ones (answer relevancy, faithfulness, hallucination, toxicity, bias,
-judged tool-call accuracy), the code ones (content similarity, textual difference, keyword
-coverage, tool-call accuracy), and the judges.
+"""Scorers: the LLM-judged ones (answer relevancy, faithfulness, hallucination, context
+relevance, toxicity, bias, judged tool-call accuracy), the code ones (content similarity,
+textual difference, keyword coverage, tool-call accuracy, completeness), and the judges.
 
     scorer = create_answer_relevancy_scorer(model="openai/gpt-4o-mini")
     result = scorer.run(input="What is the capital of France?", output="Paris.")
+
+`create_llm_judge_scorer(name=..., instructions=..., model=...)` judges a criterion of your own.
 """
 
 from tracescore.scoring._base import JudgeUsage, Scorer, ScoreResult, ToolCall
@@ -18,10 +20,16 @@ from tracescore.scoring._judge_api import (
 from tracescore.scoring._litellm_judge import LiteLLMJudge
 from tracescore.scoring._offline import OfflineJudge
 from tracescore.scoring.bias import BiasScorer, create_bias_scorer
+from tracescore.scoring.completeness import CompletenessScorer, create_completeness_scorer
+from tracescore.scoring.context_relevance import (
+    ContextRelevanceScorer,
+    create_context_relevance_scorer,
+)
 from tracescore.scoring.difference import TextualDifferenceScorer, create_textual_difference_scorer
 from tracescore.scoring.faithfulness import FaithfulnessScorer, create_faithfulness_scorer
 from tracescore.scoring.hallucination import HallucinationScorer, create_hallucination_scorer
 from tracescore.scoring.keywords import KeywordCoverageScorer, create_keyword_coverage_scorer
+from tracescore.scoring.llm_judge import LLMJudgeScorer, create_llm_judge_scorer
 from tracescore.scoring.relevancy import AnswerRelevancyScorer, create_answer_relevancy_scorer
 from tracescore.scoring.similarity import (
     ContentSimilarityScorer,
@@ -38,7 +46,9 @@ __all__ = [
     "OFFLINE_MODEL",
     "AnswerRelevancyScorer",
     "BiasScorer",
+    "CompletenessScorer",
     "ContentSimilarityScorer",
+    "ContextRelevanceScorer",
     "FaithfulnessScorer",
     "HallucinationScorer",
     "Judge",
@@ -48,6 +58,7 @@ __all__ = [
     "JudgeStepError",
     "JudgeUsage",
     "KeywordCoverageScorer",
+    "LLMJudgeScorer",
     "LiteLLMJudge",
     "OfflineJudge",
     "ScoreResult",
@@ -59,10 +70,13 @@ __all__ = [
     "ToxicityScorer",
     "create_answer_relevancy_scorer",
     "create_bias_scorer",
+    "create_completeness_scorer",
     "create_content_similarity_scorer",
+    "create_context_relevance_scorer",
     "create_faithfulness_scorer",
     "create_hallucination_scorer",
     "create_keyword_coverage_scorer",
+    "create_llm_judge_scorer",
     "create_textual_difference_scorer",
     "create_tool_call_accuracy_scorer",
     "create_tool_call_accuracy_scorer_llm",

@@ -17,6 +17,7 @@ ENV_JUDGE_MODEL = "TRACESCORE_JUDGE_MODEL"
 SCORER_ALIASES: dict[str, str] = {
     "relevancy": "answer-relevancy",
     "answer-relevancy": "answer-relevancy",
+    "llm-judge": "llm-judge",  # the LLM judge of a criterion of your own (its id: its `name`)
     "similarity": "content-similarity",
     "content-similarity": "content-similarity",
     "textual-difference": "textual-difference",
@@ -24,8 +25,10 @@ SCORER_ALIASES: dict[str, str] = {
     "keyword-coverage": "keyword-coverage",
     "keywords": "keyword-coverage",
     "tool-call-accuracy": "tool-call-accuracy",
+    "completeness": "completeness",
     "faithfulness": "faithfulness",
     "hallucination": "hallucination",
+    "context-relevance": "context-relevance",
     "toxicity": "toxicity",
     "bias": "bias",
     "llm-tool-call-accuracy": "llm-tool-call-accuracy",
@@ -35,8 +38,9 @@ SCORER_ALIASES: dict[str, str] = {
 SCORER_IDS = tuple(dict.fromkeys(SCORER_ALIASES.values()))
 # no useful default: options say what to expect (the expected tools, the available tools)
 NEEDS_OPTIONS = frozenset({"tool-call-accuracy", "llm-tool-call-accuracy"})
-JUDGED = frozenset({"answer-relevancy", "faithfulness", "hallucination", "toxicity", "bias",
-                    "llm-tool-call-accuracy"})  # take a judge `model`
+# the scorers that take a judge `model`
+JUDGED = frozenset({"answer-relevancy", "faithfulness", "hallucination", "context-relevance",
+                    "toxicity", "bias", "llm-tool-call-accuracy"})
 
 
 def scorer_id(name: str) -> str:
@@ -49,10 +53,13 @@ def scorer_id(name: str) -> str:
 
 def _factories() -> dict[str, Callable[..., Scorer]]:
     from tracescore.scoring.bias import create_bias_scorer
+    from tracescore.scoring.completeness import create_completeness_scorer
+    from tracescore.scoring.context_relevance import create_context_relevance_scorer
     from tracescore.scoring.difference import create_textual_difference_scorer
     from tracescore.scoring.faithfulness import create_faithfulness_scorer
     from tracescore.scoring.hallucination import create_hallucination_scorer
     from tracescore.scoring.keywords import create_keyword_coverage_scorer
+    from tracescore.scoring.llm_judge import create_llm_judge_scorer
     from tracescore.scoring.relevancy import create_answer_relevancy_scorer
     from tracescore.scoring.similarity import create_content_similarity_scorer
     from tracescore.scoring.tool_selection import create_tool_call_accuracy_scorer_llm
@@ -60,13 +67,16 @@ def _factories() -> dict[str, Callable[..., Scorer]]:
     from tracescore.scoring.toxicity import create_toxicity_scorer
 
     return {
+        "llm-judge": create_llm_judge_scorer,
         "answer-relevancy": create_answer_relevancy_scorer,
         "content-similarity": create_content_similarity_scorer,
         "textual-difference": create_textual_difference_scorer,
         "keyword-coverage": create_keyword_coverage_scorer,
         "tool-call-accuracy": create_tool_call_accuracy_scorer,
+        "completeness": create_completeness_scorer,
         "faithfulness": create_faithfulness_scorer,
         "hallucination": create_hallucination_scorer,
+        "context-relevance": create_context_relevance_scorer,
         "toxicity": create_toxicity_scorer,
         "bias": create_bias_scorer,
         "llm-tool-call-accuracy": create_tool_call_accuracy_scorer_llm,
@@ -78,11 +88,12 @@ def create_scorer(name: str, options: Mapping[str, Any] | None = None, *,
     """The scorer called `name`, built with `options` (its factory's keyword arguments).
 
     A judged scorer without a `model` option uses `model`, else $TRACESCORE_JUDGE_MODEL, else
-    the offline judge.
+    the offline judge (which the LLM judge refuses: it needs a language model).
+    The LLM judge ("llm-judge") is built with its own `name`, which becomes its scorer id.
     """
     sid = scorer_id(name)
     kwargs = dict(options or {})
-    if sid in JUDGED and "model" not in kwargs:
+    if (sid in JUDGED or sid == "llm-judge") and "model" not in kwargs:
         kwargs["model"] = model or os.environ.get(ENV_JUDGE_MODEL) or OFFLINE_MODEL
     try:
         return _factories()[sid](**kwargs)
@@ -91,5 +102,25 @@ def create_scorer(name: str, options: Mapping[str, Any] | None = None, *,
 
 
 def resolve_scorers(scorers: list[Any]) -> list[Any]:
-    """`scorers` with each name (a string) replaced by the scorer it names."""
-    return [create_scorer(s) if isinstance(s, str) else s for s in scorers]
+    """`scorers` with each name (a string) or spec (`{"scorer": name, "options": {...}}`, the
+    gateway config's form) replaced by the scorer it describes."""
+    return [create_scorer(s) if isinstance(s, str)
+            else _from_spec(s, i) if isinstance(s, Mapping) else s
+            for i, s in enumerate(scorers)]
+
+
+def _from_spec(spec: Mapping[Any, Any], index: int) -> Scorer:
+    where = f"scorers[{index}]"
+    unknown = sorted(str(k) for k in spec if k not in ("scorer", "options"))
+    if unknown:
+        raise ConfigurationError(f"{where}.{unknown[0]}: unknown key; a scorer spec has scorer "
+                                 f"and options (the scorer's own settings go under options)")
+    name, options = spec.get("scorer"), spec.get("options")
+    if not isinstance(name, str):
+        raise ConfigurationError(f"{where}.scorer must be a scorer name, got {name!r}")
+    if options is not None and not isinstance(options, Mapping):
+        raise ConfigurationError(f"{where}.options must be a mapping, got {options!r}")
+    try:
+        return create_scorer(name, options)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{where}: {exc}") from None

@@ -7,7 +7,7 @@ import json
 import threading
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent import futures
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -232,6 +232,28 @@ class OTLPReceiver(Service):
         return self._wait(
             self._spans, predicate_or_count, count, timeout, "spans", lambda s: s.name
         )
+
+    def wait_for_span_ids(
+        self, ids: Iterable[tuple[str, str]], timeout: float = 10.0
+    ) -> list[ReceivedSpan]:
+        """Block until every `(trace_id, span_id)` in `ids` (hex) has arrived at least once;
+        return the spans received with those ids (a span delivered twice is in it twice).
+
+        For at-least-once paths (retries, a journal replay): a duplicate never stands in for a
+        span still on its way, as it does in a count. TimeoutError says how many are missing.
+        """
+        wanted = set(ids)
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while missing := wanted - {(s.trace_id, s.span_id) for s in self._spans}:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError(
+                        f"waited {timeout}s for {len(wanted)} spans by id, {len(missing)} "
+                        f"missing, e.g. {sorted(missing)[:3]!r}"
+                    )
+                self._cond.wait(remaining)
+            return [s for s in self._spans if (s.trace_id, s.span_id) in wanted]
 
     def wait_for_logs(
         self,

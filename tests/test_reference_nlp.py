@@ -1,0 +1,121 @@
+"""Differential tests of the NLP-based scorers against the reference system's own npm package
+(@mastra/evals, pinned in tests/mastra): completeness, whose `compromise` extraction has no
+Python twin, must keep the agreement published in docs/scorers.md on a fixed corpus, and its
+matching rule must equal the reference's exactly."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _helpers import npm_project
+from _nlp_corpus import REALISTIC, corpus
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tracescore import ConfigurationError
+from tracescore.scoring.completeness import coverage, create_completeness_scorer, extract_elements
+
+MASTRA = Path(__file__).resolve().parent / "mastra"
+
+# The figures published in docs/scorers.md (completeness, 400-pair corpus).
+COMPLETENESS_EXACT = 0.935  # share of pairs with the reference's score, to 1e-9
+COMPLETENESS_CLOSE = 0.97  # share within 0.1 of it
+
+
+def _reference(script: Path, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    done = subprocess.run(["node", str(script)], input=json.dumps({"cases": cases}).encode(),
+                          capture_output=True, check=True, timeout=300)  # fmt: skip
+    return list(json.loads(done.stdout))
+
+
+@pytest.fixture(scope="module")
+def reference() -> Path:
+    return npm_project(MASTRA, "score.mjs", "mastra-evals")
+
+
+@pytest.fixture(scope="module")
+def completeness_runs(reference: Path) -> list[tuple[str, str, dict[str, Any]]]:
+    pairs = corpus()
+    theirs = _reference(reference, [{"scorer": "completeness", "input": a, "output": b}
+                                    for a, b in pairs])
+    return [(a, b, t) for (a, b), t in zip(pairs, theirs, strict=True)]
+
+
+def test_corpus_is_large_and_realistic() -> None:
+    pairs = corpus()
+    assert len(pairs) >= 300 and len(REALISTIC) >= 50
+    assert len(set(pairs)) >= 0.9 * len(pairs)
+
+
+def test_completeness_matching_rule_equals_the_reference(
+        completeness_runs: list[tuple[str, str, dict[str, Any]]]) -> None:
+    """Given the reference's own elements, our coverage gives its score exactly."""
+    partial = 0
+    for a, b, theirs in completeness_runs:
+        step = theirs["preprocess"]
+        ours = coverage(step["inputElements"], step["outputElements"])
+        assert ours == theirs["score"], (a, b)
+        partial += 0 < ours < 1
+    assert partial >= 100
+
+
+def test_completeness_agrees_with_the_reference_as_published(
+        completeness_runs: list[tuple[str, str, dict[str, Any]]]) -> None:
+    scorer = create_completeness_scorer()
+    differences = [abs(scorer.run(input=a, output=b).score - theirs["score"])
+                   for a, b, theirs in completeness_runs]
+    exact = sum(d < 1e-9 for d in differences) / len(differences)
+    close = sum(d <= 0.1 for d in differences) / len(differences)
+    print(f"completeness agreement: {exact:.3f} exact, {close:.3f} within 0.1, "
+          f"mean |difference| {sum(differences) / len(differences):.4f}")
+    assert exact >= COMPLETENESS_EXACT and close >= COMPLETENESS_CLOSE
+
+
+def test_completeness_steps() -> None:
+    result = create_completeness_scorer().run(input="What is the capital of France?",
+                                              output="Paris is the capital of France.")
+    step = result.preprocess_step_result
+    assert step["input_elements"] == ["what", "be", "the", "capital", "of", "france"]
+    assert step["missing_elements"] == ["what"]
+    assert step["element_counts"] == {"input": 6, "output": 6}
+    assert result.score == 5 / 6 and result.label == "complete"
+    assert result.reason == "The output covers 5 of the 6 elements of the input."
+
+
+@pytest.mark.parametrize(("text", "elements"), [
+    ("The dogs were barking loudly.", ["the", "dogs", "bark", "loudly"]),
+    ("She isn't running; it's raining.", ["it", "s", "she", "does", "not", "run", "rain"]),
+    ("I don't think so", ["i", "do", "not", "think", "so"]),
+    ("The report shows that sales increased.", ["the", "report", "show", "that", "sales",
+                                                "increase"]),
+    ("Café MÜLLER, 3:45pm", ["cafe", "muller", "3", "45pm"]),
+    ("", []),
+])
+def test_elements_have_verbs_in_base_form(text: str, elements: list[str]) -> None:
+    assert extract_elements(text) == elements
+
+
+_ELEMENTS = st.lists(st.text("abcdefgh", min_size=1, max_size=8), max_size=8)
+
+
+@given(_ELEMENTS, _ELEMENTS)
+def test_coverage_is_a_share_and_self_coverage_is_full(reference: list[str],
+                                                       response: list[str]) -> None:
+    value = coverage(reference, response)
+    assert 0 <= value <= 1
+    if reference:
+        assert coverage(reference, reference + response) == 1
+    else:
+        assert value == (0.0 if response else 1.0)
+
+
+def test_completeness_without_the_nlp_extra_is_a_configuration_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "simplemma", None)  # as if not installed
+    with pytest.raises(ConfigurationError, match=r"tracescore\[nlp\]"):
+        create_completeness_scorer()

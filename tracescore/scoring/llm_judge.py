@@ -1,0 +1,224 @@
+"""The LLM judge scorer: an LLM judges a response against a criterion of the user's own.
+
+One judge call (the analyze step) gives a reason and either a verdict (mode "pass_fail":
+score 1 or 0) or a number on the criterion's scale (mode "score": normalised to 0..1); the
+score step is code; the reason is the judge's own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from tracescore._exceptions import ConfigurationError
+from tracescore.scoring import _rubric_prompts as prompts
+from tracescore.scoring._base import STEP_SCORE, ScoreResult, ToolCall, new_run_id
+from tracescore.scoring._inputs import InputError, answer_text, question_text
+from tracescore.scoring._judge_api import Judge
+from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS
+from tracescore.scoring._judged import JudgedRun, JudgedScorer
+from tracescore.scoring._offline import OfflineJudge
+from tracescore.scoring._prompting import round_score
+
+Mode = Literal["pass_fail", "score"]
+MODES: tuple[str, ...] = ("pass_fail", "score")
+INCLUDABLE: tuple[str, ...] = ("input", "ground_truth", "context", "tool_calls")
+DEFAULT_SCORE_RANGE = (0.0, 1.0)
+DEFAULT_THRESHOLD = 0.5
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
+
+
+def check_name(name: object) -> str:
+    """Validate a scorer name: it becomes the scorer id, the evaluation name and the Phoenix
+    annotation name, so 1-64 characters of letters, digits, `_`, `-`, `.`, starting with a
+    letter, and not the name of a built-in scorer."""
+    from tracescore.scoring._registry import SCORER_ALIASES
+
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ConfigurationError(
+            f"name must be 1-64 letters, digits, '_', '-' or '.', starting with a letter "
+            f"(it becomes the scorer id), got {name!r}")
+    if name.lower().replace("_", "-") in SCORER_ALIASES:
+        raise ConfigurationError(f"name {name!r} is the name of a built-in scorer; choose another")
+    return name
+
+
+def _check_include(include: object) -> tuple[str, ...]:
+    items = (include,) if isinstance(include, str) else include
+    if not isinstance(items, (list, tuple, set, frozenset)):
+        raise ConfigurationError(f"include must be a list of {', '.join(INCLUDABLE)}, "
+                                 f"got {include!r}")
+    unknown = [i for i in items if i not in INCLUDABLE]
+    if unknown:
+        raise ConfigurationError(f"include: unknown item {unknown[0]!r}; choose from "
+                                 f"{', '.join(INCLUDABLE)}")
+    return tuple(i for i in INCLUDABLE if i in items)
+
+
+def _check_range(score_range: object) -> tuple[float, float]:
+    pair = score_range if isinstance(score_range, (list, tuple)) else ()
+    if (len(pair) != 2 or any(isinstance(v, bool) or not isinstance(v, (int, float))
+                              or not math.isfinite(v) for v in pair) or not pair[0] < pair[1]):
+        raise ConfigurationError(f"score_range must be two numbers [low, high] with low < high, "
+                                 f"got {score_range!r}")
+    return float(pair[0]), float(pair[1])
+
+
+def _check_threshold(threshold: object) -> float:
+    if (isinstance(threshold, bool) or not isinstance(threshold, (int, float))
+            or not 0 <= threshold <= 1):
+        raise ConfigurationError(f"threshold must be a number between 0 and 1 (of the normalised "
+                                 f"score), got {threshold!r}")
+    return float(threshold)
+
+
+class LLMJudgeScorer(JudgedScorer):
+    """An LLM judges each response against `instructions` (see `create_llm_judge_scorer`)."""
+
+    uses_judge = True
+
+    def __init__(self, *, name: str, instructions: str, model: str | Judge,
+                 mode: Mode = "pass_fail", score_range: Sequence[float] | None = None,
+                 threshold: float | None = None, include: Sequence[str] = ("input",),
+                 redact_judge_input: bool = True,
+                 max_judge_input_chars: int = DEFAULT_MAX_JUDGE_INPUT_CHARS,
+                 **judge_kwargs: Any) -> None:
+        self.id = self.name = check_name(name)
+        if not isinstance(instructions, str) or not instructions.strip():
+            raise ConfigurationError(f"instructions must be a non-empty string (the criterion "
+                                     f"the judge applies), got {instructions!r}")
+        self.instructions = instructions
+        if mode not in MODES:
+            raise ConfigurationError(f"mode must be 'pass_fail' or 'score', got {mode!r}")
+        self.mode: Mode = mode
+        if mode == "pass_fail" and (score_range is not None or threshold is not None):
+            given = "score_range" if score_range is not None else "threshold"
+            raise ConfigurationError(f"{given} applies to mode 'score' only (mode is "
+                                     f"'pass_fail': the score is 1 or 0)")
+        self.score_range = _check_range(DEFAULT_SCORE_RANGE if score_range is None
+                                        else score_range)
+        self.threshold = _check_threshold(DEFAULT_THRESHOLD if threshold is None else threshold)
+        self.include = _check_include(include)
+        super().__init__(model=model, redact_judge_input=redact_judge_input,
+                         max_judge_input_chars=max_judge_input_chars, **judge_kwargs)
+        if isinstance(self.judge, OfflineJudge):
+            raise ConfigurationError(
+                f"model: the offline judge ({self.judge.model}) cannot judge a criterion of "
+                f"your own (it has no language model); give a litellm model string, e.g. "
+                f"model='openai/gpt-4o-mini' (or $TRACESCORE_JUDGE_MODEL), or a Judge object")
+
+    @property
+    def version(self) -> str:
+        """Changes when the criterion or how it is judged changes (results name it)."""
+        from tracescore import __version__
+
+        spec = json.dumps([self.instructions, self.mode, self.score_range, self.threshold,
+                           self.include])
+        return f"tracescore {__version__} criterion {hashlib.sha256(spec.encode()).hexdigest()[:12]}"
+
+    def label(self, score: float) -> str:
+        return prompts.PASS if score >= self.threshold else prompts.FAIL
+
+    def __repr__(self) -> str:
+        return (f"LLMJudgeScorer(name={self.name!r}, model={self.model!r}, mode={self.mode!r}, "
+                f"include={list(self.include)!r})")
+
+    async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
+                   run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
+                   context: Sequence[str] = ()) -> ScoreResult:
+        run = JudgedRun(self, run_id or new_run_id())
+        blocks = self._blocks(run, input, output, ground_truth, tool_calls, context)
+
+        if self.mode == "pass_fail":
+            request = prompts.verdict_request(self.instructions, blocks)
+        else:
+            low, high = self.score_range
+            request = prompts.score_request(self.instructions, blocks, low=low, high=high)
+        reply = await run.ask(request)
+        analyze = {**reply.data}
+        if self.mode == "score":
+            analyze["score_range"] = list(self.score_range)
+        for key, value in reply.notes.items():
+            analyze.setdefault(key, value)
+        run.record("analyze", prompt=reply.prompt, result=analyze)
+
+        try:
+            score = self._score(reply.data)
+        except Exception as exc:  # pragma: no cover - defensive: arithmetic on validated data
+            raise run.error(STEP_SCORE, f"{type(exc).__name__}: {exc}") from exc
+        return run.result(score, reply.data["reason"])
+
+    def _score(self, data: dict[str, Any]) -> float:
+        if self.mode == "pass_fail":
+            return 1.0 if data["verdict"] == prompts.PASS else 0.0
+        low, high = self.score_range
+        return round_score((data["score"] - low) / (high - low))
+
+    def _blocks(self, run: JudgedRun, input: Any, output: Any, ground_truth: Any,
+                tool_calls: Sequence[ToolCall], context: Sequence[str]) -> dict[str, str | None]:
+        """Tag -> the judged text (redacted and capped), None for an included but absent part."""
+        blocks: dict[str, str | None] = {}
+        if "input" in self.include:
+            blocks["input"] = run.judge_text(_text(input, question_text))
+        if "ground_truth" in self.include:
+            truth = None if ground_truth is None else _text(ground_truth, answer_text)
+            blocks["ground_truth"] = run.judge_text(truth) if truth else None
+        if "context" in self.include:
+            texts = [str(c) for c in context]
+            blocks["context"] = run.judge_text(_json(texts)) if texts else None
+        if "tool_calls" in self.include:
+            calls = [_call(c) for c in tool_calls]
+            blocks["tool_calls"] = run.judge_text(_json(calls)) if calls else None
+        blocks["output"] = run.judge_text(_text(output, answer_text))
+        return blocks
+
+
+def _text(value: Any, read: Callable[[Any], str]) -> str:
+    """The text of a message-like value (see `_inputs`), else the value as JSON."""
+    try:
+        return read(value)
+    except InputError:
+        from tracescore._content import to_json_safe
+
+        return _json(to_json_safe(value))
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=1)
+
+
+def _call(call: ToolCall) -> dict[str, Any]:
+    """A tool call as the judge sees it (JSON-safe; no call id, no empty fields)."""
+    from tracescore._content import to_json_safe
+
+    shown: dict[str, Any] = {"name": call.name, "arguments": to_json_safe(call.arguments)}
+    if call.error is not None:
+        shown["error"] = call.error
+    else:
+        shown["result"] = to_json_safe(call.result)
+    return shown
+
+
+def create_llm_judge_scorer(*, name: str, instructions: str, model: str | Judge,
+                            mode: Mode = "pass_fail", score_range: Sequence[float] | None = None,
+                            threshold: float | None = None, include: Sequence[str] = ("input",),
+                            **options: Any) -> LLMJudgeScorer:
+    """A scorer called `name` that has an LLM judge each response against `instructions`.
+
+    mode "pass_fail" (default): the judge says pass or fail; score 1 or 0, label pass/fail.
+    mode "score": the judge gives a number in `score_range` (default [0, 1], e.g. [1, 5]);
+    the score is that number normalised to 0..1 ((n - low) / (high - low), rounded half-up to
+    2 decimals), labelled pass when it reaches `threshold` (default 0.5), else fail.
+    `include` says what the judge sees besides the output: "input" (default), "ground_truth",
+    "context" (the call's retrieved texts), "tool_calls" (the call's tool calls, in order).
+    `model` is a litellm model string or a Judge; the offline judge cannot judge an arbitrary
+    criterion and is refused. Other options: redact_judge_input, max_judge_input_chars, and
+    the LiteLLMJudge's (api_base, api_key, timeout, max_retries, ...).
+    """
+    return LLMJudgeScorer(name=name, instructions=instructions, model=model, mode=mode,
+                          score_range=score_range, threshold=threshold, include=include,
+                          **options)
