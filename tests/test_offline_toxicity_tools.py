@@ -159,7 +159,8 @@ def test_configure_scores_live_calls_with_toxicity_by_name() -> None:
 def test_run_evals_takes_the_judged_scorers_by_name() -> None:
     from tracescore import run_evals
 
-    data = [{"input": "Weather in Oslo?", "tool_calls": [{"name": "get_weather"}]},
+    data: list[dict[str, Any]] = [
+        {"input": "Weather in Oslo?", "tool_calls": [{"name": "get_weather"}]},
             {"input": "Weather in Rome?"}]
     result = run_evals(data, ["toxicity"], lambda q: "You idiot." if "Rome" in q else "Sunny.")
     assert result.scores == {"toxicity": 0.5}

@@ -33,10 +33,11 @@ def test_every_name_builds_its_scorer(name: str) -> None:
                                       "model": "openai/gpt-4o-mini"})
         assert scorer.id == "concise"
         return
-    options = {"tool-call-accuracy": {"expected_tool": "search"},
-               "llm-tool-call-accuracy": {"available_tools": ["search"]},
-               "bias": {"model": "openai/gpt-4o-mini"}}.get(sid)  # bias has no offline judge
-    scorer = create_scorer(name, options)
+    by_id: dict[str, dict[str, Any]] = {
+        "tool-call-accuracy": {"expected_tool": "search"},
+        "llm-tool-call-accuracy": {"available_tools": ["search"]},
+        "bias": {"model": "openai/gpt-4o-mini"}}  # bias has no offline judge
+    scorer = create_scorer(name, by_id.get(sid))
     assert scorer.id == SCORER_ALIASES[name.replace("_", "-")] and scorer.id in SCORER_IDS
 
 
