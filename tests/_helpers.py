@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
@@ -15,6 +16,7 @@ import pytest
 import tracescore
 from tracescore import _setup
 from tracescore._config import reset_content_settings
+from tracescore.scoring import Scorer, ScoreResult
 from tracescore.testing import StubLLMServer
 from tracescore.testing._tools import _file_lock, cache_dir
 
@@ -53,11 +55,23 @@ def geo_agent(stub: StubLLMServer, *, model: str = "agent-llm") -> Callable[[str
     return geo
 
 
+RUBRIC_REPLIES = {
+    "llm_judge_verdict": {"reason": "The answer thanks the user and uses no rude words.",
+                          "verdict": "pass"},
+    "llm_judge_score": {"reason": "The refund date is in the context; the amount is not.",
+                        "score": 4},
+}
+
+
 def geo_llm_and_judge(request: dict[str, Any]) -> Any:
-    """A stub responder: GEO_ANSWER for the agent's LLM ("agent-llm"), else the relevancy judge,
-    step by step; a question about rain is off topic (verdict "no", score 0), any other on topic."""
+    """A stub responder: GEO_ANSWER for the agent's LLM ("agent-llm"), the LLM judge's scripted
+    replies, else the relevancy judge, step by step; a question about rain is off topic (verdict
+    "no", score 0), any other on topic."""
     if request.get("model") == "agent-llm":
         return GEO_ANSWER
+    schema = ((request.get("response_format") or {}).get("json_schema") or {}).get("name")
+    if schema in RUBRIC_REPLIES:  # the LLM judge of a criterion of your own (docs examples)
+        return RUBRIC_REPLIES[schema]
     prompt = next(m["content"] for m in request["messages"] if m["role"] == "user")
     off_topic = "rain" in prompt
     if "<verdicts>" in prompt:
@@ -98,3 +112,20 @@ def npm_project(folder: Path, script: str, prefix: str) -> Path:
             (home / "node_modules" / ".tracescore-ready").write_text("")
         shutil.copy(folder / script, home / script)
     return home / script
+
+
+class SeenScorer(Scorer):
+    """Reports the tool calls and context it was given, as JSON in its reason."""
+
+    id = "seen"
+    name = "Seen"
+    uses_judge = False
+
+    async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
+                   run_id: str | None = None, tool_calls: Any = (), context: Any = ()
+                   ) -> ScoreResult:
+        seen = {"tools": [[c.name, c.arguments, c.result, c.error] for c in tool_calls],
+                "context": list(context),
+                "ids": [c.call_id for c in tool_calls]}
+        return ScoreResult(run_id=run_id or "r", scorer_id=self.id, scorer_name=self.name,
+                           score=float(len(tool_calls)), reason=json.dumps(seen))

@@ -160,6 +160,22 @@ def test_loadbalancing_routes_whole_traces() -> None:
         assert len(exporter["resolver"]["static"]["hostnames"]) >= 2, name
 
 
+def test_gateway_configs_acknowledge_only_what_an_exporter_queued() -> None:
+    """A `batch` processor acknowledges before the exporter's queue has the data and drops what a
+    full queue refuses; a retry with a time limit drops acknowledged data when it runs out."""
+    for name in ("gateway.yaml", "gateway-loadbalancing.yaml", "gateway-tail-sampling.yaml"):
+        config = _load(CONFIG_DIR / name)
+        for pipeline in config["service"]["pipelines"].values():
+            if "tail_sampling" in pipeline["processors"]:
+                continue  # it holds traces in memory until it decides: nothing to promise
+            assert "batch" not in pipeline["processors"], name
+            for exporter_name in pipeline["exporters"]:
+                exporter = config["exporters"][exporter_name]
+                exporter = exporter.get("protocol", {}).get("otlp", exporter)
+                assert exporter["retry_on_failure"]["max_elapsed_time"] == 0, (name, exporter_name)
+                assert exporter["sending_queue"]["enabled"], (name, exporter_name)
+
+
 def test_validate_command_reports_each_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     broken = tmp_path / "broken.yaml"
     broken.write_text(yaml.safe_dump(BROKEN_CONFIGS["unknown processor type"][0]))

@@ -279,6 +279,36 @@ def test_a_replica_killed_mid_run_loses_nothing_acknowledged(
           f"{sum(c - 1 for c in received.values())} delivered twice")
 
 
+def test_a_replica_down_past_its_queue_is_refused_not_dropped(
+    tmp_path: Path, otlp_receiver: OTLPReceiver
+) -> None:
+    """While a replica is down its share waits in its exporter's queue; once that is full the
+    collector must refuse (retryable) what it cannot queue, never acknowledge and drop it."""
+    queue = "exporters::loadbalancing::protocol::otlp::sending_queue::queue_size"
+    rng = random.Random(29)
+    acknowledged: list[Key] = []
+    refused: list[grpc.StatusCode] = []
+    with Deployment(tmp_path, otlp_receiver, overrides={queue: "3"}) as deployment:
+        victim = deployment.gateways[1]
+        victim.kill()
+        with grpc.insecure_channel(f"127.0.0.1:{deployment.collector.grpc_port}") as channel:
+            export = channel.unary_unary(_EXPORT)
+            for _ in range(30):
+                request = _traces(rng, 10)
+                try:
+                    export(request.SerializeToString(), timeout=30)
+                except grpc.RpcError as exc:
+                    refused.append(exc.code())
+                    continue
+                acknowledged.extend(_keys(request))
+                threading.Event().wait(0.25)  # apart, so no two requests share an export
+        victim.restart()
+        otlp_receiver.wait_for_span_ids(acknowledged, timeout=120)  # else TimeoutError: lost
+    assert refused and set(refused) == {grpc.StatusCode.UNAVAILABLE}, refused
+    print(f"replica down: {len(acknowledged) // 20} requests acknowledged and delivered, "
+          f"{len(refused)} refused (UNAVAILABLE) once its queue was full")
+
+
 def _send(deployment: Deployment, requests: list[ExportTraceServiceRequest]) -> list[Key]:
     sent: list[Key] = []
     with grpc.insecure_channel(f"127.0.0.1:{deployment.collector.grpc_port}") as channel:

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from _helpers import SCORING_BUDGET_S, shut_down_pipelines
+from _helpers import SCORING_BUDGET_S, SeenScorer, shut_down_pipelines
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from opentelemetry import trace as trace_api
@@ -28,27 +28,10 @@ from tracescore import _semconv as sc
 from tracescore.online import OnlineScorer, ScoringSpanProcessor, TraceLimits
 from tracescore.online._sampling import is_sampled
 from tracescore.online._trace_input import read_span
-from tracescore.scoring import Scorer, ScoreResult, ToolCall
+from tracescore.scoring import ToolCall
 from tracescore.testing import OTLPReceiver
 
 MANUAL = "Manual: refunds above 100 EUR need a manager."
-
-
-class SeenScorer(Scorer):
-    """Reports the tool calls and context it was given, as JSON in its reason."""
-
-    id = "seen"
-    name = "Seen"
-    uses_judge = False
-
-    async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
-                   run_id: str | None = None, tool_calls: Any = (), context: Any = ()
-                   ) -> ScoreResult:
-        seen = {"tools": [[c.name, c.arguments, c.result, c.error] for c in tool_calls],
-                "context": list(context),
-                "ids": [c.call_id for c in tool_calls]}
-        return ScoreResult(run_id=run_id or "r", scorer_id=self.id, scorer_name=self.name,
-                           score=float(len(tool_calls)), reason=json.dumps(seen))
 
 
 @tracescore.tool

@@ -11,6 +11,7 @@ validated once at start; every error is a `ConfigurationError` naming the key (`
     scoring:   {judge_model, scorers: [...], max_wait_s, max_held_spans, queue_size,
                 concurrency, shutdown_timeout_s, isolation}
     recognise: {builtins: true, mappings: [...]}
+    trace:     {max_tool_calls, max_chars, max_spans, max_traces, max_bytes, max_age_s}
     telemetry: {metrics: false, logs: (auto), endpoint, protocol, interval_s}
     shutdown_timeout_s: 30
 """
@@ -71,6 +72,7 @@ class GatewayConfig:
     scoring_shutdown_timeout_s: float = 10.0
     isolation: str = "auto"
     recognisers: Sequence[Any] | None = None
+    trace: Mapping[str, Any] = field(default_factory=dict)  # the `trace:` section, checked
     telemetry_metrics: bool = False
     telemetry_logs: bool | None = None
     telemetry_endpoint: str | None = None
@@ -198,6 +200,12 @@ _KEYS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "scoring.isolation": ("isolation", _same),
     "recognise.builtins": ("builtins", _same),
     "recognise.mappings": ("mappings", _list),
+    "trace.max_tool_calls": ("trace_max_tool_calls", _same),
+    "trace.max_chars": ("trace_max_chars", _same),
+    "trace.max_spans": ("trace_max_spans", _same),
+    "trace.max_traces": ("trace_max_traces", _same),
+    "trace.max_bytes": ("trace_max_bytes", _same),
+    "trace.max_age_s": ("trace_max_age_s", _same),
     "telemetry.metrics": ("telemetry_metrics", _same),
     "telemetry.logs": ("telemetry_logs", _same),
     "telemetry.endpoint": ("telemetry_endpoint", _optional_text),
@@ -253,6 +261,11 @@ def load_gateway_config(path: str | os.PathLike[str] | None = None,
     for key, value in values.items():
         name, parse = _KEYS[key]
         kwargs[name] = parse(key, value)
+    kwargs["trace"] = {name.removeprefix("trace_"): kwargs.pop(name)
+                       for name in list(kwargs) if name.startswith("trace_")}
+    from tracescore.gateway._trace_buffer import buffer_from
+
+    buffer_from(kwargs["trace"])  # validated now
     builtins = kwargs.pop("builtins", True)
     mappings = kwargs.pop("mappings", [])
     kwargs["recognisers"] = _recognisers(mappings, builtins)

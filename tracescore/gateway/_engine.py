@@ -7,6 +7,10 @@ scoring uses, and leave with the events it adds. A request with nothing to hold 
 to `send_inline` (the next hop takes it before the acknowledgement: no journal write at all);
 everything else is journaled before it is acknowledged and removed from the journal once the
 next hop has it.
+
+Spans of traces a scorer may sample also feed a bounded per-trace buffer (`TraceBuffer`): an
+agent span's scorers get the tool calls and context recorded by the spans of its trace that
+arrived before it (or with it).
 """
 
 from __future__ import annotations
@@ -25,8 +29,10 @@ from tracescore import _semconv as sc
 from tracescore.gateway import _otlp
 from tracescore.gateway._journal import HELD, PASS, Entry, Journal
 from tracescore.gateway._metrics import GatewayMetrics
+from tracescore.gateway._trace_buffer import ITEM_MARKERS, TraceBuffer, buffer_from
 from tracescore.online._processor import ScoringSpanProcessor
 from tracescore.online._recognise import RecognisedCall, recognise, recogniser_markers
+from tracescore.online._trace_input import EMPTY, TraceInput
 
 _log = logging.getLogger("tracescore.gateway")
 
@@ -45,10 +51,12 @@ class Engine:
                  processor_options: Mapping[str, Any] | None = None,
                  meter_provider: Any = None, logger_provider: Any = None,
                  pass_through: bool = True,
-                 send_inline: Callable[[bytes, int], bool] | None = None) -> None:
+                 send_inline: Callable[[bytes, int], bool] | None = None,
+                 trace_options: Mapping[str, Any] | None = None) -> None:
         self._recognisers = tuple(recognisers)
         self._markers = recogniser_markers(self._recognisers)
-        self._marker_bytes = tuple(m.encode() for m in self._markers)
+        self._marker_bytes = tuple(m.encode() for m in self._markers | ITEM_MARKERS)
+        self.traces: TraceBuffer = buffer_from(trace_options)
         self._output = output
         self._send_inline = send_inline  # True: the next hop has it (nothing held in it)
         self._journal = journal
@@ -92,23 +100,25 @@ class Engine:
             del scope_spans.spans[index]
         rest = count - len(found)
         body = request.SerializeToString() if rest else b""
-        rows = [(HELD, 1, single.SerializeToString()) for single, _ in singles]
+        rows = [(HELD, 1, single.SerializeToString()) for single, _, _ in singles]
         if rest:
             rows.append((PASS, rest, body))
         ids = self._journal_add(rows)
         if rest:
             self._output.put(ids[-1:], body, rest)
-        for (single, call), row in zip(singles, ids or [None] * len(singles)):
-            self._offer(row, single, call)
+        for (single, call, trace), row in zip(singles, ids or [None] * len(singles)):
+            self._offer(row, single, call, trace)
         return count
 
     def _hold(self, found: list[Any], offer: bool = True
-              ) -> list[tuple[ExportTraceServiceRequest, RecognisedCall]]:
-        """One-span requests of the agent spans found (offered now unless `offer` is False)."""
-        singles = [(_otlp.single_request(rs, ss, span), call) for rs, ss, span, _, call in found]
+              ) -> list[tuple[ExportTraceServiceRequest, RecognisedCall, TraceInput]]:
+        """One-span requests of the agent spans found (offered now unless `offer` is False),
+        with what the spans of their traces recorded so far."""
+        singles = [(_otlp.single_request(rs, ss, span), call, self.traces.input_of(span))
+                   for rs, ss, span, _, call in found]
         if offer:
-            for single, call in singles:
-                self._offer(None, single, call)
+            for single, call, trace in singles:
+                self._offer(None, single, call, trace)
         return singles
 
     def replay(self) -> int:
@@ -138,7 +148,8 @@ class Engine:
     def _agent_spans(self, request: ExportTraceServiceRequest, raw: bytes | None) -> list[Any]:
         """(resource spans, scope spans, span, index, call) of the spans to hold. Cheap rejects
         first: no marker key anywhere in the raw protobuf (one substring search each, the
-        common case), then per span the trace-id sampling test, the marker keys, the chain."""
+        common case), then per span the trace-id sampling test (spans that pass it feed the
+        trace buffer), the marker keys, the chain."""
         found: list[Any] = []
         if raw is not None and not any(marker in raw for marker in self._marker_bytes):
             return found
@@ -149,6 +160,7 @@ class Engine:
                 for index, span in enumerate(ss.spans):
                     if randomness(span.trace_id) < threshold:
                         continue
+                    self.traces.add(span)
                     if not any(kv.key in markers for kv in span.attributes):
                         continue
                     call = recognise(span.name, _otlp.attributes_of(span.attributes),
@@ -158,7 +170,7 @@ class Engine:
         return found
 
     def _offer(self, row: int | None, single: ExportTraceServiceRequest,
-               call: RecognisedCall) -> None:
+               call: RecognisedCall, trace: TraceInput = EMPTY) -> None:
         rs = single.resource_spans[0]
         ss = rs.scope_spans[0]
         span = ss.spans[0]
@@ -169,7 +181,7 @@ class Engine:
                 return
             self._held[key] = (row, single)
             self.offered += 1
-        if self.processor.offer(_otlp.readable_span(rs, ss, span), call):
+        if self.processor.offer(_otlp.readable_span(rs, ss, span), call, trace):
             self._metrics.add("held")
 
     def _replay_held(self, entry: Entry) -> None:

@@ -94,7 +94,7 @@ class Gateway:
                 output=self._forwarder, send_inline=self._forwarder.send_inline,
                 metrics=self.metrics, journal=self._journal,
                 processor_options=self._options, meter_provider=self._meter_provider,
-                logger_provider=self._logger_provider,
+                logger_provider=self._logger_provider, trace_options=config.trace,
             )
             self.metrics.gauge("pending", lambda: self._forwarder.pending if self._forwarder else 0)
             self.metrics.gauge("held_now", lambda: self._engine.held if self._engine else 0)

@@ -104,16 +104,20 @@ def rescore(paths: Sequence[Path], *, scorers: Sequence[Any], recognisers: Seque
             output: Any, since_ns: int | None = None, until_ns: int | None = None,
             all_spans: bool = False, processor_options: dict[str, Any] | None = None,
             progress: Callable[[int, int], None] | None = None,
-            timeout_s: float = 600.0) -> RescoreSummary:
+            timeout_s: float = 600.0,
+            trace_options: dict[str, Any] | None = None) -> RescoreSummary:
     """Score the agent spans of `paths` again and write them (all spans with `all_spans`).
 
     Reading waits while as many spans are held as the processor may hold at once, so a large
-    file never pushes a span out unscored for lack of room.
+    file never pushes a span out unscored for lack of room. Scorers get the tool calls and
+    context of the spans of each trace read before its agent span (`trace_options`: the
+    gateway's `trace:` bounds).
     """
     counting = _Counting(output)
     options = {"max_wait_s": 600.0, **(processor_options or {})}
     engine = Engine(scorers=scorers, recognisers=recognisers, output=counting,
-                    metrics=GatewayMetrics(), processor_options=options, pass_through=all_spans)
+                    metrics=GatewayMetrics(), processor_options=options, pass_through=all_spans,
+                    trace_options=trace_options)
     room = max(1, int(options.get("max_held_spans", 2048)) // 2)
     total = sum(path.stat().st_size for path in paths if path.is_file())
     read = selected = 0
@@ -177,7 +181,8 @@ def run_rescore_command(inputs: Sequence[Path], *, config_file: Path | None,
         summary = rescore(inputs, scorers=scorers, recognisers=config.recognisers or (),
                           output=sink, since_ns=_ns(since), until_ns=_ns(until),
                           all_spans=all_spans, processor_options=options,
-                          progress=bar.update if bar else None)
+                          progress=bar.update if bar else None,
+                          trace_options=dict(config.trace))
     finally:
         if bar is not None:
             bar.close()

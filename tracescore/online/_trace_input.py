@@ -137,7 +137,8 @@ def read_span(name: str, attributes: Mapping[str, Any], start_ns: int,
         context = tuple(_oi_documents(attributes))
         chars = sum(len(t) for t in context)
     if marked is not None:
-        texts = (marked,) if isinstance(marked, str) else tuple(str(t) for t in marked)
+        texts = ((marked,) if isinstance(marked, str) else
+                 tuple(str(t) for t in marked) if isinstance(marked, (list, tuple)) else ())
         context += texts
         chars += sum(len(t) for t in texts)
     if tool is None and not context:

@@ -26,6 +26,8 @@ SCORER_ALIASES: dict[str, str] = {
     "keywords": "keyword-coverage",
     "tool-call-accuracy": "tool-call-accuracy",
     "completeness": "completeness",
+    "tone-consistency": "tone-consistency",
+    "tone": "tone-consistency",
     "faithfulness": "faithfulness",
     "hallucination": "hallucination",
     "context-relevance": "context-relevance",
@@ -62,6 +64,7 @@ def _factories() -> dict[str, Callable[..., Scorer]]:
     from tracescore.scoring.llm_judge import create_llm_judge_scorer
     from tracescore.scoring.relevancy import create_answer_relevancy_scorer
     from tracescore.scoring.similarity import create_content_similarity_scorer
+    from tracescore.scoring.tone import create_tone_scorer
     from tracescore.scoring.tool_selection import create_tool_call_accuracy_scorer_llm
     from tracescore.scoring.tools import create_tool_call_accuracy_scorer
     from tracescore.scoring.toxicity import create_toxicity_scorer
@@ -74,6 +77,7 @@ def _factories() -> dict[str, Callable[..., Scorer]]:
         "keyword-coverage": create_keyword_coverage_scorer,
         "tool-call-accuracy": create_tool_call_accuracy_scorer,
         "completeness": create_completeness_scorer,
+        "tone-consistency": create_tone_scorer,
         "faithfulness": create_faithfulness_scorer,
         "hallucination": create_hallucination_scorer,
         "context-relevance": create_context_relevance_scorer,
