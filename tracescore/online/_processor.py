@@ -261,7 +261,7 @@ class ScoringSpanProcessor(SpanProcessor):
     # --- tool calls and context of agent calls (sampled traces only) ----------------------------
     def _track_start(self, span: Span, trace_id: int, span_id: int) -> None:
         """An agent span starting in a trace a scorer may sample: collect that trace's spans."""
-        attributes = span.attributes or {}
+        attributes = _attributes_of(span)
         operation = attributes.get(sc.GEN_AI_OPERATION_NAME)
         if operation is not None:
             if operation != sc.OP_INVOKE_AGENT:
@@ -290,7 +290,7 @@ class ScoringSpanProcessor(SpanProcessor):
         try:
             attributes = _attributes_of(span)
             item = read_span(span.name, attributes, span.start_time or 0,
-                             _error_of(span, attributes))
+                             functools.partial(_error_of, span, attributes))
         except Exception:  # noqa: BLE001 - a span we cannot read contributes nothing
             self._log_once("trace_input", "tracescore: could not read a tool or context span",
                            exc_info=True)
