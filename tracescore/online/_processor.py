@@ -239,7 +239,11 @@ class ScoringSpanProcessor(SpanProcessor):
         context = span.context
         if (context is not None and context.trace_flags & 1
                 and context.trace_id & RANDOMNESS_MASK >= self._min_threshold):
-            self._track_start(span, context.trace_id, context.span_id)
+            try:
+                self._track_start(span, context.trace_id, context.span_id)
+            except Exception:  # noqa: BLE001 - never into the user's code: scored without them
+                self._log_once("trace_start", "tracescore: could not follow an agent call's "
+                               "tool calls", exc_info=True)
         self._downstream.on_start(span, parent_context=parent_context)
 
     def _on_ending(self, span: Span) -> None:
