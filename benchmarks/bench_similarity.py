@@ -10,7 +10,7 @@ The ratio column is throughput relative to rapidfuzz `ratio` at the same level a
 revision REV ("dice@REV", "ratio@REV", each row compared with ratio@REV), measured in the
 same interleaved rounds, for before/after figures from one run.
 A third table gives runs per second of every code scorer (textual difference, keyword coverage,
-tool-call accuracy, completeness) next to the content-similarity scorer (dice), on the same pairs.
+tool-call accuracy, completeness, tone consistency) next to the content-similarity scorer (dice), on the same pairs.
 
     python benchmarks/bench_similarity.py [--quick] [--json PATH] [--baseline REV]
 """
@@ -37,6 +37,7 @@ from tracescore.scoring import (
     KeywordCoverageScorer,
     Scorer,
     TextualDifferenceScorer,
+    ToneConsistencyScorer,
     ToolCallAccuracyScorer,
     similarity,
 )
@@ -149,6 +150,7 @@ CODE_SCORERS: dict[str, Callable[[], Scorer]] = {
     "keyword-coverage": KeywordCoverageScorer,
     "tool-call-accuracy": lambda: ToolCallAccuracyScorer(expected_tool_order=["search", "refund"]),
     "completeness": CompletenessScorer,
+    "tone-consistency": ToneConsistencyScorer,
 }
 
 

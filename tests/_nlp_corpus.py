@@ -114,3 +114,32 @@ def corpus(count: int = 400, seed: int = 1616) -> list[tuple[str, str]]:
         else:  # unrelated texts
             cases.append((rng.choice(texts), rng.choice(texts)))
     return cases
+
+
+# Words and marks the sentiment tokenizer treats specially: AFINN words (some multi-word
+# entries), negators (with and without apostrophes, and `constructor`, which the reference
+# counts as one), emoji (scored and unscored), the marks it turns into spaces, sentence ends.
+_TONE_WORDS = (
+    "good", "great", "bad", "terrible", "love", "hate", "happy", "sad", "not", "don't", "dont",
+    "isn't", "won't", "cant", "non", "constructor", "toString", "no", "never", "very", "the",
+    "service", "was", "excellent", "awful", "thanks", "sorry", "problem", "fixed", "refund",
+    "Good", "GREAT", "can't stand", "fed up", "cover-up", "gr8", "😂", "❤", "😭", "🙂", "👍",
+    "😡", "🐍", "café", "naïve", "ΣΟΦΟΣ", "İyi", "東京", "42", "3.5", "hello", "world",
+    ".", ",", "!", "?", "...", "?!", "/", "#", "$", "%", "^", "&", "*", ";", ":", "{", "}", "=",
+    "_", "`", '"', "~", "(", ")", "'", "-", "<", ">", "[", "]", "|", "\\", "+", "@",
+)
+_TONE_SPACES = (" ", " ", " ", "  ", "\n", "\t", "\r\n", "\xa0", "\u2028", "\ufeff", "\x85",
+                "\x1c", "")
+
+
+def tone_texts(count: int = 400, seed: int = 2165) -> list[str]:
+    """Texts for the tone scorer: the realistic ones, then generated ones up to `count`."""
+    rng = random.Random(seed)
+    texts = [text for pair in REALISTIC for text in pair] + ["", " ", ".", "not good", "!!!"]
+    while len(texts) < count:
+        parts = []
+        for _ in range(rng.choice((1, 2, 3, 5, 8, 13, 21))):
+            parts += [rng.choice(_TONE_WORDS), rng.choice(_TONE_SPACES)]
+        text = "".join(parts)
+        texts.append(text.strip() if rng.random() < 0.5 else text)
+    return texts

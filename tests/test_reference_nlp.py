@@ -1,7 +1,8 @@
 """Differential tests of the NLP-based scorers against the reference system's own npm package
 (@mastra/evals, pinned in tests/mastra): completeness, whose `compromise` extraction has no
 Python twin, must keep the agreement published in docs/scorers.md on a fixed corpus, and its
-matching rule must equal the reference's exactly."""
+matching rule must equal the reference's exactly; tone consistency, built on the `sentiment`
+package's data and rules, must equal the reference exactly."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ from typing import Any
 
 import pytest
 from _helpers import npm_project
-from _nlp_corpus import REALISTIC, corpus
+from _nlp_corpus import REALISTIC, corpus, tone_texts
 from hypothesis import given
 from hypothesis import strategies as st
 
 from tracescore import ConfigurationError
 from tracescore.scoring.completeness import coverage, create_completeness_scorer, extract_elements
+from tracescore.scoring.tone import create_tone_scorer, sentiment_labels
 
 MASTRA = Path(__file__).resolve().parent / "mastra"
 
@@ -119,3 +121,48 @@ def test_completeness_without_the_nlp_extra_is_a_configuration_error(
     monkeypatch.setitem(sys.modules, "simplemma", None)  # as if not installed
     with pytest.raises(ConfigurationError, match=r"tracescore\[nlp\]"):
         create_completeness_scorer()
+
+
+@pytest.fixture(scope="module")
+def tone_texts_scored(reference: Path) -> list[tuple[str, str | None, dict[str, Any]]]:
+    texts = tone_texts()
+    references = [None if i % 3 else texts[(i * 7) % len(texts)] for i in range(len(texts))]
+    cases = [{"scorer": "tone", "input": "", "output": text,
+              "options": {} if ref is None else {"referenceTone": ref}}
+             for text, ref in zip(texts, references, strict=True)]
+    theirs = _reference(reference, cases)
+    return [(t, r, s) for t, r, s in zip(texts, references, theirs, strict=True)]
+
+
+def test_tone_texts_cover_the_hard_parts() -> None:
+    texts = tone_texts()
+    assert len(texts) >= 300
+    for needle in ("constructor", "don't", "😂", "\n", "\xa0", "?", "$", "can't stand"):
+        assert sum(needle in t for t in texts) >= 3, needle
+
+
+def test_tone_equals_the_reference(
+        tone_texts_scored: list[tuple[str, str | None, dict[str, Any]]]) -> None:
+    """Every score and step figure equals the reference's exactly, in both modes."""
+    stable = steady = 0
+    for text, reference_tone, theirs in tone_texts_scored:
+        ours = create_tone_scorer(reference_tone=reference_tone).run(input="", output=text)
+        step, expected = ours.preprocess_step_result, theirs["preprocess"]
+        assert ours.score == theirs["score"], (text, reference_tone)
+        if not reference_tone:  # none, or empty: the reference scores stability then too
+            assert (step["avg_sentiment"], step["sentiment_variance"]) == (
+                expected["avgSentiment"], expected["sentimentVariance"]), text
+            steady += 0 < ours.score < 1
+        else:
+            assert (step["response_sentiment"], step["reference_sentiment"],
+                    step["difference"]) == (expected["responseSentiment"],
+                                            expected["referenceSentiment"],
+                                            expected["difference"]), (text, reference_tone)
+            stable += 0 < ours.score < 1
+    assert stable >= 30 and steady >= 15  # not only the trivial 0 and 1
+
+
+def test_sentiment_words_equal_the_installed_package(reference: Path) -> None:
+    done = subprocess.run(["node", str(reference), "sentiment-labels"], capture_output=True,
+                          check=True, timeout=60)  # fmt: skip
+    assert sentiment_labels() == json.loads(done.stdout)

@@ -1,8 +1,10 @@
 // Scores cases with the reference system's own scorers (Mastra's @mastra/evals), for
 // tracescore's differential tests. stdin: {"cases": [{"scorer", "input", "output",
 // "options"}]}; stdout: one result per case ({score, preprocess, analyze} or {error}).
-// `node score.mjs stopwords` prints keyword-extractor's English stop words instead, and
+// `node score.mjs stopwords` prints keyword-extractor's English stop words instead,
+// `node score.mjs sentiment-labels` the words and emoji the `sentiment` package scores, and
 // `node score.mjs whitespace` the BMP code points that JavaScript's `\s` matches.
+import { createRequire } from "node:module";
 import keywordExtractor from "keyword-extractor";
 import {
   createCompletenessScorer,
@@ -51,6 +53,16 @@ async function score({ scorer, input, output, options, tools }) {
 async function main() {
   if (process.argv[2] === "stopwords") {
     process.stdout.write(JSON.stringify(keywordExtractor.getStopwords({ language: "english" })));
+    return;
+  }
+  if (process.argv[2] === "sentiment-labels") {
+    // what `sentiment` (the tone scorer's package) scores: AFINN-165 words plus its emoji list
+    const require = createRequire(import.meta.resolve("@mastra/evals"));
+    const sentimentDir = require.resolve("sentiment").replace(/lib[\\/]index\.js$/, "");
+    process.stdout.write(JSON.stringify({
+      ...require(`${sentimentDir}languages/en/labels.json`),
+      ...require(`${sentimentDir}build/emoji.json`),
+    }));
     return;
   }
   if (process.argv[2] === "whitespace") {

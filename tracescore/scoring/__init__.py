@@ -1,6 +1,7 @@
 """Scorers: the LLM-judged ones (answer relevancy, faithfulness, hallucination, context
 relevance, toxicity, bias, judged tool-call accuracy), the code ones (content similarity,
-textual difference, keyword coverage, tool-call accuracy, completeness), and the judges.
+textual difference, keyword coverage, tool-call accuracy, completeness, tone consistency), and
+the judges.
 
     scorer = create_answer_relevancy_scorer(model="openai/gpt-4o-mini")
     result = scorer.run(input="What is the capital of France?", output="Paris.")
@@ -35,6 +36,7 @@ from tracescore.scoring.similarity import (
     ContentSimilarityScorer,
     create_content_similarity_scorer,
 )
+from tracescore.scoring.tone import ToneConsistencyScorer, create_tone_scorer
 from tracescore.scoring.tool_selection import (
     ToolCallAccuracyLLMScorer,
     create_tool_call_accuracy_scorer_llm,
@@ -64,6 +66,7 @@ __all__ = [
     "ScoreResult",
     "Scorer",
     "TextualDifferenceScorer",
+    "ToneConsistencyScorer",
     "ToolCall",
     "ToolCallAccuracyLLMScorer",
     "ToolCallAccuracyScorer",
@@ -78,6 +81,7 @@ __all__ = [
     "create_keyword_coverage_scorer",
     "create_llm_judge_scorer",
     "create_textual_difference_scorer",
+    "create_tone_scorer",
     "create_tool_call_accuracy_scorer",
     "create_tool_call_accuracy_scorer_llm",
     "create_toxicity_scorer",
