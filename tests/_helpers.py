@@ -121,11 +121,15 @@ class SeenScorer(Scorer):
     name = "Seen"
     uses_judge = False
 
+    def __init__(self) -> None:
+        self.seen: dict[str, dict[str, Any]] = {}
+
     async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
                    run_id: str | None = None, tool_calls: Any = (), context: Any = ()
                    ) -> ScoreResult:
         seen = {"tools": [[c.name, c.arguments, c.result, c.error] for c in tool_calls],
                 "context": list(context),
                 "ids": [c.call_id for c in tool_calls]}
+        self.seen[str(input)] = seen  # read back in process (isolation="thread")
         return ScoreResult(run_id=run_id or "r", scorer_id=self.id, scorer_name=self.name,
                            score=float(len(tool_calls)), reason=json.dumps(seen))

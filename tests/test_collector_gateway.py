@@ -45,6 +45,8 @@ _EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # the first test may build the collector
 
 Key = tuple[str, str]  # (trace id, span id), hex
+# how the collector and the gateway say a port picked free was taken by another process meanwhile
+_PORT_TAKEN = ("already in use", "cannot listen")
 
 
 class _Ring:
@@ -102,6 +104,12 @@ class Deployment:
 
     def __init__(self, tmp_path: Path, receiver: OTLPReceiver, config: str = "gateway-loadbalancing.yaml",
                  *, rate: float = RATE, overrides: dict[str, str] | None = None) -> None:
+        self._plan = (tmp_path, receiver, config, rate, overrides)
+        self._place()
+
+    def _place(self) -> None:
+        """Pick free ports for every process and build them (nothing starts yet)."""
+        tmp_path, receiver, config, rate, overrides = self._plan
         scored_grpc, scored_http = free_port(), free_port()
         gateway_config = tmp_path / "gateway.yaml"
         gateway_config.write_text(
@@ -142,12 +150,19 @@ class Deployment:
         return counts
 
     def __enter__(self) -> Self:
-        with ExitStack() as stack:
-            for gateway in self.gateways:
-                stack.enter_context(gateway)
-            stack.enter_context(self.collector)
-            self._stack = stack.pop_all()
-        return self
+        for attempt in range(3):
+            try:
+                with ExitStack() as stack:
+                    for gateway in self.gateways:
+                        stack.enter_context(gateway)
+                    stack.enter_context(self.collector)
+                    self._stack = stack.pop_all()
+                return self
+            except RuntimeError as exc:  # a port was free when picked, taken before it was bound
+                if attempt == 2 or not any(s in str(exc).lower() for s in _PORT_TAKEN):
+                    raise
+                self._place()
+        raise AssertionError("unreachable")
 
     def __exit__(self, *exc_info: object) -> None:
         self._stack.close()

@@ -268,3 +268,64 @@ def test_retriever_spans_and_marked_context(docs: list[str], marked: list[str]) 
     assert (plain.texts() if plain else []) == marked
     assert read_span("chat", {sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT}, 0, None) is None
 
+
+
+# --- a judged scorer online: the context it judges is redacted, nothing raw is exported --------------
+SECRET = "sk-proj-" + "A1b2C3d4" * 4
+
+
+@tracescore.tool
+def key_lookup(account: str) -> str:
+    return f"The Model S launched in 2012. Account {account} uses key {SECRET}."
+
+
+@tracescore.agent(name="cars")
+def cars(question: str) -> str:
+    key_lookup("acme")
+    tracescore.add_context(f"Internal note: rotate {SECRET} soon.")
+    return "The Model S launched in 2012."
+
+
+def test_a_judged_scorer_gets_the_context_redacted_and_nothing_raw_is_exported(
+        otlp_receiver: OTLPReceiver, stub_llm: Any) -> None:
+    stub_llm.enqueue({"claims": ["The Model S launched in 2012."]})
+    stub_llm.enqueue({"verdicts": [{"verdict": "yes", "reason": "stated"}]})
+    stub_llm.enqueue({"reason": "The score is 1 because the context states it."})
+    faithfulness = tracescore.create_faithfulness_scorer(
+        model="openai/judge-stub", api_base=stub_llm.base_url, api_key="sk-test", timeout=10)
+    handle = tracescore.configure(exporter="otlp-http", endpoint=otlp_receiver.http_endpoint,
+                                  scorers=[faithfulness],
+                                  online={"max_wait_s": SCORING_BUDGET_S, "isolation": "thread"})
+    cars("When did the Model S launch?")
+    assert handle.flush(SCORING_BUDGET_S)
+    (span,) = otlp_receiver.wait_for_spans(lambda s: s.name == "invoke_agent cars",
+                                           timeout=SCORING_BUDGET_S)
+    (result,) = span.events_named(sc.GEN_AI_EVALUATION_RESULT)
+    assert result.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0
+    analyze = json.dumps(stub_llm.requests[1].messages)
+    assert "launched in 2012" in analyze and "rotate" in analyze  # both pieces were judged
+    assert SECRET not in json.dumps([r.messages for r in stub_llm.requests])
+    for exported in otlp_receiver.spans:
+        assert SECRET not in json.dumps([exported.attributes,
+                                         [e.attributes for e in exported.events]], default=str)
+
+
+def test_with_content_capture_off_scorers_still_get_arguments_and_results_unexported(
+        otlp_receiver: OTLPReceiver) -> None:
+    scorer = SeenScorer()
+    handle = tracescore.configure(exporter="otlp-http", endpoint=otlp_receiver.http_endpoint,
+                                  capture_content=False, scorers=[scorer],
+                                  online={"max_wait_s": SCORING_BUDGET_S, "isolation": "thread"})
+    support("refund for order 7")
+    search("not inside an agent call")  # nothing kept for it
+    assert handle.flush(SCORING_BUDGET_S)
+    outer = scorer.seen["refund for order 7"]
+    assert outer["tools"][0] == ["search", {"query": "refund for order 7"},
+                                 "Refunds take 5 days (refund for order 7).", None]
+    assert outer["tools"][1] == ["refund", {"order": 7}, None, "refund denied"]
+    assert outer["context"][1] == MANUAL
+    tools = [s for s in otlp_receiver.spans if s.name.startswith("execute_tool")]
+    assert len(tools) == 4
+    for span in tools:
+        assert sc.GEN_AI_TOOL_CALL_ARGUMENTS not in span.attributes
+        assert sc.GEN_AI_TOOL_CALL_RESULT not in span.attributes

@@ -7,6 +7,9 @@
 import { roundToTwoDecimals } from "@mastra/evals/scorers/utils";
 import {
   createBiasScorer,
+  createContextRelevanceScorerLLM,
+  createFaithfulnessScorer,
+  createHallucinationScorer,
   createToolCallAccuracyScorerLLM,
   createToxicityScorer,
 } from "@mastra/evals/scorers/prebuilt";
@@ -16,6 +19,11 @@ const FACTORIES = {
   bias: (model, options) => createBiasScorer({ model, options }),
   "llm-tool-call-accuracy": (model, options) =>
     createToolCallAccuracyScorerLLM({ model, availableTools: options.availableTools ?? [] }),
+  faithfulness: (model, options) => createFaithfulnessScorer({ model, options }),
+  hallucination: (model, options) => createHallucinationScorer({ model, options }),
+  // `noContext: true` stands for a call without context (an extractor that finds none)
+  "context-relevance": (model, { noContext, ...options }) => createContextRelevanceScorerLLM({
+    model, options: noContext ? { ...options, contextExtractor: () => [] } : options }),
 };
 
 // A language model (AI SDK v2 interface) that answers each call with the next scripted reply.

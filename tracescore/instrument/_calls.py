@@ -27,7 +27,7 @@ class _Slot:
     `ground_truth()` block (read-only: calls inside inherit it); also the context texts that
     `add_context` gave the call, and the slot of the agent call it runs inside."""
 
-    __slots__ = ("context", "outer", "value", "writable")
+    __slots__ = ("context", "outer", "tools", "value", "writable")
 
     def __init__(self, value: Any = _UNSET, writable: bool = True,
                  outer: _Slot | None = None) -> None:
@@ -35,6 +35,7 @@ class _Slot:
         self.writable = writable
         self.outer = outer
         self.context: list[tuple[int, str]] | None = None
+        self.tools: dict[int, dict[str, str]] | None = None
 
 
 _slot: contextvars.ContextVar[_Slot | None] = contextvars.ContextVar(
@@ -55,6 +56,9 @@ class AgentCall:
     conversation_id: str | None = None
     attributes: Mapping[str, Any] = field(default_factory=dict)
     context: tuple[tuple[int, str], ...] = ()  # (time ns, text) given by `add_context`
+    # recorded attributes of the tool spans run inside the call that content capture kept off
+    # the spans (never exported), by span id: in-process scorers still get them
+    tool_content: Mapping[int, Mapping[str, str]] = field(default_factory=dict)
 
 
 AgentCallListener = Callable[[AgentCall], None]
@@ -203,6 +207,16 @@ def set_ground_truth(value: Any) -> None:
         slot.value = value
 
 
+def following() -> bool:
+    """True inside an agent call that somebody follows (its hand-off is wanted)."""
+    slot = _slot.get()
+    while slot is not None:
+        if slot.writable:
+            return True
+        slot = slot.outer
+    return False
+
+
 _MAX_ADDED = 1000  # add_context texts kept per agent call (the scorers' limits apply after)
 
 
@@ -226,10 +240,23 @@ def add_context(text: str) -> None:
         slot = slot.outer
 
 
+def add_tool_content(span_id: int, content: dict[str, str]) -> None:
+    """Keep a tool span's content (not exported: capture is off) for the followed agent calls
+    running in this context."""
+    slot = _slot.get()
+    while slot is not None:
+        if slot.writable:
+            if slot.tools is None:
+                slot.tools = {}
+            if len(slot.tools) < _MAX_ADDED:
+                slot.tools[span_id] = content
+        slot = slot.outer
+
+
 @contextmanager
 def ground_truth(value: Any) -> Iterator[None]:
     """Context manager: agent calls made inside get `value` as their ground truth."""
-    token = _slot.set(_Slot(value, writable=False))
+    token = _slot.set(_Slot(value, writable=False, outer=_slot.get()))
     try:
         yield
     finally:

@@ -384,6 +384,12 @@ class _Op:
                 _log_once("bind", "tracescore: could not read an agent call's input")
                 listeners = ()
         call = _Call(self, otel_span, ctx, value, capture and recording, settings)
+        if self.kind == _TOOL and recording and not capture and _calls.following():
+            try:  # not exported: for the scorers of the agent call it runs in
+                call.unexported = {
+                    self.input_key: self.input_text(instance, args, kwargs, value, settings)}
+            except Exception:  # noqa: BLE001 - scored without the arguments
+                _log_once("input", "tracescore: could not capture a call input")
         if self.is_agent and settings.openinference and recording:
             otel_span.set_attribute(sc.OI_SPAN_KIND, sc.OI_SPAN_KIND_AGENT)
         if call.capture:
@@ -432,6 +438,8 @@ class _Call:
         "settings",
         "span",
         "step_ctx",
+        "tool_content",
+        "unexported",
         "value",
     )
 
@@ -450,6 +458,9 @@ class _Call:
         self.ground_truth: Any = None
         self._gt: Any = None
         self.added_context: tuple[tuple[int, str], ...] = ()
+        self.tool_content: dict[int, dict[str, str]] | None = None
+        # a tool's content under capture off, for in-process scorers only (never exported)
+        self.unexported: dict[str, str] | None = None
 
     def enter(self) -> Any:
         """Make the span current (and open the ground-truth slot when somebody listens)."""
@@ -475,6 +486,11 @@ class _Call:
             added = gt[1].context
             if added:
                 self.added_context += tuple(added)
+            tools = gt[1].tools
+            if tools:
+                if self.tool_content is None:
+                    self.tool_content = {}
+                self.tool_content.update(tools)
         _detach(token)
 
     def fail(self, token: Any, error: BaseException) -> None:
@@ -516,6 +532,11 @@ class _Call:
                         )
                 if self.op.is_llm and otel_span.is_recording():
                     _llm_result_attrs(otel_span, result)
+            unexported = self.unexported
+            if unexported is not None:
+                if error is None:
+                    unexported[self.op.output_key] = self.op.output_text(result, self.settings)
+                _calls.add_tool_content(otel_span.get_span_context().span_id, unexported)
             if self.listening:
                 self._notify(result, error)
         except Exception:  # noqa: BLE001 - telemetry never raises into the user's code
@@ -545,6 +566,7 @@ class _Call:
                 conversation_id=self.conversation_id,
                 attributes=self.attributes,
                 context=self.added_context,
+                tool_content=self.tool_content or {},
             ),
             self.listening,
         )

@@ -93,6 +93,7 @@ class _Candidate:
     trace: TraceInput | None = None  # tool calls and context (decoded by the first run)
     added: tuple[tuple[int, str], ...] = ()  # (time ns, text) given by `add_context`
     items: list[Item] | None = None  # what the spans inside the call recorded, as recorded
+    tool_content: Mapping[int, Mapping[str, str]] | None = None  # kept off spans (capture off)
     dropped: bool = False  # its trace had more spans than `TraceLimits.max_spans`
 
 
@@ -312,7 +313,7 @@ class ScoringSpanProcessor(SpanProcessor):
             items = [Item(at, None, (text,), len(text)) for at, text in candidate.added]
             if trace is not None:
                 with self._traces_lock:
-                    items.extend(trace.under(span.context.span_id))
+                    items.extend(trace.under(span.context.span_id, candidate.tool_content))
                     candidate.dropped = trace.dropped > 0
             candidate.items = items
         except Exception:  # noqa: BLE001 - scored without them rather than not at all
@@ -457,7 +458,7 @@ class ScoringSpanProcessor(SpanProcessor):
         if chosen:
             self._stash((context.trace_id, context.span_id), _Candidate(
                 call.input, call.output, call.ground_truth, call.name, chosen,
-                added=call.context,
+                added=call.context, tool_content=call.tool_content,
             ))
 
     def _choose(self, call: AgentCall, randomness: int) -> tuple[OnlineScorer, ...]:

@@ -90,6 +90,18 @@ class Item(NamedTuple):
                         result=None if error is not None else _decoded(result),
                         error=error, call_id=call_id)
 
+    def with_content(self, content: Mapping[str, str]) -> Item:
+        """This tool call with the arguments and result our `@tool` kept unexported."""
+        if self.tool is None:
+            return self
+        name, _, _, error, call_id = self.tool
+        arguments = content.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)
+        result = content.get(sc.GEN_AI_TOOL_CALL_RESULT) if error is None else None
+        extra = self.context
+        context = ((result,) if result else ()) + extra
+        chars = self.chars + _size(arguments) + _size(result)
+        return Item(self.start_ns, (name, arguments, result, error, call_id), context, chars)
+
     def texts(self) -> list[str]:
         texts: list[str] = []
         for source in self.context:
@@ -193,8 +205,10 @@ class TraceSpans:
             self.items[span_id] = item
             self.chars += item.chars
 
-    def under(self, agent_id: int) -> list[Item]:
-        """The items of `agent_id` itself and of the spans below it (any depth)."""
+    def under(self, agent_id: int,
+              content: Mapping[int, Mapping[str, str]] | None = None) -> list[Item]:
+        """The items of `agent_id` itself and of the spans below it (any depth); `content`:
+        tool arguments/results kept off the spans (capture off), by span id."""
         parents = self.parents
         below = []
         for span_id, item in self.items.items():
@@ -204,7 +218,8 @@ class TraceSpans:
                 parent = parents.get(parent)
                 depth += 1
             if parent == agent_id:
-                below.append(item)
+                kept = content.get(span_id) if content else None
+                below.append(item if kept is None else item.with_content(kept))
         return below
 
 

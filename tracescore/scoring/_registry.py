@@ -31,11 +31,18 @@ SCORER_ALIASES: dict[str, str] = {
     "faithfulness": "faithfulness",
     "hallucination": "hallucination",
     "context-relevance": "context-relevance",
+    "toxicity": "toxicity",
+    "bias": "bias",
+    "llm-tool-call-accuracy": "llm-tool-call-accuracy",
+    "tool-call-accuracy-llm": "llm-tool-call-accuracy",
+    "judged-tool-call-accuracy": "llm-tool-call-accuracy",
 }
 SCORER_IDS = tuple(dict.fromkeys(SCORER_ALIASES.values()))
-NEEDS_OPTIONS = frozenset({"tool-call-accuracy"})  # no useful default: options say what to expect
+# no useful default: options say what to expect (the expected tools, the available tools)
+NEEDS_OPTIONS = frozenset({"tool-call-accuracy", "llm-tool-call-accuracy"})
 # the scorers that take a judge `model`
-JUDGED = frozenset({"answer-relevancy", "faithfulness", "hallucination", "context-relevance"})
+JUDGED = frozenset({"answer-relevancy", "faithfulness", "hallucination", "context-relevance",
+                    "toxicity", "bias", "llm-tool-call-accuracy"})
 
 
 def scorer_id(name: str) -> str:
@@ -47,6 +54,7 @@ def scorer_id(name: str) -> str:
 
 
 def _factories() -> dict[str, Callable[..., Scorer]]:
+    from tracescore.scoring.bias import create_bias_scorer
     from tracescore.scoring.completeness import create_completeness_scorer
     from tracescore.scoring.context_relevance import create_context_relevance_scorer
     from tracescore.scoring.difference import create_textual_difference_scorer
@@ -57,7 +65,9 @@ def _factories() -> dict[str, Callable[..., Scorer]]:
     from tracescore.scoring.relevancy import create_answer_relevancy_scorer
     from tracescore.scoring.similarity import create_content_similarity_scorer
     from tracescore.scoring.tone import create_tone_scorer
+    from tracescore.scoring.tool_selection import create_tool_call_accuracy_scorer_llm
     from tracescore.scoring.tools import create_tool_call_accuracy_scorer
+    from tracescore.scoring.toxicity import create_toxicity_scorer
 
     return {
         "llm-judge": create_llm_judge_scorer,
@@ -71,6 +81,9 @@ def _factories() -> dict[str, Callable[..., Scorer]]:
         "faithfulness": create_faithfulness_scorer,
         "hallucination": create_hallucination_scorer,
         "context-relevance": create_context_relevance_scorer,
+        "toxicity": create_toxicity_scorer,
+        "bias": create_bias_scorer,
+        "llm-tool-call-accuracy": create_tool_call_accuracy_scorer_llm,
     }
 
 

@@ -5,12 +5,19 @@ for the explicit request, and the tools it should have called but did not) -> sc
 reason (judge: explains the score it is given). The available tools (name and description)
 come from the `available_tools` option; the calls from the call's recorded `tool_calls`, else
 from the output (see `tracescore.scoring.tools`).
+
+The offline judge's version (`model="tracescore/offline"`) is word overlap: a call is
+appropriate when the tool is available and its name or description shares a content word
+with the request; an available tool that shares one but was not called is missing. It cannot
+tell a requested tool from a merely related one that shares a word, nor when asking a
+clarifying question was the right call.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +35,7 @@ from tracescore.scoring._inputs import InputError, answer_text, question_text
 from tracescore.scoring._judge_api import Judge, JudgeRequest
 from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS
 from tracescore.scoring._judged import JudgedRun, JudgedScorer, reference_text
+from tracescore.scoring._offline import content_stems, register_offline_task
 from tracescore.scoring._options import merge_options
 from tracescore.scoring._prompting import (
     REASON_SCHEMA,
@@ -329,3 +337,57 @@ def create_tool_call_accuracy_scorer_llm(*, model: str | Judge,
     merged = merge_options(options, {"available_tools": available_tools},
                            {"availableTools": "available_tools"})
     return ToolCallAccuracyLLMScorer(model=model, **merged, **judge_kwargs)
+
+
+# --- the offline judge's version (word overlap) ---------------------------------------------
+_NAME_PARTS = re.compile(r"[_\-.]+|(?<=[a-z0-9])(?=[A-Z])")
+
+
+def _tool_stems(name: str, description: str) -> set[str]:
+    """The content-word stems of a tool's name (snake, kebab or camel case) and description."""
+    return content_stems(" ".join(_NAME_PARTS.split(name)) + " " + description)
+
+
+def _offline_evaluations(request: JudgeRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+    data = request.data
+    wanted = content_stems(str(data.get("request", "")))
+    tools = {t["name"]: _tool_stems(t["name"], t["description"]) for t in data.get("tools", [])}
+    relevant = {name: sorted(stems & wanted) for name, stems in tools.items() if stems & wanted}
+    evaluations = []
+    for name in data.get("called", []):
+        if name not in tools:
+            ok, why = False, f"{name} is not one of the available tools."
+        elif name in relevant:
+            ok, why = True, (f"{name} matches the request "
+                             f"({', '.join(repr(w) for w in relevant[name])}).")
+        else:
+            ok, why = False, f"{name} shares no key word with the request."
+        evaluations.append({"toolCalled": name, "wasAppropriate": ok, "reasoning": why})
+    missing = [name for name in relevant if name not in data.get("called", [])]
+    notes = {"offline_method": "word overlap of the request with each tool's name and "
+                               "description (no language model)"}
+    return {"evaluations": evaluations, "missingTools": missing}, notes
+
+
+def _offline_reason(request: JudgeRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+    data = request.data
+    evaluations, missing = data.get("evaluations", []), data.get("missingTools", [])
+    good = [e["toolCalled"] for e in evaluations if e.get("wasAppropriate")]
+    bad = [e["toolCalled"] for e in evaluations if not e.get("wasAppropriate")]
+    parts = []
+    if good:
+        parts.append(f"{', '.join(good)} matched the request")
+    if bad:
+        parts.append(f"{', '.join(bad)} did not")
+    if missing:
+        parts.append(f"{', '.join(missing)} matched it but {'was' if len(missing) == 1 else 'were'}"
+                     f" not called")
+    if not parts:
+        parts.append("no tool was called and none matched the request")
+    score = format_score(float(data.get("score", 0.0)))
+    return {"reason": f"The score is {score} because {'; '.join(parts)} (offline judge: word "
+                      f"overlap, no language model)."}, {}
+
+
+register_offline_task(TASK_EVALUATIONS, _offline_evaluations)
+register_offline_task(TASK_REASON, _offline_reason)
