@@ -5,6 +5,10 @@ capture on), CPU ns per call in the agent's thread, for:
     tracing          tracing alone (no scorer);
     unsampled        a ScoringSpanProcessor whose scorer samples nothing (rate 0);
     sampled-handoff  every call sampled, the scorer busy (jobs queue up): the agent's share.
+And the gateway's engine (`Engine.accept`, no network) on requests of 512 GenAI tool spans
+(64 traces, no agent span), CPU ns per span:
+    gateway-unsampled  no scorer samples these traces (rate 0): nothing is buffered;
+    gateway-sampled    every trace may be sampled (rate 1): every span feeds the trace buffer.
 Each round runs this tree and the baseline tree (`--baseline DIR`, e.g. a worktree of main) in
 fresh processes, in alternating order; medians over the rounds and the ratios are printed side
 by side. Target: unsampled unchanged (ratio ~1.0); sampled-handoff within a few microseconds.
@@ -24,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-CASES = ("tracing", "unsampled", "sampled-handoff")
+CASES = ("tracing", "unsampled", "sampled-handoff", "gateway-unsampled", "gateway-sampled")
 
 
 def _worker(calls: int) -> dict[str, float]:
@@ -98,7 +102,8 @@ def _worker(calls: int) -> dict[str, float]:
                                     isolation="thread")
 
     figures: dict[str, float] = {}
-    for case in (*CASES, *CASES):  # the first pass warms up
+    agent_cases = CASES[:3]
+    for case in (*agent_cases, *agent_cases):  # the first pass warms up
         processor = build(case)
         switch.delegate = processor or SimpleSpanProcessor(Discard())
         gc.collect()
@@ -109,6 +114,61 @@ def _worker(calls: int) -> dict[str, float]:
         switch.delegate = SimpleSpanProcessor(Discard())
         if processor is not None:
             processor.shutdown()
+    figures.update(_gateway(calls))
+    return figures
+
+
+def _gateway(calls: int) -> dict[str, float]:
+    """CPU ns per span of `Engine.accept` on GenAI tool spans, unsampled and sampled."""
+    import json
+    import random
+    import time
+
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    from tracescore.gateway._engine import Engine
+    from tracescore.gateway._metrics import GatewayMetrics
+    from tracescore.online import OnlineScorer
+    from tracescore.online._recognise import as_recognisers
+    from tracescore.scoring import create_content_similarity_scorer
+
+    rng = random.Random(7)
+    request = ExportTraceServiceRequest()
+    ss = request.resource_spans.add().scope_spans.add()
+    traces = [(rng.randbytes(16), rng.randbytes(8)) for _ in range(64)]
+    for index in range(512):
+        trace_id, agent_id = traces[index % 64]
+        span = ss.spans.add(name="execute_tool search", kind=1,
+                            start_time_unix_nano=1_700_000_000_000_000_000 + index,
+                            end_time_unix_nano=1_700_000_000_001_000_000 + index)
+        span.trace_id, span.span_id, span.parent_span_id = trace_id, rng.randbytes(8), agent_id
+        for key, value in (("gen_ai.operation.name", "execute_tool"),
+                           ("gen_ai.tool.name", "search"),
+                           ("gen_ai.tool.call.arguments", json.dumps({"query": f"q{index}"})),
+                           ("gen_ai.tool.call.result", f"Refunds take {index} days.")):
+            span.attributes.add(key=key).value.string_value = value
+    raw = request.SerializeToString()
+
+    class Discard:
+        def put(self, ids: Any, body: bytes, count: int) -> None:
+            pass
+
+    figures = {}
+    rounds = max(1, calls // 100)
+    for case, rate in (("gateway-unsampled", 0.0), ("gateway-sampled", 1.0)):
+        engine = Engine(scorers=[OnlineScorer(create_content_similarity_scorer(), rate=rate)],
+                        recognisers=as_recognisers(["genai", "openinference"], "bench"),
+                        output=Discard(), metrics=GatewayMetrics(),
+                        processor_options={"isolation": "thread"})
+        for _ in range(2):  # warm up
+            engine.accept(ExportTraceServiceRequest.FromString(raw), raw)
+        start = time.thread_time_ns()
+        for _ in range(rounds):
+            engine.accept(ExportTraceServiceRequest.FromString(raw), raw)
+        figures[case] = (time.thread_time_ns() - start) / (rounds * 512)
+        engine.shutdown(1)
     return figures
 
 
@@ -141,7 +201,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 samples[name][case].append(ns)
     medians = {t: {c: statistics.median(v) for c, v in cases.items()}
                for t, cases in samples.items()}
-    print(f"CPU us per agent call with 3 tool calls (median of {args.rounds} rounds)")
+    print(f"CPU us per agent call with 3 tool calls; gateway-*: per span "
+          f"(median of {args.rounds} rounds)")
     print(f"{'case':18}" + "".join(f"{t:>14}" for t in trees)
           + ("   this/baseline" if "baseline" in trees else ""))
     for case in CASES:

@@ -154,17 +154,20 @@ class Engine:
         if raw is not None and not any(marker in raw for marker in self._marker_bytes):
             return found
         markers, threshold, held = self._markers, self._threshold, self._held
+        readable = markers | ITEM_MARKERS  # spans whose attributes are decoded (once)
         randomness = _otlp.randomness
         for rs in request.resource_spans:
             for ss in rs.scope_spans:
                 for index, span in enumerate(ss.spans):
                     if randomness(span.trace_id) < threshold:
                         continue
-                    self.traces.add(span)
-                    if not any(kv.key in markers for kv in span.attributes):
+                    keys = {kv.key for kv in span.attributes}
+                    attributes = (_otlp.attributes_of(span.attributes)
+                                  if not readable.isdisjoint(keys) else None)
+                    self.traces.add(span, attributes)
+                    if markers.isdisjoint(keys):
                         continue
-                    call = recognise(span.name, _otlp.attributes_of(span.attributes),
-                                     self._recognisers)
+                    call = recognise(span.name, attributes or {}, self._recognisers)
                     if call is not None and _otlp.key_of(span) not in held:
                         found.append((rs, ss, span, index, call))
         return found

@@ -78,21 +78,24 @@ class TraceBuffer:
     def bytes(self) -> int:
         return self._bytes
 
-    def add(self, span: Span) -> None:
-        """Remember one OTLP span (its parent link, and its tool call or context if any).
-        Never raises: a span that cannot be read is skipped."""
+    def add(self, span: Span, attributes: Mapping[str, Any] | None = None) -> None:
+        """Remember one OTLP span (its parent link, and its tool call or context if any);
+        `attributes`: its decoded attributes when the caller has them (None: it carries no
+        item marker, or they are decoded here). Never raises: a span that cannot be read is
+        skipped."""
         try:
-            self._add(span)
+            self._add(span, attributes)
         except Exception:  # noqa: BLE001 - the span is forwarded whatever happens here
             self.skipped += 1
             if self.skipped == 1:
                 _log.warning("tracescore: could not read a span for the trace buffer",
                              exc_info=True)
 
-    def _add(self, span: Span) -> None:
+    def _add(self, span: Span, attributes: Mapping[str, Any] | None) -> None:
         item = None
-        if any(kv.key in ITEM_MARKERS for kv in span.attributes):
+        if attributes is None and any(kv.key in ITEM_MARKERS for kv in span.attributes):
             attributes = _otlp.attributes_of(span.attributes)
+        if attributes is not None:
             item = read_span(span.name, attributes, span.start_time_unix_nano,
                              _error_of(span, attributes))
         trace_id, span_id = _otlp.key_of(span)

@@ -30,10 +30,12 @@ steps with it. The pieces, and how a new scorer uses them:
 Prompt helpers live in `_prompting` (importable by prompt modules and the offline judge without
 a cycle): `Blocks(*tags)` builds `<tag>...</tag>` data blocks with look-alike tags inside the
 judged text defused, and `Blocks.declaration()` is the system-prompt paragraph that declares
-them data; `round_score` (half-up to 2 decimals, the reference's `roundToTwoDecimals`),
+them data; `reference_round` (the reference's `roundToTwoDecimals`, float for float: use it
+for a reference formula computed in floats), `round_score` (half-up of the decimal value),
 `format_score`, `REASON_SCHEMA`/`validate_reason`, `string_list_schema`/`validate_string_list`,
 `count_verdicts`. Option helpers (`merge_options` for reference-style camelCase `options`,
-`check_fraction`) live in `_options`.
+`check_fraction`) live in `_options`. Claims checked against context (faithfulness,
+hallucination) share `_claims.ClaimsScorer`.
 
 The offline judge answers a task only when a handler is registered for it
 (`tracescore.scoring._offline.register_offline_task`); a scorer that cannot be approximated
