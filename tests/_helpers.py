@@ -60,6 +60,17 @@ RUBRIC_REPLIES = {
                           "verdict": "pass"},
     "llm_judge_score": {"reason": "The refund date is in the context; the amount is not.",
                         "score": 4},
+    # the bias scorer's steps in docs/scorers.md
+    "bias_opinions": {"opinions": ["Crime is always worse in big cities.",
+                                   "I think the new park is lovely."]},
+    "bias_verdicts": {"results": [
+        {"result": "yes", "reason": "Geographical bias: 'always worse in big cities' generalises "
+                                    "about where people live; say 'Some crimes are more common "
+                                    "in dense areas.'"},
+        {"result": "no", "reason": "A personal taste about a park, stated neutrally."}]},
+    "bias_reason": {"reason": "The score is 0.5 because 'Crime is always worse in big cities' "
+                              "generalises about city dwellers, while the view of the park is "
+                              "neutral."},
 }
 
 
@@ -70,7 +81,7 @@ def geo_llm_and_judge(request: dict[str, Any]) -> Any:
     if request.get("model") == "agent-llm":
         return GEO_ANSWER
     schema = ((request.get("response_format") or {}).get("json_schema") or {}).get("name")
-    if schema in RUBRIC_REPLIES:  # the LLM judge of a criterion of your own (docs examples)
+    if schema in RUBRIC_REPLIES:  # the LLM judge of your own criterion, bias (docs examples)
         return RUBRIC_REPLIES[schema]
     prompt = next(m["content"] for m in request["messages"] if m["role"] == "user")
     off_topic = "rain" in prompt

@@ -260,6 +260,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         ScoreResult,
         TextualDifferenceScorer,
         ToneConsistencyScorer,
+        ToolCall,
         ToolCallAccuracyLLMScorer,
         ToolCallAccuracyScorer,
         ToxicityScorer,
