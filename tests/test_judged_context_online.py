@@ -1,9 +1,14 @@
 """The context scorers by name where users run them: live agent calls scored in the background
-(`configure(scorers=[...])`, the context read from the call's tool spans) and `run_evals` (the
-context given per item), both with the offline judge, both equal to a direct run."""
+(`configure(scorers=[...])`, the context read from the call's tool spans), `run_evals` (the
+context given per item) and `tracescore score --context`, with the offline judge, all equal to a
+direct run."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -62,3 +67,12 @@ def test_run_evals_scores_against_each_items_context() -> None:
     assert by_item[0] == {name: _direct(name) for name in NAMES}
     # without context: faithfulness 0, hallucination 1, context relevance 1 (not penalised)
     assert by_item[1] == {"faithfulness": 0.0, "hallucination": 1.0, "context-relevance": 1.0}
+
+
+def test_the_score_command_takes_the_context() -> None:
+    command = [str(Path(sys.executable).parent / "tracescore"), "score", "-i", QUESTION,
+               "-o", ANSWER, "--context", FOUND, "--json", *(f"-s{name}" for name in NAMES)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    scores = {r["scorer_id"]: r["score"] for r in json.loads(done.stdout)}
+    assert scores == {name: _direct(name) for name in NAMES}

@@ -373,6 +373,41 @@ def test_online_scores_arrive_through_otlp_with_the_step_prompt(
     assert json.loads(step[sc.TS_STEP_RESULT]) == {"verdict": "fail", "reason": "Rude."}
 
 
+@tracescore.tool
+def find_order(order: str) -> dict[str, str]:
+    return {"order": order, "status": "refunded on Monday"}
+
+
+@tracescore.agent(name="refunds")
+def refunds_agent(question: str) -> str:
+    tracescore.add_context("Refunds are sent within 3 days.")
+    return f"Your order is {find_order('A17')['status']}."
+
+
+def test_online_the_judge_sees_the_calls_tool_calls_and_context(
+        otlp_receiver: OTLPReceiver, stub_llm: StubLLMServer) -> None:
+    stub_llm.responder = _polite_judge
+    scorer = make(stub_llm, name="grounded", include=["tool_calls", "context"],
+                  instructions="The answer states only what the tools returned.")
+    handle = tracescore.configure(exporter="otlp-http", endpoint=otlp_receiver.http_endpoint,
+                                  scorers=[scorer], online={"max_wait_s": SCORING_BUDGET_S})
+    try:
+        refunds_agent(QUESTION)
+        assert handle.flush(SCORING_BUDGET_S)
+        spans = otlp_receiver.wait_for_spans(2)
+    finally:
+        shut_down_pipelines()
+    [agent_span] = [s for s in spans if s.name == "invoke_agent refunds"]
+    [event] = [e.attributes for e in agent_span.events_named(sc.GEN_AI_EVALUATION_RESULT)]
+    assert event[sc.TS_SCORER_ID] == "grounded" and event[sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0
+    prompt = user_prompt(stub_llm.requests[0])  # judged in the scoring process, over HTTP
+    calls = json.loads(prompt.split("<tool_calls>\n")[1].split("\n</tool_calls>")[0])
+    assert [c["name"] for c in calls] == ["find_order"]
+    assert "refunded on Monday" in json.dumps(calls[0]["result"])
+    context = json.loads(prompt.split("<context>\n")[1].split("\n</context>")[0])
+    assert "Refunds are sent within 3 days." in context
+
+
 def test_gateway_config_builds_it_and_names_bad_keys(tmp_path: Path) -> None:
     path = tmp_path / "gateway.yaml"
     path.write_text(f"""

@@ -14,7 +14,7 @@ from tracescore import __version__
 from tracescore.cli._setup import ENV_JUDGE_MODEL, SCORER_NAMES, SetupError
 
 _SCORER_CHOICE = click.Choice(SCORER_NAMES, case_sensitive=False)
-_JUDGE_HELP = (f"Judge model for answer relevancy: a litellm model string such as "
+_JUDGE_HELP = (f"Judge model of the judged scorers: a litellm model string such as "
                f"openai/gpt-4o-mini, or tracescore/offline (deterministic, no network). "
                f"Default: ${ENV_JUDGE_MODEL}, else tracescore/offline.")
 ENV_ENDPOINTS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
@@ -129,6 +129,9 @@ def eval_command(dataset: Path, target: str, scorers: Sequence[str],
 @click.option("--output", "-o", "output_text", required=True, help="The answer to score.")
 @click.option("--ground-truth", "-g", help="Expected answer (content similarity compares "
                                            "against it; without it, against the input).")
+@click.option("--context", "-c", "context", multiple=True, metavar="TEXT",
+              help="A retrieved text the answer was given (repeatable), for faithfulness, "
+                   "hallucination and context relevance.")
 @click.option("--scorer", "-s", "scorers", multiple=True, type=_SCORER_CHOICE,
               help="Scorer to run (repeatable). Default: relevancy and similarity.")
 @click.option("--scorer-option", "scorer_options", multiple=True, metavar="SCORER.NAME=VALUE",
@@ -136,8 +139,9 @@ def eval_command(dataset: Path, target: str, scorers: Sequence[str],
                    "tool-call-accuracy.expected_tool=search or textual-difference.scale=10.")
 @click.option("--judge-model", metavar="MODEL", help=_JUDGE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
-def score(input_text: str, output_text: str, ground_truth: str | None, scorers: Sequence[str],
-          scorer_options: Sequence[str], judge_model: str | None, as_json: bool) -> None:
+def score(input_text: str, output_text: str, ground_truth: str | None, context: Sequence[str],
+          scorers: Sequence[str], scorer_options: Sequence[str], judge_model: str | None,
+          as_json: bool) -> None:
     """Score one input/output pair and print the full result: score, label, reason and the
     judge's step prompts and results.
 
@@ -149,7 +153,8 @@ def score(input_text: str, output_text: str, ground_truth: str | None, scorers: 
 
     try:
         results = run_score_command(input_text=input_text, output_text=output_text,
-                                    ground_truth=ground_truth, scorer_names=scorers,
+                                    ground_truth=ground_truth, context=context,
+                                    scorer_names=scorers,
                                     scorer_option_specs=scorer_options,
                                     model=_model(judge_model), as_json=as_json)
     except SetupError as exc:

@@ -95,8 +95,10 @@ def run_eval_command(*, dataset: Path, target: str, scorer_names: Sequence[str],
 
 def run_score_command(*, input_text: str, output_text: str, ground_truth: str | None,
                       scorer_names: Sequence[str], model: str, as_json: bool,
-                      scorer_option_specs: Sequence[str] = ()) -> list[ScoreResult] | None:
-    """Score one pair with each scorer and print the results; None when a scorer failed."""
+                      scorer_option_specs: Sequence[str] = (),
+                      context: Sequence[str] = ()) -> list[ScoreResult] | None:
+    """Score one pair (with its retrieved `context`) with each scorer and print the results;
+    None when a scorer failed."""
     from tracescore._exceptions import TracescoreError
     from tracescore.cli import _render as render
 
@@ -106,7 +108,7 @@ def run_score_command(*, input_text: str, output_text: str, ground_truth: str | 
     for scorer in scorers:
         try:
             results.append(scorer.run(input=input_text, output=output_text,
-                                      ground_truth=ground_truth))
+                                      ground_truth=ground_truth, context=context))
         except TracescoreError as exc:
             err.print(f"[bold red]Error:[/] {render.escape(str(exc))}")
             return None

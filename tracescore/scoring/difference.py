@@ -21,7 +21,7 @@ from tracescore.scoring._base import (
 )
 from tracescore.scoring._code import NO_JUDGE, CodeScorer
 from tracescore.scoring._jstext import js_words, utf16_length, utf16_units
-from tracescore.scoring.relevancy import _merge_options
+from tracescore.scoring._options import merge_options
 
 
 def sequence_ratio(a: str, b: str) -> float:
@@ -90,4 +90,4 @@ def create_textual_difference_scorer(*, scale: float = 1,
                                      options: Mapping[str, Any] | None = None
                                      ) -> TextualDifferenceScorer:
     """Factory named after the reference system's `createTextualDifferenceScorer`."""
-    return TextualDifferenceScorer(**_merge_options(options, {"scale": scale}, {}))
+    return TextualDifferenceScorer(**merge_options(options, {"scale": scale}, {}))

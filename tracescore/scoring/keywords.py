@@ -18,7 +18,7 @@ from typing import Any
 from tracescore.scoring._base import ScoreResult, ToolCall, _band, check_scale, new_run_id
 from tracescore.scoring._code import NO_JUDGE, CodeScorer
 from tracescore.scoring._jstext import JS_WHITESPACE
-from tracescore.scoring.relevancy import _merge_options
+from tracescore.scoring._options import merge_options
 
 _HTML_TAG = re.compile(r"<[^>]+>")
 _JS_WHITESPACE_CHAR = re.compile(f"[{re.escape(JS_WHITESPACE)}]")
@@ -127,4 +127,4 @@ def create_keyword_coverage_scorer(*, scale: float = 1,
                                    options: Mapping[str, Any] | None = None
                                    ) -> KeywordCoverageScorer:
     """Factory named after the reference system's `createKeywordCoverageScorer`."""
-    return KeywordCoverageScorer(**_merge_options(options, {"scale": scale}, {}))
+    return KeywordCoverageScorer(**merge_options(options, {"scale": scale}, {}))

@@ -22,7 +22,7 @@ from tracescore.scoring._base import (
     similarity_label,
 )
 from tracescore.scoring._code import NO_JUDGE, CodeScorer
-from tracescore.scoring.relevancy import _merge_options
+from tracescore.scoring._options import merge_options
 
 try:  # the C helper behind Counter.update; a plain dict skips Counter's own overhead
     from collections import _count_elements  # type: ignore[attr-defined]
@@ -244,7 +244,7 @@ def create_content_similarity_scorer(*, ignore_case: bool = True, ignore_whitesp
     `options` may carry `ignore_case`/`ignoreCase`, `ignore_whitespace`/`ignoreWhitespace`,
     `algorithm` and `scale` (a partial set merges with the defaults).
     """
-    merged = _merge_options(
+    merged = merge_options(
         options,
         {"ignore_case": ignore_case, "ignore_whitespace": ignore_whitespace,
          "algorithm": algorithm, "scale": scale},

@@ -21,7 +21,7 @@ from typing import Any
 from tracescore._exceptions import ConfigurationError, ScorerError
 from tracescore.scoring._base import STEP_PREPROCESS, ScoreResult, ToolCall, new_run_id
 from tracescore.scoring._code import NO_JUDGE, CodeScorer
-from tracescore.scoring.relevancy import _merge_options
+from tracescore.scoring._options import merge_options
 
 _CALL_PART_TYPES = {"tool_use", "tool-call", "tool_call", "function_call"}
 _MAX_DEPTH = 8
@@ -171,7 +171,7 @@ def create_tool_call_accuracy_scorer(*, expected_tool: str | None = None,
     `options` may carry `expected_tool`/`expectedTool`, `expected_tool_order`/
     `expectedToolOrder` and `strict_mode`/`strictMode`.
     """
-    merged = _merge_options(
+    merged = merge_options(
         options,
         {"expected_tool": expected_tool, "expected_tool_order": expected_tool_order,
          "strict_mode": strict_mode},
