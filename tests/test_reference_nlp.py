@@ -7,6 +7,7 @@ package's data and rules, must equal the reference exactly."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 
 from tracescore import ConfigurationError
 from tracescore.scoring.completeness import coverage, create_completeness_scorer, extract_elements
-from tracescore.scoring.tone import create_tone_scorer, sentiment_labels
+from tracescore.scoring.tone import _sentences, create_tone_scorer, sentiment_labels
 
 MASTRA = Path(__file__).resolve().parent / "mastra"
 
@@ -166,3 +167,9 @@ def test_sentiment_words_equal_the_installed_package(reference: Path) -> None:
     done = subprocess.run(["node", str(reference), "sentiment-labels"], capture_output=True,
                           check=True, timeout=60)  # fmt: skip
     assert sentiment_labels() == json.loads(done.stdout)
+
+
+@given(st.text(alphabet="ab .!?\n\u2028"))
+def test_sentences_match_the_reference_regex(text: str) -> None:
+    """The linear-time sentence split equals `text.match(/[^.!?]+[.!?]+/g)`."""
+    assert _sentences(text) == re.findall(r"[^.!?]+[.!?]+", text)

@@ -95,9 +95,12 @@ def _tokens(text: str) -> tuple[list[str], list[str]]:
     """(words with contractions split into word and auxiliary, parts of the contractions)."""
     words: list[str] = []
     extra: list[str] = []
-    for raw in text.split():
-        word = _EDGE_PUNCTUATION.sub("", normalize(raw).translate(_APOSTROPHES))
-        if negated := _NEGATION.match(word):
+    for raw in normalize(text).translate(_APOSTROPHES).split():
+        word = raw if raw.isalnum() else _EDGE_PUNCTUATION.sub("", raw)
+        if "'" not in word:
+            if word:
+                words.append(word)
+        elif negated := _NEGATION.match(word):
             base = negated.group(1)
             words += [_NEGATED_BASE.get(base, base), "not"]
         elif contracted := _CONTRACTION.match(word):
@@ -177,9 +180,9 @@ def extract_elements(text: str) -> list[str]:
     return list(dict.fromkeys(parts))
 
 
-def _covers(element: str, candidate: str) -> bool:
-    if len(element) <= 3:
-        return element == candidate
+def _overlaps(element: str, candidate: str) -> bool:
+    """The rule for an element over 3 characters: one text contains the other, and the
+    shorter is more than 60% of the longer's length."""
     longer, shorter = (element, candidate) if len(element) > len(candidate) else \
         (candidate, element)
     return shorter in longer and len(shorter) / len(longer) > 0.6
@@ -191,8 +194,12 @@ def coverage(reference: Sequence[str], response: Iterable[str]) -> float:
     candidates = [normalize(element) for element in response]
     if not reference:
         return 0.0 if candidates else 1.0
-    covered = sum(1 for element in reference
-                  if any(_covers(normalize(element), c) for c in candidates))
+    present = set(candidates)  # an equal element covers under either rule
+    covered = 0
+    for element in map(normalize, reference):
+        if element in present or (
+                len(element) > 3 and any(_overlaps(element, c) for c in candidates)):
+            covered += 1
     return covered / len(reference)
 
 

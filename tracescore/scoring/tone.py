@@ -83,6 +83,13 @@ def analyze_sentiment(text: str) -> Sentiment:
     return Sentiment(score=total, comparative=total / len(tokens), tokens=len(tokens))
 
 
+def _sentences(text: str) -> list[str]:
+    """`text.match(/[^.!?]+[.!?]+/g)`, in linear time: a tail without an end mark cannot
+    match, and leaving it out spares the regex a quadratic search over it."""
+    last = max(text.rfind("."), text.rfind("!"), text.rfind("?"))
+    return _SENTENCE.findall(text, 0, last + 1) if last >= 0 else []
+
+
 def _mean(values: Sequence[float]) -> float:
     total = 0.0
     for value in values:  # left to right, as JavaScript's reduce (not math.fsum)
@@ -138,7 +145,7 @@ class ToneConsistencyScorer(CodeScorer):
             reason = (f"The output's sentiment ({response:.3g} per word) differs by "
                       f"{difference:.3g} from the {compared_with.replace('_', ' ')}'s.")
         else:
-            sentences = _SENTENCE.findall(answer) or [answer]
+            sentences = _sentences(answer) or [answer]
             scores = [analyze_sentiment(sentence).comparative for sentence in sentences]
             average = _mean(scores)
             variance = _mean([(s - average) * (s - average) for s in scores])
