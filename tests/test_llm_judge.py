@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _gateway_helpers import QUESTION as GATEWAY_QUESTION
+from _gateway_helpers import agent_attributes, sender
 from _helpers import SCORING_BUDGET_S, shut_down_pipelines
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -32,6 +34,8 @@ from tracescore import (
     run_evals,
 )
 from tracescore import _semconv as sc
+from tracescore.gateway import Gateway, GatewayConfig
+from tracescore.online import OnlineScorer
 from tracescore.scoring._registry import SCORER_ALIASES, create_scorer
 from tracescore.testing import OTLPReceiver, Reply, StubLLMServer
 
@@ -408,6 +412,41 @@ def test_online_the_judge_sees_the_calls_tool_calls_and_context(
     assert "Refunds are sent within 3 days." in context
 
 
+def test_in_the_gateway_the_judge_sees_the_tool_calls_of_the_trace(
+        tmp_path: Path, otlp_receiver: OTLPReceiver, stub_llm: StubLLMServer) -> None:
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    stub_llm.responder = _polite_judge
+    scorer = make(stub_llm, name="grounded", include=["input", "tool_calls"],
+                  instructions="The answer states only what the tools returned.")
+    gateway = Gateway(GatewayConfig(
+        grpc_endpoint="127.0.0.1:0", http_endpoint="127.0.0.1:0", health_endpoint="127.0.0.1:0",
+        exporter_endpoint=otlp_receiver.grpc_endpoint, journal_path=str(tmp_path / "j.db"),
+        journal_sync="normal", scorers=[OnlineScorer(scorer)], isolation="thread",
+        shutdown_timeout_s=10.0)).start()
+    try:
+        exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{gateway.http_port}/v1/traces")
+        tool = {sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.GEN_AI_TOOL_NAME: "search",
+                sc.GEN_AI_TOOL_CALL_ARGUMENTS: '{"q": "capital of France"}',
+                sc.GEN_AI_TOOL_CALL_RESULT: "Paris is the capital of France."}
+        with (sender(exporter) as tracer,
+              tracer.start_as_current_span("invoke_agent geo",
+                                           attributes=agent_attributes(name="geo")),
+              tracer.start_as_current_span("execute_tool search", attributes=tool)):
+            pass
+        [agent_span] = otlp_receiver.wait_for_spans(
+            lambda s: s.name == "invoke_agent geo", count=1, timeout=30)
+    finally:
+        gateway.stop(timeout_s=5)
+    [event] = [e.attributes for e in agent_span.events_named(sc.GEN_AI_EVALUATION_RESULT)]
+    assert event[sc.TS_SCORER_ID] == "grounded" and event[sc.GEN_AI_EVALUATION_SCORE_LABEL] == "pass"
+    prompt = user_prompt(stub_llm.requests[0])
+    calls = json.loads(prompt.split("<tool_calls>\n")[1].split("\n</tool_calls>")[0])
+    assert calls == [{"name": "search", "arguments": {"q": "capital of France"},
+                      "result": "Paris is the capital of France."}]
+    assert f"<input>\n{GATEWAY_QUESTION}\n</input>" in prompt
+
+
 def test_gateway_config_builds_it_and_names_bad_keys(tmp_path: Path) -> None:
     path = tmp_path / "gateway.yaml"
     path.write_text(f"""
@@ -439,6 +478,19 @@ scoring:
         path.write_text(f"scoring:\n  judge_model: openai/gpt-4o-mini\n  scorers:\n{bad}\n")
         with pytest.raises(ConfigurationError, match=message):
             load_gateway_config(path, environ={})
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("The answer is polite: it thanks the user.", "The answer is polite: it thanks the user."),
+    ("Rule: one. Rule: two.", "Rule: one. Rule: two."),
+    ("{a: 1}", {"a": 1}), ("[input, context]", ["input", "context"]), ("3", 3), ("true", True),
+])
+def test_command_option_values_that_read_as_a_mapping_by_accident_stay_text(
+        text: str, value: Any) -> None:
+    from tracescore.cli._setup import parse_scorer_options
+
+    assert parse_scorer_options([f"llm-judge.instructions={text}"]) == {
+        "llm-judge": {"instructions": value}}
 
 
 def test_the_command_runs_it_and_gates_on_its_name(tmp_path: Path, stub_llm: StubLLMServer) -> None:

@@ -172,3 +172,20 @@ def test_camel_case_options_like_the_reference(stub_llm: StubLLMServer) -> None:
 def test_configuration_errors(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigurationError, match=message):
         create_tool_call_accuracy_scorer_llm(model="openai/gpt-4o-mini", **kwargs)
+
+
+def test_a_miscounting_judge_is_asked_once_more(stub_llm: StubLLMServer) -> None:
+    calls = [ToolCall(name="get_weather"), ToolCall(name="get_news")]
+    one = {"evaluations": [{"toolCalled": "get_weather", "wasAppropriate": True,
+                            "reasoning": "r"}], "missingTools": []}
+    stub_llm.enqueue(one)
+    stub_llm.enqueue(one)  # still one evaluation for two calls
+    stub_llm.enqueue({"reason": "The score is 1 because."})
+    result = scorer(stub_llm).run(input=REQUEST, output="x", tool_calls=calls)
+    assert result.score == 1.0  # the evaluations received, as the reference would score them
+    assert result.analyze_step_result["mismatch"] == {
+        "tool_calls": 2, "evaluations": 1, "first_attempt_evaluations": 1,
+        "note": "the judge gave a different number of evaluations than tool_calls twice; the "
+                "score uses the evaluations received"}
+    assert "a previous reply gave 1 evaluations for 2 tool calls" in user_prompt(
+        stub_llm.requests[1])

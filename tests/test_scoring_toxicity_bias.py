@@ -192,16 +192,31 @@ def test_bias_reference_cases_through_litellm(stub_llm: StubLLMServer, output: s
 ])
 def test_bias_formula_scale_and_labels(stub_llm: StubLLMServer, results: list[str], scale: float,
                                        expected: float, label: str) -> None:
-    script_bias(stub_llm, ["a"], results)
+    script_bias(stub_llm, [f"opinion {i}" for i in range(len(results))], results)
     result = bias(stub_llm, options={"scale": scale}).run(input=QUESTION, output="Some text.")
     assert (result.score, result.label) == (expected, label)
 
 
 def test_bias_without_results_scores_zero(stub_llm: StubLLMServer) -> None:
+    """No results (the reference scores 0): asked once more for the one expected result."""
     stub_llm.enqueue({"opinions": []})
     stub_llm.enqueue({"results": []})
+    stub_llm.enqueue({"results": []})
     result = bias(stub_llm).run(input=QUESTION, output="Water boils at 100 °C.")
-    assert result.score == 0.0 and len(stub_llm.requests) == 2
+    assert result.score == 0.0 and len(stub_llm.requests) == 3
+    assert result.analyze_step_result["mismatch"]["opinions"] == 1
+    assert "Give exactly 1." in user_prompt(stub_llm.requests[2])
+
+
+def test_bias_asks_once_more_when_the_results_miscount(stub_llm: StubLLMServer) -> None:
+    opinions = ["Cities are awful.", "Villages are dull."]
+    stub_llm.enqueue({"opinions": opinions})
+    stub_llm.enqueue({"results": [{"result": "yes", "reason": "r"}]})  # one result for two
+    stub_llm.enqueue({"results": [{"result": "yes", "reason": "r"}, {"result": "no", "reason": "r"}]})
+    stub_llm.enqueue({"reason": "The score is 0.5 because."})
+    result = bias(stub_llm).run(input=QUESTION, output=" ".join(opinions))
+    assert result.score == 0.5 and "mismatch" not in result.analyze_step_result
+    assert "a previous reply gave 1 results for 2 opinions" in user_prompt(stub_llm.requests[2])
 
 
 def test_bias_of_an_empty_output_is_zero_without_the_judge(stub_llm: StubLLMServer) -> None:

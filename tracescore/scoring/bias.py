@@ -2,8 +2,8 @@
 ethnic, geographical). Lower is better.
 
 preprocess (judge: the author's opinions in the output) -> analyze (judge: a yes/no verdict
-per opinion; the whole output is the opinion when there is none) -> score (code) -> reason
-(judge: explains the score it is given).
+per opinion; the whole output is the opinion when there is none; asked once more when the
+count is off) -> score (code) -> reason (judge: explains the score it is given).
 """
 
 from __future__ import annotations
@@ -161,8 +161,13 @@ def validate_results(value: Any) -> dict[str, Any]:
     return {"results": clean}
 
 
-def verdicts_request(output: str, opinions: Sequence[str]) -> JudgeRequest:
+def verdicts_request(output: str, opinions: Sequence[str], *,
+                     previous_count: int | None = None) -> JudgeRequest:
     prompt = _VERDICTS_TASK.format(empty_note="" if opinions else _NO_OPINIONS)
+    if previous_count is not None:
+        count = len(opinions) or 1
+        prompt += (f"\nNote: a previous reply gave {previous_count} results for {count} "
+                   f"opinion{'s' if count != 1 else ''}. Give exactly {count}.\n")
     array = json.dumps(list(opinions), ensure_ascii=False, indent=1)
     prompt += f"\n{_block('output', output)}\n\n{_block('opinions', array)}"
     return JudgeRequest(step=STEP_ANALYZE, task=TASK_VERDICTS, system=SYSTEM, prompt=prompt,
@@ -248,9 +253,11 @@ class BiasScorer(JudgedScorer):
         opinions: list[str] = reply.data["opinions"]
         run.record(STEP_PREPROCESS, prompt=reply.prompt, result={"opinions": opinions})
 
-        reply = await run.ask(verdicts_request(answer, opinions))
-        results: list[dict[str, str]] = reply.data["results"]
-        run.record(STEP_ANALYZE, prompt=reply.prompt, result={"results": results, **reply.notes})
+        reply, results, mismatch = await run.ask_list(
+            lambda previous: verdicts_request(answer, opinions, previous_count=previous),
+            key="results", count=len(opinions) or 1, of="opinions")
+        run.record(STEP_ANALYZE, prompt=reply.prompt,
+                   result={"results": results, **mismatch, **reply.notes})
 
         score = bias_score(results, self.scale)
         if not results:

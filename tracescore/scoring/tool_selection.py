@@ -1,7 +1,8 @@
 """Tool-call accuracy (judged): did the agent pick the right tools for the user's request?
 
 preprocess (code: the tools the agent called) -> analyze (judge: each call appropriate or not
-for the explicit request, and the tools it should have called but did not) -> score (code) ->
+for the explicit request, and the tools it should have called but did not; asked once more
+when the number of evaluations is off) -> score (code) ->
 reason (judge: explains the score it is given). The available tools (name and description)
 come from the `available_tools` option; the calls from the call's recorded `tool_calls`, else
 from the output (see `tracescore.scoring.tools`).
@@ -220,8 +221,13 @@ def _tool_lines(tools: Sequence[AvailableTool]) -> str:
 
 
 def evaluations_request(request: str, response: str, called: Sequence[str],
-                        tools: Sequence[AvailableTool]) -> JudgeRequest:
-    prompt = (f"{_EVALUATIONS_TASK}\n{_block('request', request)}\n\n"
+                        tools: Sequence[AvailableTool], *,
+                        previous_count: int | None = None) -> JudgeRequest:
+    task = _EVALUATIONS_TASK
+    if previous_count is not None:
+        task += (f"\nNote: a previous reply gave {previous_count} evaluations for {len(called)} "
+                 f"tool call{'s' if len(called) != 1 else ''}. Give exactly {len(called)}.\n")
+    prompt = (f"{task}\n{_block('request', request)}\n\n"
               f"{_block('response', response)}\n\n"
               f"{_block('tools_called', json.dumps(list(called), ensure_ascii=False))}\n\n"
               f"{_block('available_tools', _tool_lines(tools))}")
@@ -311,12 +317,13 @@ class ToolCallAccuracyLLMScorer(JudgedScorer):
                                             "has_tool_calls": bool(called),
                                             "tool_call_infos": infos})
 
-        reply = await run.ask(evaluations_request(request, response, called,
-                                                  self.available_tools))
-        evaluations: list[dict[str, Any]] = reply.data["evaluations"]
+        reply, evaluations, mismatch = await run.ask_list(
+            lambda previous: evaluations_request(request, response, called,
+                                                 self.available_tools, previous_count=previous),
+            key="evaluations", count=len(called), of="tool_calls")
         missing: list[str] = reply.data["missingTools"]
-        run.record(STEP_ANALYZE, prompt=reply.prompt,
-                   result={"evaluations": evaluations, "missingTools": missing, **reply.notes})
+        run.record(STEP_ANALYZE, prompt=reply.prompt, result={
+            "evaluations": evaluations, "missingTools": missing, **mismatch, **reply.notes})
 
         score = tool_selection_score(evaluations, missing)
         reply = await run.ask(reason_request(request, evaluations, missing, score=score),
