@@ -4,7 +4,8 @@ An agent call that makes three tool calls (`@tracescore.agent` + 3 x `@tracescor
 capture on), CPU ns per call in the agent's thread, for:
     tracing          tracing alone (no scorer);
     unsampled        a ScoringSpanProcessor whose scorer samples nothing (rate 0);
-    sampled-handoff  every call sampled, the scorer busy (jobs queue up): the agent's share.
+    sampled-handoff  every call sampled, the scorer busy (jobs queue up): the agent's share;
+    sampled-no-tools the same for an agent call without tool calls.
 And the gateway's engine (`Engine.accept`, no network) on requests of 512 GenAI tool spans
 (64 traces, no agent span), CPU ns per span:
     gateway-unsampled  no scorer samples these traces (rate 0): nothing is buffered;
@@ -28,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-CASES = ("tracing", "unsampled", "sampled-handoff", "gateway-unsampled", "gateway-sampled")
+CASES = ("tracing", "unsampled", "sampled-handoff", "sampled-no-tools", "gateway-unsampled",
+         "gateway-sampled")
 
 
 def _worker(calls: int) -> dict[str, float]:
@@ -90,6 +92,10 @@ def _worker(calls: int) -> dict[str, float]:
             search(question)
         return "Refunds take 5 days."
 
+    @tracescore.agent(name="bench")
+    def bare(question: str) -> str:
+        return "Refunds take 5 days."
+
     def build(case: str) -> Any:
         if case == "tracing":
             return None
@@ -102,14 +108,15 @@ def _worker(calls: int) -> dict[str, float]:
                                     isolation="thread")
 
     figures: dict[str, float] = {}
-    agent_cases = CASES[:3]
+    agent_cases = CASES[:4]
     for case in (*agent_cases, *agent_cases):  # the first pass warms up
         processor = build(case)
         switch.delegate = processor or SimpleSpanProcessor(Discard())
         gc.collect()
+        call = bare if case == "sampled-no-tools" else agent
         start = time.thread_time_ns()
         for _ in range(calls):
-            agent("refund for order 7")
+            call("refund for order 7")
         figures[case] = (time.thread_time_ns() - start) / calls
         switch.delegate = SimpleSpanProcessor(Discard())
         if processor is not None:

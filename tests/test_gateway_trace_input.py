@@ -233,3 +233,26 @@ def test_trace_section_of_the_config_is_checked(tmp_path: Path) -> None:
         bad.write_text(text)
         with pytest.raises(ConfigurationError, match=key):
             load_gateway_config(bad, environ={})
+
+
+def test_rescore_gives_scorers_the_tool_calls_of_the_stored_trace(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tracescore._exporters import OTLPJsonFileExporter
+    from tracescore.cli import main
+    from tracescore.testing import spans_from_otlp_json
+
+    stored = tmp_path / "traces.jsonl"
+    with sender(OTLPJsonFileExporter(stored)) as tracer:
+        support_trace(tracer)
+    config = tmp_path / "gateway.yaml"
+    config.write_text("scoring:\n  scorers:\n    - scorer: tool-call-accuracy\n"
+                      "      options: {expected_tool_order: [search, refund]}\n")
+    out = tmp_path / "rescored.jsonl"
+    result = CliRunner().invoke(main, ["rescore", str(stored), "--config", str(config),
+                                       "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    scores = {span.attributes[sc.GEN_AI_AGENT_NAME]:
+              span.events_named(EVAL)[0].attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE]
+              for line in out.read_text().splitlines() for span in spans_from_otlp_json(line)}
+    assert scores == {"support": 1.0, "helper": 0.0}  # helper called lookup only

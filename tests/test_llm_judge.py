@@ -480,6 +480,19 @@ scoring:
             load_gateway_config(path, environ={})
 
 
+@pytest.mark.parametrize(("text", "value"), [
+    ("The answer is polite: it thanks the user.", "The answer is polite: it thanks the user."),
+    ("Rule: one. Rule: two.", "Rule: one. Rule: two."),
+    ("{a: 1}", {"a": 1}), ("[input, context]", ["input", "context"]), ("3", 3), ("true", True),
+])
+def test_command_option_values_that_read_as_a_mapping_by_accident_stay_text(
+        text: str, value: Any) -> None:
+    from tracescore.cli._setup import parse_scorer_options
+
+    assert parse_scorer_options([f"llm-judge.instructions={text}"]) == {
+        "llm-judge": {"instructions": value}}
+
+
 def test_the_command_runs_it_and_gates_on_its_name(tmp_path: Path, stub_llm: StubLLMServer) -> None:
     stub_llm.responder = _polite_judge
     (tmp_path / "agent.py").write_text(

@@ -27,7 +27,7 @@ import tracescore
 from tracescore import _semconv as sc
 from tracescore.online import OnlineScorer, ScoringSpanProcessor, TraceLimits
 from tracescore.online._sampling import is_sampled
-from tracescore.online._trace_input import read_span
+from tracescore.online._trace_input import TraceSpans, gather, read_span
 from tracescore.scoring import ToolCall
 from tracescore.testing import OTLPReceiver
 
@@ -329,3 +329,30 @@ def test_with_content_capture_off_scorers_still_get_arguments_and_results_unexpo
     for span in tools:
         assert sc.GEN_AI_TOOL_CALL_ARGUMENTS not in span.attributes
         assert sc.GEN_AI_TOOL_CALL_RESULT not in span.attributes
+
+
+# --- which spans belong to an agent call: any tree, any end order ------------------------------------
+@settings(max_examples=80, deadline=None)
+@given(data=st.data(), size=st.integers(2, 40))
+def test_an_agent_call_gets_exactly_its_subtrees_items_in_start_order(data: st.DataObject,
+                                                                     size: int) -> None:
+    # span i's parent is a lower-numbered span (a tree rooted at span 1); some spans are tools
+    parents = {i: data.draw(st.integers(1, i - 1)) for i in range(2, size + 1)}
+    starts = data.draw(st.permutations(range(size)))
+    tools = data.draw(st.sets(st.integers(1, size)))
+    agent = data.draw(st.integers(1, size))
+    trace = TraceSpans(0.0)
+    for span_id in data.draw(st.permutations(range(1, size + 1))):  # any arrival order
+        item = read_span(f"execute_tool t{span_id}",
+                         {sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL}, starts[span_id - 1],
+                         None) if span_id in tools else None
+        trace.add(span_id, parents.get(span_id), item, max_spans=1000)
+
+    def inside(span_id: int) -> bool:
+        while span_id != agent and span_id in parents:
+            span_id = parents[span_id]
+        return span_id == agent
+
+    expected = sorted((s for s in tools if inside(s)), key=lambda s: starts[s - 1])
+    found = gather(trace.under(agent), TraceLimits())
+    assert [c.name for c in found.tool_calls] == [f"t{s}" for s in expected]

@@ -239,7 +239,11 @@ class ScoringSpanProcessor(SpanProcessor):
         context = span.context
         if (context is not None and context.trace_flags & 1
                 and context.trace_id & RANDOMNESS_MASK >= self._min_threshold):
-            self._track_start(span, context.trace_id, context.span_id)
+            try:
+                self._track_start(span, context.trace_id, context.span_id)
+            except Exception:  # noqa: BLE001 - never into the user's code: scored without them
+                self._log_once("trace_start", "tracescore: could not follow an agent call's "
+                               "tool calls", exc_info=True)
         self._downstream.on_start(span, parent_context=parent_context)
 
     def _on_ending(self, span: Span) -> None:
@@ -261,7 +265,7 @@ class ScoringSpanProcessor(SpanProcessor):
     # --- tool calls and context of agent calls (sampled traces only) ----------------------------
     def _track_start(self, span: Span, trace_id: int, span_id: int) -> None:
         """An agent span starting in a trace a scorer may sample: collect that trace's spans."""
-        attributes = span.attributes or {}
+        attributes = _attributes_of(span)
         operation = attributes.get(sc.GEN_AI_OPERATION_NAME)
         if operation is not None:
             if operation != sc.OP_INVOKE_AGENT:
@@ -290,7 +294,7 @@ class ScoringSpanProcessor(SpanProcessor):
         try:
             attributes = _attributes_of(span)
             item = read_span(span.name, attributes, span.start_time or 0,
-                             _error_of(span, attributes))
+                             functools.partial(_error_of, span, attributes))
         except Exception:  # noqa: BLE001 - a span we cannot read contributes nothing
             self._log_once("trace_input", "tracescore: could not read a tool or context span",
                            exc_info=True)

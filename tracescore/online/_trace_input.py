@@ -18,7 +18,7 @@ to the scorers per agent call (`max_tool_calls`, `max_chars`).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -117,8 +117,9 @@ class _Documents(NamedTuple):
 
 
 def read_span(name: str, attributes: Mapping[str, Any], start_ns: int,
-              error: str | None) -> Item | None:
+              error: str | None | Callable[[], str | None]) -> Item | None:
     """The item of one finished span, None for a span that is neither tool nor context.
+    `error`: the span's error text (None: it did not fail), or a function that reads it.
 
     Cheap (runs as spans end): reads the attributes, decodes nothing."""
     get = attributes.get
@@ -130,6 +131,8 @@ def read_span(name: str, attributes: Mapping[str, Any], start_ns: int,
     chars = 0
     if operation == sc.OP_EXECUTE_TOOL or (kind is not None and str(kind).upper() == "TOOL"):
         genai = operation == sc.OP_EXECUTE_TOOL
+        if callable(error):
+            error = error()
         raw_args = get(sc.GEN_AI_TOOL_CALL_ARGUMENTS if genai else sc.OI_INPUT_VALUE)
         raw_result = get(sc.GEN_AI_TOOL_CALL_RESULT if genai else sc.OI_OUTPUT_VALUE)
         call_id = get(sc.GEN_AI_TOOL_CALL_ID) or get(sc.OI_TOOL_CALL_ID)
