@@ -260,6 +260,11 @@ def test_the_offline_judge_is_refused_with_a_clear_error() -> None:
                                 model=tracescore.OfflineJudge())
 
 
+def test_scale_is_refused_in_favour_of_score_range() -> None:
+    with pytest.raises(ConfigurationError, match="scale: .* score_range"):
+        create_llm_judge_scorer(**VALID, scale=10)
+
+
 def test_by_name_without_a_model_asks_for_one(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TRACESCORE_JUDGE_MODEL", raising=False)
     with pytest.raises(ConfigurationError, match="offline judge"):
