@@ -260,6 +260,11 @@ def test_the_offline_judge_is_refused_with_a_clear_error() -> None:
                                 model=tracescore.OfflineJudge())
 
 
+def test_scale_is_refused_in_favour_of_score_range() -> None:
+    with pytest.raises(ConfigurationError, match="scale: .* score_range"):
+        create_llm_judge_scorer(**VALID, scale=10)
+
+
 def test_by_name_without_a_model_asks_for_one(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TRACESCORE_JUDGE_MODEL", raising=False)
     with pytest.raises(ConfigurationError, match="offline judge"):
@@ -515,5 +520,3 @@ def test_the_command_runs_it_and_gates_on_its_name(tmp_path: Path, stub_llm: Stu
     assert passing.returncode == 0, passing.stderr
     assert json.loads((tmp_path / "out.json").read_text())["scores"] == {"polite": 0.5}
     assert failing.returncode == 1 and "polite mean 0.500 < 0.9" in failing.stdout
-    missing = run("polit=0.5")
-    assert missing.returncode == 2 and "polit" in missing.stderr
