@@ -260,6 +260,11 @@ def test_the_offline_judge_is_refused_with_a_clear_error() -> None:
                                 model=tracescore.OfflineJudge())
 
 
+def test_scale_is_refused_in_favour_of_score_range() -> None:
+    with pytest.raises(ConfigurationError, match="scale: .* score_range"):
+        create_llm_judge_scorer(**VALID, scale=10)
+
+
 def test_by_name_without_a_model_asks_for_one(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TRACESCORE_JUDGE_MODEL", raising=False)
     with pytest.raises(ConfigurationError, match="offline judge"):
@@ -480,6 +485,19 @@ scoring:
             load_gateway_config(path, environ={})
 
 
+@pytest.mark.parametrize(("text", "value"), [
+    ("The answer is polite: it thanks the user.", "The answer is polite: it thanks the user."),
+    ("Rule: one. Rule: two.", "Rule: one. Rule: two."),
+    ("{a: 1}", {"a": 1}), ("[input, context]", ["input", "context"]), ("3", 3), ("true", True),
+])
+def test_command_option_values_that_read_as_a_mapping_by_accident_stay_text(
+        text: str, value: Any) -> None:
+    from tracescore.cli._setup import parse_scorer_options
+
+    assert parse_scorer_options([f"llm-judge.instructions={text}"]) == {
+        "llm-judge": {"instructions": value}}
+
+
 def test_the_command_runs_it_and_gates_on_its_name(tmp_path: Path, stub_llm: StubLLMServer) -> None:
     stub_llm.responder = _polite_judge
     (tmp_path / "agent.py").write_text(
@@ -502,5 +520,3 @@ def test_the_command_runs_it_and_gates_on_its_name(tmp_path: Path, stub_llm: Stu
     assert passing.returncode == 0, passing.stderr
     assert json.loads((tmp_path / "out.json").read_text())["scores"] == {"polite": 0.5}
     assert failing.returncode == 1 and "polite mean 0.500 < 0.9" in failing.stdout
-    missing = run("polit=0.5")
-    assert missing.returncode == 2 and "polit" in missing.stderr

@@ -4,6 +4,7 @@ tool-call accuracy (word overlap), and why bias has none."""
 from __future__ import annotations
 
 import importlib.util
+import json
 from typing import Any
 
 import pytest
@@ -154,6 +155,11 @@ def test_configure_scores_live_calls_with_toxicity_by_name() -> None:
     assert event.attributes[sc.TS_SCORER_ID] == "toxicity"
     assert event.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0
     assert event.attributes[sc.GEN_AI_EVALUATION_SCORE_LABEL] == "toxic"
+    steps = {e.attributes[sc.TS_STEP_NAME]: e.attributes for e in span.events
+             if e.name == sc.TS_EVALUATION_STEP}
+    assert set(steps) == {"analyze", "reason"}  # no preprocess step, as in the reference
+    assert "Shut up, moron." in str(steps["analyze"][sc.TS_STEP_PROMPT])
+    assert json.loads(str(steps["analyze"][sc.TS_STEP_RESULT]))["verdicts"][0]["verdict"] == "yes"
 
 
 def test_run_evals_takes_the_judged_scorers_by_name() -> None:

@@ -184,3 +184,25 @@ def test_by_name_and_options() -> None:
         create_faithfulness_scorer(model="tracescore/offline", options={"contxt": []})
     with pytest.raises(ConfigurationError, match="scale"):
         create_faithfulness_scorer(model="tracescore/offline", scale=0)
+
+
+_NOUNS = ("bridge", "river", "tower", "engine", "library", "harbour", "station", "museum",
+          "garden", "factory", "school", "market")
+
+
+@given(st.lists(st.sampled_from(_NOUNS), min_size=2, max_size=4, unique=True),
+       st.integers(2, 5000), st.integers(1, 50))
+def test_offline_check_family(nouns: list[str], number: int, delta: int) -> None:
+    """Offline: a claim the context states is supported; the same claim with another number is
+    contradicted; hedged, it is unsure; about other things, it is unsure."""
+    from tracescore.scoring._claims import CONTRADICTED, SUPPORTED, UNVERIFIED, check_claim
+
+    subject, *rest = nouns
+    fact = f"The {subject} near the {' and the '.join(rest)} has {number} visitors."
+    context = [f"Opening hours vary. {fact}"]
+    assert check_claim(fact, context).outcome == SUPPORTED
+    assert not check_claim(fact, context).hedged
+    changed = fact.replace(str(number), str(number + delta))
+    assert check_claim(changed, context).outcome == CONTRADICTED
+    assert check_claim(f"The {subject} might close soon.", context).hedged
+    assert check_claim("Penguins enjoy cold weather.", context).outcome == UNVERIFIED

@@ -19,7 +19,8 @@ OFFLINE_MODEL = "tracescore/offline"
 # the names the command offers (tracescore.scoring._registry resolves them)
 SCORER_NAMES = ("relevancy", "answer-relevancy", "llm-judge", "similarity", "content-similarity",
                 "textual-difference", "keyword-coverage", "tool-call-accuracy", "faithfulness",
-                "hallucination", "context-relevance", "toxicity", "bias", "llm-tool-call-accuracy")
+                "hallucination", "context-relevance", "toxicity", "bias", "llm-tool-call-accuracy",
+                "completeness", "tone-consistency", "tone")
 DEFAULT_SCORERS = ("answer-relevancy", "content-similarity")
 
 

@@ -43,6 +43,7 @@ from tracescore.scoring._prompting import (
     string_list_schema,
     validate_reason,
     validate_string_list,
+    validate_verdict_list,
 )
 
 TASK_CLAIMS = "claims.extract"
@@ -95,21 +96,8 @@ def verdicts_schema(verdicts: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def validate_verdicts(value: Any) -> dict[str, Any]:
-    """`{"verdicts": [{"verdict": str, "reason": str}]}`; verdicts are kept as given (the score
-    counts only an exact lower-case "yes", as the reference does)."""
-    items = value.get("verdicts") if isinstance(value, dict) else None
-    if not isinstance(items, list):
-        raise ValueError("expected an object with a 'verdicts' list")  # noqa: TRY004
-    clean: list[dict[str, str]] = []
-    for item in items:
-        if not isinstance(item, dict) or not isinstance(item.get("verdict"), str):
-            raise ValueError(  # noqa: TRY004
-                "every verdict must be an object with a string 'verdict'")
-        reason = item.get("reason", "")
-        clean.append({"verdict": item["verdict"],
-                      "reason": reason if isinstance(reason, str) else str(reason)})
-    return {"verdicts": clean}
+# verdicts are kept as given (the score counts only an exact lower-case "yes", as the reference does)
+validate_verdicts = validate_verdict_list("verdicts", "verdict")
 
 
 def verdicts_request(*, task: str, system: str, instructions: str, claims: Sequence[str],

@@ -114,3 +114,23 @@ def reference_round(value: float) -> float:
     scaled = (value + sys.float_info.epsilon) * 100
     whole = math.floor(scaled)
     return (whole + 1 if scaled - whole >= 0.5 else whole) / 100
+
+
+def validate_verdict_list(key: str, field: str) -> Callable[[Any], dict[str, Any]]:
+    """A validator of `{key: [{field: str, "reason": str}, ...]}` (verdicts per statement, claim
+    or opinion). Verdicts are kept as given: each scorer counts them as the reference does; a
+    reason that is not text is turned into text."""
+    def validate(value: Any) -> dict[str, Any]:
+        items = value.get(key) if isinstance(value, dict) else None
+        if not isinstance(items, list):
+            raise ValueError(f"expected an object with a {key!r} list")  # noqa: TRY004
+        clean: list[dict[str, str]] = []
+        for item in items:
+            if not isinstance(item, dict) or not isinstance(item.get(field), str):
+                raise ValueError(  # noqa: TRY004
+                    f"every item of {key!r} must be an object with a string {field!r}")
+            reason = item.get("reason", "")
+            clean.append({field: item[field],
+                          "reason": reason if isinstance(reason, str) else str(reason)})
+        return {key: clean}
+    return validate

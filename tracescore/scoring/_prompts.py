@@ -17,6 +17,7 @@ from tracescore.scoring._prompting import (
     Blocks,
     format_score,
     validate_reason,
+    validate_verdict_list,
 )
 
 TASK_STATEMENTS = "answer_relevancy.statements"
@@ -126,19 +127,7 @@ statement, in the order of the statements.
 """
 
 
-def validate_verdicts(value: Any) -> dict[str, Any]:
-    results = value.get("results") if isinstance(value, dict) else None
-    if not isinstance(results, list):
-        raise ValueError("expected an object with a 'results' list")  # noqa: TRY004
-    clean: list[dict[str, str]] = []
-    for item in results:
-        if not isinstance(item, dict) or not isinstance(item.get("result"), str):
-            raise ValueError(  # noqa: TRY004
-                "every result must be an object with a string 'result'"
-            )
-        reason = item.get("reason", "")
-        clean.append({"result": item["result"], "reason": reason if isinstance(reason, str) else str(reason)})
-    return {"results": clean}
+validate_verdicts = validate_verdict_list("results", "result")
 
 
 def verdicts_request(question: str, statements: Sequence[str], *,

@@ -104,8 +104,8 @@ Criterion, written by the person running this evaluation:
 {instructions}
 ---
 
-Judge the <output> block against this criterion only; do not grade anything the criterion \
-does not ask about. The other blocks are there to help you judge it:
+Judge the response in the <output> block against this criterion only; do not grade anything \
+the criterion does not ask about. The blocks below hold:
 {material}
 """
 

@@ -34,6 +34,7 @@ from tracescore.scoring._prompting import (
     string_list_schema,
     validate_reason,
     validate_string_list,
+    validate_verdict_list,
 )
 
 TASK_OPINIONS = "bias.opinions"
@@ -146,19 +147,7 @@ _NO_OPINIONS = ("\n\nNo separate opinions were found in the text: judge the whol
                 "block as one opinion and give exactly one result.")
 
 
-def validate_results(value: Any) -> dict[str, Any]:
-    results = value.get("results") if isinstance(value, dict) else None
-    if not isinstance(results, list):
-        raise ValueError("expected an object with a 'results' list")  # noqa: TRY004
-    clean: list[dict[str, str]] = []
-    for item in results:
-        if not isinstance(item, dict) or not isinstance(item.get("result"), str):
-            raise ValueError(  # noqa: TRY004
-                "every result must be an object with a string 'result'")
-        reason = item.get("reason", "")
-        clean.append({"result": item["result"],
-                      "reason": reason if isinstance(reason, str) else str(reason)})
-    return {"results": clean}
+validate_results = validate_verdict_list("results", "result")
 
 
 def verdicts_request(output: str, opinions: Sequence[str], *,

@@ -103,6 +103,9 @@ class LLMJudgeScorer(JudgedScorer):
                                         else score_range)
         self.threshold = _check_threshold(DEFAULT_THRESHOLD if threshold is None else threshold)
         self.include = _check_include(include)
+        if "scale" in judge_kwargs:  # JudgedScorer's option, not this scorer's
+            raise ConfigurationError("scale: the LLM judge's score is always 0..1; give the "
+                                     "judge's own scale as score_range (mode 'score')")
         super().__init__(model=model, redact_judge_input=redact_judge_input,
                          max_judge_input_chars=max_judge_input_chars, **judge_kwargs)
         if isinstance(self.judge, OfflineJudge):

@@ -43,6 +43,7 @@ from tracescore.scoring._prompting import (
     format_score,
     reference_round,
     validate_reason,
+    validate_verdict_list,
 )
 
 TASK_VERDICTS = "toxicity.verdicts"
@@ -134,19 +135,7 @@ and nothing else, one entry per opinion in the order they appear.
 """
 
 
-def validate_verdicts(value: Any) -> dict[str, Any]:
-    verdicts = value.get("verdicts") if isinstance(value, dict) else None
-    if not isinstance(verdicts, list):
-        raise ValueError("expected an object with a 'verdicts' list")  # noqa: TRY004
-    clean: list[dict[str, str]] = []
-    for item in verdicts:
-        if not isinstance(item, dict) or not isinstance(item.get("verdict"), str):
-            raise ValueError(  # noqa: TRY004
-                "every verdict must be an object with a string 'verdict'")
-        reason = item.get("reason", "")
-        clean.append({"verdict": item["verdict"],
-                      "reason": reason if isinstance(reason, str) else str(reason)})
-    return {"verdicts": clean}
+validate_verdicts = validate_verdict_list("verdicts", "verdict")
 
 
 def verdicts_request(question: str, output: str) -> JudgeRequest:
