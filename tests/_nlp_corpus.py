@@ -143,3 +143,68 @@ def tone_texts(count: int = 400, seed: int = 2165) -> list[str]:
         text = "".join(parts)
         texts.append(text.strip() if rng.random() < 0.5 else text)
     return texts
+
+
+# Held out: written after the completeness rules were tuned on the corpus above, and never
+# used to tune them, so their agreement figure says how the rules do on unseen text.
+_HELD_OUT_LINES = """
+How do I export my contacts to a CSV file? | Open Settings, choose Contacts, then click Export and pick CSV.
+What's the difference between a virus and a bacterium? | Bacteria are living cells that can reproduce on their own, while viruses need a host cell.
+Please move my dentist appointment to Thursday afternoon. | I moved your dentist appointment to Thursday at 2:15 pm.
+Why was my card declined? | Your bank declined the payment because the card has expired.
+Which laptop would you recommend for video editing? | I'd recommend a laptop with at least 32 GB of memory and a dedicated graphics card.
+Can you summarize the meeting notes from yesterday? | The team agreed to delay the launch by two weeks and hire another designer.
+How much does the premium plan cost per month? | The premium plan costs $19 per month, billed annually.
+My order arrived damaged. What should I do? | Sorry about that! Send us a photo of the damage and we'll ship a replacement today.
+What causes the seasons on Earth? | The tilt of Earth's axis changes how directly sunlight hits each hemisphere during the year.
+Is it safe to drink tap water in Lisbon? | Yes, tap water in Lisbon is safe to drink.
+How do I undo my last commit in git? | Run git reset --soft HEAD~1 to undo the commit but keep your changes.
+Add milk, eggs and bread to my shopping list. | I've added milk, eggs and bread to your shopping list.
+When does the next train to Munich leave? | The next train to Munich leaves at 17:05 from platform 4.
+Why do cats purr? | Cats purr when they are content, but also when they are stressed or hurt.
+Write a short thank-you note to my neighbor. | Dear Anna, thank you so much for watering my plants while I was away!
+The printer says it is out of paper but the tray is full. | Try removing the paper, fanning the stack and loading it again; the sensor may be stuck.
+How many calories are in a banana? | A medium banana has about 105 calories.
+What is the return policy for shoes? | Shoes can be returned within 60 days if they are unworn and in the original box.
+Can you explain what an API is? | An API is a set of rules that lets one program request data or actions from another.
+Who painted the Mona Lisa? | Leonardo da Vinci painted the Mona Lisa in the early 1500s.
+Turn off the living room lights at 11 pm. | Okay, the living room lights will turn off at 11 pm.
+I forgot my username. | I've sent your username to the email address on your account.
+What are the symptoms of dehydration? | Thirst, dark urine, tiredness and dizziness are common symptoms of dehydration.
+Should I use tabs or spaces in Python? | PEP 8 recommends four spaces per indentation level.
+How far is the Moon from Earth? | The Moon is about 384,400 kilometres from Earth on average.
+Tell me about your refund policy for digital products. | Digital products can't be refunded once they have been downloaded.
+Why is my phone battery draining so fast? | Apps running in the background and high screen brightness often drain the battery.
+Find a hotel near the conference center under $150. | The Parkside Inn is a ten-minute walk from the conference center and costs $139 a night.
+How do I make a strong password? | Use at least 12 characters that mix words, numbers and symbols, and never reuse it.
+What happened at the Battle of Hastings? | In 1066 William of Normandy defeated King Harold, which began the Norman conquest of England.
+The chatbot keeps giving me wrong answers. | I'm sorry it has been unhelpful; could you share an example so we can look into it?
+Can I bring my dog on the flight? | Small dogs can travel in the cabin if they stay in a carrier under the seat.
+Convert 5 miles to kilometers. | 5 miles is about 8.05 kilometers.
+What does the error 'permission denied' mean? | It means your user account is not allowed to read or change that file.
+Recommend a podcast about science. | Try 'Radiolab'; it explores science and philosophy through stories.
+How long should I boil an egg? | Boil it for about 7 minutes for a jammy yolk, or 10 minutes for a hard one.
+Remind me to call mom on Sunday. | I'll remind you to call your mom on Sunday at 10 am.
+Why did the stock market fall today? | Stocks fell after the central bank signalled that interest rates would stay high.
+Is the museum wheelchair accessible? | Yes, every floor of the museum can be reached by elevator and ramps.
+What's a good name for a bakery? | How about 'Rise and Shine Bakery'?
+"""
+HELD_OUT: tuple[tuple[str, str], ...] = tuple(
+    (line.split(" | ")[0], line.split(" | ")[1]) for line in _HELD_OUT_LINES.strip().splitlines())
+
+
+def held_out_corpus(count: int = 200, seed: int = 4242) -> list[tuple[str, str]]:
+    """The held-out pairs, then pairs generated from them (as `corpus`) up to `count`."""
+    rng = random.Random(seed)
+    cases = list(HELD_OUT)
+    while len(cases) < count:
+        question, answer = rng.choice(HELD_OUT)
+        kind = rng.random()
+        if kind < 0.4:
+            cases.append((question if rng.random() < 0.5 else answer, _variant(rng, answer)))
+        elif kind < 0.7:
+            cases.append((question, _variant(rng, question)))
+        else:
+            other = rng.choice(HELD_OUT)[1]
+            cases.append((answer, f"{_variant(rng, answer)} {other}"))
+    return cases

@@ -88,6 +88,10 @@ def _verb_lemma(word: str) -> str:
     lemma = _lemma(word)
     if word.endswith(("xes", "ches", "shes", "sses", "zes")) and lemma == word[:-1]:
         return word[:-2]  # fixes -> fix, not fixe
+    if lemma.endswith("ll") and ("lled" in word or "lling" in word):
+        american = _lemma(word.replace("ll", "l"))  # cancelled -> canceled -> cancel
+        if american == lemma[:-1]:
+            return american
     return lemma
 
 
@@ -123,22 +127,26 @@ def _next_content(words: Sequence[str], start: int) -> int:
 
 def _follows_auxiliary(word: str, auxiliary: str) -> bool:
     """Whether `word`, after `auxiliary` (adverbs between), is the verb of its group: a
-    participle after be, any verb after have, do or a modal."""
+    participle after be or have, a base form after do or a modal."""
     if word in _NOT_VERBS or word in _AUX:
         return False
     if auxiliary in _BE:
         return _is_verb_form(word) and word.endswith(("ing", "ed", "en"))
-    return True
+    if auxiliary in _HAVE:
+        return _is_verb_form(word) and not word.endswith("s")
+    return not _is_verb_form(word)  # `do cats purr`: `cats` is the subject, not the verb
 
 
 def _reads_as_verb(words: Sequence[str], index: int) -> bool:
     """Whether the -s word at `index` reads as a verb rather than a plural noun."""
     previous = words[index - 1] if index else ""
     following = words[index + 1] if index + 1 < len(words) else ""
-    return (previous in _SINGULAR_SUBJECTS or previous in _ADVERBS or previous.endswith("ly")
-            or following in _OBJECTS or following.isdigit() or following.endswith("ing")
-            or (following in _PREPOSITIONS and previous not in _NOT_VERBS
-                and not previous.isdigit()))
+    if previous in _SINGULAR_SUBJECTS or previous in _ADVERBS or previous.endswith("ly"):
+        return True
+    if not previous or previous.isdigit() or previous in _NOT_VERBS:
+        return False  # `apps running`, `5 miles to`, `of rules that`: a plural noun
+    return (following in _OBJECTS or following.isdigit() or following.endswith("ing")
+            or following in _PREPOSITIONS)
 
 
 def _base_forms(words: list[str]) -> list[str]:
