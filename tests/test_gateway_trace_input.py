@@ -107,6 +107,9 @@ def test_agent_spans_get_the_tool_calls_and_context_of_spans_sent_before_them(
         with sender(exporter) as tracer:
             support_trace(tracer)
     by_agent = seen(otlp_receiver, 2)
+    stats = gateway.stats()
+    assert stats["trace_buffer_traces"] == 1 and stats["trace_buffer_bytes"] > 0
+    assert stats["trace_buffer_evicted"] == 0
     lookup = ["lookup", {"key": "order-7"}, {"value": 42}, None]
     assert by_agent["support"]["tools"] == [
         ["search", {"q": "refunds"}, "Refunds take 5 days.", None],

@@ -20,6 +20,7 @@ from _helpers import SCORING_BUDGET_S, SeenScorer, shut_down_pipelines
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from opentelemetry import trace as trace_api
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -356,3 +357,29 @@ def test_an_agent_call_gets_exactly_its_subtrees_items_in_start_order(data: st.D
     expected = sorted((s for s in tools if inside(s)), key=lambda s: starts[s - 1])
     found = gather(trace.under(agent), TraceLimits())
     assert [c.name for c in found.tool_calls] == [f"t{s}" for s in expected]
+
+
+def test_agent_spans_of_other_instrumentations_get_their_tool_spans() -> None:
+    scorer = SeenScorer()
+    exporter = InMemorySpanExporter()
+    processor = ScoringSpanProcessor(SimpleSpanProcessor(exporter), [scorer],
+                                     recognise=["openinference"], isolation="thread")
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("openinference.instrumentation.test")
+    agent = {sc.OI_SPAN_KIND: "AGENT", sc.OI_INPUT_VALUE: "Refund order 7?",
+             sc.OI_OUTPUT_VALUE: "Denied."}
+    with tracer.start_as_current_span("agent", attributes=agent):
+        with tracer.start_as_current_span("lookup", attributes={
+                sc.OI_SPAN_KIND: "TOOL", sc.OI_TOOL_NAME: "lookup",
+                sc.OI_INPUT_VALUE: '{"order": 7}', sc.OI_OUTPUT_VALUE: "order 7: 250 EUR"}):
+            pass
+        with tracer.start_as_current_span("retrieve", attributes={
+                sc.OI_SPAN_KIND: "RETRIEVER",
+                "retrieval.documents.0.document.content": "Refunds over 100 EUR need a manager."}):
+            pass
+    assert processor.force_flush(30_000)
+    provider.shutdown()
+    assert scorer.seen["Refund order 7?"] == {
+        "tools": [["lookup", {"order": 7}, "order 7: 250 EUR", None]],
+        "context": ["order 7: 250 EUR", "Refunds over 100 EUR need a manager."], "ids": [None]}

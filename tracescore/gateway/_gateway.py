@@ -98,6 +98,10 @@ class Gateway:
             )
             self.metrics.gauge("pending", lambda: self._forwarder.pending if self._forwarder else 0)
             self.metrics.gauge("held_now", lambda: self._engine.held if self._engine else 0)
+            traces = self._engine.traces
+            self.metrics.gauge("trace_buffer_traces", lambda: traces.traces)
+            self.metrics.gauge("trace_buffer_bytes", lambda: traces.bytes)
+            self.metrics.gauge("trace_buffer_evicted", lambda: traces.evicted)
             if self._meter_provider is not None:
                 self.metrics.register(self._meter_provider)
             self._forwarder.start()
