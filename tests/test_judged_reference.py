@@ -1,5 +1,6 @@
-"""Differential tests: toxicity, bias and judged tool-call accuracy against the reference
-system's own npm package (@mastra/evals, pinned in tests/mastra), given the same judge replies.
+"""Differential tests: answer relevancy, toxicity, bias and judged tool-call accuracy against the
+reference system's own npm package (@mastra/evals, pinned in tests/mastra), given the same judge
+replies.
 
 The reference scorers run in Node.js with a scripted judge model (tests/mastra/judged.mjs); ours
 run with a scripted Judge that returns the same replies. Scores and step results must agree on
@@ -26,6 +27,7 @@ from tracescore.scoring import (
     JudgeUsage,
     Scorer,
     ToolCall,
+    create_answer_relevancy_scorer,
     create_bias_scorer,
     create_tool_call_accuracy_scorer_llm,
     create_toxicity_scorer,
@@ -65,6 +67,18 @@ def _reference(script: Path, payload: dict[str, Any], *args: str) -> Any:
 @pytest.fixture(scope="module")
 def reference() -> Path:
     return npm_project(MASTRA, "judged.mjs", "mastra-evals")
+
+
+def _relevancy_case(rng: random.Random) -> dict[str, Any]:
+    count = rng.choice((1, 1, 2, 3, 4, 5, 6, 7, 8, 12, 24, 40))
+    statements = [f"statement {i}" for i in range(count)]
+    results = [{"result": rng.choice((*_VERDICTS, "unsure", "Unsure", " unsure\n", "un sure")),
+                "reason": f"reason {i}"} for i in range(count)]
+    options = {"uncertaintyWeight": rng.choice((0.3, 0.3, 0, 0.25, 0.5, 0.7, 1)),
+               "scale": rng.choice(_SCALES)}
+    return {"scorer": "answer-relevancy", "options": options,
+            "replies": [{"statements": statements}, {"results": results},
+                        {"reason": "The score is X because."}]}
 
 
 def _toxicity_case(rng: random.Random) -> dict[str, Any]:
@@ -122,6 +136,8 @@ def _our_replies(case: dict[str, Any]) -> list[Any]:
 
 def _ours(case: dict[str, Any]) -> Scorer:
     judge = ScriptedJudge(_our_replies(case))
+    if case["scorer"] == "answer-relevancy":
+        return create_answer_relevancy_scorer(model=judge, options=case["options"])
     if case["scorer"] == "toxicity":
         return create_toxicity_scorer(model=judge, options=case["options"])
     if case["scorer"] == "bias":
@@ -129,8 +145,9 @@ def _ours(case: dict[str, Any]) -> Scorer:
     return create_tool_call_accuracy_scorer_llm(model=judge, options=case["options"])
 
 
-@pytest.mark.parametrize(("make", "seed"), [(_toxicity_case, 1), (_bias_case, 2), (_tool_case, 3)],
-                         ids=["toxicity", "bias", "llm-tool-call-accuracy"])
+@pytest.mark.parametrize(("make", "seed"), [(_relevancy_case, 4), (_toxicity_case, 1),
+                                           (_bias_case, 2), (_tool_case, 3)],
+                         ids=["answer-relevancy", "toxicity", "bias", "llm-tool-call-accuracy"])
 def test_scores_equal_the_reference_for_the_same_judge_replies(
         reference: Path, make: Callable[[random.Random], dict[str, Any]], seed: int) -> None:
     cases = _cases(make, seed)

@@ -6,6 +6,7 @@
 // {"values": [number]} and prints the reference's roundToTwoDecimals of each.
 import { roundToTwoDecimals } from "@mastra/evals/scorers/utils";
 import {
+  createAnswerRelevancyScorer,
   createBiasScorer,
   createContextRelevanceScorerLLM,
   createFaithfulnessScorer,
@@ -15,6 +16,7 @@ import {
 } from "@mastra/evals/scorers/prebuilt";
 
 const FACTORIES = {
+  "answer-relevancy": (model, options) => createAnswerRelevancyScorer({ model, options }),
   toxicity: (model, options) => createToxicityScorer({ model, options }),
   bias: (model, options) => createBiasScorer({ model, options }),
   "llm-tool-call-accuracy": (model, options) =>

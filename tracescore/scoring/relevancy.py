@@ -7,7 +7,6 @@ against the question) -> score (code) -> reason (judge: explains the score it is
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from decimal import Decimal
 from typing import Any
 
 from tracescore.scoring import _prompts
@@ -22,11 +21,12 @@ from tracescore.scoring._base import (
     relevancy_label,
 )
 from tracescore.scoring._inputs import InputError, answer_text, question_text
+from tracescore.scoring._jstext import JS_WHITESPACE
 from tracescore.scoring._judge_api import Judge
 from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS
 from tracescore.scoring._judged import JudgedRun, JudgedScorer, reference_text
 from tracescore.scoring._options import check_fraction, merge_options
-from tracescore.scoring._prompting import format_score, round_score
+from tracescore.scoring._prompting import format_score, reference_round
 
 # the name other modules imported before the options helpers had their own module
 _merge_options = merge_options
@@ -36,23 +36,23 @@ _SKIPPED_EMPTY = "empty output: the judge was not called"
 
 def relevancy_score(results: Sequence[Mapping[str, Any]], uncertainty_weight: float,
                     scale: float) -> float:
-    """(yes + weight * unsure) / len(results) * scale, rounded half-up to 2 decimals.
+    """(yes + weight * unsure) / len(results) * scale, computed and rounded as the reference
+    computes it (float arithmetic in its order, its `roundToTwoDecimals`).
 
-    Verdicts compare case- and whitespace-insensitively; other strings count 0 but stay in
-    the denominator; no results score 0.
+    A verdict counts when it reads "yes" or "unsure" after trimming (JavaScript's whitespace)
+    and lower-casing, as in the reference: " YES " counts, "un sure" does not. Other strings
+    count 0 but stay in the denominator; no results score 0.
     """
     if not results:
         return 0.0
-    yes = unsure = 0
+    count: float = 0
     for item in results:
-        verdict = "".join(str(item.get("result", "")).split()).lower()
+        verdict = str(item.get("result", "")).strip(JS_WHITESPACE).lower()
         if verdict == "yes":
-            yes += 1
+            count += 1
         elif verdict == "unsure":
-            unsure += 1
-    raw = ((Decimal(yes) + Decimal(str(uncertainty_weight)) * Decimal(unsure))
-           / Decimal(len(results)) * Decimal(str(scale)))
-    return round_score(raw)
+            count += uncertainty_weight
+    return reference_round(count / len(results) * scale)
 
 
 class AnswerRelevancyScorer(JudgedScorer):
