@@ -1,4 +1,5 @@
-"""Dataset files for `tracescore eval`: JSON Lines, JSON and CSV, with errors that name the line."""
+"""Dataset files (`tracescore eval`, the gateway's references): JSON Lines, JSON and CSV, with
+errors that name the line."""
 
 from __future__ import annotations
 
