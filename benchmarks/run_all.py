@@ -54,6 +54,7 @@ BENCHMARKS: dict[str, str] = {
     "export": "bench_export.py",
     "gateway": "bench_gateway.py",
     "redact": "bench_redact.py",
+    "offline_judges": "bench_offline_judges.py",
 }
 
 
@@ -184,6 +185,18 @@ HEADLINES: list[Headline] = [
     ),
     Headline("gateway", "gateway RSS growth, 10x overload", ("memory", "growth_mb"), "MB", "<",
              100.0),
+    *(
+        Headline("similarity", f"code scorer {name} / content similarity, short, runs/s",
+                 ("code_scorers", "short", name), "x",
+                 divide_by=("code_scorers", "short", "content-similarity"))
+        for name in ("textual-difference", "keyword-coverage", "tool-call-accuracy",
+                     "completeness", "tone-consistency")
+    ),
+    *(
+        Headline("offline_judges", f"offline {name} / offline answer relevancy, runs/s",
+                 ("vs_answer_relevancy", name), "x")
+        for name in ("toxicity", "llm-tool-call-accuracy")
+    ),
     Headline("import", "import opentelemetry.trace", ("cases", "otel api", "median_ms"), "ms"),
     Headline(
         "import",

@@ -256,7 +256,8 @@ class ScoringSpanProcessor(SpanProcessor):
         if self._candidates or self._recognisers:  # else: no candidate possible, export at once
             candidate = self._candidate_of(span)
             if candidate is not None:
-                if trace is not None or candidate.added:
+                if ((trace is not None and (trace.items or trace.dropped))
+                        or candidate.added):
                     self._collect(span, trace, candidate)
                 self._submit(span, candidate)
                 return
