@@ -60,7 +60,7 @@ def demo(spans_file: Path, judge_model: str | None) -> None:
     and each call is printed as a trace tree with its scores, labels and reasons.
     """
     from tracescore.cli._demo import run_demo
-    from tracescore.cli._setup import judge_model as pick_model
+    from tracescore.scoring._registry import judge_model as pick_model
 
     try:
         run_demo(spans_file=spans_file, model=pick_model(judge_model),
@@ -311,7 +311,7 @@ def _otlp_endpoint() -> str | None:
 
 
 def _model(option: str | None) -> str:
-    from tracescore.cli._setup import judge_model
+    from tracescore.scoring._registry import judge_model
 
     return judge_model(option)
 

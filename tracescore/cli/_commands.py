@@ -32,9 +32,9 @@ def run_eval_command(*, dataset: Path, target: str, scorer_names: Sequence[str],
     """Evaluate, print the tables, write --output; returns the threshold verdict (None: none)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from tracescore._datasets import DatasetError, load_dataset
     from tracescore._exceptions import ConfigurationError
     from tracescore.cli import _render as render
-    from tracescore.cli._datasets import DatasetError, load_dataset
     from tracescore.evals import run_evals
 
     if output is not None and output.suffix.lower() not in _RESULT_SUFFIXES:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tracescore._jsonl import json_lines
 
 
 @dataclass
@@ -38,13 +39,7 @@ class FileSpan:
 def read_spans(path: str | Path) -> list[FileSpan]:
     """Every span in the file, in file order. Blank lines are skipped; bad lines raise ValueError."""
     spans: list[FileSpan] = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            request = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}, line {number}: not JSON: {exc.msg}") from None
+    for _, request in json_lines(Path(path).read_text(encoding="utf-8"), path):
         for rs in _get(request, "resourceSpans", "resource_spans") or []:
             resource = _attributes(_get(rs.get("resource") or {}, "attributes") or [])
             for ss in _get(rs, "scopeSpans", "scope_spans") or []:

@@ -1,37 +1,26 @@
-"""What the commands build from their options: scorers by name, the judge model, the target."""
+"""What the commands build from their options: scorers by name, thresholds, scorer options."""
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
-import os
-import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from tracescore._targets import SetupError, load_target
+
+__all__ = ["ENV_JUDGE_MODEL", "SCORER_NAMES", "SetupError", "build_scorers", "load_target",
+           "parse_scorer_options", "parse_thresholds", "parse_tool_calls", "scorer_id"]
 
 if TYPE_CHECKING:
     from tracescore.scoring import Scorer, ToolCall
 
 ENV_JUDGE_MODEL = "TRACESCORE_JUDGE_MODEL"
-OFFLINE_MODEL = "tracescore/offline"
 
 # the names the command offers (tracescore.scoring._registry resolves them)
 SCORER_NAMES = ("relevancy", "answer-relevancy", "llm-judge", "similarity", "content-similarity",
                 "textual-difference", "keyword-coverage", "tool-call-accuracy", "faithfulness",
                 "hallucination", "context-relevance", "toxicity", "bias", "llm-tool-call-accuracy",
                 "completeness", "tone-consistency", "tone")
-DEFAULT_SCORERS = ("answer-relevancy", "content-similarity")
-
-
-class SetupError(Exception):
-    """An option that cannot be turned into a working object; the message says why."""
-
-
-def judge_model(option: str | None) -> str:
-    """The judge model: the option, else $TRACESCORE_JUDGE_MODEL, else the offline judge."""
-    return option or os.environ.get(ENV_JUDGE_MODEL) or OFFLINE_MODEL
 
 
 def scorer_id(name: str) -> str:
@@ -51,7 +40,7 @@ def build_scorers(names: Sequence[str], model: str,
     built with its `options` (by scorer id, from `parse_scorer_options`)."""
     from tracescore._exceptions import ConfigurationError
     from tracescore.scoring import Judge
-    from tracescore.scoring._registry import create_scorer
+    from tracescore.scoring._registry import DEFAULT_SCORERS, create_scorer
     from tracescore.scoring._resolve import check_judge
 
     ids = list(dict.fromkeys(scorer_id(n) for n in names)) or list(DEFAULT_SCORERS)
@@ -142,46 +131,3 @@ def _threshold_target(name: str) -> str:
         return registry_id(name)
     except ConfigurationError:
         return name
-
-
-def load_target(spec: str) -> Any:
-    """Import `module:attr` or `path/to/file.py:attr` (attr may be dotted, e.g. `Agent.run`)."""
-    module_part, sep, attr_path = spec.rpartition(":")
-    if not sep or not module_part or not attr_path:
-        raise SetupError(f"bad target {spec!r}; write it as module:function or file.py:function")
-    module = _import(module_part, spec)
-    obj: Any = module
-    for part in attr_path.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise SetupError(f"cannot find {attr_path!r} in {module_part!r} "
-                             f"(target {spec!r})") from None
-    if not callable(obj) and not any(callable(getattr(obj, m, None))
-                                     for m in ("ainvoke", "arun", "invoke", "run")):
-        raise SetupError(f"target {spec!r} is not callable")
-    return obj
-
-
-def _import(module_part: str, spec: str) -> Any:
-    path = Path(module_part)
-    try:
-        if module_part.endswith(".py") or path.is_file():
-            if not path.is_file():
-                raise SetupError(f"cannot import target {spec!r}: {path} does not exist")
-            name = f"_tracescore_target_{path.stem}"
-            loader_spec = importlib.util.spec_from_file_location(name, path)
-            if loader_spec is None or loader_spec.loader is None:
-                raise SetupError(f"cannot import target {spec!r}: not a Python file")
-            module = importlib.util.module_from_spec(loader_spec)
-            sys.modules[name] = module
-            sys.path.insert(0, str(path.resolve().parent))  # its sibling imports work
-            loader_spec.loader.exec_module(module)
-            return module
-        if "" not in sys.path and os.getcwd() not in sys.path:
-            sys.path.insert(0, os.getcwd())  # `module:function` resolves from where you run it
-        return importlib.import_module(module_part)
-    except SetupError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - any import-time failure is the user's to fix
-        raise SetupError(f"cannot import target {spec!r}: {type(exc).__name__}: {exc}") from None

@@ -310,9 +310,9 @@ def host_port(value: str, key: str) -> tuple[str, int]:
 def build_online_scorers(specs: Sequence[Any] | None, judge_model: str | None, *,
                          base: Path) -> tuple[Any, ...]:
     """`OnlineScorer`s from `scoring.scorers` entries (dicts as in the YAML, or scorer objects)."""
-    from tracescore.cli._setup import DEFAULT_SCORERS
-    from tracescore.cli._setup import judge_model as pick_model
     from tracescore.online._options import OnlineScorer, as_online_scorers
+    from tracescore.scoring._registry import DEFAULT_SCORERS
+    from tracescore.scoring._registry import judge_model as pick_model
 
     model = pick_model(judge_model)
     if not specs:
@@ -347,24 +347,25 @@ def build_online_scorers(specs: Sequence[Any] | None, judge_model: str | None, *
 
 
 def _scorer(name: str, options: Any, model: str, where: str) -> Any:
-    from tracescore.cli._setup import SetupError, load_target, scorer_id
+    from tracescore._targets import SetupError, load_target
     from tracescore.scoring import Judge
-    from tracescore.scoring._registry import create_scorer
+    from tracescore.scoring._registry import create_scorer, scorer_id
     from tracescore.scoring._resolve import check_judge
 
     if not isinstance(options, Mapping):
         raise ConfigurationError(f"{where}.options must be a mapping, got {options!r}")
+    try:  # module:attribute, else a scorer name
+        target, sid = (load_target(name), "") if ":" in name else (None, scorer_id(name))
+    except (SetupError, ConfigurationError) as exc:
+        raise ConfigurationError(f"{where}.scorer: {exc}") from None
     try:
-        if ":" in name:
-            target = load_target(name)
+        if target is not None:
             return target(**options) if isinstance(target, type) or options else target
-        scorer = create_scorer(scorer_id(name), options, model=model)
+        scorer = create_scorer(sid, options, model=model)
         judge = getattr(scorer, "judge", None)
         if isinstance(judge, Judge):  # the gateway imports litellm anyway:
             check_judge(judge)  # check everything now
         return scorer
-    except SetupError as exc:
-        raise ConfigurationError(f"{where}.scorer: {exc}") from None
     except (ConfigurationError, TypeError) as exc:
         raise ConfigurationError(f"{where}.options: {exc}") from None
 
@@ -372,7 +373,7 @@ def _scorer(name: str, options: Any, model: str, where: str) -> Any:
 def _reference(value: Any, base: Path, where: str) -> dict[Any, Any]:
     """A reference dataset file (input -> ground_truth) as a mapping."""
     from tracescore._content import lookup_key
-    from tracescore.cli._datasets import DatasetError, load_dataset
+    from tracescore._datasets import DatasetError, load_dataset
 
     file = Path(_text(where, value))
     if not file.is_absolute():

@@ -38,11 +38,18 @@ SCORER_ALIASES: dict[str, str] = {
     "judged-tool-call-accuracy": "llm-tool-call-accuracy",
 }
 SCORER_IDS = tuple(dict.fromkeys(SCORER_ALIASES.values()))
+# what the command and the gateway run when no scorer is named
+DEFAULT_SCORERS = ("answer-relevancy", "content-similarity")
 # no useful default: options say what to expect (the expected tools, the available tools)
 NEEDS_OPTIONS = frozenset({"tool-call-accuracy", "llm-tool-call-accuracy"})
 # the scorers that take a judge `model`
 JUDGED = frozenset({"answer-relevancy", "faithfulness", "hallucination", "context-relevance",
                     "toxicity", "bias", "llm-tool-call-accuracy"})
+
+
+def judge_model(option: str | None) -> str:
+    """The judge model: the option, else $TRACESCORE_JUDGE_MODEL, else the offline judge."""
+    return option or os.environ.get(ENV_JUDGE_MODEL) or OFFLINE_MODEL
 
 
 def scorer_id(name: str) -> str:
@@ -98,7 +105,7 @@ def create_scorer(name: str, options: Mapping[str, Any] | None = None, *,
     sid = scorer_id(name)
     kwargs = dict(options or {})
     if (sid in JUDGED or sid == "llm-judge") and "model" not in kwargs:
-        kwargs["model"] = model or os.environ.get(ENV_JUDGE_MODEL) or OFFLINE_MODEL
+        kwargs["model"] = judge_model(model)
     try:
         return _factories()[sid](**kwargs)
     except TypeError as exc:

@@ -1,4 +1,5 @@
-"""Dataset files for `tracescore eval`: JSON Lines, JSON and CSV, with errors that name the line."""
+"""Dataset files (`tracescore eval`, the gateway's references): JSON Lines, JSON and CSV, with
+errors that name the line."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tracescore._exceptions import ConfigurationError
+from tracescore._jsonl import json_lines
 from tracescore.scoring._trace_data import CONTEXT_KEY, TOOL_CALLS_KEY, item_trace
 
 _JSONL_SUFFIXES = {".jsonl", ".ndjson"}
@@ -50,16 +52,8 @@ def load_dataset(path: str | Path) -> list[dict[str, Any]]:
 
 
 def _jsonl(file: Path, text: str) -> list[dict[str, Any]]:
-    items = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{file}, line {number}: invalid JSON: {exc.msg}") from None
-        items.append(_check(row, f"{file}, line {number}"))
-    return items
+    return [_check(row, f"{file}, line {number}")
+            for number, row in json_lines(text, file, error=DatasetError)]
 
 
 def _json(file: Path, text: str) -> list[dict[str, Any]]:
