@@ -26,6 +26,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from tracescore._http import send_bytes
 from tracescore._otlp_json import parse_otlp_json
 
 _log = logging.getLogger("tracescore.gateway")
@@ -141,13 +142,7 @@ class _Handler(BaseHTTPRequestHandler):
               headers: dict[str, str] | None = None) -> None:
         if 400 <= status < 429:
             self.server.door.rejected()
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        self.end_headers()
-        self.wfile.write(body)
+        send_bytes(self, status, body, content_type, headers)
 
 
 class _OTLPHandler(_Handler):

@@ -8,6 +8,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tracescore._http import send_bytes
+
 
 class LoopbackServer(ThreadingHTTPServer):
     """ThreadingHTTPServer on 127.0.0.1 with a free port; `close()` also drops open client connections."""
@@ -102,11 +104,4 @@ class QuietHandler(BaseHTTPRequestHandler):
     def send_bytes(
         self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None
     ) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        self.end_headers()
-        self.wfile.write(body)
-        self.wfile.flush()
+        send_bytes(self, status, body, content_type, headers)
