@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -163,3 +164,47 @@ def test_bad_scorer_options_are_clear_errors(args: list[str], message: str,
     done = _command("score", "-i", "q", "-o", "a", *args, cwd=tmp_path)
     assert done.returncode == 2
     assert message in " ".join(done.stderr.split())
+
+
+@pytest.mark.parametrize(("calls", "score"), [
+    (["search", '{"name": "refund", "arguments": {"order": 7}}'], 1.0),
+    (["refund", "search"], 0.0),
+    ([], 0.0),
+])
+def test_the_score_command_gives_tool_calls_to_the_tool_call_scorers(
+        calls: list[str], score: float, tmp_path: Path) -> None:
+    tool_args = [arg for call in calls for arg in ("--tool-call", call)]
+    done = _command("score", "-i", "Refund order 7", "-o", "Refunded.", "-s", "tool-call-accuracy",
+                    "-s", "llm-tool-call-accuracy", "--scorer-option",
+                    "tool-call-accuracy.expected_tool_order=[search, refund]",
+                    "--scorer-option", "llm-tool-call-accuracy.available_tools=[search, refund]",
+                    "--json", *tool_args, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    code, judged = json.loads(done.stdout)
+    assert code["score"] == score
+    assert judged["scorer_id"] == "llm-tool-call-accuracy"
+    assert [e["toolCalled"] for e in judged["analyze_step_result"]["evaluations"]] == [
+        json.loads(c)["name"] if c.startswith("{") else c for c in calls]
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ('{"name": "refund"', "--tool-call '{\"name\": \"refund\"': not valid JSON"),
+    ('{"name": "refund", "colour": 1}', "--tool-call: 'tool_calls'[0] has unknown keys ['colour']"),
+    ("", "--tool-call: 'tool_calls'[0] must be a tool name"),
+])
+def test_a_bad_tool_call_on_the_command_line_is_a_clear_error(value: str, message: str,
+                                                              tmp_path: Path) -> None:
+    done = _command("score", "-i", "q", "-o", "a", "-s", "tool-call-accuracy", "--scorer-option",
+                    "tool-call-accuracy.expected_tool=search", "--tool-call", value, cwd=tmp_path)
+    assert done.returncode == 2
+    assert message in " ".join(done.stderr.split()), done.stderr
+
+
+@pytest.mark.parametrize("sid", SCORER_IDS)
+def test_the_commands_help_lists_every_scorer_as_code_or_judged(sid: str) -> None:
+    from tracescore.cli._app import _SCORER_HELP
+    from tracescore.scoring._registry import JUDGED
+
+    groups = dict(re.findall(r"(Code scorers|Judged)[^:]*: ([^.]+)\.", _SCORER_HELP))
+    names = groups["Judged" if sid in JUDGED or sid == "llm-judge" else "Code scorers"]
+    assert {a for a, s in SCORER_ALIASES.items() if s == sid} & set(names.split(", ")), sid

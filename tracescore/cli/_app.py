@@ -17,6 +17,11 @@ _SCORER_CHOICE = click.Choice(SCORER_NAMES, case_sensitive=False)
 _JUDGE_HELP = (f"Judge model of the judged scorers: a litellm model string such as "
                f"openai/gpt-4o-mini, or tracescore/offline (deterministic, no network). "
                f"Default: ${ENV_JUDGE_MODEL}, else tracescore/offline.")
+_SCORER_HELP = ("Scorer to run (repeatable). Default: relevancy and similarity. Code scorers: "
+                "similarity, textual-difference, keyword-coverage, tool-call-accuracy, "
+                "completeness, tone. Judged (--judge-model): relevancy, faithfulness, "
+                "hallucination, context-relevance, toxicity, bias, llm-tool-call-accuracy, "
+                "llm-judge. Options: --scorer-option.")
 ENV_ENDPOINTS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 EXIT_INTERRUPTED = 130  # the shell's code for a process ended by SIGINT (128 + 2)
 
@@ -70,7 +75,7 @@ def demo(spans_file: Path, judge_model: str | None) -> None:
               help="The agent to evaluate: module:function or path/to/file.py:function "
                    "(sync or async; called with each item's input).")
 @click.option("--scorer", "-s", "scorers", multiple=True, type=_SCORER_CHOICE,
-              help="Scorer to run (repeatable). Default: relevancy and similarity.")
+              help=_SCORER_HELP)
 @click.option("--scorer-option", "scorer_options", multiple=True, metavar="SCORER.NAME=VALUE",
               help="An option of a scorer (repeatable), e.g. "
                    "tool-call-accuracy.expected_tool=search or textual-difference.scale=10.")
@@ -95,8 +100,10 @@ def eval_command(dataset: Path, target: str, scorers: Sequence[str],
 
     \b
     Each item has an "input" (the question given to the target) and optionally a
-    "ground_truth" (expected answer, used by content similarity); other fields are kept as
-    metadata. Every item is traced like live traffic (exported to --spans-file and to
+    "ground_truth" (the expected answer), "context" (retrieved texts, for faithfulness,
+    hallucination and context relevance) and "tool_calls" (the tools called: names or
+    {"name", "arguments", "result", "error"} objects; in CSV a JSON array in the cell);
+    other fields are kept as metadata. Every item is traced like live traffic (exported to --spans-file and to
     $OTEL_EXPORTER_OTLP_ENDPOINT when set).
 
     \b
@@ -132,16 +139,21 @@ def eval_command(dataset: Path, target: str, scorers: Sequence[str],
 @click.option("--context", "-c", "context", multiple=True, metavar="TEXT",
               help="A retrieved text the answer was given (repeatable), for faithfulness, "
                    "hallucination and context relevance.")
+@click.option("--tool-call", "tool_calls", multiple=True, metavar="NAME|JSON",
+              help="A tool the agent called, in call order (repeatable), for the tool-call "
+                   "accuracy scorers: a name, or a JSON object with name and optionally "
+                   "arguments, result, error, e.g. '{\"name\": \"refund\", \"arguments\": "
+                   "{\"order\": 7}}'.")
 @click.option("--scorer", "-s", "scorers", multiple=True, type=_SCORER_CHOICE,
-              help="Scorer to run (repeatable). Default: relevancy and similarity.")
+              help=_SCORER_HELP)
 @click.option("--scorer-option", "scorer_options", multiple=True, metavar="SCORER.NAME=VALUE",
               help="An option of a scorer (repeatable), e.g. "
                    "tool-call-accuracy.expected_tool=search or textual-difference.scale=10.")
 @click.option("--judge-model", metavar="MODEL", help=_JUDGE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 def score(input_text: str, output_text: str, ground_truth: str | None, context: Sequence[str],
-          scorers: Sequence[str], scorer_options: Sequence[str], judge_model: str | None,
-          as_json: bool) -> None:
+          tool_calls: Sequence[str], scorers: Sequence[str], scorer_options: Sequence[str],
+          judge_model: str | None, as_json: bool) -> None:
     """Score one input/output pair and print the full result: score, label, reason and the
     judge's step prompts and results.
 
@@ -154,7 +166,7 @@ def score(input_text: str, output_text: str, ground_truth: str | None, context: 
     try:
         results = run_score_command(input_text=input_text, output_text=output_text,
                                     ground_truth=ground_truth, context=context,
-                                    scorer_names=scorers,
+                                    tool_call_specs=tool_calls, scorer_names=scorers,
                                     scorer_option_specs=scorer_options,
                                     model=_model(judge_model), as_json=as_json)
     except SetupError as exc:

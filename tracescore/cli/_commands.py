@@ -14,6 +14,7 @@ from tracescore.cli._setup import (
     load_target,
     parse_scorer_options,
     parse_thresholds,
+    parse_tool_calls,
 )
 
 if TYPE_CHECKING:
@@ -96,19 +97,22 @@ def run_eval_command(*, dataset: Path, target: str, scorer_names: Sequence[str],
 def run_score_command(*, input_text: str, output_text: str, ground_truth: str | None,
                       scorer_names: Sequence[str], model: str, as_json: bool,
                       scorer_option_specs: Sequence[str] = (),
-                      context: Sequence[str] = ()) -> list[ScoreResult] | None:
-    """Score one pair (with its retrieved `context`) with each scorer and print the results;
-    None when a scorer failed."""
+                      context: Sequence[str] = (),
+                      tool_call_specs: Sequence[str] = ()) -> list[ScoreResult] | None:
+    """Score one pair (with its retrieved `context` and the `--tool-call`s) with each scorer and
+    print the results; None when a scorer failed."""
     from tracescore._exceptions import TracescoreError
     from tracescore.cli import _render as render
 
     scorers = build_scorers(list(scorer_names), model, parse_scorer_options(scorer_option_specs))
+    tool_calls = parse_tool_calls(tool_call_specs)
     out, err = render.console(), render.console(stderr=True)
     results: list[ScoreResult] = []
     for scorer in scorers:
         try:
             results.append(scorer.run(input=input_text, output=output_text,
-                                      ground_truth=ground_truth, context=context))
+                                      ground_truth=ground_truth, context=context,
+                                      tool_calls=tool_calls))
         except TracescoreError as exc:
             err.print(f"[bold red]Error:[/] {render.escape(str(exc))}")
             return None

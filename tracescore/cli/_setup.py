@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tracescore._targets import SetupError, load_target
 
 __all__ = ["ENV_JUDGE_MODEL", "SCORER_NAMES", "SetupError", "build_scorers", "load_target",
-           "parse_scorer_options", "parse_thresholds", "scorer_id"]
+           "parse_scorer_options", "parse_thresholds", "parse_tool_calls", "scorer_id"]
 
 if TYPE_CHECKING:
-    from tracescore.scoring import Scorer
+    from tracescore.scoring import Scorer, ToolCall
 
 ENV_JUDGE_MODEL = "TRACESCORE_JUDGE_MODEL"
 
@@ -82,6 +83,27 @@ def parse_scorer_options(values: Sequence[str]) -> dict[str, dict[str, Any]]:
             value = text
         options.setdefault(scorer_id(name), {})[key.strip()] = value
     return options
+
+
+def parse_tool_calls(values: Sequence[str]) -> tuple[ToolCall, ...]:
+    """`--tool-call` values (a tool name, or a JSON object with name, arguments, result, error)
+    -> the tool calls, in order."""
+    from tracescore._exceptions import ConfigurationError
+    from tracescore.scoring._trace_data import as_tool_calls
+
+    calls: list[Any] = []
+    for raw in values:
+        if raw.lstrip().startswith("{"):
+            try:
+                calls.append(json.loads(raw))
+            except json.JSONDecodeError as exc:
+                raise SetupError(f"--tool-call {raw!r}: not valid JSON ({exc.msg})") from None
+        else:
+            calls.append(raw)
+    try:
+        return as_tool_calls(calls, "--tool-call")
+    except ConfigurationError as exc:
+        raise SetupError(str(exc)) from None
 
 
 def parse_thresholds(values: Sequence[str]) -> dict[str, float]:
