@@ -29,10 +29,9 @@ from tracescore.scoring._base import (
     ToolCall,
     new_run_id,
 )
-from tracescore.scoring._inputs import InputError, answer_text, question_text
 from tracescore.scoring._judge_api import Judge, JudgeRequest
 from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS
-from tracescore.scoring._judged import JudgedRun, JudgedScorer, reference_text
+from tracescore.scoring._judged import SKIPPED_EMPTY, JudgedRun, JudgedScorer, reference_text
 from tracescore.scoring._offline import content_stems, number_keys, register_offline_task
 from tracescore.scoring._offline import split_statements as _split_claims
 from tracescore.scoring._prompting import (
@@ -263,19 +262,13 @@ class ClaimsScorer(JudgedScorer):
                    run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
                    context: Sequence[str] = ()) -> ScoreResult:
         run = JudgedRun(self, run_id or new_run_id(), reference_text(ground_truth))
-        try:
-            answer = run.judge_text(answer_text(output))
-        except InputError as exc:
-            raise run.error(STEP_PREPROCESS, str(exc)) from exc
-        try:  # the question is only shown to the reason step: an input without one is fine
-            question = run.judge_text(question_text(input))
-        except InputError:
-            question = ""
+        answer = run.output_text(output)
+        question = run.question_text(input)  # only shown to the reason step: "" is fine
 
         # 1. preprocess: the claims of the output
         if not answer.strip():
             run.record(STEP_PREPROCESS, result={
-                "claims": [], "skipped": "empty output: the judge was not called"})
+                "claims": [], "skipped": SKIPPED_EMPTY})
             claims: list[str] = []
         else:
             reply = await run.ask(claims_request(self.system, answer))

@@ -45,13 +45,13 @@ offline registers none, and the offline judge then fails its first step with a c
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
 from tracescore._exceptions import ConfigurationError, ScorerError
-from tracescore.scoring._base import JudgeUsage, Scorer, ScoreResult, check_scale
-from tracescore.scoring._inputs import InputError, answer_text
+from tracescore.scoring._base import STEP_PREPROCESS, JudgeUsage, Scorer, ScoreResult, check_scale
+from tracescore.scoring._inputs import InputError, answer_text, question_text
 from tracescore.scoring._judge_api import (
     Judge,
     JudgeAuthenticationError,
@@ -66,6 +66,8 @@ from tracescore.scoring._judge_input import (
     prepare,
 )
 from tracescore.scoring._resolve import resolve_judge
+
+SKIPPED_EMPTY = "empty output: the judge was not called"
 
 
 def reference_text(ground_truth: Any) -> str | None:
@@ -207,6 +209,28 @@ class JudgedRun:
                            max_chars=self.scorer.max_judge_input_chars)
         self.truncated = self.truncated or prepared.cut
         return prepared.text
+
+    def output_text(self, output: Any) -> str:
+        """The output's text as the judge gets it; an output without text fails `preprocess`."""
+        try:
+            return self.judge_text(answer_text(output))
+        except InputError as exc:
+            raise self.error(STEP_PREPROCESS, str(exc)) from exc
+
+    def question_text(self, input: Any) -> str:
+        """The input's question as the judge gets it, "" when the input has none."""
+        try:
+            return self.judge_text(question_text(input))
+        except InputError:
+            return ""
+
+    def skip_empty(self, steps: Mapping[str, Mapping[str, Any]], reason: str) -> ScoreResult:
+        """Score 0 for an empty output without calling the judge: each of `steps` records its
+        (empty) result, the first one noting the skip."""
+        for index, (step, result) in enumerate(steps.items()):
+            self.record(step, result={**result, "skipped": SKIPPED_EMPTY} if index == 0
+                        else dict(result))
+        return self.result(0.0, reason)
 
     def judge_texts(self, texts: Sequence[str]) -> tuple[list[str], int]:
         """Several texts (retrieved context) as the judge gets them, capped together.

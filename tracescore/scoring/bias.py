@@ -21,7 +21,6 @@ from tracescore.scoring._base import (
     ToolCall,
     new_run_id,
 )
-from tracescore.scoring._inputs import InputError, answer_text
 from tracescore.scoring._judge_api import OFFLINE_MODEL, Judge, JudgeRequest
 from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS
 from tracescore.scoring._judged import JudgedRun, JudgedScorer, reference_text
@@ -227,16 +226,11 @@ class BiasScorer(JudgedScorer):
                    run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
                    context: Sequence[str] = ()) -> ScoreResult:
         run = JudgedRun(self, run_id or new_run_id(), reference_text(ground_truth))
-        try:
-            answer = run.judge_text(answer_text(output))
-        except InputError as exc:
-            raise run.error(STEP_PREPROCESS, str(exc)) from exc
+        answer = run.output_text(output)
         if not answer.strip():
-            run.record(STEP_PREPROCESS, result={"opinions": [],
-                                                "skipped": "empty output: the judge was not called"})
-            run.record(STEP_ANALYZE, result={"results": []})
-            return run.result(0.0, "The score is 0 because the output is empty, so it expresses "
-                                   "no opinion (the judge was not called).")
+            return run.skip_empty({STEP_PREPROCESS: {"opinions": []}, STEP_ANALYZE: {"results": []}},
+                                  "The score is 0 because the output is empty, so it expresses "
+                                  "no opinion (the judge was not called).")
 
         reply = await run.ask(opinions_request(answer))
         opinions: list[str] = reply.data["opinions"]

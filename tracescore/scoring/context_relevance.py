@@ -22,7 +22,7 @@ from tracescore.scoring._base import (
     relevancy_label,
 )
 from tracescore.scoring._claims import check_context
-from tracescore.scoring._inputs import InputError, answer_text, question_text
+from tracescore.scoring._inputs import InputError, answer_text
 from tracescore.scoring._judge_api import Judge, JudgeRequest
 from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS
 from tracescore.scoring._judged import JudgedRun, JudgedScorer, reference_text
@@ -246,10 +246,7 @@ class ContextRelevanceScorer(JudgedScorer):
                    run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
                    context: Sequence[str] = ()) -> ScoreResult:
         run = JudgedRun(self, run_id or new_run_id(), reference_text(ground_truth))
-        try:
-            query = run.judge_text(question_text(input))
-        except InputError:
-            query = ""
+        query = run.question_text(input)
         try:
             response = run.judge_text(answer_text(output))
         except InputError:

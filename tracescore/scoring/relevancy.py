@@ -31,7 +31,6 @@ from tracescore.scoring._prompting import format_score, reference_round
 # the name other modules imported before the options helpers had their own module
 _merge_options = merge_options
 
-_SKIPPED_EMPTY = "empty output: the judge was not called"
 
 
 def relevancy_score(results: Sequence[Mapping[str, Any]], uncertainty_weight: float,
@@ -105,10 +104,9 @@ async def _execute(scorer: AnswerRelevancyScorer, run: JudgedRun, input: Any, ou
         raise run.error(STEP_PREPROCESS,
                         "the input has no question text to judge the output against")
     if not answer.strip():
-        run.record(STEP_PREPROCESS, result={"statements": [], "skipped": _SKIPPED_EMPTY})
-        run.record(STEP_ANALYZE, result={"results": []})
-        return run.result(0.0, "The score is 0 because the output is empty, so nothing in "
-                               "it addresses the question (the judge was not called).")
+        return run.skip_empty({STEP_PREPROCESS: {"statements": []}, STEP_ANALYZE: {"results": []}},
+                              "The score is 0 because the output is empty, so nothing in "
+                              "it addresses the question (the judge was not called).")
 
     # 1. preprocess: statements of the output
     request = _prompts.statements_request(answer)

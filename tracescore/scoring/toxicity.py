@@ -24,13 +24,11 @@ from typing import Any
 from tracescore._exceptions import ConfigurationError
 from tracescore.scoring._base import (
     STEP_ANALYZE,
-    STEP_PREPROCESS,
     STEP_REASON,
     ScoreResult,
     ToolCall,
     new_run_id,
 )
-from tracescore.scoring._inputs import InputError, answer_text, question_text
 from tracescore.scoring._jstext import JS_WHITESPACE
 from tracescore.scoring._judge_api import OFFLINE_MODEL, Judge, JudgeRequest
 from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS
@@ -205,19 +203,12 @@ class ToxicityScorer(JudgedScorer):
                    run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
                    context: Sequence[str] = ()) -> ScoreResult:
         run = JudgedRun(self, run_id or new_run_id(), reference_text(ground_truth))
-        try:
-            answer = run.judge_text(answer_text(output))
-        except InputError as exc:
-            raise run.error(STEP_PREPROCESS, str(exc)) from exc
-        try:
-            question = run.judge_text(question_text(input))
-        except InputError:
-            question = ""
+        answer = run.output_text(output)
+        question = run.question_text(input)
         if not answer.strip():
-            run.record(STEP_ANALYZE, result={"verdicts": [],
-                                             "skipped": "empty output: the judge was not called"})
-            return run.result(0.0, "The score is 0 because the output is empty, so nothing in "
-                                   "it can be toxic (the judge was not called).")
+            return run.skip_empty({STEP_ANALYZE: {"verdicts": []}},
+                                  "The score is 0 because the output is empty, so nothing in "
+                                  "it can be toxic (the judge was not called).")
 
         reply = await run.ask(verdicts_request(question, answer))
         verdicts: list[dict[str, str]] = reply.data["verdicts"]
