@@ -60,14 +60,14 @@ def _utf16(text: str) -> tuple[int, ...]:
 def _dice_reference(a: str, b: str) -> float:
     """The coefficient written out plainly, to compare the fast implementation with: over
     UTF-16 code units, JavaScript's whitespace removed (as the reference's string-similarity)."""
-    a, b = (_utf16(JS_WHITESPACE_RUN.sub("", text)) for text in (a, b))
-    if a == b:
+    units_a, units_b = (_utf16(JS_WHITESPACE_RUN.sub("", text)) for text in (a, b))
+    if units_a == units_b:
         return 1.0
-    if len(a) < 2 or len(b) < 2:
+    if len(units_a) < 2 or len(units_b) < 2:
         return 0.0
-    ba = Counter(a[i:i + 2] for i in range(len(a) - 1))
-    bb = Counter(b[i:i + 2] for i in range(len(b) - 1))
-    return 2 * sum((ba & bb).values()) / (len(a) + len(b) - 2)
+    ba = Counter(units_a[i:i + 2] for i in range(len(units_a) - 1))
+    bb = Counter(units_b[i:i + 2] for i in range(len(units_b) - 1))
+    return 2 * sum((ba & bb).values()) / (len(units_a) + len(units_b) - 2)
 
 
 @settings(max_examples=300, deadline=None)
