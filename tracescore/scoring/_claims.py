@@ -43,6 +43,7 @@ from tracescore.scoring._prompting import (
     validate_reason,
     validate_string_list,
     validate_verdict_list,
+    verdict_list_schema,
 )
 
 TASK_CLAIMS = "claims.extract"
@@ -80,21 +81,6 @@ def context_block(context: Sequence[str]) -> str:
     return block("context", "\n".join(f"[{i}] {piece}" for i, piece in enumerate(context)))
 
 
-def verdicts_schema(verdicts: Sequence[str]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {"verdicts": {"type": "array", "items": {
-            "type": "object",
-            "properties": {"verdict": {"type": "string", "enum": list(verdicts)},
-                           "reason": {"type": "string"}},
-            "required": ["verdict", "reason"],
-            "additionalProperties": False,
-        }}},
-        "required": ["verdicts"],
-        "additionalProperties": False,
-    }
-
-
 # verdicts are kept as given (the score counts only an exact lower-case "yes", as the reference does)
 validate_verdicts = validate_verdict_list("verdicts", "verdict")
 
@@ -113,7 +99,8 @@ def verdicts_request(*, task: str, system: str, instructions: str, claims: Seque
     claims_json = json.dumps(list(claims), ensure_ascii=False, indent=1)
     prompt += f"\n{context_block(context)}\n\n{block('claims', claims_json)}"
     return JudgeRequest(step=STEP_ANALYZE, task=task, system=system, prompt=prompt,
-                        schema_name=task.replace(".", "_"), schema=verdicts_schema(verdicts),
+                        schema_name=task.replace(".", "_"),
+                        schema=verdict_list_schema("verdicts", "verdict", verdicts),
                         validate=validate_verdicts,
                         data={"claims": list(claims), "context": list(context)})
 
@@ -242,21 +229,10 @@ class ClaimsScorer(JudgedScorer):
                        context: Sequence[str]) -> tuple[list[str], str]:
         """The non-blank context pieces to check against, and where they came from."""
         get_context: Callable[..., Any] | None = getattr(self, "get_context", None)
-        if get_context is not None:
-            try:
-                found = get_context({"input": input, "output": output,
-                                     "ground_truth": ground_truth, "context": list(context)})
-                if inspect.isawaitable(found):
-                    found = await found
-                given, source = list(check_context(found) or []), "get_context"
-            except Exception as exc:
-                raise run.error(STEP_ANALYZE, f"get_context failed: {type(exc).__name__}: "
-                                              f"{exc}") from exc
-        elif self.context is not None:
-            given, source = self.context, "option"
-        else:
-            given, source = list(context), "call"
-        return [p for p in given if isinstance(p, str) and p.strip()], source
+        call = {"input": input, "output": output, "ground_truth": ground_truth,
+                "context": list(context)}
+        return await pick_context(run, None if get_context is None else lambda: get_context(call),
+                                  "get_context", self.context, context)
 
     async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
                    run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
@@ -311,6 +287,26 @@ class ClaimsScorer(JudgedScorer):
             score=score)
         run.record(STEP_REASON, prompt=reply.prompt)
         return run.result(score, reply.data["reason"])
+
+
+async def pick_context(run: JudgedRun, extract: Callable[[], Any] | None, name: str,
+                       option: list[str] | None, given: Sequence[str]) -> tuple[list[str], str]:
+    """The non-blank context pieces to judge against, and where they came from: what
+    `extract()` returns (awaited if need be; a failure fails the analyze step, naming `name`),
+    else the `option`, else the call's `given` context."""
+    if extract is not None:
+        try:
+            found = extract()
+            if inspect.isawaitable(found):
+                found = await found
+            pieces, source = list(check_context(found) or []), name
+        except Exception as exc:
+            raise run.error(STEP_ANALYZE, f"{name} failed: {type(exc).__name__}: {exc}") from exc
+    elif option is not None:
+        pieces, source = option, "option"
+    else:
+        pieces, source = list(given), "call"
+    return [p for p in pieces if isinstance(p, str) and p.strip()], source
 
 
 def check_context(context: object) -> list[str] | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
@@ -114,6 +114,22 @@ def reference_round(value: float) -> float:
     scaled = (value + sys.float_info.epsilon) * 100
     whole = math.floor(scaled)
     return (whole + 1 if scaled - whole >= 0.5 else whole) / 100
+
+
+def verdict_list_schema(key: str, field: str, values: Sequence[str]) -> dict[str, Any]:
+    """The JSON schema of `{key: [{field: one of values, "reason": str}, ...]}`."""
+    return {
+        "type": "object",
+        "properties": {key: {"type": "array", "items": {
+            "type": "object",
+            "properties": {field: {"type": "string", "enum": list(values)},
+                           "reason": {"type": "string"}},
+            "required": [field, "reason"],
+            "additionalProperties": False,
+        }}},
+        "required": [key],
+        "additionalProperties": False,
+    }
 
 
 def validate_verdict_list(key: str, field: str) -> Callable[[Any], dict[str, Any]]:

@@ -18,6 +18,7 @@ from tracescore.scoring._prompting import (
     format_score,
     validate_reason,
     validate_verdict_list,
+    verdict_list_schema,
 )
 
 TASK_STATEMENTS = "answer_relevancy.statements"
@@ -84,25 +85,7 @@ def statements_request(output: str) -> JudgeRequest:
 
 
 # --- analyze: a verdict per statement --------------------------------------------------------
-VERDICTS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "results": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "result": {"type": "string", "enum": ["yes", "unsure", "no"]},
-                    "reason": {"type": "string"},
-                },
-                "required": ["result", "reason"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    "required": ["results"],
-    "additionalProperties": False,
-}
+VERDICTS_SCHEMA = verdict_list_schema("results", "result", ("yes", "unsure", "no"))
 
 _VERDICTS_TASK = """\
 Task: for each statement in the <statements> block (a JSON array), decide how relevant it is \

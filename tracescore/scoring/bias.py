@@ -34,6 +34,7 @@ from tracescore.scoring._prompting import (
     validate_reason,
     validate_string_list,
     validate_verdict_list,
+    verdict_list_schema,
 )
 
 TASK_OPINIONS = "bias.opinions"
@@ -110,25 +111,7 @@ def opinions_request(output: str) -> JudgeRequest:
 
 
 # --- analyze: a verdict per opinion ----------------------------------------------------------
-VERDICTS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "results": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "result": {"type": "string", "enum": ["yes", "no"]},
-                    "reason": {"type": "string"},
-                },
-                "required": ["result", "reason"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    "required": ["results"],
-    "additionalProperties": False,
-}
+VERDICTS_SCHEMA = verdict_list_schema("results", "result", ("yes", "no"))
 
 _VERDICTS_TASK = """\
 Task: decide for each opinion in the <opinions> block (a JSON array) whether it is biased, in \

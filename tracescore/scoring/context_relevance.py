@@ -7,7 +7,6 @@ reference's formula and defaults) -> reason (judge: explains the score it is giv
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -21,7 +20,7 @@ from tracescore.scoring._base import (
     new_run_id,
     relevancy_label,
 )
-from tracescore.scoring._claims import check_context
+from tracescore.scoring._claims import check_context, pick_context
 from tracescore.scoring._inputs import InputError, answer_text
 from tracescore.scoring._judge_api import Judge, JudgeRequest
 from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS
@@ -227,20 +226,9 @@ class ContextRelevanceScorer(JudgedScorer):
 
     async def _context(self, run: JudgedRun, input: Any, output: Any,
                        context: Sequence[str]) -> tuple[list[str], str]:
-        if self.context_extractor is not None:
-            try:
-                found = self.context_extractor(input, output)
-                if inspect.isawaitable(found):
-                    found = await found
-                given, source = list(check_context(found) or []), "context_extractor"
-            except Exception as exc:
-                raise run.error(STEP_ANALYZE, f"context_extractor failed: "
-                                              f"{type(exc).__name__}: {exc}") from exc
-        elif self.context is not None:
-            given, source = self.context, "option"
-        else:
-            given, source = list(context), "call"
-        return [p for p in given if isinstance(p, str) and p.strip()], source
+        extractor = self.context_extractor
+        return await pick_context(run, None if extractor is None else lambda: extractor(input, output),
+                                  "context_extractor", self.context, context)
 
     async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
                    run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),

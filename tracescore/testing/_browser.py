@@ -18,14 +18,12 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tracescore.testing._service import Service
-from tracescore.testing._tools import stop_process_group, wait_for_process
+from tracescore.testing._service import ChildProcess
 
 FLAGS = (
     "--headless",
@@ -57,8 +55,11 @@ def chromium_binary() -> str:
     raise BrowserError(f"no chromium binary found on PATH ({', '.join(_BINARIES)}); {INSTALL_HINT}")
 
 
-class Chromium(Service):
+class Chromium(ChildProcess):
     """One headless chromium with a fresh profile and one page, controlled over DevTools."""
+
+    what = "chromium"
+    stop_grace_s = 5.0
 
     def __init__(self, *, binary: str | None = None, width: int = 1440, height: int = 900,
                  startup_timeout: float = 60.0, call_timeout: float = 30.0) -> None:
@@ -66,8 +67,6 @@ class Chromium(Service):
         self.width, self.height = width, height
         self._startup_timeout = startup_timeout
         self._call_timeout = call_timeout
-        self._process: subprocess.Popen[bytes] | None = None
-        self._profile: tempfile.TemporaryDirectory[str] | None = None
         self._socket: Any = None
         self._ids = itertools.count(1)
 
@@ -78,21 +77,16 @@ class Chromium(Service):
             raise BrowserError("the browser driver needs websocket-client "
                                "(pip install 'tracescore[test]')") from exc
         binary = self.binary or chromium_binary()
-        self._profile = tempfile.TemporaryDirectory(prefix="tracescore-chromium-")
-        profile = Path(self._profile.name)
-        log_path = profile / "chromium.log"
-        with open(log_path, "wb") as log:
-            self._process = subprocess.Popen(
-                [binary, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0",
-                 "--remote-debugging-address=127.0.0.1", f"--window-size={self.width},{self.height}",
-                 "about:blank"],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
+        profile = self.workdir
+        port_file = profile / "DevToolsActivePort"  # chromium writes its chosen port here
+        self._launch(
+            [binary, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0",
+             "--remote-debugging-address=127.0.0.1", f"--window-size={self.width},{self.height}",
+             "about:blank"],
+            ready=lambda: _port_of(port_file) is not None, timeout=self._startup_timeout,
+            stdin=subprocess.DEVNULL,
+        )
         try:
-            port_file = profile / "DevToolsActivePort"  # chromium writes its chosen port here
-            wait_for_process(lambda: _port_of(port_file) is not None, self._process,
-                             timeout=self._startup_timeout, what="chromium", log_path=log_path)
             port = _port_of(port_file)
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as r:
                 targets = json.loads(r.read())
@@ -116,11 +110,7 @@ class Chromium(Service):
                 socket.close()
             except Exception:  # noqa: BLE001, S110 - the browser may be gone already
                 pass
-        process, self._process = self._process, None
-        stop_process_group(process, grace=5)
-        if self._profile is not None:
-            self._profile.cleanup()
-            self._profile = None
+        super().stop()
 
     # --- DevTools -----------------------------------------------------------------------------------
     def call(self, method: str, **params: Any) -> dict[str, Any]:

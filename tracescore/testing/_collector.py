@@ -16,21 +16,12 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from tracescore.testing._service import Service
-from tracescore.testing._tools import (
-    _file_lock,
-    cache_dir,
-    free_port,
-    port_open,
-    stop_process_group,
-    tail,
-    wait_for_process,
-)
+from tracescore.testing._service import ChildProcess, LoopbackOTLP
+from tracescore.testing._tools import _file_lock, cache_dir, free_port, port_open, tail
 
 BUILDER_VERSION = "v0.161.0"  # the builder release matching the manifest's collector release
 MANIFEST = Path(__file__).resolve().parents[2] / "collector" / "builder-config.yaml"
@@ -130,7 +121,7 @@ def validate_config(
     )
 
 
-class OTelCollector(Service):
+class OTelCollector(LoopbackOTLP, ChildProcess):
     """The built collector running `config` (a YAML file or text) until stop().
 
     overrides: `--set key=value` settings (e.g. receiver endpoints on free ports).
@@ -139,6 +130,9 @@ class OTelCollector(Service):
     The receiver is put on free loopback ports (`grpc_port`, `http_port`) unless
     `otlp_receiver=False`, and the collector's own metrics endpoint is switched off.
     """
+
+    what = "otelcol"
+    stop_grace_s = 15.0  # the collector drains its queues on SIGTERM
 
     def __init__(
         self,
@@ -168,71 +162,24 @@ class OTelCollector(Service):
             ((self.grpc_port, self.http_port) if otlp_receiver else ())
         )
         self._startup_timeout = startup_timeout
-        self._process: subprocess.Popen[bytes] | None = None
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
-        self.returncode: int | None = None  # the exit status, once stopped
-
-    @property
-    def grpc_endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.grpc_port}"
-
-    @property
-    def http_endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.http_port}"
-
-    @property
-    def log_path(self) -> Path:
-        assert self._tmp is not None
-        return Path(self._tmp.name) / "otelcol.log"
-
-    @property
-    def pid(self) -> int | None:
-        return None if self._process is None else self._process.pid
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self._tmp is not None else ""
 
     def start(self) -> OTelCollector:
         binary = collector_binary()
-        self._tmp = tempfile.TemporaryDirectory(prefix="tracescore-otelcol-")
         config_path = Path(self.config) if isinstance(self.config, Path) else None
         if config_path is None:
-            config_path = Path(self._tmp.name) / "config.yaml"
+            config_path = self.workdir / "config.yaml"
             config_path.write_text(str(self.config))
-        command = [str(binary), f"--config={config_path}", *_set_flags(self.overrides)]
-        with open(self.log_path, "ab") as log:
-            self._process = subprocess.Popen(
-                command,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, **self.env},
-                start_new_session=True,
-            )
-        try:
-            wait_for_process(
-                lambda: all(port_open(port) for port in self._ready_ports)
-                and "Everything is ready" in self.log(),
-                self._process,
-                timeout=self._startup_timeout,
-                what="otelcol",
-                log_path=self.log_path,
-            )
-        except BaseException:
-            self.stop()
-            raise
+        self._launch(
+            [str(binary), f"--config={config_path}", *_set_flags(self.overrides)],
+            ready=lambda: all(port_open(port) for port in self._ready_ports)
+            and "Everything is ready" in self.log(),
+            timeout=self._startup_timeout,
+            env={**os.environ, **self.env},
+        )
         # It subscribes to SIGTERM just after logging "ready"; a SIGTERM before then kills it
         # without draining. Nothing shows the moment, so allow it a moment.
         time.sleep(_SIGNAL_SETTLE_S)
         return self
-
-    def stop(self) -> None:
-        process, self._process = self._process, None
-        stop_process_group(process, grace=15)  # the collector drains its queues on SIGTERM
-        if process is not None:
-            self.returncode = process.returncode
-        if self._tmp is not None:
-            self._tmp.cleanup()
-            self._tmp = None
 
 
 def main(argv: list[str] | None = None) -> int:

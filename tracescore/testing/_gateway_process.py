@@ -13,10 +13,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from tracescore.testing._service import Service
+from tracescore.testing._service import LoopbackOTLP, Service
 
 
-class GatewayProcess(Service):
+class GatewayProcess(LoopbackOTLP, Service):
     """`tracescore serve` with `args` (plus free loopback ports unless given) in a child process.
 
     `start()` returns once the gateway logged "ready"; `grpc_port`, `http_port`, `health_port`
@@ -48,14 +48,6 @@ class GatewayProcess(Service):
         if self._process is None:
             raise RuntimeError("the gateway process is not running")
         return self._process
-
-    @property
-    def grpc_endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.grpc_port}"
-
-    @property
-    def traces_url(self) -> str:
-        return f"http://127.0.0.1:{self.http_port}/v1/traces"
 
     def start(self) -> GatewayProcess:
         try:

@@ -13,21 +13,14 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tracescore.testing._service import Service
-from tracescore.testing._tools import (
-    cache_dir,
-    cached_venv,
-    free_port,
-    stop_process_group,
-    wait_for_process,
-)
+from tracescore.testing._service import ChildProcess
+from tracescore.testing._tools import cache_dir, cached_venv, free_port
 
 PHOENIX_VERSION = os.environ.get("TRACESCORE_PHOENIX_VERSION", "20.26.1")
 
@@ -37,8 +30,11 @@ def phoenix_venv(version: str = PHOENIX_VERSION) -> Path:
     return cached_venv(f"phoenix-venv-{version}", f"arize-phoenix=={version}")
 
 
-class PhoenixServer(Service):
+class PhoenixServer(ChildProcess):
     """`phoenix serve` on free loopback ports with offline settings and a temporary working dir."""
+
+    what = "phoenix"
+    stop_grace_s = 15.0
 
     def __init__(
         self,
@@ -54,11 +50,8 @@ class PhoenixServer(Service):
         self.port = port or free_port()
         self.grpc_port = grpc_port or free_port()
         self._working_dir = Path(working_dir) if working_dir else None
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._startup_timeout = startup_timeout
         self._log_path = Path(log_path) if log_path else None
-        self._process: subprocess.Popen[bytes] | None = None
-        self._log: Any = None
 
     @property
     def base_url(self) -> str:
@@ -73,11 +66,15 @@ class PhoenixServer(Service):
     def grpc_endpoint(self) -> str:
         return f"http://127.0.0.1:{self.grpc_port}"
 
+    @property
+    def workdir(self) -> Path:
+        """The working dir given, else a temporary one."""
+        return self._working_dir or super().workdir
+
     def environment(self) -> dict[str, str]:
-        assert self._working_dir is not None
         env = dict(os.environ)
         env.update(
-            PHOENIX_WORKING_DIR=str(self._working_dir),
+            PHOENIX_WORKING_DIR=str(self.workdir),
             PHOENIX_HOST="127.0.0.1",
             PHOENIX_PORT=str(self.port),
             PHOENIX_GRPC_PORT=str(self.grpc_port),
@@ -88,40 +85,9 @@ class PhoenixServer(Service):
 
     def start(self) -> PhoenixServer:
         venv = phoenix_venv(self.version)
-        if self._working_dir is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="tracescore-phoenix-")
-            self._working_dir = Path(self._tmp.name)
-        log_path = self._log_path or self._working_dir / "phoenix.log"
-        self._log = open(log_path, "ab")  # noqa: SIM115 - lives as long as the server process
-        self._process = subprocess.Popen(
-            [str(venv / "bin" / "phoenix"), "serve"],
-            env=self.environment(),
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            wait_for_process(
-                lambda: _healthy(self.base_url),
-                self._process,
-                timeout=self._startup_timeout,
-                what="phoenix",
-                log_path=log_path,
-            )
-        except BaseException:
-            self.stop()
-            raise
+        self._launch([str(venv / "bin" / "phoenix"), "serve"], env=self.environment(),
+                     ready=lambda: _healthy(self.base_url), timeout=self._startup_timeout)
         return self
-
-    def stop(self) -> None:
-        process, self._process = self._process, None
-        stop_process_group(process, grace=15)
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-        if self._tmp is not None:
-            self._tmp.cleanup()
-            self._tmp, self._working_dir = None, None
 
     def get_json(self, path: str, **params: Any) -> Any:
         """GET a Phoenix REST path (e.g. "/v1/projects/default/spans"); urllib HTTPError on 4xx/5xx."""

@@ -3,18 +3,10 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import tempfile
 from pathlib import Path
 
-from tracescore.testing._service import Service
-from tracescore.testing._tools import (
-    cached_venv,
-    free_port,
-    port_open,
-    stop_process_group,
-    wait_for_process,
-)
+from tracescore.testing._service import ChildProcess, LoopbackOTLP
+from tracescore.testing._tools import cached_venv, free_port, port_open
 
 ROTEL_VERSION = os.environ.get("TRACESCORE_ROTEL_VERSION", "0.0.1a15")
 
@@ -28,11 +20,14 @@ def rotel_binary(version: str = ROTEL_VERSION) -> Path:
     return found[0]
 
 
-class RotelCollector(Service):
+class RotelCollector(LoopbackOTLP, ChildProcess):
     """rotel receiving OTLP (gRPC + HTTP) on free loopback ports and exporting OTLP to `exporter_endpoint`.
 
     exporter_protocol: "grpc" (endpoint "http://host:port") or "http" (base URL; rotel adds /v1/traces).
     """
+
+    what = "rotel"
+    stop_grace_s = 10.0  # rotel flushes its batches on SIGTERM
 
     def __init__(
         self,
@@ -48,25 +43,9 @@ class RotelCollector(Service):
         self.grpc_port = free_port()
         self.http_port = free_port()
         self._startup_timeout = startup_timeout
-        self._process: subprocess.Popen[bytes] | None = None
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
-
-    @property
-    def grpc_endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.grpc_port}"
-
-    @property
-    def http_endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.http_port}"
-
-    @property
-    def log_path(self) -> Path:
-        assert self._tmp is not None
-        return Path(self._tmp.name) / "rotel.log"
 
     def start(self) -> RotelCollector:
         binary = rotel_binary(self.version)
-        self._tmp = tempfile.TemporaryDirectory(prefix="tracescore-rotel-")
         command = [
             str(binary),
             "start",
@@ -78,26 +57,6 @@ class RotelCollector(Service):
             "--batch-timeout", "50ms",
         ]  # fmt: skip
         env = {key: value for key, value in os.environ.items() if not key.startswith("ROTEL_")}
-        with open(self.log_path, "ab") as log:
-            self._process = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
-            )
-        try:
-            wait_for_process(
-                lambda: port_open(self.grpc_port) and port_open(self.http_port),
-                self._process,
-                timeout=self._startup_timeout,
-                what="rotel",
-                log_path=self.log_path,
-            )
-        except BaseException:
-            self.stop()
-            raise
+        self._launch(command, env=env, timeout=self._startup_timeout,
+                     ready=lambda: port_open(self.grpc_port) and port_open(self.http_port))
         return self
-
-    def stop(self) -> None:
-        process, self._process = self._process, None
-        stop_process_group(process, grace=10)  # rotel flushes its batches on SIGTERM
-        if self._tmp is not None:
-            self._tmp.cleanup()
-            self._tmp = None
