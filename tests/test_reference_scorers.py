@@ -1,5 +1,6 @@
-"""Differential tests: our textual-difference, keyword-coverage and tool-call-accuracy scorers
-against the reference system's own npm package (@mastra/evals, pinned in tests/mastra), on hundreds of generated texts.
+"""Differential tests: our content-similarity, textual-difference, keyword-coverage and
+tool-call-accuracy scorers against the reference system's own npm package (@mastra/evals,
+pinned in tests/mastra), on hundreds of generated texts.
 
 The reference runs in Node.js over the same cases in one batch; numbers must agree exactly.
 """
@@ -18,6 +19,7 @@ from _helpers import npm_project
 from tracescore.scoring._jstext import JS_WHITESPACE
 from tracescore.scoring.difference import create_textual_difference_scorer
 from tracescore.scoring.keywords import create_keyword_coverage_scorer, english_stop_words
+from tracescore.scoring.similarity import create_content_similarity_scorer
 from tracescore.scoring.tools import create_tool_call_accuracy_scorer
 
 MASTRA = Path(__file__).resolve().parent / "mastra"
@@ -104,6 +106,25 @@ def test_textual_difference_equals_the_reference(reference: Path,
         got = {"score": ours.score, "ratio": step["ratio"], "changes": step["changes"],
                "lengthDiff": step["length_diff"], "confidence": step["confidence"]}
         assert got == {"score": expected["score"], **expected["preprocess"]}, (a, b)
+
+
+# both given (Mastra destructures its options: one given leaves the other undefined, i.e. off)
+@pytest.mark.parametrize("options", [{}, *({"ignoreCase": case, "ignoreWhitespace": space}
+                                           for case in (True, False) for space in (True, False))])
+def test_content_similarity_equals_the_reference(reference: Path, cases: list[tuple[str, str]],
+                                                 options: dict[str, bool]) -> None:
+    theirs = _reference(reference, cases=[
+        {"scorer": "content-similarity", "input": a, "output": b, "options": options}
+        for a, b in cases])
+    scorer = create_content_similarity_scorer(
+        ignore_case=options.get("ignoreCase", True),
+        ignore_whitespace=options.get("ignoreWhitespace", True))
+    partial = 0
+    for (a, b), expected in zip(cases, theirs, strict=True):
+        ours = scorer.run(input=a, output=b)
+        assert ours.score == expected["score"], (a, b)
+        partial += 0 < ours.score < 1
+    assert partial >= 150  # many cases are partly similar, not only 0 and 1
 
 
 def test_keyword_coverage_equals_the_reference(reference: Path,

@@ -8,6 +8,7 @@ import { createRequire } from "node:module";
 import keywordExtractor from "keyword-extractor";
 import {
   createCompletenessScorer,
+  createContentSimilarityScorer,
   createKeywordCoverageScorer,
   createTextualDifferenceScorer,
   createToneScorer,
@@ -15,6 +16,9 @@ import {
 } from "@mastra/evals/scorers/prebuilt";
 
 const FACTORIES = {
+  // no options: the factory's own defaults (an empty object would turn both off)
+  "content-similarity": (options) =>
+    createContentSimilarityScorer(Object.keys(options).length ? options : undefined),
   "textual-difference": () => createTextualDifferenceScorer(),
   "keyword-coverage": () => createKeywordCoverageScorer(),
   "tool-call-accuracy": (options) => createToolCallAccuracyScorerCode(options),

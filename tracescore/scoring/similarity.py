@@ -22,6 +22,7 @@ from tracescore.scoring._base import (
     similarity_label,
 )
 from tracescore.scoring._code import NO_JUDGE, CodeScorer
+from tracescore.scoring._jstext import JS_WHITESPACE, JS_WHITESPACE_RUN
 from tracescore.scoring._options import merge_options
 
 try:  # the C helper behind Counter.update; a plain dict skips Counter's own overhead
@@ -34,16 +35,17 @@ except ImportError:  # pragma: no cover - other interpreters
 
 # Bigrams are handled as integers: the text is encoded with a fixed width per character and
 # two neighbouring code units are read as one number (array type code by unit size in bytes).
-_PAIR_FORMAT: dict[int, Literal["H", "I", "Q"]] = {1: "H", 2: "I", 4: "Q"}
+_PAIR_FORMAT: dict[int, Literal["H", "I"]] = {1: "H", 2: "I"}
 assert all(array(code).itemsize == 2 * unit for unit, code in _PAIR_FORMAT.items())
 # Native byte order keeps every code below 2**53 (rapidfuzz hashes ints; small ones hash to
 # themselves, so distinct bigrams never collide).
-_UTF16, _UTF32 = ("utf-16-le", "utf-32-le") if sys.byteorder == "little" else ("utf-16-be", "utf-32-be")
-# The Latin-1 characters that str.split() treats as whitespace, deleted in one C-level pass.
-_LATIN1_WHITESPACE = bytes(code for code in range(256) if chr(code).isspace())
+_UTF16 = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"
+# Whitespace is JavaScript's (`\s`), as in the reference: no U+001C..U+001F or U+0085, but U+FEFF.
+# Its Latin-1 characters, deleted in one C-level pass.
+_LATIN1_WHITESPACE = bytes(ord(c) for c in JS_WHITESPACE if ord(c) < 256)
 # ASCII whitespace other than the space: a text without it, without double, leading or trailing
-# spaces, is already whitespace-normalised (checking that beats split/join from ~100 chars on).
-_ASCII_OTHER_WHITESPACE = bytes(code for code in range(128) if chr(code).isspace() and code != 32)
+# spaces, is already whitespace-normalised (checking that beats the regex from ~100 chars on).
+_ASCII_OTHER_WHITESPACE = bytes(ord(c) for c in JS_WHITESPACE if ord(c) < 128 and c != " ")
 _NORMALISED_CHECK_MIN_CHARS = 100
 # Up to this many characters (both texts together) the sort-and-LCS route is the faster one;
 # above it, counting in dicts wins (measured side by side on short and long texts).
@@ -52,19 +54,16 @@ _lcs: Callable[[Sequence[int], Sequence[int]], int] | None = None
 
 
 def _encode_pair(a: str, b: str) -> tuple[bytes, bytes, int]:
-    """Both texts without whitespace, in the narrowest fixed-width encoding that holds every
-    character of both (1, 2 or 4 bytes a character), and that width."""
+    """Both texts without whitespace, in Latin-1 when both fit (1 byte a character), else in
+    UTF-16 (2 bytes a code unit: a character beyond the BMP is two, as JavaScript counts it),
+    and that width."""
     try:
         return (a.encode("latin-1").translate(None, _LATIN1_WHITESPACE),
                 b.encode("latin-1").translate(None, _LATIN1_WHITESPACE), 1)
     except UnicodeEncodeError:
         pass
-    a, b = "".join(a.split()), "".join(b.split())
-    wide_a = a.encode(_UTF16, "surrogatepass")
-    wide_b = b.encode(_UTF16, "surrogatepass")
-    if len(wide_a) == 2 * len(a) and len(wide_b) == 2 * len(b):  # no surrogate pairs: 1 unit = 1 char
-        return wide_a, wide_b, 2
-    return a.encode(_UTF32, "surrogatepass"), b.encode(_UTF32, "surrogatepass"), 4
+    return (JS_WHITESPACE_RUN.sub("", a).encode(_UTF16, "surrogatepass"),
+            JS_WHITESPACE_RUN.sub("", b).encode(_UTF16, "surrogatepass"), 2)
 
 
 def _bigram_codes(data: bytes, unit: int) -> array[int]:
@@ -108,16 +107,18 @@ def _common_bigrams(data_a: bytes, data_b: bytes, unit: int) -> int:
 
 
 def _collapse_whitespace(text: str) -> str:
-    """`" ".join(text.split())`, skipping the split for a long ASCII text already in that form."""
+    r"""Runs of whitespace as one space, trimmed (`.replace(/\s+/g, " ").trim()`), skipping the
+    regex for a long ASCII text already in that form."""
     if (len(text) >= _NORMALISED_CHECK_MIN_CHARS and text.isascii() and "  " not in text
             and text[0] != " " and text[-1] != " "
             and len(text.encode("ascii").translate(None, _ASCII_OTHER_WHITESPACE)) == len(text)):
         return text
-    return " ".join(text.split())
+    return JS_WHITESPACE_RUN.sub(" ", text).strip(JS_WHITESPACE)
 
 
 def dice_similarity(a: str, b: str) -> float:
-    """Sørensen–Dice coefficient over character bigrams, all whitespace removed.
+    """Sørensen–Dice coefficient over character bigrams, all whitespace removed, as the
+    reference's `string-similarity` computes it (JavaScript's whitespace and UTF-16 code units).
 
     2·|bigrams(a) ∩ bigrams(b)| / (len(a) + len(b) - 2), multiset intersection; identical
     texts (both empty included) give 1, a text shorter than 2 characters gives 0.
