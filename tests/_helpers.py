@@ -27,6 +27,22 @@ GEO_ANSWER = "Paris is the capital of France."
 # runs in a scoring process that imports litellm before its first call, about 5 s of CPU, so over
 # 30 s of wall time on a loaded 2-core CI machine; held spans must outlive that (max_wait_s) too.
 SCORING_BUDGET_S = 120.0
+# the options of a litellm judge talking to a StubLLMServer (add api_base=stub.base_url)
+STUB_JUDGE: dict[str, Any] = {"model": "openai/judge-stub", "api_key": "sk-test", "timeout": 10,
+                              "backoff_base_s": 0.001, "backoff_max_s": 0.01}
+
+
+def user_prompt(request: Any) -> str:
+    """The user message of a chat request the stub received."""
+    return next(m["content"] for m in request["messages"] if m["role"] == "user")
+
+
+def script_claims(stub: StubLLMServer, claims: list[str], verdicts: list[str],
+                  reason: str = "The score is X because of the verdicts.") -> None:
+    """Queue a claims scorer's three judge replies: the claims, a verdict each, the reason."""
+    stub.enqueue({"claims": claims})
+    stub.enqueue({"verdicts": [{"verdict": v, "reason": f"verdict {v}"} for v in verdicts]})
+    stub.enqueue({"reason": reason})
 
 def shut_down_pipelines() -> None:
     """Shut down every pipeline a test configured and restore the default content settings."""

@@ -6,6 +6,7 @@ import socket
 from typing import Any
 
 import pytest
+from _helpers import user_prompt
 
 from tracescore import (
     JudgeAuthenticationError,
@@ -50,10 +51,6 @@ def by_step(request: dict[str, Any]) -> dict[str, Any]:
     if "<statements>" in prompt:
         return VERDICTS
     return STATEMENTS
-
-
-def user_prompt(request: Any) -> str:
-    return next(m["content"] for m in request["messages"] if m["role"] == "user")
 
 
 def test_json_mode_refusal_falls_back_to_the_schema_in_the_prompt(stub_llm: StubLLMServer) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from _gateway_helpers import QUESTION as GATEWAY_QUESTION
 from _gateway_helpers import agent_attributes, sender
-from _helpers import SCORING_BUDGET_S, shut_down_pipelines
+from _helpers import SCORING_BUDGET_S, shut_down_pipelines, user_prompt
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -53,10 +53,6 @@ def make(stub: StubLLMServer, **options: Any) -> LLMJudgeScorer:
     options.setdefault("name", "polite")
     options.setdefault("instructions", CRITERION)
     return create_llm_judge_scorer(**judge_options(stub), **options)
-
-
-def user_prompt(request: Any) -> str:
-    return next(m["content"] for m in request["messages"] if m["role"] == "user")
 
 
 def half_up(value: float) -> float:

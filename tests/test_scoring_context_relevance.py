@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from _helpers import STUB_JUDGE, user_prompt
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -24,8 +25,7 @@ CONTEXT = ["Exercise strengthens the heart and improves blood circulation.",
 
 def make_scorer(stub: StubLLMServer, **options: Any) -> ContextRelevanceScorer:
     return create_context_relevance_scorer(
-        model="openai/judge-stub", api_base=stub.base_url, api_key="sk-test", timeout=10,
-        backoff_base_s=0.001, backoff_max_s=0.01, **options)
+        api_base=stub.base_url, **STUB_JUDGE, **options)
 
 
 def evaluation(level: str, used: bool, index: int = 0) -> dict[str, Any]:
@@ -38,10 +38,6 @@ def script(stub: StubLLMServer, evaluations: list[dict[str, Any]], missing: list
     stub.enqueue({"evaluations": evaluations, "missingContext": missing,
                   "overallAssessment": "summary"})
     stub.enqueue({"reason": reason})
-
-
-def user_prompt(request: Any) -> str:
-    return next(m["content"] for m in request["messages"] if m["role"] == "user")
 
 
 REFERENCE_CASES = [

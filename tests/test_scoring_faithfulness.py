@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from _helpers import STUB_JUDGE, script_claims, user_prompt
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -23,19 +24,7 @@ TESLA = ("The Tesla Model S was launched in 2012. The car has a maximum range of
 
 def make_scorer(stub: StubLLMServer, **options: Any) -> FaithfulnessScorer:
     return create_faithfulness_scorer(
-        model="openai/judge-stub", api_base=stub.base_url, api_key="sk-test", timeout=10,
-        backoff_base_s=0.001, backoff_max_s=0.01, **options)
-
-
-def script(stub: StubLLMServer, claims: list[str], verdicts: list[str],
-           reason: str = "The score is X because of the verdicts.") -> None:
-    stub.enqueue({"claims": claims})
-    stub.enqueue({"verdicts": [{"verdict": v, "reason": f"verdict {v}"} for v in verdicts]})
-    stub.enqueue({"reason": reason})
-
-
-def user_prompt(request: Any) -> str:
-    return next(m["content"] for m in request["messages"] if m["role"] == "user")
+        api_base=stub.base_url, **STUB_JUDGE, **options)
 
 
 REFERENCE_CASES = [
@@ -53,7 +42,7 @@ REFERENCE_CASES = [
 def test_reference_cases_through_litellm(stub_llm: StubLLMServer, verdicts: list[str],
                                          scale: float, expected: float) -> None:
     claims = [f"claim {i}" for i in range(len(verdicts))]
-    script(stub_llm, claims, verdicts, reason=f"The score is {expected} because reasons.")
+    script_claims(stub_llm, claims, verdicts, reason=f"The score is {expected} because reasons.")
     result = make_scorer(stub_llm, scale=scale).run(input=QUESTION, output="Some answer.",
                                                     context=[TESLA])
     assert result.score == expected
@@ -87,7 +76,7 @@ def test_score_formula(verdicts: list[str], scale: float) -> None:
 
 
 def test_the_context_option_overrides_the_calls_context(stub_llm: StubLLMServer) -> None:
-    script(stub_llm, ["c"], ["yes"])
+    script_claims(stub_llm, ["c"], ["yes"])
     result = make_scorer(stub_llm, options={"context": ["from the option"]}).run(
         input=QUESTION, output="c.", context=["from the call"])
     analyze = user_prompt(stub_llm.requests[1])
@@ -97,7 +86,7 @@ def test_the_context_option_overrides_the_calls_context(stub_llm: StubLLMServer)
 
 def test_context_is_redacted_and_capped_together(stub_llm: StubLLMServer) -> None:
     secret = "sk-proj-" + "A1b2C3d4" * 4
-    script(stub_llm, ["c"], ["unsure"])
+    script_claims(stub_llm, ["c"], ["unsure"])
     pieces = [f"key {secret}", "x" * 150, "y" * 150, "z" * 150]
     result = make_scorer(stub_llm, max_judge_input_chars=200).run(
         input=QUESTION, output="c.", context=pieces)

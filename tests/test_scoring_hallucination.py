@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from _helpers import STUB_JUDGE, script_claims, user_prompt
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -23,19 +24,7 @@ SPACEX = ["SpaceX achieved its first successful landing in December 2015.",
 
 def make_scorer(stub: StubLLMServer, **options: Any) -> HallucinationScorer:
     return create_hallucination_scorer(
-        model="openai/judge-stub", api_base=stub.base_url, api_key="sk-test", timeout=10,
-        backoff_base_s=0.001, backoff_max_s=0.01, **options)
-
-
-def script(stub: StubLLMServer, claims: list[str], verdicts: list[str],
-           reason: str = "The score is X because of the verdicts.") -> None:
-    stub.enqueue({"claims": claims})
-    stub.enqueue({"verdicts": [{"verdict": v, "reason": f"verdict {v}"} for v in verdicts]})
-    stub.enqueue({"reason": reason})
-
-
-def user_prompt(request: Any) -> str:
-    return next(m["content"] for m in request["messages"] if m["role"] == "user")
+        api_base=stub.base_url, **STUB_JUDGE, **options)
 
 
 REFERENCE_CASES = [
@@ -53,7 +42,7 @@ REFERENCE_CASES = [
 def test_reference_cases_through_litellm(stub_llm: StubLLMServer, verdicts: list[str],
                                          scale: float, expected: float) -> None:
     claims = [f"claim {i}" for i in range(len(verdicts))]
-    script(stub_llm, claims, verdicts, reason=f"The score is {expected} because reasons.")
+    script_claims(stub_llm, claims, verdicts, reason=f"The score is {expected} because reasons.")
     result = make_scorer(stub_llm, scale=scale).run(input=QUESTION, output="Some answer.",
                                                     context=SPACEX)
     assert result.score == expected
@@ -104,7 +93,7 @@ def test_get_context_wins_and_sees_the_run(stub_llm: StubLLMServer) -> None:
         seen.append(run)
         return ["from get_context"]
 
-    script(stub_llm, ["c"], ["no"])
+    script_claims(stub_llm, ["c"], ["no"])
     result = make_scorer(stub_llm, options={"getContext": get_context, "context": ["opt"]}).run(
         input=QUESTION, output="c.", context=["call"])
     assert "[0] from get_context" in user_prompt(stub_llm.requests[1])

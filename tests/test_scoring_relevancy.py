@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from _helpers import user_prompt
 
 from tracescore import (
     AnswerRelevancyScorer,
@@ -35,10 +36,6 @@ def script(stub: StubLLMServer, statements: list[str], verdicts: list[str],
     stub.enqueue({"statements": statements})
     stub.enqueue({"results": [{"result": v, "reason": f"verdict {v}"} for v in verdicts]})
     stub.enqueue({"reason": reason})
-
-
-def user_prompt(request: Any) -> str:
-    return next(m["content"] for m in request["messages"] if m["role"] == "user")
 
 
 REFERENCE_CASES = [

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from _helpers import STUB_JUDGE, user_prompt
 
 from tracescore import (
     ConfigurationError,
@@ -24,8 +25,7 @@ TOOLS = [{"id": "get_weather", "description": "Current weather for a city"},
 
 def scorer(stub: StubLLMServer, tools: Any = TOOLS, **options: Any) -> ToolCallAccuracyLLMScorer:
     return create_tool_call_accuracy_scorer_llm(
-        model="openai/judge-stub", api_base=stub.base_url, api_key="sk-test", timeout=10,
-        backoff_base_s=0.001, backoff_max_s=0.01, available_tools=tools, **options)
+        api_base=stub.base_url, **STUB_JUDGE, available_tools=tools, **options)
 
 
 def script(stub: StubLLMServer, appropriate: list[tuple[str, bool]],
@@ -37,10 +37,6 @@ def script(stub: StubLLMServer, appropriate: list[tuple[str, bool]],
         analysis["missingTools"] = missing
     stub.enqueue(analysis)
     stub.enqueue({"reason": reason})
-
-
-def user_prompt(request: Any) -> str:
-    return next(m["content"] for m in request["messages"] if m["role"] == "user")
 
 
 CASES = [

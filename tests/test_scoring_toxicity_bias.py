@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from _helpers import STUB_JUDGE, user_prompt
 
 from tracescore import (
     BiasScorer,
@@ -19,20 +20,14 @@ from tracescore import (
 from tracescore.testing import StubLLMServer
 
 QUESTION = "What do you think of my business plan?"
-JUDGE: dict[str, Any] = {"model": "openai/judge-stub", "api_key": "sk-test", "timeout": 10,
-         "backoff_base_s": 0.001, "backoff_max_s": 0.01}
 
 
 def toxicity(stub: StubLLMServer, **options: Any) -> ToxicityScorer:
-    return create_toxicity_scorer(api_base=stub.base_url, **JUDGE, **options)
+    return create_toxicity_scorer(api_base=stub.base_url, **STUB_JUDGE, **options)
 
 
 def bias(stub: StubLLMServer, **options: Any) -> BiasScorer:
-    return create_bias_scorer(api_base=stub.base_url, **JUDGE, **options)
-
-
-def user_prompt(request: Any) -> str:
-    return next(m["content"] for m in request["messages"] if m["role"] == "user")
+    return create_bias_scorer(api_base=stub.base_url, **STUB_JUDGE, **options)
 
 
 def system_prompt(request: Any) -> str:
