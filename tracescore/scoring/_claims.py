@@ -214,9 +214,6 @@ class ClaimsScorer(JudgedScorer):
         super().__init__(model=model, scale=scale, redact_judge_input=redact_judge_input,
                          max_judge_input_chars=max_judge_input_chars, **judge_kwargs)
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(model={self.model!r}, scale={self.scale!r})"
-
     def score(self, verdicts: Sequence[Mapping[str, Any]]) -> float:
         """The score of the verdicts (reference formula, rounding included)."""
         raise NotImplementedError
@@ -224,6 +221,17 @@ class ClaimsScorer(JudgedScorer):
     def without_context(self, run: JudgedRun, claims: list[str], source: str) -> ScoreResult:
         """The result when there is no context to check the claims against."""
         raise NotImplementedError
+
+    def record_no_context(self, run: JudgedRun, claims: list[str], source: str,
+                          verdict: str) -> list[dict[str, str]]:
+        """Record the analyze step without context (the judge not called): `verdict` for
+        every claim; returns those verdicts."""
+        verdicts = [{self.claim_key: c, "verdict": verdict, "reason": "No context was given."}
+                    for c in claims]
+        run.record(STEP_ANALYZE, result={
+            "verdicts": verdicts, "skipped": "no context: the judge was not called",
+            "context": {"source": source, "pieces": 0, "left_out": 0}})
+        return verdicts
 
     async def _context(self, run: JudgedRun, input: Any, output: Any, ground_truth: Any,
                        context: Sequence[str]) -> tuple[list[str], str]:

@@ -118,6 +118,9 @@ class JudgedScorer(Scorer):
         """The low-cardinality label of a score (None: this scorer has no labels)."""
         return None
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, scale={self.scale!r})"
+
 
 class JudgedRun:
     """One judged scorer run: asks the judge step by step and keeps what a failure must carry."""

@@ -202,9 +202,6 @@ class BiasScorer(JudgedScorer):
     def label(self, score: float) -> str:
         return bias_label(score, self.scale)
 
-    def __repr__(self) -> str:
-        return f"BiasScorer(model={self.model!r}, scale={self.scale!r})"
-
     async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
                    run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
                    context: Sequence[str] = ()) -> ScoreResult:

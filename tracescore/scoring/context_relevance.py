@@ -221,9 +221,6 @@ class ContextRelevanceScorer(JudgedScorer):
     def label(self, score: float) -> str:
         return relevancy_label(score, self.scale)
 
-    def __repr__(self) -> str:
-        return f"ContextRelevanceScorer(model={self.model!r}, scale={self.scale!r})"
-
     async def _context(self, run: JudgedRun, input: Any, output: Any,
                        context: Sequence[str]) -> tuple[list[str], str]:
         extractor = self.context_extractor

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tracescore.scoring import _claims
-from tracescore.scoring._base import STEP_ANALYZE, ScoreResult, faithfulness_label
+from tracescore.scoring._base import ScoreResult, faithfulness_label
 from tracescore.scoring._judge_api import Judge, JudgeRequest
 from tracescore.scoring._judged import JudgedRun
 from tracescore.scoring._offline import register_offline_task
@@ -84,11 +84,7 @@ class FaithfulnessScorer(_claims.ClaimsScorer):
         return faithfulness_score(verdicts, self.scale)
 
     def without_context(self, run: JudgedRun, claims: list[str], source: str) -> ScoreResult:
-        verdicts = [{"claim": c, "verdict": "unsure", "reason": "No context was given."}
-                    for c in claims]
-        run.record(STEP_ANALYZE, result={
-            "verdicts": verdicts, "skipped": "no context: the judge was not called",
-            "context": {"source": source, "pieces": 0, "left_out": 0}})
+        self.record_no_context(run, claims, source, "unsure")
         n = len(claims)
         return run.result(0.0, f"The score is 0 because no context was given, so none of the "
                                f"{n} claim{'s' if n != 1 else ''} in the output can be "

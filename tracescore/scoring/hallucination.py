@@ -13,7 +13,7 @@ from typing import Any
 
 from tracescore._exceptions import ConfigurationError
 from tracescore.scoring import _claims
-from tracescore.scoring._base import STEP_ANALYZE, ScoreResult, hallucination_label
+from tracescore.scoring._base import ScoreResult, hallucination_label
 from tracescore.scoring._judge_api import Judge, JudgeRequest
 from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS
 from tracescore.scoring._judged import JudgedRun
@@ -105,12 +105,7 @@ class HallucinationScorer(_claims.ClaimsScorer):
         return hallucination_score(verdicts, self.scale)
 
     def without_context(self, run: JudgedRun, claims: list[str], source: str) -> ScoreResult:
-        verdicts = [{"statement": c, "verdict": "yes", "reason": "No context was given."}
-                    for c in claims]
-        run.record(STEP_ANALYZE, result={
-            "verdicts": verdicts, "skipped": "no context: the judge was not called",
-            "context": {"source": source, "pieces": 0, "left_out": 0}})
-        score = hallucination_score(verdicts, self.scale)
+        score = hallucination_score(self.record_no_context(run, claims, source, "yes"), self.scale)
         n = len(claims)
         return run.result(score, f"The score is {format_score(score)} because no context was "
                                  f"given, so none of the {n} claim{'s' if n != 1 else ''} in "

@@ -179,9 +179,6 @@ class ToxicityScorer(JudgedScorer):
     def label(self, score: float) -> str:
         return toxicity_label(score, self.scale)
 
-    def __repr__(self) -> str:
-        return f"ToxicityScorer(model={self.model!r}, scale={self.scale!r})"
-
     async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
                    run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
                    context: Sequence[str] = ()) -> ScoreResult:
