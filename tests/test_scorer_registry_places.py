@@ -1,0 +1,108 @@
+"""Every scorer of the registry, by name, in the four places a user names scorers: configure
+(online scoring of a live call), the gateway config, run_evals and the `tracescore` command.
+
+Judged scorers use the offline judge, except the two that need a language model (bias, the LLM
+judge): real litellm over HTTP to a local stub whose one reply fits both."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from _helpers import SCORING_BUDGET_S, shut_down_pipelines
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import tracescore
+from tracescore import _semconv as sc
+from tracescore import load_gateway_config
+from tracescore.scoring._registry import ENV_JUDGE_MODEL, SCORER_IDS
+from tracescore.testing import Reply, StubLLMServer
+
+QUESTION = "What is the refund policy?"
+ANSWER = "Refunds take 5 days."
+REPLY = {"opinions": ["Refunds are slow."], "results": [{"result": "no", "reason": "neutral"}],
+         "reason": "The score is 0 because the answer is neutral.", "verdict": "pass"}
+
+
+@pytest.fixture
+def specs(stub_llm: StubLLMServer, monkeypatch: pytest.MonkeyPatch) -> dict[str, dict[str, Any]]:
+    """The expected scorer id -> a spec naming each registry scorer, with the options it needs."""
+    monkeypatch.delenv(ENV_JUDGE_MODEL, raising=False)
+    stub_llm.default_reply = Reply(content=REPLY)
+    judge = {"model": "openai/judge-stub", "api_base": stub_llm.base_url, "api_key": "sk-test",
+             "timeout": 10}
+    options: dict[str, dict[str, Any]] = {
+        "tool-call-accuracy": {"expected_tool": "search"},
+        "llm-tool-call-accuracy": {"available_tools": [
+            {"id": "search", "description": "Search the refund policy"}]},
+        "bias": judge,
+        "llm-judge": {**judge, "name": "polite", "instructions": "The answer is polite."}}
+    return {"polite" if sid == "llm-judge" else sid: {"scorer": sid, "options": options.get(sid, {})}
+            for sid in SCORER_IDS}
+
+
+@tracescore.tool(name="search")
+def search(query: str) -> str:
+    return ANSWER
+
+
+@tracescore.agent(name="support")
+def support(question: str) -> str:
+    return search(question)
+
+
+def test_configure_scores_a_live_call_with_every_scorer_named(specs: dict[str, Any]) -> None:
+    exporter = InMemorySpanExporter()
+    handle = tracescore.configure(exporter=exporter, batch=False, scorers=list(specs.values()),
+                                  online={"max_wait_s": SCORING_BUDGET_S})
+    try:
+        support(QUESTION)
+        assert handle.flush(SCORING_BUDGET_S)
+    finally:
+        shut_down_pipelines()
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent support"]
+    events = {e.attributes[sc.TS_SCORER_ID]: e.attributes for e in span.events
+              if e.name == sc.GEN_AI_EVALUATION_RESULT}
+    assert set(events) == set(specs)
+    assert {sid: a.get(sc.ERROR_TYPE) for sid, a in events.items()} == dict.fromkeys(specs)
+    assert events["tool-call-accuracy"][sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0  # saw the call
+
+
+def test_run_evals_scores_with_every_scorer_named(specs: dict[str, Any]) -> None:
+    item = {"input": QUESTION, "ground_truth": ANSWER, "context": [ANSWER],
+            "tool_calls": ["search"]}
+    result = tracescore.run_evals([item], list(specs.values()), target=lambda q: ANSWER)
+    assert result.failures == ()
+    assert set(result.scores) == set(specs) and None not in result.scores.values()
+    assert result.scores["tool-call-accuracy"] == 1.0
+
+
+def test_the_gateway_config_builds_every_scorer_named(specs: dict[str, Any],
+                                                      tmp_path: Path) -> None:
+    path = tmp_path / "gateway.yaml"
+    path.write_text(yaml.safe_dump({"scoring": {"scorers": list(specs.values())}}))
+    config = load_gateway_config(path, environ={})
+    assert [online.scorer.id for online in config.scorers or ()] == list(specs)
+
+
+def test_the_command_scores_with_every_scorer_named(specs: dict[str, Any],
+                                                    tmp_path: Path) -> None:
+    args = ["score", "-i", QUESTION, "-o", ANSWER, "-g", ANSWER, "-c", ANSWER,
+            "--tool-call", "search", "--json"]
+    for spec in specs.values():
+        args += ["-s", spec["scorer"]]
+        for key, value in spec["options"].items():
+            args += ["--scorer-option", f"{spec['scorer']}.{key}={json.dumps(value)}"]
+    env = {k: v for k, v in os.environ.items() if k != ENV_JUDGE_MODEL}
+    done = subprocess.run([str(Path(sys.executable).parent / "tracescore"), *args], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    results = {r["scorer_id"]: r for r in json.loads(done.stdout)}
+    assert list(results) == list(specs)
+    assert results["tool-call-accuracy"]["score"] == 1.0
