@@ -6,12 +6,17 @@ import json
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
+from _helpers import SeenScorer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
+
+from tracescore.gateway import Gateway, GatewayConfig
+from tracescore.online import OnlineScorer
 
 QUESTION = "What is the capital of France?"
 ANSWER = "Paris is the capital of France."
@@ -67,3 +72,19 @@ def plain_request(spans: int, rng: random.Random | None = None) -> ExportTraceSe
         span.attributes.add(key="http.route").value.string_value = "/item/{id}"
         span.attributes.add(key="http.status_code").value.int_value = 200
     return request
+
+
+@contextmanager
+def seen_gateway(folder: Path, exporter_endpoint: str) -> Iterator[Gateway]:
+    """An in-process gateway on free loopback ports, its journal in `folder`, scoring every
+    agent call with `SeenScorer` (thread isolation) and forwarding to `exporter_endpoint`."""
+    config = GatewayConfig(
+        grpc_endpoint="127.0.0.1:0", http_endpoint="127.0.0.1:0", health_endpoint="127.0.0.1:0",
+        exporter_endpoint=exporter_endpoint, journal_path=str(folder / "j.db"),
+        journal_sync="normal", scorers=[OnlineScorer(SeenScorer())], isolation="thread",
+        shutdown_timeout_s=10.0)
+    gateway = Gateway(config).start()
+    try:
+        yield gateway
+    finally:
+        gateway.stop(timeout_s=5)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _gateway_helpers import agent_attributes, sender
+from _gateway_helpers import agent_attributes, seen_gateway, sender
 from _helpers import SeenScorer
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -30,7 +30,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from tracescore import ConfigurationError
 from tracescore import _semconv as sc
-from tracescore.gateway import Gateway, GatewayConfig, load_gateway_config
+from tracescore.gateway import Gateway, load_gateway_config
 from tracescore.gateway._engine import Engine
 from tracescore.gateway._metrics import GatewayMetrics
 from tracescore.gateway._trace_buffer import BufferLimits, TraceBuffer
@@ -83,14 +83,8 @@ def seen(receiver: OTLPReceiver, count: int) -> dict[str, dict[str, Any]]:
 
 @pytest.fixture
 def gateway(tmp_path: Path, otlp_receiver: OTLPReceiver) -> Iterator[Gateway]:
-    config = GatewayConfig(
-        grpc_endpoint="127.0.0.1:0", http_endpoint="127.0.0.1:0", health_endpoint="127.0.0.1:0",
-        exporter_endpoint=otlp_receiver.grpc_endpoint, journal_path=str(tmp_path / "j.db"),
-        journal_sync="normal", scorers=[OnlineScorer(SeenScorer())], isolation="thread",
-        shutdown_timeout_s=10.0)
-    gateway = Gateway(config).start()
-    yield gateway
-    gateway.stop(timeout_s=5)
+    with seen_gateway(tmp_path, otlp_receiver.grpc_endpoint) as gateway:
+        yield gateway
 
 
 @pytest.mark.parametrize("batched", [False, True], ids=["span-by-span", "one-request"])

@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _gateway_helpers import seen_gateway
 from _helpers import SCORING_BUDGET_S, SeenScorer, shut_down_pipelines
 
 import tracescore
 from tracescore import _semconv as sc
-from tracescore.gateway import Gateway, GatewayConfig
-from tracescore.online import OnlineScorer
+from tracescore.gateway import Gateway
 from tracescore.testing import OTLPReceiver
 
 Step = tuple[str, dict[str, Any], bool, bool]  # tool name, arguments, fails, nested
@@ -100,14 +100,8 @@ def _clean_pipelines(span_exporter: Any) -> Iterator[None]:
 
 @pytest.fixture
 def gateway(tmp_path: Path, otlp_receiver: OTLPReceiver) -> Iterator[Gateway]:
-    config = GatewayConfig(
-        grpc_endpoint="127.0.0.1:0", http_endpoint="127.0.0.1:0", health_endpoint="127.0.0.1:0",
-        exporter_endpoint=otlp_receiver.grpc_endpoint, journal_path=str(tmp_path / "j.db"),
-        journal_sync="normal", scorers=[OnlineScorer(SeenScorer())], isolation="thread",
-        shutdown_timeout_s=10.0)
-    gateway = Gateway(config).start()
-    yield gateway
-    gateway.stop(timeout_s=5)
+    with seen_gateway(tmp_path, otlp_receiver.grpc_endpoint) as gateway:
+        yield gateway
 
 
 @pytest.mark.parametrize("seed", range(4))
