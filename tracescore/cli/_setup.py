@@ -56,8 +56,10 @@ def build_scorers(names: Sequence[str], model: str,
             if isinstance(judge, Judge):
                 check_judge(judge)  # a typo fails now, not on the first item
         except ConfigurationError as exc:
-            raise SetupError(f"{exc} (scorer {sid}: set options with --scorer-option "
-                             f"{sid}.NAME=VALUE)") from None
+            hint = (f"give a language model with --judge-model (or --scorer-option "
+                    f"{sid}.model=MODEL)" if str(exc).startswith("model:")
+                    else f"set options with --scorer-option {sid}.NAME=VALUE")
+            raise SetupError(f"{exc} (scorer {sid}: {hint})") from None
         scorers.append(scorer)
     return scorers
 
