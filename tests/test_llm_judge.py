@@ -516,3 +516,33 @@ def test_the_command_runs_it_and_gates_on_its_name(tmp_path: Path, stub_llm: Stu
     assert passing.returncode == 0, passing.stderr
     assert json.loads((tmp_path / "out.json").read_text())["scores"] == {"polite": 0.5}
     assert failing.returncode == 1 and "polite mean 0.500 < 0.9" in failing.stdout
+
+
+@pytest.mark.parametrize("verdict", ["pass", "fail"])
+def test_exported_span_carries_the_judges_tokens_and_cost(
+        otlp_receiver: OTLPReceiver, stub_llm: StubLLMServer, verdict: str) -> None:
+    import litellm
+
+    stub_llm.default_reply = Reply(content={"reason": "Checked.", "verdict": verdict},
+                                   usage={"prompt_tokens": 1200, "completion_tokens": 80})
+    options = {**judge_options(stub_llm), "model": "openai/gpt-4o-mini", "name": "polite",
+               "instructions": CRITERION}
+    handle = tracescore.configure(
+        exporter="otlp-http", endpoint=otlp_receiver.http_endpoint,
+        scorers=[{"scorer": "llm-judge", "options": options}],
+        online={"max_wait_s": SCORING_BUDGET_S})
+    try:
+        tracescore.agent(name="support")(lambda question: ANSWER)(QUESTION)
+        assert handle.flush(SCORING_BUDGET_S)
+        (span,) = otlp_receiver.wait_for_spans(1)
+    finally:
+        shut_down_pipelines()
+    [event] = [e.attributes for e in span.events_named(sc.GEN_AI_EVALUATION_RESULT)]
+    price = litellm.model_cost["gpt-4o-mini"]
+    assert event[sc.TS_JUDGE_MODEL] == "openai/gpt-4o-mini" and event[sc.TS_JUDGE_CALLS] == 1
+    assert (event[sc.TS_JUDGE_INPUT_TOKENS], event[sc.TS_JUDGE_OUTPUT_TOKENS]) == (1200, 80)
+    assert event[sc.TS_JUDGE_COST_USD] == pytest.approx(
+        1200 * price["input_cost_per_token"] + 80 * price["output_cost_per_token"])
+    assert event[sc.GEN_AI_EVALUATION_SCORE_LABEL] == verdict
+    [step] = [e.attributes for e in span.events_named(sc.TS_EVALUATION_STEP)]
+    assert json.loads(step[sc.TS_STEP_RESULT]) == {"verdict": verdict, "reason": "Checked."}
