@@ -180,3 +180,14 @@ def live_scores(scorers: list[Any], question: str, answer: str, *, agent: str = 
     [span] = [s for s in exporter.get_finished_spans() if s.name == f"invoke_agent {agent}"]
     return {e.attributes[sc.TS_SCORER_ID]: e.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE]
             for e in span.events if e.name == sc.GEN_AI_EVALUATION_RESULT}
+
+
+def score_command(*args: str) -> dict[str, Any]:
+    """`tracescore score ARGS --json` in a child process (it must exit 0): each result by
+    scorer id."""
+    import sys
+
+    done = subprocess.run([str(Path(sys.executable).parent / "tracescore"), "score", *args,
+                           "--json"], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return {r["scorer_id"]: r for r in json.loads(done.stdout)}

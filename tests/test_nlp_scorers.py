@@ -3,14 +3,10 @@ command) and their options and inputs."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
-from _helpers import live_scores
+from _helpers import live_scores, score_command
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -60,12 +56,8 @@ scoring:
 
 
 def test_the_command_scores_with_both() -> None:
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "tracescore"), "score", "--input", QUESTION,
-         "--output", ANSWER, "-s", "completeness", "-s", "tone", "--json"],
-        capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    by_id: dict[str, Any] = {r["scorer_id"]: r for r in json.loads(done.stdout)}
+    by_id = score_command("--input", QUESTION, "--output", ANSWER, "-s", "completeness",
+                          "-s", "tone")
     assert by_id["completeness"]["score"] == create_scorer("completeness").run(
         input=QUESTION, output=ANSWER).score
     assert by_id["tone-consistency"]["preprocess_step_result"]["sentences"] == 2

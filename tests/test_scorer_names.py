@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _helpers import live_scores
+from _helpers import live_scores, score_command
 
 from tracescore import ConfigurationError, load_gateway_config, run_evals
 from tracescore.scoring import (
@@ -91,12 +91,8 @@ def test_gateway_config_names_the_key_of_a_bad_scorer(tmp_path: Path) -> None:
 
 
 def test_the_command_scores_with_the_code_scorers() -> None:
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "tracescore"), "score", "--input", QUESTION,
-         "--output", ANSWER, "-s", "keyword-coverage", "-s", "textual-difference", "--json"],
-        capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    by_id: dict[str, Any] = {r["scorer_id"]: r for r in json.loads(done.stdout)}
+    by_id = score_command("--input", QUESTION, "--output", ANSWER, "-s", "keyword-coverage",
+                          "-s", "textual-difference")
     assert by_id["keyword-coverage"]["analyze_step_result"] == {"total_keywords": 2,
                                                                 "matched_keywords": 2}
     assert by_id["textual-difference"]["score"] == create_scorer("difference").run(
