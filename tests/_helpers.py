@@ -160,3 +160,34 @@ class SeenScorer(Scorer):
         self.seen[str(input)] = seen  # read back in process (isolation="thread")
         return ScoreResult(run_id=run_id or "r", scorer_id=self.id, scorer_name=self.name,
                            score=float(len(tool_calls)), reason=json.dumps(seen))
+
+
+def live_scores(scorers: list[Any], question: str, answer: str, *, agent: str = "geo"
+                ) -> dict[Any, Any]:
+    """configure(scorers=...) with an in-memory exporter, one call of an agent answering
+    `answer`: the score of each scorer (by id) on that call's span."""
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from tracescore import _semconv as sc
+
+    exporter = InMemorySpanExporter()
+    handle = tracescore.configure(exporter=exporter, batch=False, scorers=scorers)
+    try:
+        tracescore.agent(name=agent)(lambda question: answer)(question)
+        assert handle.flush(10)
+    finally:
+        handle.shutdown(10)
+    [span] = [s for s in exporter.get_finished_spans() if s.name == f"invoke_agent {agent}"]
+    return {e.attributes[sc.TS_SCORER_ID]: e.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE]
+            for e in span.events if e.name == sc.GEN_AI_EVALUATION_RESULT}
+
+
+def score_command(*args: str) -> dict[str, Any]:
+    """`tracescore score ARGS --json` in a child process (it must exit 0): each result by
+    scorer id."""
+    import sys
+
+    done = subprocess.run([str(Path(sys.executable).parent / "tracescore"), "score", *args,
+                           "--json"], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return {r["scorer_id"]: r for r in json.loads(done.stdout)}

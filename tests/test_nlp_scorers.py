@@ -3,20 +3,14 @@ command) and their options and inputs."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
+from _helpers import live_scores, score_command
 from hypothesis import given
 from hypothesis import strategies as st
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-import tracescore
 from tracescore import ConfigurationError, ScorerError, load_gateway_config, run_evals
-from tracescore import _semconv as sc
 from tracescore.scoring import CompletenessScorer, ToneConsistencyScorer, create_tone_scorer
 from tracescore.scoring._registry import create_scorer
 from tracescore.scoring.tone import analyze_sentiment, tokenize
@@ -26,17 +20,7 @@ ANSWER = "Yes, the store is open on Sundays. We love seeing you!"
 
 
 def test_configure_scores_live_calls_with_both() -> None:
-    exporter = InMemorySpanExporter()
-    handle = tracescore.configure(exporter=exporter, batch=False,
-                                  scorers=["completeness", "tone"])
-    try:
-        tracescore.agent(name="shop")(lambda question: ANSWER)(QUESTION)
-        assert handle.flush(10)
-    finally:
-        handle.shutdown(10)
-    [span] = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent shop"]
-    scores = {e.attributes[sc.TS_SCORER_ID]: e.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE]
-              for e in span.events if e.name == sc.GEN_AI_EVALUATION_RESULT}
+    scores = live_scores(["completeness", "tone"], QUESTION, ANSWER, agent="shop")
     assert scores == {sid: create_scorer(sid).run(input=QUESTION, output=ANSWER).score
                       for sid in ("completeness", "tone-consistency")}
 
@@ -72,12 +56,8 @@ scoring:
 
 
 def test_the_command_scores_with_both() -> None:
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "tracescore"), "score", "--input", QUESTION,
-         "--output", ANSWER, "-s", "completeness", "-s", "tone", "--json"],
-        capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    by_id: dict[str, Any] = {r["scorer_id"]: r for r in json.loads(done.stdout)}
+    by_id = score_command("--input", QUESTION, "--output", ANSWER, "-s", "completeness",
+                          "-s", "tone")
     assert by_id["completeness"]["score"] == create_scorer("completeness").run(
         input=QUESTION, output=ANSWER).score
     assert by_id["tone-consistency"]["preprocess_step_result"]["sentences"] == 2

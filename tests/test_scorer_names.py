@@ -10,11 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from _helpers import live_scores, score_command
 
-import tracescore
 from tracescore import ConfigurationError, load_gateway_config, run_evals
-from tracescore import _semconv as sc
 from tracescore.scoring import (
     KeywordCoverageScorer,
     TextualDifferenceScorer,
@@ -52,16 +50,7 @@ def test_unknown_names_and_missing_options_are_configuration_errors() -> None:
 
 
 def test_configure_scores_live_calls_with_scorers_named() -> None:
-    exporter = InMemorySpanExporter()
-    handle = tracescore.configure(exporter=exporter, batch=False, scorers=list(CODE_NAMES))
-    try:
-        tracescore.agent(name="geo")(lambda question: ANSWER)(QUESTION)
-        assert handle.flush(10)
-    finally:
-        handle.shutdown(10)
-    [span] = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent geo"]
-    scores = {e.attributes[sc.TS_SCORER_ID]: e.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE]
-              for e in span.events if e.name == sc.GEN_AI_EVALUATION_RESULT}
+    scores = live_scores(list(CODE_NAMES), QUESTION, ANSWER)
     assert scores == {sid: create_scorer(sid).run(input=QUESTION, output=ANSWER).score
                       for sid in ("keyword-coverage", "textual-difference", "content-similarity")}
 
@@ -102,12 +91,8 @@ def test_gateway_config_names_the_key_of_a_bad_scorer(tmp_path: Path) -> None:
 
 
 def test_the_command_scores_with_the_code_scorers() -> None:
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "tracescore"), "score", "--input", QUESTION,
-         "--output", ANSWER, "-s", "keyword-coverage", "-s", "textual-difference", "--json"],
-        capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    by_id: dict[str, Any] = {r["scorer_id"]: r for r in json.loads(done.stdout)}
+    by_id = score_command("--input", QUESTION, "--output", ANSWER, "-s", "keyword-coverage",
+                          "-s", "textual-difference")
     assert by_id["keyword-coverage"]["analyze_step_result"] == {"total_keywords": 2,
                                                                 "matched_keywords": 2}
     assert by_id["textual-difference"]["score"] == create_scorer("difference").run(
