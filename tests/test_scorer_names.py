@@ -141,8 +141,8 @@ def test_the_eval_command_runs_tool_call_accuracy_with_its_options(tmp_path: Pat
     (["-s", "similarity", "--scorer-option", "keyword-coverage.scale=2"],
      "--scorer-option for a scorer that does not run: keyword-coverage"),
     (["--scorer-option", "scale=2"], "bad scorer option 'scale=2'; write it as SCORER.NAME=VALUE"),
-    (["-s", "bias"], "(scorer bias: give a language model with --judge-model (or --scorer-option "
-                     "bias.model=MODEL))"),
+    (["-s", "bias"],
+     "(scorer bias: give a language model with --judge-model (or --scorer-option bias.model=MODEL))"),
     (["-s", "keyword-coverage", "--scorer-option", "keywords.colour=red"],
      "unexpected keyword argument 'colour'"),
 ])
