@@ -11,16 +11,19 @@ from __future__ import annotations
 import time
 import urllib.error
 from collections.abc import Iterator
+from concurrent import futures
 from typing import Any
 
+import grpc
 import pytest
 from _helpers import GEO_ANSWER as ANSWER
 from _helpers import geo_agent, geo_llm_and_judge, litellm_instrumented, shut_down_pipelines
 
 import tracescore
 from tracescore import _semconv as sc
-from tracescore.testing import StubLLMServer
+from tracescore.testing import StubLLMServer, _phoenix
 from tracescore.testing._phoenix import PhoenixServer
+from tracescore.testing._tools import free_port
 
 PROJECT = "default"  # the test's spans come from the shared test provider, without a project name
 ON_TOPIC = "What is the capital of France?"
@@ -125,3 +128,21 @@ def test_scored_agent_traces_arrive_in_phoenix(
         )  # the answer equals the ground truth
         steps = {e[sc.TS_STEP_NAME] for e in _events(by_question[question], sc.TS_EVALUATION_STEP)}
         assert {"preprocess", "analyze"} <= steps
+
+
+def test_phoenix_starts_on_other_ports_when_its_picked_port_is_taken(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another process (here an HTTP/2 gRPC server) takes the port picked for Phoenix before
+    Phoenix binds it: the helper notices, picks new ports and starts Phoenix there."""
+    squatter = grpc.server(futures.ThreadPoolExecutor(1))
+    taken = squatter.add_insecure_port("127.0.0.1:0")
+    squatter.start()
+    picks = iter([taken])
+    monkeypatch.setattr(_phoenix, "free_port", lambda: next(picks, None) or free_port())
+    try:
+        with PhoenixServer(startup_timeout=300) as server:
+            assert server.port != taken
+            assert server.get_json("/v1/projects")["data"]  # the default project: it is Phoenix
+    finally:
+        squatter.stop(None)

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import subprocess
@@ -47,6 +48,7 @@ class PhoenixServer(ChildProcess):
         log_path: str | Path | None = None,
     ) -> None:
         self.version = version
+        self._fixed_ports = port is not None or grpc_port is not None
         self.port = port or free_port()
         self.grpc_port = grpc_port or free_port()
         self._working_dir = Path(working_dir) if working_dir else None
@@ -84,7 +86,19 @@ class PhoenixServer(ChildProcess):
         return env
 
     def start(self) -> PhoenixServer:
+        """Start Phoenix; ports it picked itself are picked again (twice at most) when another
+        process took one between the pick and Phoenix's bind."""
         venv = phoenix_venv(self.version)
+        for _ in range(2):
+            try:
+                return self._serve(venv)
+            except Exception as exc:
+                if self._fixed_ports or "already in use" not in str(exc).lower():
+                    raise
+                self.port, self.grpc_port = free_port(), free_port()
+        return self._serve(venv)
+
+    def _serve(self, venv: Path) -> PhoenixServer:
         self._launch([str(venv / "bin" / "phoenix"), "serve"], env=self.environment(),
                      ready=lambda: _healthy(self.base_url), timeout=self._startup_timeout)
         return self
@@ -125,8 +139,8 @@ def _healthy(base_url: str) -> bool:
     try:
         with urllib.request.urlopen(f"{base_url}/healthz", timeout=2) as response:
             return bool(response.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
+    except (urllib.error.URLError, OSError, http.client.HTTPException):
+        return False  # not up yet, or another server (e.g. HTTP/2 gRPC) holds the port
 
 
 def run_demo(base_url: str, spans_file: Path) -> int:
