@@ -38,6 +38,7 @@ from tracescore.scoring._prompting import (
     REASON_SCHEMA,
     Blocks,
     format_score,
+    recount_note,
     reference_round,
     string_list_schema,
     validate_reason,
@@ -93,9 +94,7 @@ def verdicts_request(*, task: str, system: str, instructions: str, claims: Seque
               f"{' | '.join(json.dumps(v) for v in verdicts)}, \"reason\": <one short "
               f"sentence>}}, ...]}} and nothing else. Give exactly {count} "
               f"verdict{'' if count == 1 else 's'}, one per claim, in the order of the claims.\n")
-    if previous_count is not None:
-        prompt += (f"\nNote: a previous reply gave {previous_count} verdicts for {count} "
-                   f"claims. Give exactly {count}.\n")
+    prompt += recount_note(previous_count, "verdicts", count, "claims")
     claims_json = json.dumps(list(claims), ensure_ascii=False, indent=1)
     prompt += f"\n{context_block(context)}\n\n{block('claims', claims_json)}"
     return JudgeRequest(step=STEP_ANALYZE, task=task, system=system, prompt=prompt,

@@ -116,6 +116,15 @@ def reference_round(value: float) -> float:
     return (whole + 1 if scaled - whole >= 0.5 else whole) / 100
 
 
+def recount_note(previous_count: int | None, given: str, count: int, of: str) -> str:
+    """The note a re-asked judge gets when its previous reply had the wrong number of items
+    ("" on a first ask): it gave `previous_count` `given` for `count` `of`."""
+    if previous_count is None:
+        return ""
+    return (f"\nNote: a previous reply gave {previous_count} {given} for {count} {of}. "
+            f"Give exactly {count}.\n")
+
+
 def verdict_list_schema(key: str, field: str, values: Sequence[str]) -> dict[str, Any]:
     """The JSON schema of `{key: [{field: one of values, "reason": str}, ...]}`."""
     return {

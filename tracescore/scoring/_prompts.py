@@ -16,6 +16,7 @@ from tracescore.scoring._prompting import (
     REASON_SCHEMA,
     Blocks,
     format_score,
+    recount_note,
     validate_reason,
     validate_verdict_list,
     verdict_list_schema,
@@ -117,9 +118,7 @@ def verdicts_request(question: str, statements: Sequence[str], *,
                      previous_count: int | None = None) -> JudgeRequest:
     count = len(statements)
     prompt = _VERDICTS_TASK.format(count=count, plural="" if count == 1 else "s")
-    if previous_count is not None:
-        prompt += (f"\nNote: a previous reply gave {previous_count} results for {count} "
-                   f"statements. Give exactly {count}.\n")
+    prompt += recount_note(previous_count, "results", count, "statements")
     array = json.dumps(list(statements), ensure_ascii=False, indent=1)
     prompt += f"\n{_block('question', question)}\n\n{_block('statements', array)}"
     return JudgeRequest(step=STEP_ANALYZE, task=TASK_VERDICTS, system=SYSTEM, prompt=prompt,

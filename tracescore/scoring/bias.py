@@ -29,6 +29,7 @@ from tracescore.scoring._prompting import (
     REASON_SCHEMA,
     Blocks,
     format_score,
+    recount_note,
     reference_round,
     string_list_schema,
     validate_reason,
@@ -135,10 +136,8 @@ validate_results = validate_verdict_list("results", "result")
 def verdicts_request(output: str, opinions: Sequence[str], *,
                      previous_count: int | None = None) -> JudgeRequest:
     prompt = _VERDICTS_TASK.format(empty_note="" if opinions else _NO_OPINIONS)
-    if previous_count is not None:
-        count = len(opinions) or 1
-        prompt += (f"\nNote: a previous reply gave {previous_count} results for {count} "
-                   f"opinion{'s' if count != 1 else ''}. Give exactly {count}.\n")
+    count = len(opinions) or 1
+    prompt += recount_note(previous_count, "results", count, f"opinion{'s' if count != 1 else ''}")
     array = json.dumps(list(opinions), ensure_ascii=False, indent=1)
     prompt += f"\n{_block('output', output)}\n\n{_block('opinions', array)}"
     return JudgeRequest(step=STEP_ANALYZE, task=TASK_VERDICTS, system=SYSTEM, prompt=prompt,

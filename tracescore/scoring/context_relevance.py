@@ -31,6 +31,7 @@ from tracescore.scoring._prompting import (
     REASON_SCHEMA,
     Blocks,
     format_score,
+    recount_note,
     reference_round,
     validate_reason,
 )
@@ -274,9 +275,7 @@ def _evaluations_request(query: str, response: str, context: Sequence[str],
                          previous_count: int | None) -> JudgeRequest:
     count = len(context)
     prompt = _EVALUATIONS.format(count=count, plural="" if count == 1 else "s")
-    if previous_count is not None:
-        prompt += (f"\nNote: a previous reply gave {previous_count} evaluations for {count} "
-                   f"context pieces. Give exactly {count}.\n")
+    prompt += recount_note(previous_count, "evaluations", count, "context pieces")
     numbered = "\n".join(f"[{i}] {piece}" for i, piece in enumerate(context))
     prompt += (f"\n{_block('query', query)}\n\n{_block('response', response)}\n\n"
                f"{_block('context', numbered)}")

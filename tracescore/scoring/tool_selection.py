@@ -42,6 +42,7 @@ from tracescore.scoring._prompting import (
     REASON_SCHEMA,
     Blocks,
     format_score,
+    recount_note,
     reference_round,
     validate_reason,
 )
@@ -223,10 +224,9 @@ def _tool_lines(tools: Sequence[AvailableTool]) -> str:
 def evaluations_request(request: str, response: str, called: Sequence[str],
                         tools: Sequence[AvailableTool], *,
                         previous_count: int | None = None) -> JudgeRequest:
-    task = _EVALUATIONS_TASK
-    if previous_count is not None:
-        task += (f"\nNote: a previous reply gave {previous_count} evaluations for {len(called)} "
-                 f"tool call{'s' if len(called) != 1 else ''}. Give exactly {len(called)}.\n")
+    count = len(called)
+    task = _EVALUATIONS_TASK + recount_note(previous_count, "evaluations", count,
+                                            f"tool call{'s' if count != 1 else ''}")
     prompt = (f"{task}\n{_block('request', request)}\n\n"
               f"{_block('response', response)}\n\n"
               f"{_block('tools_called', json.dumps(list(called), ensure_ascii=False))}\n\n"
