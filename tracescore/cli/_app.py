@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
 from tracescore import __version__
 from tracescore.cli._setup import ENV_JUDGE_MODEL, SCORER_NAMES, SetupError
 
+_F = TypeVar("_F", bound=Callable[..., Any])
 _SCORER_CHOICE = click.Choice(SCORER_NAMES, case_sensitive=False)
 _JUDGE_HELP = (f"Judge model of the judged scorers: a litellm model string such as "
                f"openai/gpt-4o-mini, or tracescore/offline (deterministic, no network). "
@@ -22,6 +24,19 @@ _SCORER_HELP = ("Scorer to run (repeatable). Default: relevancy and similarity. 
                 "completeness, tone. Judged (--judge-model): relevancy, faithfulness, "
                 "hallucination, context-relevance, toxicity, bias, llm-tool-call-accuracy, "
                 "llm-judge. Options: --scorer-option.")
+
+
+def _scorer_selection(command: _F) -> _F:
+    """The --scorer and --scorer-option options that `eval` and `score` share."""
+    command = click.option(
+        "--scorer-option", "scorer_options", multiple=True, metavar="SCORER.NAME=VALUE",
+        help="An option of a scorer (repeatable), e.g. "
+             "tool-call-accuracy.expected_tool=search or textual-difference.scale=10.",
+    )(command)
+    return click.option("--scorer", "-s", "scorers", multiple=True, type=_SCORER_CHOICE,
+                        help=_SCORER_HELP)(command)
+
+
 ENV_ENDPOINTS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 EXIT_INTERRUPTED = 130  # the shell's code for a process ended by SIGINT (128 + 2)
 
@@ -74,11 +89,7 @@ def demo(spans_file: Path, judge_model: str | None) -> None:
 @click.option("--target", "-t", required=True, metavar="MODULE:FUNCTION",
               help="The agent to evaluate: module:function or path/to/file.py:function "
                    "(sync or async; called with each item's input).")
-@click.option("--scorer", "-s", "scorers", multiple=True, type=_SCORER_CHOICE,
-              help=_SCORER_HELP)
-@click.option("--scorer-option", "scorer_options", multiple=True, metavar="SCORER.NAME=VALUE",
-              help="An option of a scorer (repeatable), e.g. "
-                   "tool-call-accuracy.expected_tool=search or textual-difference.scale=10.")
+@_scorer_selection
 @click.option("--concurrency", "-c", type=click.IntRange(min=1), default=4, show_default=True,
               help="Items evaluated at the same time.")
 @click.option("--threshold", "thresholds", multiple=True, metavar="SCORER=MIN",
@@ -144,11 +155,7 @@ def eval_command(dataset: Path, target: str, scorers: Sequence[str],
                    "accuracy scorers: a name, or a JSON object with name and optionally "
                    "arguments, result, error, e.g. '{\"name\": \"refund\", \"arguments\": "
                    "{\"order\": 7}}'.")
-@click.option("--scorer", "-s", "scorers", multiple=True, type=_SCORER_CHOICE,
-              help=_SCORER_HELP)
-@click.option("--scorer-option", "scorer_options", multiple=True, metavar="SCORER.NAME=VALUE",
-              help="An option of a scorer (repeatable), e.g. "
-                   "tool-call-accuracy.expected_tool=search or textual-difference.scale=10.")
+@_scorer_selection
 @click.option("--judge-model", metavar="MODEL", help=_JUDGE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 def score(input_text: str, output_text: str, ground_truth: str | None, context: Sequence[str],
