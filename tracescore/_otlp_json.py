@@ -35,11 +35,34 @@ def _ids_to_base64(node: Any) -> Any:
     return node
 
 
+class OtlpJsonError(ValueError):
+    """The text is not OTLP/JSON; the message says what is wrong, in one line."""
+
+
 def parse_otlp_json(data: str | bytes | dict[str, Any], message: Message) -> Message:
-    """Fill `message` from OTLP/JSON (hex or base64 ids) and return it."""
-    tree = json.loads(data) if isinstance(data, (str, bytes)) else data
-    json_format.ParseDict(_ids_to_base64(tree), message, ignore_unknown_fields=True)
+    """Fill `message` from OTLP/JSON (hex or base64 ids) and return it; `OtlpJsonError` when
+    the text is not JSON, not an object, nested too deeply or has a value of the wrong type."""
+    try:
+        tree = json.loads(data) if isinstance(data, (str, bytes)) else data
+        if not isinstance(tree, dict):
+            raise OtlpJsonError(f"expected a JSON object, got {_json_type(tree)}")
+        json_format.ParseDict(_ids_to_base64(tree), message, ignore_unknown_fields=True)
+    except UnicodeDecodeError as exc:
+        raise OtlpJsonError(f"not UTF-8 (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise OtlpJsonError(f"not JSON: {exc}") from None
+    except RecursionError:
+        raise OtlpJsonError("nested too deeply") from None
+    except json_format.ParseError as exc:
+        raise OtlpJsonError(" ".join(str(exc).split())) from None
+    except (TypeError, AttributeError) as exc:  # a value of a type ParseDict does not expect
+        raise OtlpJsonError(f"wrong type of value: {exc}") from None
     return message
+
+
+def _json_type(value: Any) -> str:
+    names = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")
 
 
 def to_otlp_json(request: Message) -> str:

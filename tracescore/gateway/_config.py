@@ -3,7 +3,8 @@ validated once at start; every error is a `ConfigurationError` naming the key (`
 
     receivers: {grpc: 0.0.0.0:4317, http: 0.0.0.0:4318, health: 0.0.0.0:13133,
                 bearer_token: ..., tls: {cert_file, key_file, client_ca_file},
-                max_request_bytes: ..., max_decompressed_bytes: ...}
+                max_request_bytes: ..., max_decompressed_bytes: ...,
+                read_timeout_s: 30, idle_timeout_s: 60, max_connections: 1000}
     exporter:  {endpoint, protocol: grpc | http/protobuf, headers, compression, timeout_s,
                 ca_file, workers, max_batch_spans}
     journal:   {path, sync: full | normal}
@@ -51,6 +52,9 @@ class GatewayConfig:
     tls_client_ca_file: str | None = None
     max_request_bytes: int = 16 << 20
     max_decompressed_bytes: int = 64 << 20
+    read_timeout_s: float = 30.0
+    idle_timeout_s: float = 60.0
+    max_connections: int = 1000
     exporter_endpoint: str = "http://localhost:4317"
     exporter_protocol: str = "grpc"
     exporter_headers: Mapping[str, str] = field(default_factory=dict)
@@ -86,12 +90,12 @@ class GatewayConfig:
             if value is not None:
                 host_port(value, _KEY_OF[name])
         for name in ("max_request_bytes", "max_decompressed_bytes", "forward_workers",
-                     "max_batch_spans", "max_pending_spans"):
+                     "max_batch_spans", "max_pending_spans", "max_connections"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigurationError(f"{_KEY_OF[name]} must be an integer >= 1, got {value!r}")
         for name in ("exporter_timeout_s", "retry_after_s", "shutdown_timeout_s",
-                     "telemetry_interval_s"):
+                     "telemetry_interval_s", "read_timeout_s", "idle_timeout_s"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ConfigurationError(f"{_KEY_OF[name]} must be a number > 0, got {value!r}")
@@ -178,6 +182,9 @@ _KEYS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "receivers.tls.client_ca_file": ("tls_client_ca_file", _optional_text),
     "receivers.max_request_bytes": ("max_request_bytes", _same),
     "receivers.max_decompressed_bytes": ("max_decompressed_bytes", _same),
+    "receivers.read_timeout_s": ("read_timeout_s", _same),
+    "receivers.idle_timeout_s": ("idle_timeout_s", _same),
+    "receivers.max_connections": ("max_connections", _same),
     "exporter.endpoint": ("exporter_endpoint", _text),
     "exporter.protocol": ("exporter_protocol", _same),
     "exporter.headers": ("exporter_headers", _headers),

@@ -7,9 +7,12 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +29,11 @@ from tracescore.gateway._receiver import (
     HttpServer,
     Limits,
     Refused,
+    TlsFileError,
     grpc_receiver,
     health_server,
     http_receiver,
+    listen,
     tls_context,
 )
 
@@ -171,6 +176,9 @@ class Gateway:
     def rejected(self) -> None:
         self.metrics.add("rejected")
 
+    def connection_closed(self, reason: str) -> None:
+        self.metrics.add(f"connections_{reason}")
+
     def health(self) -> tuple[bool, dict[str, Any]]:
         forwarder, engine = self._forwarder, self._engine
         pending = forwarder.pending if forwarder else 0
@@ -212,34 +220,43 @@ class Gateway:
                 _log.debug("tracescore: shutting down a telemetry provider failed", exc_info=True)
 
     def _open_receivers(self) -> None:
+        """Bind every receiver, or raise `ConfigurationError` naming the setting at fault."""
         config = self.config
         limits = Limits(config.max_request_bytes, config.max_decompressed_bytes,
-                        config.retry_after_s, config.bearer_token)
+                        config.retry_after_s, config.bearer_token,
+                        read_timeout_s=config.read_timeout_s,
+                        idle_timeout_s=config.idle_timeout_s,
+                        max_connections=config.max_connections)
         tls = None
         if config.tls_cert_file and config.tls_key_file:
-            tls = tls_context(config.tls_cert_file, config.tls_key_file, config.tls_client_ca_file)
-        try:
-            if config.grpc_endpoint is not None:
-                grpc_tls = None
-                if config.tls_cert_file and config.tls_key_file:
-                    grpc_tls = (Path(config.tls_cert_file).read_bytes(),
-                                Path(config.tls_key_file).read_bytes(),
-                                Path(config.tls_client_ca_file).read_bytes()
-                                if config.tls_client_ca_file else None)
-                self._grpc, self.grpc_port = grpc_receiver(
-                    host_port(config.grpc_endpoint, "receivers.grpc"), self, limits, tls=grpc_tls)
-            if config.http_endpoint is not None:
-                server = http_receiver(host_port(config.http_endpoint, "receivers.http"), self,
-                                       limits, tls)
-                self._servers.append(server)
-                self.http_port = server.port
-            if config.health_endpoint is not None:
-                health = health_server(host_port(config.health_endpoint, "receivers.health"),
-                                       self, limits)
-                self._servers.append(health)
-                self.health_port = health.port
-        except OSError as exc:
-            raise ConfigurationError(f"receivers: cannot listen: {exc}") from None
+            try:
+                tls = tls_context(config.tls_cert_file, config.tls_key_file,
+                                  config.tls_client_ca_file)
+            except TlsFileError as exc:
+                path = getattr(config, f"tls_{exc.which}")
+                raise ConfigurationError(f"receivers.tls.{exc.which}: {path}: {exc}") from None
+        if config.grpc_endpoint is not None:
+            grpc_tls = None
+            if config.tls_cert_file and config.tls_key_file:
+                grpc_tls = (Path(config.tls_cert_file).read_bytes(),
+                            Path(config.tls_key_file).read_bytes(),
+                            Path(config.tls_client_ca_file).read_bytes()
+                            if config.tls_client_ca_file else None)
+            address = host_port(config.grpc_endpoint, "receivers.grpc")
+            with _naming("receivers.grpc", config.grpc_endpoint):
+                self._grpc, self.grpc_port = grpc_receiver(address, self, limits, tls=grpc_tls)
+        if config.http_endpoint is not None:
+            with _naming("receivers.http", config.http_endpoint):
+                sock = listen(host_port(config.http_endpoint, "receivers.http"))
+            server = http_receiver(sock, self, limits, tls)
+            self._servers.append(server)
+            self.http_port = server.port
+        if config.health_endpoint is not None:
+            with _naming("receivers.health", config.health_endpoint):
+                sock = listen(host_port(config.health_endpoint, "receivers.health"))
+            health = health_server(sock, self, limits)
+            self._servers.append(health)
+            self.health_port = health.port
         for server in self._servers:
             server.start()
 
@@ -263,6 +280,18 @@ class Gateway:
         if self._journal is not None:
             self._journal.close()
         self._close_telemetry()
+
+
+@contextmanager
+def _naming(key: str, endpoint: str) -> Iterator[None]:
+    """Turn a failed bind into a `ConfigurationError` that names the setting."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigurationError(f"{key}: {endpoint} is already in use") from None
+        reason = exc.strerror or str(exc)
+        raise ConfigurationError(f"{key}: cannot listen on {endpoint}: {reason}") from None
 
 
 def _sender(config: GatewayConfig) -> Sender:

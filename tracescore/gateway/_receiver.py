@@ -8,25 +8,29 @@ UNAVAILABLE, HTTP 429/503 with Retry-After), so the sender keeps and retries the
 
 from __future__ import annotations
 
+import asyncio
+import errno
 import hmac
 import json
 import logging
+import math
+import socket
 import ssl
 import threading
+import time
 import zlib
+from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
-from urllib.parse import urlsplit
 
+from aiohttp import web, web_protocol
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
 
-from tracescore._http import send_bytes
 from tracescore._otlp_json import parse_otlp_json
 
 _log = logging.getLogger("tracescore.gateway")
@@ -57,6 +61,9 @@ class Door(Protocol):
 
     def prometheus(self) -> str: ...
 
+    def connection_closed(self, reason: str) -> None:
+        """Count a connection closed by the receiver: "refused", "idle" or "timed_out"."""
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -64,6 +71,10 @@ class Limits:
     max_decompressed_bytes: int
     retry_after_s: float
     bearer_token: str | None = None
+    read_timeout_s: float = 30.0  # to read a request body, or to finish a TLS handshake
+    idle_timeout_s: float = 60.0  # without a complete request (headers) on a connection
+    max_connections: int = 1000  # open connections per receiver
+    workers: int = 8  # threads that decode and journal requests, per receiver
 
 
 def decompress(body: bytes, encoding: str | None, limit: int) -> bytes:
@@ -95,130 +106,277 @@ def authorized(header: str | None, token: str | None) -> bool:
 
 
 # --- HTTP ---------------------------------------------------------------------------------------
-class HttpServer(ThreadingHTTPServer):
-    """A threaded HTTP/1.1 server for one handler class, optionally over TLS."""
+# Why aiohttp's server: it serves every connection from one event-loop thread (no thread per
+# connection), does keep-alive and chunked bodies, and it is already installed (litellm needs it).
+# Tried on the alternatives: uvicorn 0.54 arms its keep-alive timer only after a first response
+# and every received byte cancels it, so a socket that sends nothing, or headers one byte at a
+# time, stays open for good; aiohttp arms its timer when the connection opens and partial headers
+# do not move it. Neither bounds the time to read a body nor the number of connections, so
+# `_Connections` adds both (and counts and logs what it closes), with aiohttp's own timer left
+# as a backstop at twice the idle timeout.
+class _BurstLog:
+    """One warning at the first event of a burst, then at most one line per `every_s`."""
 
-    daemon_threads = True
-    block_on_close = False
-    request_queue_size = 256
-    allow_reuse_address = True
+    def __init__(self, what: str, every_s: float = 10.0) -> None:
+        self._what = what
+        self._every_s = every_s
+        self._last = -every_s
+        self._count = 0
 
-    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler],
-                 door: Door, limits: Limits, tls: ssl.SSLContext | None = None) -> None:
+    def __call__(self) -> None:
+        self._count += 1
+        now = time.monotonic()
+        if now - self._last >= self._every_s:
+            _log.warning("tracescore: %s (%d since the last such line)", self._what, self._count)
+            self._last, self._count = now, 0
+
+
+class _Connections(web.Server):
+    """aiohttp's low-level server plus a connection limit and an idle deadline per connection.
+
+    A connection is idle from when it opens, or finished its last answer, until the headers of
+    its next request are complete; one idle for `idle_timeout_s` is closed, and so is one opened
+    while `max_connections` are open.
+    """
+
+    def __init__(self, handler: Any, door: Door, limits: Limits, **kwargs: Any) -> None:
+        super().__init__(handler, keepalive_timeout=2 * limits.idle_timeout_s,
+                         auto_decompress=False, **kwargs)
+        self._door = door
+        self._limits = limits
+        self._idle_since: dict[web_protocol.RequestHandler, float] = {}
+        self._over_limit = _BurstLog(
+            f"connection refused: {limits.max_connections} connections open "
+            f"(receivers.max_connections)")
+        self._idle = _BurstLog(f"connection closed after {limits.idle_timeout_s:g}s idle "
+                               f"(receivers.idle_timeout_s)")
+
+    def connection_made(self, handler: web_protocol.RequestHandler,
+                        transport: asyncio.Transport) -> None:
+        if len(self._idle_since) >= self._limits.max_connections:
+            self._door.connection_closed("refused")
+            self._over_limit()
+            transport.close()
+            return
+        super().connection_made(handler, transport)
+        self._idle_since[handler] = time.monotonic()
+
+    def connection_lost(self, handler: web_protocol.RequestHandler,
+                        exc: BaseException | None = None) -> None:
+        self._idle_since.pop(handler, None)
+        super().connection_lost(handler, exc)
+
+    def busy(self, handler: Any, busy: bool) -> None:
+        if handler in self._idle_since:
+            self._idle_since[handler] = math.inf if busy else time.monotonic()
+
+    def sweep(self) -> None:
+        """Close the connections idle for longer than the idle timeout."""
+        oldest = time.monotonic() - self._limits.idle_timeout_s
+        for handler, since in list(self._idle_since.items()):
+            if since <= oldest:
+                self._idle_since.pop(handler, None)
+                self._door.connection_closed("idle")
+                self._idle()
+                handler.force_close()
+
+
+Answer = tuple[int, bytes, str, dict[str, str]]  # status, body, content type, extra headers
+Respond = Callable[[Door, Limits, web.BaseRequest, bytes], Answer]
+
+
+class HttpServer:
+    """An HTTP/1.1 server (optionally TLS) on its own event-loop thread. The loop only reads
+    and writes, bounded in size and time; `respond(door, limits, request, body)` (decoding,
+    the door's calls, which journal) runs on a bounded worker pool."""
+
+    def __init__(self, sock: socket.socket, door: Door, limits: Limits, respond: Respond, *,
+                 name: str, reads_body: bool, tls: ssl.SSLContext | None = None) -> None:
         self.door = door
         self.limits = limits
-        super().__init__(address, handler)
-        if tls is not None:
-            self.socket = tls.wrap_socket(self.socket, server_side=True,
-                                          do_handshake_on_connect=False)
-        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.1},
-                                        name=f"tracescore-{handler.__name__}", daemon=True)
+        self._sock = sock
+        self._tls = tls
+        self._reads_body = reads_body
+        self._name = name
+        self.pool = futures.ThreadPoolExecutor(max_workers=limits.workers,
+                                               thread_name_prefix=f"tracescore-{name}")
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever,
+                                        name=f"tracescore-{name}", daemon=True)
+        self._connections = _Connections(self._handle, door, limits, loop=self._loop,
+                                         access_log=None)
+        self._listener: asyncio.AbstractServer | None = None
+        self._sweeper: asyncio.Task[None] | None = None
+        self._respond = respond
 
     @property
     def port(self) -> int:
-        return int(self.server_address[1])
+        return int(self._sock.getsockname()[1])
 
     def start(self) -> None:
+        self._loop.set_exception_handler(self._loop_error)
         self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._open(), self._loop).result(timeout=10)
 
     def close(self) -> None:
-        self.shutdown()
-        self.server_close()
-        self._thread.join(timeout=5)
+        if self._thread.is_alive():
+            try:
+                asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(timeout=5)
+            except (futures.TimeoutError, RuntimeError):
+                _log.debug("tracescore: the %s server did not close in time", self._name)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=5)
+        else:
+            self._sock.close()
+        self.pool.shutdown(wait=True)
+        if not self._thread.is_alive():
+            self._loop.close()
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        _log.debug("tracescore: HTTP connection error from %s", client_address, exc_info=True)
+    async def _open(self) -> None:
+        self._listener = await self._loop.create_server(
+            self._connections, sock=self._sock, ssl=self._tls, backlog=1024,
+            ssl_handshake_timeout=self.limits.read_timeout_s if self._tls else None)
+        self._sweeper = self._loop.create_task(self._sweep())
 
+    async def _sweep(self) -> None:
+        every = max(0.05, min(1.0, self.limits.idle_timeout_s / 4))
+        while True:
+            await asyncio.sleep(every)
+            self._connections.sweep()
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
-    server: HttpServer
+    async def _shutdown(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        if self._listener is not None:
+            self._listener.close()
+        await self._connections.shutdown(timeout=2.0)
 
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+    def _loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        error = context.get("exception")
+        if isinstance(error, OSError) and error.errno in (errno.EMFILE, errno.ENFILE):
+            self.door.connection_closed("refused")  # accept() failed: out of file descriptors
+            _log.warning("tracescore: %s cannot accept connections: %s", self._name, error)
+        else:
+            _log.debug("tracescore: %s: %s", self._name, context.get("message"), exc_info=error)
 
-    def reply(self, status: int, body: bytes, content_type: str = "text/plain",
-              headers: dict[str, str] | None = None) -> None:
-        if 400 <= status < 429:
-            self.server.door.rejected()
-        send_bytes(self, status, body, content_type, headers)
-
-
-class _OTLPHandler(_Handler):
-    """POST /v1/traces."""
-
-    def do_POST(self) -> None:
-        server = self.server
-        limits = server.limits
-        length = self.headers.get("Content-Length")
-        if length is None or not length.isdigit():
-            self.close_connection = True
-            self.reply(411, b"Content-Length required")
-            return
-        size = int(length)
-        if size > limits.max_request_bytes:
-            self.close_connection = True  # the body is not read
-            self.reply(413, f"request over {limits.max_request_bytes} bytes".encode())
-            return
-        body = self.rfile.read(size)
-        if urlsplit(self.path).path.rstrip("/") != "/v1/traces":
-            self.reply(404, b"only /v1/traces is served")
-            return
-        if not authorized(self.headers.get("Authorization"), limits.bearer_token):
-            self.reply(401, b"missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
-            return
-        is_json = "json" in (self.headers.get("Content-Type") or "").lower()
-        encoding = (self.headers.get("Content-Encoding") or "").strip().lower() or None
+    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        connections = self._connections
+        connections.busy(request.protocol, True)
         try:
-            body = decompress(body, encoding, limits.max_decompressed_bytes)
-            if is_json:
-                request = parse_otlp_json(body, ExportTraceServiceRequest())
+            if self._reads_body:
+                body = await asyncio.wait_for(_read_body(request, self.limits.max_request_bytes),
+                                              self.limits.read_timeout_s)
             else:
-                request = ExportTraceServiceRequest.FromString(body)
-        except TooLarge as exc:
-            self.reply(413, str(exc).encode())
-            return
-        except (ValueError, zlib.error, DecodeError, UnicodeDecodeError) as exc:
-            self.reply(400, f"bad OTLP request: {type(exc).__name__}".encode())
-            return
-        try:
-            server.door.receive(request, None if is_json else body)
-        except Refused as exc:
-            self.reply(429 if exc.busy else 503, str(exc).encode(),
-                       headers={"Retry-After": str(max(1, round(limits.retry_after_s)))})
-            return
+                body = b""
+            status, payload, content_type, headers = await self._loop.run_in_executor(
+                self.pool, self._respond, self.door, self.limits, request, body)
+        except TooLarge as exc:  # the rest of the body is not read: close after the answer
+            self.door.rejected()
+            return _answer(413, str(exc).encode(), close=True)
+        except asyncio.TimeoutError:
+            self.door.connection_closed("timed_out")
+            return _answer(408, f"request body not received within "
+                                f"{self.limits.read_timeout_s:g}s".encode(), close=True)
+        finally:
+            connections.busy(request.protocol, False)
+        return _answer(status, payload, content_type, headers)
+
+
+async def _read_body(request: web.BaseRequest, limit: int) -> bytes:
+    """The whole body (Content-Length or chunked), refused with `TooLarge` past `limit` bytes."""
+    declared = request.content_length
+    if declared is not None and declared > limit:
+        raise TooLarge(f"request over {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = await request.content.readany()
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > limit:
+            raise TooLarge(f"request over {limit} bytes")
+        chunks.append(chunk)
+
+
+def _answer(status: int, body: bytes, content_type: str = "text/plain",
+            headers: dict[str, str] | None = None, *, close: bool = False) -> web.Response:
+    response = web.Response(status=status, body=body,
+                            headers={"Content-Type": content_type, **(headers or {})})
+    if close:
+        response.force_close()
+    return response
+
+
+def _otlp_answer(door: Door, limits: Limits, request: web.BaseRequest, body: bytes) -> Answer:
+    """POST /v1/traces."""
+    if request.path.rstrip("/") != "/v1/traces":
+        return _rejected(door, 404, b"only /v1/traces is served")
+    if request.method != "POST":
+        return _rejected(door, 405, b"POST OTLP traces to /v1/traces", {"Allow": "POST"})
+    if not authorized(request.headers.get("Authorization"), limits.bearer_token):
+        return _rejected(door, 401, b"missing or wrong bearer token",
+                         {"WWW-Authenticate": "Bearer"})
+    is_json = "json" in request.headers.get("Content-Type", "").lower()
+    encoding = request.headers.get("Content-Encoding", "").strip().lower() or None
+    try:
+        body = decompress(body, encoding, limits.max_decompressed_bytes)
         if is_json:
-            self.reply(200, b"{}", "application/json")
+            message = parse_otlp_json(body, ExportTraceServiceRequest())
         else:
-            self.reply(200, _EMPTY_REPLY, "application/x-protobuf")
+            message = ExportTraceServiceRequest.FromString(body)
+    except TooLarge as exc:
+        return _rejected(door, 413, str(exc).encode())
+    except (ValueError, zlib.error, DecodeError) as exc:
+        reason = str(exc) if is_json else type(exc).__name__
+        return _rejected(door, 400, f"bad OTLP request: {reason}".encode())
+    try:
+        door.receive(message, None if is_json else body)
+    except Refused as exc:
+        return (429 if exc.busy else 503, str(exc).encode(), "text/plain",
+                {"Retry-After": str(max(1, round(limits.retry_after_s)))})
+    if is_json:
+        return 200, b"{}", "application/json", {}
+    return 200, _EMPTY_REPLY, "application/x-protobuf", {}
 
 
-class _HealthHandler(_Handler):
+def _health_answer(door: Door, limits: Limits, request: web.BaseRequest, body: bytes) -> Answer:
     """GET / or /health (liveness), /ready (readiness), /metrics (Prometheus text)."""
-
-    def do_GET(self) -> None:
-        path = urlsplit(self.path).path.rstrip("/") or "/"
-        door = self.server.door
-        if path in ("/", "/health", "/livez"):
-            self.reply(200, b'{"status":"alive"}', "application/json")
-        elif path in ("/ready", "/readyz"):
-            ready, detail = door.health()
-            body = json.dumps({"status": "ready" if ready else "not ready", **detail}).encode()
-            self.reply(200 if ready else 503, body, "application/json")
-        elif path == "/metrics":
-            self.reply(200, door.prometheus().encode(), "text/plain; version=0.0.4")
-        else:
-            self.reply(404, b"not found")
+    path = request.path.rstrip("/") or "/"
+    if request.method not in ("GET", "HEAD"):
+        return _rejected(door, 405, b"only GET is served", {"Allow": "GET"})
+    if path in ("/", "/health", "/livez"):
+        return 200, b'{"status":"alive"}', "application/json", {}
+    if path in ("/ready", "/readyz"):
+        ready, detail = door.health()
+        answer = json.dumps({"status": "ready" if ready else "not ready", **detail}).encode()
+        return 200 if ready else 503, answer, "application/json", {}
+    if path == "/metrics":
+        return 200, door.prometheus().encode(), "text/plain; version=0.0.4", {}
+    return _rejected(door, 404, b"not found")
 
 
-def http_receiver(address: tuple[str, int], door: Door, limits: Limits,
+def _rejected(door: Door, status: int, body: bytes, headers: dict[str, str] | None = None
+              ) -> Answer:
+    door.rejected()
+    return status, body, "text/plain", headers or {}
+
+
+def listen(address: tuple[str, int]) -> socket.socket:
+    """A listening TCP socket on `address` (OSError when it cannot be bound)."""
+    host, port = address
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    return socket.create_server((host, port), family=family, backlog=1024)
+
+
+def http_receiver(sock: socket.socket, door: Door, limits: Limits,
                   tls: ssl.SSLContext | None) -> HttpServer:
-    return HttpServer(address, _OTLPHandler, door, limits, tls)
+    return HttpServer(sock, door, limits, _otlp_answer, name="otlp-http", reads_body=True,
+                      tls=tls)
 
 
-def health_server(address: tuple[str, int], door: Door, limits: Limits) -> HttpServer:
-    return HttpServer(address, _HealthHandler, door, limits)
+def health_server(sock: socket.socket, door: Door, limits: Limits) -> HttpServer:
+    return HttpServer(sock, door, limits, _health_answer, name="health", reads_body=False)
 
 
 # --- gRPC ---------------------------------------------------------------------------------------
@@ -252,28 +410,67 @@ def grpc_receiver(address: tuple[str, int], door: Door, limits: Limits, *,
         futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tracescore-grpc"),
         handlers=(handler,),
         options=[("grpc.max_receive_message_length", limits.max_decompressed_bytes),
-                 ("grpc.so_reuseport", 0)],
+                 ("grpc.so_reuseport", 0),
+                 ("grpc.max_connection_idle_ms", round(limits.idle_timeout_s * 1000)),
+                 ("grpc.server_handshake_timeout_ms", round(limits.read_timeout_s * 1000)),
+                 ("grpc.max_allowed_incoming_connections", limits.max_connections)],
     )
     host, port = address
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    if tls is not None:
-        cert, key, client_ca = tls
-        credentials = grpc.ssl_server_credentials(
-            [(key, cert)], root_certificates=client_ca, require_client_auth=client_ca is not None)
-        bound = server.add_secure_port(target, credentials)
-    else:
-        bound = server.add_insecure_port(target)
+    try:
+        if tls is not None:
+            cert, key, client_ca = tls
+            credentials = grpc.ssl_server_credentials(
+                [(key, cert)], root_certificates=client_ca,
+                require_client_auth=client_ca is not None)
+            bound = server.add_secure_port(target, credentials)
+        else:
+            bound = server.add_insecure_port(target)
+    except RuntimeError:  # grpcio says only "Failed to bind"
+        bound = 0
     if not bound:
-        raise OSError(f"cannot listen on {target} (gRPC)")
+        server.stop(None)
+        listen(address).close()  # raises the OSError that says why (e.g. address in use)
+        raise OSError(f"cannot listen on {target}")
     server.start()
     return server, bound
 
 
+class TlsFileError(ValueError):
+    """A TLS file cannot be used; `which` is "cert_file", "key_file" or "client_ca_file"."""
+
+    def __init__(self, which: str, reason: str) -> None:
+        super().__init__(reason)
+        self.which = which
+
+
 def tls_context(cert_file: str, key_file: str, client_ca_file: str | None) -> ssl.SSLContext:
+    """A server TLS context, or `TlsFileError` naming the file that is wrong."""
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(cert_file, key_file)
+    try:
+        context.load_cert_chain(cert_file, key_file)
+    except (ssl.SSLError, OSError) as exc:
+        raise _which_tls_file(cert_file, exc) from None
     if client_ca_file:
-        context.load_verify_locations(client_ca_file)
+        try:
+            context.load_verify_locations(client_ca_file)
+        except (ssl.SSLError, OSError) as exc:
+            raise TlsFileError("client_ca_file",
+                               f"not a PEM CA certificate ({_reason(exc)})") from None
         context.verify_mode = ssl.CERT_REQUIRED
     return context
+
+
+def _which_tls_file(cert_file: str, exc: Exception) -> TlsFileError:
+    if "KEY_VALUES_MISMATCH" in str(exc):
+        return TlsFileError("key_file", "the key does not match the certificate in cert_file")
+    try:  # the certificate alone: if it reads, the key is what is wrong
+        ssl.create_default_context().load_verify_locations(cert_file)
+    except (ssl.SSLError, OSError) as cert_exc:
+        return TlsFileError("cert_file", f"not a PEM certificate ({_reason(cert_exc)})")
+    return TlsFileError("key_file", f"not a PEM private key ({_reason(exc)})")
+
+
+def _reason(exc: Exception) -> str:
+    return getattr(exc, "reason", None) or str(exc)
 

@@ -47,9 +47,26 @@ def setup_logging(level: str) -> None:
     logging.getLogger(LIFECYCLE).setLevel(logging.INFO)
 
 
+def raise_open_files_limit() -> None:
+    """Raise the soft limit on open files to the hard limit, as the Collector (Go) does: each
+    connection is a file descriptor, and 1024 is a common soft default."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):
+            logging.getLogger("tracescore.gateway").debug(
+                "tracescore: could not raise the open files limit", exc_info=True)
+
+
 def serve(config: GatewayConfig) -> int:
     """Start the gateway, block until SIGTERM or SIGINT, then drain; the exit code."""
     log = logging.getLogger(LIFECYCLE)
+    raise_open_files_limit()
     stop = threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:
