@@ -19,6 +19,11 @@ COUNTERS: dict[str, str] = {
     "held": "Agent spans held for scoring",
     "replayed": "Spans forwarded again from the journal after a restart",
     "judge_cost_usd": "Judge cost of the scores attached, in USD",
+    "connections_refused": "HTTP connections closed on arrival: receivers.max_connections open, "
+                           "or no file descriptor left",
+    "connections_idle": "HTTP connections closed after receivers.idle_timeout_s without a request",
+    "connections_timed_out": "HTTP requests whose body did not arrive within "
+                             "receivers.read_timeout_s (answered 408)",
 }
 
 

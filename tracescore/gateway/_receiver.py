@@ -386,6 +386,8 @@ def grpc_receiver(address: tuple[str, int], door: Door, limits: Limits, *,
     """A started gRPC server with the OTLP trace service; (server, bound port)."""
     import grpc
 
+    listen(address).close()  # a taken port fails here with its reason, not in grpc's C log
+
     def export(raw: bytes, context: grpc.ServicerContext) -> bytes:
         if limits.bearer_token is not None:
             metadata = dict(context.invocation_metadata())
@@ -430,8 +432,7 @@ def grpc_receiver(address: tuple[str, int], door: Door, limits: Limits, *,
         bound = 0
     if not bound:
         server.stop(None)
-        listen(address).close()  # raises the OSError that says why (e.g. address in use)
-        raise OSError(f"cannot listen on {target}")
+        raise OSError(errno.EADDRNOTAVAIL, f"cannot listen on {target}")
     server.start()
     return server, bound
 
