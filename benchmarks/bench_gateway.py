@@ -10,9 +10,13 @@
     latency, against the ideal concurrency / (3 x latency), for 1 and 2 replicas (traffic split
     by trace id as the collector's loadbalancing exporter does);
   * memory: RSS of the gateway under ~10x overload (a next hop that takes a tenth of what is
-    offered, agent spans whose judge is slow) over 60 s (15 s with --quick).
+    offered, agent spans whose judge is slow) over 60 s (15 s with --quick);
+  * HTTP pass-through (part `http`): OTLP/HTTP protobuf in, gRPC out, keep-alive senders, the
+    gateway pinned to one core: spans/s and the gateway process's CPU per forwarded span, for
+    this checkout and, with `--baseline DIR` (another checkout, e.g. `git worktree add
+    /tmp/bench-main main`), that one's server side by side, in alternating rounds.
 
-    python benchmarks/bench_gateway.py [--quick] [--json PATH]
+    python benchmarks/bench_gateway.py [--quick] [--json PATH] [--parts http --baseline DIR]
 """
 
 from __future__ import annotations
@@ -201,7 +205,7 @@ class PlainPassThrough:
 
 class GatewayUnderTest:
     def __init__(self, sink: Sink, workdir: Path, core: int | None, *, config: str = "",
-                 extra: list[str] | None = None) -> None:
+                 extra: list[str] | None = None, checkout: Path | None = None) -> None:
         from tracescore.testing import GatewayProcess
 
         config_file = workdir / f"gateway-{random.getrandbits(32):x}.yaml"
@@ -212,9 +216,11 @@ class GatewayUnderTest:
             ["--config", str(config_file), "--endpoint", sink.endpoint,
              "--journal", str(workdir / f"journal-{random.getrandbits(32):x}.db"),
              "--health", "off", "--http", "off", "--log-level", "warning", *(extra or [])],
-            command_prefix=prefix, env={"LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+            command_prefix=prefix, env={"LITELLM_LOCAL_MODEL_COST_MAP": "True",
+                                        **({"PYTHONPATH": str(checkout)} if checkout else {})},
         ).start()
         self.address = f"127.0.0.1:{self.process.grpc_port}"
+        self.http_port = self.process.http_port
 
     @property
     def pid(self) -> int:
@@ -313,6 +319,41 @@ def throughput(address: str, sink: Sink, seconds: float, senders: int = 3) -> fl
     for thread in threads:
         thread.join(35)
     return rate
+
+
+def http_throughput(port: int, pid: int, sink: Sink, seconds: float, spans: int,
+                    senders: int = 3) -> tuple[float, float]:
+    """(spans/s arriving at the sink, gateway CPU microseconds per forwarded span) while
+    `senders` keep-alive HTTP clients post `spans`-span protobuf requests."""
+    import requests
+
+    bodies = [plain_request(spans, random.Random(i)) for i in range(8)]
+    url = f"http://127.0.0.1:{port}/v1/traces"
+    stop = threading.Event()
+
+    def push(index: int) -> None:
+        with requests.Session() as session:
+            n = index
+            while not stop.is_set():
+                try:
+                    session.post(url, data=bodies[n % len(bodies)], timeout=30,
+                                 headers={"Content-Type": "application/x-protobuf"})
+                except requests.RequestException:
+                    time.sleep(0.01)
+                n += 1
+
+    threads = [threading.Thread(target=push, args=(i,), daemon=True) for i in range(senders)]
+    for thread in threads:
+        thread.start()
+    time.sleep(min(2.0, seconds / 4))  # warm up
+    start_count, start_cpu, start = sink.count, _cpu_s(pid), time.perf_counter()
+    time.sleep(seconds)
+    forwarded, cpu = sink.count - start_count, _cpu_s(pid) - start_cpu
+    rate = forwarded / (time.perf_counter() - start)
+    stop.set()
+    for thread in threads:
+        thread.join(35)
+    return rate, 1e6 * cpu / max(1, forwarded)
 
 
 def latency(addresses: dict[str, str], sink: Sink, requests: int,
@@ -588,12 +629,57 @@ def _pass_through(workdir: Path, core: int, seconds: float, requests: int) -> di
     return result
 
 
+def _http_pass_through(workdir: Path, core: int, seconds: float, baseline: Path | None,
+                       rounds: int = 3) -> dict[str, Any]:
+    """This checkout's OTLP/HTTP receiver against `baseline`'s, in alternating rounds."""
+    checkouts = {"this checkout": Path(__file__).resolve().parents[1]}
+    if baseline is not None:
+        checkouts[f"baseline ({baseline})"] = baseline.resolve()
+    sink = Sink()
+    samples: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    try:
+        for _ in range(rounds):
+            for name, checkout in checkouts.items():
+                gateway = GatewayUnderTest(sink, workdir, core, checkout=checkout,
+                                           extra=["--grpc", "off", "--http", "127.0.0.1:0"])
+                try:
+                    for spans in (512, 10):
+                        samples.setdefault((name, spans), []).append(http_throughput(
+                            gateway.http_port, gateway.pid, sink, seconds, spans))
+                finally:
+                    gateway.close()
+    finally:
+        sink.close()
+    result: dict[str, Any] = {}
+    rows: list[list[Any]] = []
+    for (name, spans), runs in samples.items():
+        rate = sum(r for r, _ in runs) / len(runs)
+        cpu_us = sum(c for _, c in runs) / len(runs)
+        result[f"{name}, {spans}-span requests"] = {"spans_per_s": rate, "cpu_us_per_span": cpu_us,
+                                                    "rounds": runs}
+        rows.append([name, spans, rate, cpu_us])
+    if baseline is not None:
+        base = f"baseline ({baseline})"
+        for spans in (512, 10):
+            ours = result[f"this checkout, {spans}-span requests"]
+            theirs = result[f"{base}, {spans}-span requests"]
+            result[f"ratio, {spans}-span requests"] = {
+                "spans_per_s": ours["spans_per_s"] / theirs["spans_per_s"],
+                "cpu_us_per_span": ours["cpu_us_per_span"] / theirs["cpu_us_per_span"]}
+    print_table(rows, ["server", "spans/request", "spans/s", "gateway CPU us/span"],
+                title=f"OTLP/HTTP pass-through on one core ({rounds} alternating rounds of "
+                      f"{seconds:.0f} s, 3 keep-alive senders)")
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", help="write results to this path")
     parser.add_argument("--parts", default="pass,scoring,memory",
-                        help="comma list of parts to run: pass, scoring, memory")
+                        help="comma list of parts to run: pass, scoring, memory, http")
+    parser.add_argument("--baseline", type=Path,
+                        help="another checkout whose HTTP receiver `http` measures alongside")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     seconds = 5.0 if args.quick else 15.0
@@ -604,6 +690,9 @@ def main() -> None:
         if "pass" in parts:
             results["pass_through"] = _pass_through(workdir, core, seconds,
                                                     200 if args.quick else 1000)
+        if "http" in parts:
+            results["http_pass_through"] = _http_pass_through(workdir, core, seconds,
+                                                              args.baseline)
         if "scoring" in parts:
             judge_latency = 0.5  # as bench_online's throughput run: ideal 5.3 scores/s a replica
             spans = 64 if args.quick else 160  # multiples of the concurrency

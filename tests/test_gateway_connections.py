@@ -129,6 +129,25 @@ def test_a_chunked_body_without_end_is_answered_413_once_over_the_limit(
     assert status == 413, answer
 
 
+@pytest.mark.parametrize("spans", [1, 300, 2000])
+def test_expect_100_continue_is_answered_before_the_body(gateway: GatewayProcess,
+                                                         spans: int) -> None:
+    body = plain_request(spans).SerializeToString()
+    with socket.create_connection(("127.0.0.1", gateway.http_port), timeout=30) as sock:
+        sock.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: gateway\r\nContent-Type: "
+                     b"application/x-protobuf\r\nExpect: 100-continue\r\n"
+                     b"Content-Length: %d\r\n\r\n" % len(body))
+        interim = sock.recv(64)
+        if len(body) > _LIMIT:
+            assert interim.startswith(b"HTTP/1.1 413 ")
+            return
+        assert interim == b"HTTP/1.1 100 Continue\r\n\r\n"
+        sock.sendall(body)
+        answer = http.client.HTTPResponse(sock)
+        answer.begin()
+        assert answer.status == 200, answer.read()
+
+
 # --- malformed OTLP/JSON ------------------------------------------------------------------------
 def _valid_tree() -> dict[str, Any]:
     request = plain_request(2, random.Random(1))

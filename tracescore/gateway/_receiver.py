@@ -16,10 +16,11 @@ import logging
 import math
 import socket
 import ssl
+import sys
 import threading
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from concurrent import futures
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -208,6 +209,8 @@ class HttpServer:
         self._listener: asyncio.AbstractServer | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._respond = respond
+        self._no_files = _BurstLog(f"{name} cannot accept connections: no file descriptor "
+                                   f"left (the open files limit)")
 
     @property
     def port(self) -> int:
@@ -254,8 +257,8 @@ class HttpServer:
     def _loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         error = context.get("exception")
         if isinstance(error, OSError) and error.errno in (errno.EMFILE, errno.ENFILE):
-            self.door.connection_closed("refused")  # accept() failed: out of file descriptors
-            _log.warning("tracescore: %s cannot accept connections: %s", self._name, error)
+            self.door.connection_closed("refused")  # accept() failed; asyncio retries in 1 s
+            self._no_files()
         else:
             _log.debug("tracescore: %s: %s", self._name, context.get("message"), exc_info=error)
 
@@ -263,14 +266,12 @@ class HttpServer:
         connections = self._connections
         connections.busy(request.protocol, True)
         try:
-            if self._reads_body:
-                body = await asyncio.wait_for(_read_body(request, self.limits.max_request_bytes),
-                                              self.limits.read_timeout_s)
-            else:
-                body = b""
+            body = await _within(self.limits.read_timeout_s,
+                                 _read_body(request, self.limits.max_request_bytes)
+                                 ) if self._reads_body else b""
             status, payload, content_type, headers = await self._loop.run_in_executor(
                 self.pool, self._respond, self.door, self.limits, request, body)
-        except TooLarge as exc:  # the rest of the body is not read: close after the answer
+        except TooLarge as exc:  # the rest of the body is not kept; the connection is closed
             self.door.rejected()
             return _answer(413, str(exc).encode(), close=True)
         except asyncio.TimeoutError:
@@ -282,11 +283,22 @@ class HttpServer:
         return _answer(status, payload, content_type, headers)
 
 
+async def _within(seconds: float, read: Coroutine[Any, Any, bytes]) -> bytes:
+    """`await read`, or `asyncio.TimeoutError` after `seconds` (no extra task on 3.11+)."""
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(seconds):
+            return await read
+    return await asyncio.wait_for(read, seconds)
+
+
 async def _read_body(request: web.BaseRequest, limit: int) -> bytes:
     """The whole body (Content-Length or chunked), refused with `TooLarge` past `limit` bytes."""
     declared = request.content_length
     if declared is not None and declared > limit:
         raise TooLarge(f"request over {limit} bytes")
+    if request.headers.get("Expect", "").lower() == "100-continue":  # as curl sends for > 1 KiB
+        await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        request.writer.output_size = 0  # the answer's own headers are still to come
     chunks: list[bytes] = []
     size = 0
     while True:
