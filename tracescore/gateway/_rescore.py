@@ -143,6 +143,7 @@ def run_rescore_command(inputs: Sequence[Path], *, config_file: Path | None,
                         until: datetime | None, output: Path | None, endpoint: str | None,
                         protocol: str, all_spans: bool, progress: bool) -> RescoreSummary:
     """The `tracescore rescore` command (options validated here, `ConfigurationError` if bad)."""
+    from tracescore._endpoints import check_endpoint
     from tracescore.gateway._config import (
         load_gateway_config,
         processor_options,
@@ -155,6 +156,7 @@ def run_rescore_command(inputs: Sequence[Path], *, config_file: Path | None,
     if judge_model:
         overrides["scoring.judge_model"] = judge_model
     if endpoint:
+        check_endpoint(endpoint, protocol, "--endpoint")
         overrides.update({"exporter.endpoint": endpoint, "exporter.protocol": protocol})
     config = load_gateway_config(config_file, overrides, environ={})
     changes: dict[str, Any] = {}
