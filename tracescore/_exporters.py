@@ -9,30 +9,28 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter, SpanExportResult
 
+from tracescore._endpoints import grpc_target, http_traces_url
 from tracescore._exceptions import ConfigurationError
 
 _log = logging.getLogger(__name__)
 
 EXPORTER_NAMES = ("otlp", "otlp-http", "otlp-grpc", "console", "file", "none")
 _OTLP_NAMES = ("otlp", "otlp-http", "otlp-grpc")
-_TRACES_PATH = "/v1/traces"
-_LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]")
 _COMPRESSIONS = ("gzip", "deflate", "none")
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9a-z-]+")  # an HTTP token (RFC 9110), lower-cased
-_HOST = re.compile(r"[A-Za-z0-9._~%-]+|[0-9A-Fa-f:.]+")  # a DNS name / IPv4, or IPv6 (no brackets)
 
 # Standard environment variables (read here only to pick the protocol; the OTel exporters read the rest).
 ENV_TRACES_EXPORTER = "OTEL_TRACES_EXPORTER"
 ENV_PROTOCOL = "OTEL_EXPORTER_OTLP_PROTOCOL"
 ENV_TRACES_PROTOCOL = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+ENV_ENDPOINTS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 
 
 
@@ -155,48 +153,11 @@ def _parse_header_string(headers: str) -> dict[str, str]:
     return parsed
 
 
-def _check_host(parts: Any, endpoint: str, example: str) -> None:
-    if any(ch.isspace() for ch in endpoint) or not parts.hostname or not _HOST.fullmatch(parts.hostname):
-        raise ConfigurationError(f"endpoint {endpoint!r} has no valid host name; use e.g. {example}")
-
-
-def http_traces_url(endpoint: str) -> str:
-    """Validate an OTLP/HTTP endpoint; a base URL gets /v1/traces appended (OTEL_EXPORTER_OTLP_ENDPOINT
-    semantics), a URL that already ends in /v1/traces is kept."""
-    parts = urlsplit(endpoint)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigurationError(
-            f"OTLP/HTTP endpoint must be an http(s) URL such as http://localhost:4318 (got {endpoint!r})")
-    _check_host(parts, endpoint, "http://localhost:4318")
-    _check_port(parts, endpoint)
-    if parts.path.rstrip("/").endswith(_TRACES_PATH):
-        return endpoint
-    return endpoint.rstrip("/") + _TRACES_PATH
-
-
-def grpc_target(endpoint: str) -> tuple[str, bool | None]:
-    """Validate an OTLP/gRPC endpoint; returns (endpoint, insecure). "host:port" without a scheme is
-    plaintext for loopback hosts and TLS otherwise (unless OTEL_EXPORTER_OTLP_INSECURE says so)."""
-    if "://" not in endpoint:
-        host = endpoint.rsplit(":", 1)[0] if ":" in endpoint else endpoint
-        scheme = "http" if host in _LOOPBACK_HOSTS else "https"
-        if host not in _LOOPBACK_HOSTS and os.environ.get("OTEL_EXPORTER_OTLP_INSECURE", "").lower() == "true":
-            scheme = "http"
-        endpoint = f"{scheme}://{endpoint}"
-    parts = urlsplit(endpoint)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigurationError(
-            f"OTLP/gRPC endpoint must look like localhost:4317 or http(s)://host:4317 (got {endpoint!r})")
-    _check_host(parts, endpoint, "localhost:4317")
-    _check_port(parts, endpoint)
-    return endpoint, parts.scheme == "http"
-
-
-def _check_port(parts: Any, endpoint: str) -> None:
-    try:
-        _ = parts.port  # urlsplit validates the port lazily
-    except ValueError as exc:
-        raise ConfigurationError(f"invalid port in endpoint {endpoint!r}") from exc
+def _check_env_endpoint(check: Callable[[str, str], object]) -> None:
+    """Validate the endpoint the OTLP exporter will read from the environment (naming the variable)."""
+    var = next((name for name in ENV_ENDPOINTS if os.environ.get(name)), None)
+    if var is not None:
+        check(os.environ[var], var)
 
 
 def build_exporter(name: str, *, endpoint: str | None, headers: dict[str, str] | None,
@@ -210,6 +171,8 @@ def build_exporter(name: str, *, endpoint: str | None, headers: dict[str, str] |
             OTLPSpanExporter as HttpExporter,
         )
 
+        if not endpoint:
+            _check_env_endpoint(http_traces_url)
         return HttpExporter(
             endpoint=http_traces_url(endpoint) if endpoint else None,
             headers=headers,
@@ -221,6 +184,8 @@ def build_exporter(name: str, *, endpoint: str | None, headers: dict[str, str] |
             OTLPSpanExporter as GrpcExporter,
         )
 
+        if not endpoint:
+            _check_env_endpoint(grpc_target)
         target, insecure = grpc_target(endpoint) if endpoint else (None, None)
         grpc_compression = {"gzip": GrpcCompression.Gzip, "deflate": GrpcCompression.Deflate,
                             "none": GrpcCompression.NoCompression}.get(compression or "")

@@ -38,6 +38,7 @@ def _scorer_selection(command: _F) -> _F:
 
 
 ENV_ENDPOINTS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+EXIT_UNDELIVERED = 1  # `rescore`: some spans did not reach the endpoint
 EXIT_INTERRUPTED = 130  # the shell's code for a process ended by SIGINT (128 + 2)
 
 
@@ -273,6 +274,10 @@ def rescore(inputs: Sequence[Path], config_file: Path | None, scorers: Sequence[
     \b
     Example: run a new scorer version over last week's traffic
       tracescore rescore traces.jsonl --since 2026-11-24 -s relevancy -o rescored.jsonl
+    \b
+    Exit codes: 0 every span written; 1 some spans did not reach --endpoint (down, refused or
+    rejected them: the last line says how many and why); 2 a bad option, a bad input line
+    (FILE:LINE) or no spans in INPUTS.
     """
     from tracescore._exceptions import ConfigurationError
     from tracescore.gateway._rescore import run_rescore_command
@@ -285,13 +290,21 @@ def rescore(inputs: Sequence[Path], config_file: Path | None, scorers: Sequence[
             agents=agents, rate=rate, since=since, until=until, output=output,
             endpoint=endpoint, protocol=protocol, all_spans=all_spans,
             progress=sys.stderr.isatty() if progress is None else progress,
+            warn=lambda text: click.echo(f"warning: {text}", err=True),
         )
     except ConfigurationError as exc:
         raise CommandError(str(exc)) from None
-    click.echo(f"read {summary.spans_read} spans, {summary.spans_selected} selected, "
-               f"{summary.agent_spans} agent spans offered, "
-               f"{summary.stats.get('scored', 0)} scores, {summary.stats.get('failed', 0)} "
-               f"failed; wrote {summary.spans_written} spans")
+    for scorer_id, missing in summary.no_reference.items():
+        click.echo(f"warning: {missing.warning(scorer_id)}", err=True)
+    line = (f"read {summary.spans_read} spans, {summary.spans_selected} selected, "
+            f"{summary.agent_spans} agent spans offered, "
+            f"{summary.stats.get('scored', 0)} scores, {summary.stats.get('failed', 0)} failed; ")
+    if not summary.undelivered:
+        click.echo(f"{line}wrote {summary.spans_written} spans")
+        return
+    click.echo(f"{line}wrote {summary.spans_delivered} of {summary.spans_written} spans: "
+               f"{summary.undelivered}", err=True)
+    sys.exit(EXIT_UNDELIVERED)
 
 
 def _settings(items: Sequence[str]) -> dict[str, object]:

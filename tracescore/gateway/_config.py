@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from tracescore._endpoints import check_endpoint
 from tracescore._exceptions import ConfigurationError
 
 ENV_CONFIG = "TRACESCORE_GATEWAY_CONFIG"
@@ -108,18 +109,16 @@ class GatewayConfig:
         if self.telemetry_protocol not in (None, *PROTOCOLS):
             raise ConfigurationError(f"telemetry.protocol must be one of {', '.join(PROTOCOLS)}, "
                                      f"got {self.telemetry_protocol!r}")
-        if self.telemetry_endpoint is not None and "://" not in self.telemetry_endpoint:
-            raise ConfigurationError(f"telemetry.endpoint must be a URL, "
-                                     f"got {self.telemetry_endpoint!r}")
         if self.exporter_protocol not in PROTOCOLS:
             raise ConfigurationError(f"exporter.protocol must be one of {', '.join(PROTOCOLS)}, "
                                      f"got {self.exporter_protocol!r}")
         if self.exporter_compression not in COMPRESSIONS:
             raise ConfigurationError(f"exporter.compression must be one of "
                                      f"{', '.join(COMPRESSIONS)}, got {self.exporter_compression!r}")
-        if "://" not in self.exporter_endpoint:
-            raise ConfigurationError(f"exporter.endpoint must be a URL such as "
-                                     f"http://collector:4317, got {self.exporter_endpoint!r}")
+        check_endpoint(self.exporter_endpoint, self.exporter_protocol, "exporter.endpoint")
+        if self.telemetry_endpoint is not None:
+            check_endpoint(self.telemetry_endpoint,
+                           self.telemetry_protocol or self.exporter_protocol, "telemetry.endpoint")
         if self.journal_sync not in ("full", "normal"):
             raise ConfigurationError(f"journal.sync must be full or normal, got {self.journal_sync!r}")
         if (self.tls_cert_file is None) != (self.tls_key_file is None):

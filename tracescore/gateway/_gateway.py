@@ -295,19 +295,15 @@ def _naming(key: str, endpoint: str) -> Iterator[None]:
 
 
 def _sender(config: GatewayConfig) -> Sender:
-    from urllib.parse import urlsplit
+    """The next hop's sender (the endpoint was validated with the config)."""
+    from tracescore._endpoints import grpc_address, grpc_target, http_traces_url
 
     endpoint = config.exporter_endpoint
-    parts = urlsplit(endpoint)
     if config.exporter_protocol == "grpc":
-        if not parts.hostname or parts.port is None and parts.scheme not in ("http", "https"):
-            raise ConfigurationError(f"exporter.endpoint: no host in {endpoint!r}")
-        port = parts.port or (443 if parts.scheme == "https" else 4317)
-        host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-        return GrpcSender(f"{host}:{port}", secure=parts.scheme == "https",
+        url, insecure = grpc_target(endpoint, "exporter.endpoint")
+        return GrpcSender(grpc_address(url), secure=not insecure,
                           headers=config.exporter_headers, compression=config.exporter_compression,
                           timeout_s=config.exporter_timeout_s, ca_file=config.exporter_ca_file)
-    url = endpoint if parts.path.rstrip("/").endswith("/v1/traces") else (
-        endpoint.rstrip("/") + "/v1/traces")
-    return HttpSender(url, headers=config.exporter_headers, compression=config.exporter_compression,
+    return HttpSender(http_traces_url(endpoint, "exporter.endpoint"),
+                      headers=config.exporter_headers, compression=config.exporter_compression,
                       timeout_s=config.exporter_timeout_s, ca_file=config.exporter_ca_file)

@@ -3,10 +3,11 @@ tracescore's file exporter and the Collector's file exporter), to a file or an O
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
@@ -14,21 +15,55 @@ from typing import IO, Any
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from tracescore._exceptions import ConfigurationError
-from tracescore._otlp_json import parse_otlp_json, to_otlp_json
+from tracescore._otlp_json import to_otlp_json
 from tracescore.gateway import _otlp
 from tracescore.gateway._engine import Engine
 from tracescore.gateway._metrics import GatewayMetrics
+from tracescore.gateway._rescore_input import LineReader
+
+_log = logging.getLogger("tracescore.rescore")
+# scorers that compare the output with the ground truth, and with something else without one
+_FALLBACKS = {
+    "content-similarity": "compared the output with the input instead",
+    "textual-difference": "compared the output with the input instead",
+    "keyword-coverage": "took the keywords of the input instead",
+    "completeness": "took the elements of the input instead",
+    "tone-consistency": "measured the output's own tone stability instead",
+}
+
+
+@dataclass(frozen=True)
+class MissingReference:
+    """Agent spans a scorer scored without a ground truth, and what it did instead."""
+
+    spans: int
+    fallback: str
+    has_reference: bool  # the scorer has a `reference` (that did not know these inputs)
+
+    def warning(self, scorer_id: str) -> str:
+        """One line: how many, what the scorer did instead, where a ground truth comes from."""
+        where = ("neither the spans (tracescore.ground_truth) nor its reference: file had one"
+                 if self.has_reference else "the spans carry no tracescore.ground_truth attribute")
+        plural = "s" if self.spans != 1 else ""
+        return (f"{scorer_id} had no ground truth for {self.spans} agent span{plural} and "
+                f"{self.fallback}: {where}. Give the expected answers as a dataset file (input, "
+                f"ground_truth) with `reference: FILE` on this scorer under scoring.scorers in "
+                f"--config, or record them on the spans as tracescore.ground_truth")
 
 
 @dataclass(frozen=True)
 class RescoreSummary:
-    """What a rescore run read, offered for scoring and wrote."""
+    """What a rescore run read, offered for scoring and wrote. `spans_delivered` of the
+    `spans_written` reached the output; `undelivered` says why the others did not ("": all did)."""
 
     spans_read: int
     spans_selected: int
     agent_spans: int
     spans_written: int
     stats: dict[str, int]
+    spans_delivered: int = 0
+    undelivered: str = ""
+    no_reference: dict[str, MissingReference] = field(default_factory=dict)  # by scorer id
 
 
 class FileOutput:
@@ -66,27 +101,6 @@ class _Counting:
             self.written += count
 
 
-def read_requests(paths: Sequence[Path]) -> Iterator[tuple[ExportTraceServiceRequest, int]]:
-    """Each line of each file as a request, with the bytes read so far (for progress)."""
-    done = 0
-    for path in paths:
-        try:
-            handle = path.open("rb")
-        except OSError as exc:
-            raise ConfigurationError(f"{path}: cannot read: {exc}") from None
-        with handle:
-            for number, line in enumerate(handle, 1):
-                done += len(line)
-                if not line.strip():
-                    continue
-                try:
-                    request = parse_otlp_json(line, ExportTraceServiceRequest())
-                except ValueError as exc:
-                    raise ConfigurationError(
-                        f"{path}:{number}: not an OTLP JSON trace request: {exc}") from None
-                yield request, done
-
-
 def select(request: ExportTraceServiceRequest, since_ns: int | None, until_ns: int | None) -> None:
     """Drop spans that started outside [since, until) (in place)."""
     if since_ns is None and until_ns is None:
@@ -105,24 +119,31 @@ def rescore(paths: Sequence[Path], *, scorers: Sequence[Any], recognisers: Seque
             all_spans: bool = False, processor_options: dict[str, Any] | None = None,
             progress: Callable[[int, int], None] | None = None,
             timeout_s: float = 600.0,
-            trace_options: dict[str, Any] | None = None) -> RescoreSummary:
+            trace_options: dict[str, Any] | None = None,
+            warn: Callable[[str], None] | None = None) -> RescoreSummary:
     """Score the agent spans of `paths` again and write them (all spans with `all_spans`).
 
     Reading waits while as many spans are held as the processor may hold at once, so a large
     file never pushes a span out unscored for lack of room. Scorers get the tool calls and
     context of the spans of each trace read before its agent span (`trace_options`: the
-    gateway's `trace:` bounds).
+    gateway's `trace:` bounds). `warn` (default: a log warning) gets each line without spans;
+    `no_reference` of the summary counts, per scorer that compares with a ground truth, the
+    spans that had none. A bad line raises `ConfigurationError` "FILE:LINE: ...".
     """
+    from tracescore.online._options import as_online_scorers
+
     counting = _Counting(output)
+    watched = [_watch_reference(online) for online in as_online_scorers(scorers)]
     options = {"max_wait_s": 600.0, **(processor_options or {})}
-    engine = Engine(scorers=scorers, recognisers=recognisers, output=counting,
-                    metrics=GatewayMetrics(), processor_options=options, pass_through=all_spans,
-                    trace_options=trace_options)
+    engine = Engine(scorers=[online for online, _ in watched], recognisers=recognisers,
+                    output=counting, metrics=GatewayMetrics(), processor_options=options,
+                    pass_through=all_spans, trace_options=trace_options)
     room = max(1, int(options.get("max_held_spans", 2048)) // 2)
     total = sum(path.stat().st_size for path in paths if path.is_file())
+    reader = LineReader(paths, warn or _log.warning)
     read = selected = 0
     try:
-        for request, done in read_requests(paths):
+        for request, done in reader.requests():
             read += _otlp.count_spans(request)
             select(request, since_ns, until_ns)
             selected += _otlp.count_spans(request)
@@ -134,15 +155,144 @@ def rescore(paths: Sequence[Path], *, scorers: Sequence[Any], recognisers: Seque
     finally:
         engine.shutdown(timeout_s)
     stats = engine.processor.stats()
-    return RescoreSummary(read, selected, engine.offered, counting.written, stats)
+    missing = {online.scorer_id: MissingReference(watch.missing, watch.fallback,
+                                                  watch.has_reference)
+               for online, watch in watched if watch is not None and watch.missing}
+    return RescoreSummary(read, selected, engine.offered, counting.written, stats,
+                          spans_delivered=counting.written, no_reference=missing)
+
+
+class _ReferenceWatch:
+    """The `reference` of an OnlineScorer, counting the lookups that found no ground truth
+    (the processor asks only for spans without their own)."""
+
+    def __init__(self, online: Any, fallback: str) -> None:
+        self._lookup = online.lookup_reference
+        self.fallback = fallback
+        self.has_reference = online.reference is not None
+        self._lock = threading.Lock()
+        self.missing = 0
+
+    def __call__(self, value: Any) -> Any:
+        found = self._lookup(value)
+        if found is None:
+            with self._lock:
+                self.missing += 1
+        return found
+
+
+def _watch_reference(online: Any) -> tuple[Any, _ReferenceWatch | None]:
+    """`online` with its reference lookups counted, when its verdicts change without one."""
+    fallback = _fallback(online.scorer_id, online.scorer)
+    if fallback is None:
+        return online, None
+    watch = _ReferenceWatch(online, fallback)
+    return replace(online, reference=watch), watch
+
+
+def _fallback(scorer_id: str, scorer: Any) -> str | None:
+    """What a scorer does without a ground truth, when that changes its verdicts (else None)."""
+    from tracescore.scoring._judge_api import OFFLINE_MODEL
+
+    if scorer_id == "answer-relevancy":  # the offline judge's only world knowledge
+        model = getattr(getattr(scorer, "judge", None), "model", None)
+        return ("the offline judge had no reference answer (it has no world knowledge: it "
+                "checks answers against the ground truth)") if model == OFFLINE_MODEL else None
+    if scorer_id == "tone-consistency" and getattr(scorer, "reference_tone", None):
+        return None
+    return _FALLBACKS.get(scorer_id)
+
+
+class _EndpointOutput:
+    """The forwarder to an OTLP endpoint, and what became of the spans given to it."""
+
+    def __init__(self, config: Any) -> None:
+        from tracescore.gateway._forward import Forwarder
+        from tracescore.gateway._gateway import _sender
+
+        self.endpoint = str(config.exporter_endpoint)
+        self._sender = _LastFailure(_sender(config))
+        self._metrics = GatewayMetrics()
+        self._forwarder = Forwarder(self._sender, None, self._metrics,
+                                    max_batch_spans=config.max_batch_spans)
+        self._drain_s = float(config.shutdown_timeout_s)
+        self._forwarder.start()
+        self._lock = threading.Lock()
+        self.written = 0  # spans given to the forwarder
+
+    def put(self, ids: tuple[int, ...], body: bytes, count: int) -> None:
+        self._forwarder.put(ids, body, count)
+        with self._lock:
+            self.written += count
+
+    def finish(self) -> tuple[int, str]:
+        """Wait (up to `shutdown_timeout_s`) for the endpoint; (spans delivered, why not all)."""
+        written = self.written
+        drained = self._forwarder.drain(self._drain_s)
+        self._forwarder.stop()
+        counts = self._metrics.snapshot()
+        delivered = min(written, int(counts.get("forwarded", 0)))
+        rejected = int(counts.get("rejected_by_next_hop", 0))
+        if delivered >= written:
+            return written, ""
+        failure = self._sender.failure
+        if rejected and (failure is None or failure.ok):
+            why = f"the endpoint {self.endpoint} rejected {rejected} (partial success)"
+        elif failure is not None and not failure.retry:
+            why = f"the endpoint {self.endpoint} rejected them ({failure.detail}; not retried)"
+        else:
+            why = f"the endpoint {self.endpoint} {self._diagnosis(failure)}"
+        if not drained:
+            why += f"; gave up after {self._drain_s:g} s (shutdown_timeout_s)"
+        return delivered, why
+
+    def _diagnosis(self, failure: Any) -> str:
+        """What went wrong with a retryable failure: the TCP connection, or the answer."""
+        import socket
+        from urllib.parse import urlsplit
+
+        detail = failure.detail if failure is not None else "no answer"
+        url = self.endpoint if "://" in self.endpoint else f"http://{self.endpoint}"
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 4317)
+        try:
+            with socket.create_connection((parts.hostname or "", port), timeout=2.0):
+                pass
+        except ConnectionRefusedError:
+            return "refused the connection"
+        except socket.gaierror:
+            return f"could not be found (no such host {parts.hostname!r})"
+        except OSError as exc:
+            return f"could not be reached ({exc.strerror or type(exc).__name__})"
+        return f"answered {detail} (retried)"
+
+
+class _LastFailure:
+    """A sender that remembers the last answer that was not a plain success."""
+
+    def __init__(self, sender: Any) -> None:
+        self._sender = sender
+        self.failure: Any = None
+
+    def send(self, body: bytes, timeout_s: float | None = None) -> Any:
+        outcome = self._sender.send(body, timeout_s)
+        if not outcome.ok or outcome.rejected_spans:
+            self.failure = outcome
+        return outcome
+
+    def close(self) -> None:
+        self._sender.close()
 
 
 def run_rescore_command(inputs: Sequence[Path], *, config_file: Path | None,
                         scorer_names: Sequence[str], judge_model: str | None,
                         agents: Sequence[str], rate: float | None, since: datetime | None,
                         until: datetime | None, output: Path | None, endpoint: str | None,
-                        protocol: str, all_spans: bool, progress: bool) -> RescoreSummary:
-    """The `tracescore rescore` command (options validated here, `ConfigurationError` if bad)."""
+                        protocol: str, all_spans: bool, progress: bool,
+                        warn: Callable[[str], None] | None = None) -> RescoreSummary:
+    """The `tracescore rescore` command (options validated here, `ConfigurationError` if bad:
+    also when the inputs hold no span at all)."""
+    from tracescore._endpoints import check_endpoint
     from tracescore.gateway._config import (
         load_gateway_config,
         processor_options,
@@ -155,6 +305,7 @@ def run_rescore_command(inputs: Sequence[Path], *, config_file: Path | None,
     if judge_model:
         overrides["scoring.judge_model"] = judge_model
     if endpoint:
+        check_endpoint(endpoint, protocol, "--endpoint")
         overrides.update({"exporter.endpoint": endpoint, "exporter.protocol": protocol})
     config = load_gateway_config(config_file, overrides, environ={})
     changes: dict[str, Any] = {}
@@ -164,34 +315,30 @@ def run_rescore_command(inputs: Sequence[Path], *, config_file: Path | None,
         changes["agents"] = tuple(agents)
     scorers = [replace(online, **changes) for online in config.scorers or ()]
     options = processor_options(with_overrides(config, max_wait_s=max(config.max_wait_s, 600.0)))
-    sink: Any
-    forwarder = None
-    if output is not None:
-        sink = FileOutput(output)
-    else:
-        from tracescore.gateway._forward import Forwarder
-        from tracescore.gateway._gateway import _sender
-
-        forwarder = Forwarder(_sender(config), None, GatewayMetrics(),
-                              max_batch_spans=config.max_batch_spans)
-        forwarder.start()
-        sink = forwarder
+    sink: FileOutput | _EndpointOutput = (
+        FileOutput(output) if output is not None else _EndpointOutput(config))
     bar = _progress() if progress else None
+    delivered, why = 0, ""
     try:
         summary = rescore(inputs, scorers=scorers, recognisers=config.recognisers or (),
                           output=sink, since_ns=_ns(since), until_ns=_ns(until),
                           all_spans=all_spans, processor_options=options,
                           progress=bar.update if bar else None,
-                          trace_options=dict(config.trace))
+                          trace_options=dict(config.trace), warn=warn)
     finally:
         if bar is not None:
             bar.close()
         if isinstance(sink, FileOutput):
             sink.close()
-        if forwarder is not None:
-            forwarder.drain(config.shutdown_timeout_s)
-            forwarder.stop()
-    return summary
+        else:
+            delivered, why = sink.finish()
+    if isinstance(sink, FileOutput):
+        delivered = summary.spans_written
+    if not summary.spans_read:
+        names = ", ".join(str(path) for path in inputs)
+        raise ConfigurationError(f"{names}: no spans found; nothing to rescore (expected OTLP "
+                                 f"JSON lines with resourceSpans, as the file exporters write)")
+    return replace(summary, spans_delivered=delivered, undelivered=why)
 
 
 class _progress:

@@ -7,6 +7,7 @@ import importlib
 from typing import Any
 from urllib.parse import urlsplit
 
+from tracescore._endpoints import grpc_target
 from tracescore.gateway._config import GatewayConfig
 
 # signal -> (gRPC exporter module, HTTP exporter module, class name in both, HTTP path)
@@ -28,8 +29,8 @@ def _exporter(config: GatewayConfig, signal: str) -> Any:
     headers = dict(config.exporter_headers) or None
     if protocol == "grpc":
         exporter_class = getattr(importlib.import_module(grpc_module), name)
-        return exporter_class(endpoint=endpoint, insecure=urlsplit(endpoint).scheme != "https",
-                              headers=headers)
+        url, insecure = grpc_target(endpoint, "telemetry.endpoint")
+        return exporter_class(endpoint=url, insecure=insecure, headers=headers)
     exporter_class = getattr(importlib.import_module(http_module), name)
     return exporter_class(endpoint=_url(endpoint, path), headers=headers)
 

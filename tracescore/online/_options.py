@@ -38,7 +38,8 @@ class OnlineScorer:
     - `budget_usd_per_hour`: stop sampling while the judge spent this much in the last hour
       (scorers that use no judge are never limited by it).
     - `reference`: ground truth for calls without one: a mapping looked up by the call's input
-      (or its string form), or a callable `reference(input) -> ground truth | None`.
+      (or its string form, or the last user message of chat messages), or a callable
+      `reference(input) -> ground truth | None`.
     - `sinks`: where results go: any of "span" (default), "carrier", "log", "phoenix" (span
       annotations through Phoenix's REST API; see `PhoenixSink`).
     - `timeout_s`: upper bound of one scorer run (judge retries included).
@@ -138,6 +139,8 @@ class OnlineScorer:
                     from tracescore._content import lookup_key
 
                     found = ref.get(lookup_key(value), _MISSING)
+                if found is _MISSING and not isinstance(value, str):
+                    found = ref.get(_question(value), _MISSING)  # chat messages: the question
                 return None if found is _MISSING else found
             return ref(value)
         except Exception:  # noqa: BLE001 - a bad reference means "no ground truth"
@@ -197,6 +200,16 @@ def as_online_scorers(scorers: object) -> tuple[OnlineScorer, ...]:
             f"each online scorer needs its own id; duplicated: {', '.join(duplicates)}"
         )
     return result
+
+
+def _question(value: Any) -> str | None:
+    """The last user message of a chat-style input, or None."""
+    from tracescore.scoring._inputs import InputError, question_text
+
+    try:
+        return question_text(value) or None
+    except InputError:
+        return None
 
 
 def _number(name: str, value: object) -> float:
