@@ -7,6 +7,7 @@ import gzip
 import json
 import urllib.error
 import urllib.request
+from typing import Any
 
 import grpc
 import pytest
@@ -567,3 +568,89 @@ def test_stub_reports_a_broken_responder_as_500(stub_llm: StubLLMServer) -> None
     stub_llm.responder = broken
     with pytest.raises(_litellm().InternalServerError, match="stub responder raised KeyError"):
         _litellm().completion(**_kwargs(stub_llm))
+
+
+# --- StubLLMServer: reply values and its own faults -----------------------------------------------
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                max_size=3),
+    max_leaves=6)
+_REPLY_VALUES = st.text(max_size=40) | st.lists(_JSON_VALUES, max_size=3) | st.dictionaries(
+    st.text(max_size=5), _JSON_VALUES, max_size=3)
+_NOT_REPLIES = (st.none() | st.integers() | st.floats() | st.binary() | st.booleans()
+                | st.tuples(st.text()) | st.frozensets(st.integers()))
+
+
+def _post_chat(stub: StubLLMServer, **extra: Any) -> tuple[int, Any]:
+    """(status, JSON body) of one chat request sent with the standard library (no retries)."""
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}], **extra})
+    request = urllib.request.Request(stub.base_url + "/chat/completions", data=body.encode(),
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+@given(value=_REPLY_VALUES)
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_stub_default_reply_takes_text_or_json_as_the_reply_content(
+        stub_llm: StubLLMServer, value: Any) -> None:
+    stub_llm.default_reply = value
+    status, body = _post_chat(stub_llm)
+    assert status == 200, body
+    content = body["choices"][0]["message"]["content"]
+    assert content == value if isinstance(value, str) else json.loads(content) == value
+
+
+def test_stub_default_reply_given_as_text_reaches_litellm() -> None:
+    with StubLLMServer(default_reply="plain text") as stub:
+        assert _litellm().completion(**_kwargs(stub)).choices[0].message.content == "plain text"
+
+
+@given(value=_NOT_REPLIES)
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_stub_default_reply_of_another_type_is_refused_when_set(
+        stub_llm: StubLLMServer, value: Any) -> None:
+    before = stub_llm.default_reply
+    with pytest.raises(TypeError, match=rf"default_reply must be a Reply.*not {type(value).__name__}"):
+        stub_llm.default_reply = value
+    assert stub_llm.default_reply is before
+
+
+@given(value=st.binary() | st.sets(st.integers(), min_size=1) | st.builds(object))
+@settings(max_examples=20, deadline=None)
+def test_reply_content_that_json_cannot_encode_is_refused_at_construction(value: Any) -> None:
+    with pytest.raises(TypeError, match=f"Reply content must be a str or a JSON value, not "
+                                        f"{type(value).__name__}"):
+        Reply(content=value)
+
+
+# Faults inside the stub's handler, and answers a responder should not give: each is an HTTP 500
+# naming the fault, never a connection closed with no answer.
+_FAULTS: dict[str, tuple[Any, dict[str, Any], str]] = {
+    "usage not a number": (Reply(content="x", usage={"prompt_tokens": "many"}),  # type: ignore[dict-item]
+                           {},
+                           "TypeError"),
+    "tool call not an object": (Reply(tool_calls=["lookup"]),  # type: ignore[list-item]
+                                {"stream": True}, "TypeError"),
+    "responder returns bytes": (b"raw", {}, "not bytes"),
+    "responder returns a set": ({1, 2}, {}, "not set"),
+    "responder returns an object": (object(), {}, "not object"),
+}
+
+
+@pytest.mark.parametrize("fault", list(_FAULTS))
+def test_a_fault_in_the_stub_is_answered_500_with_the_error(
+        stub_llm: StubLLMServer, fault: str) -> None:
+    answer, extra, text = _FAULTS[fault]
+    stub_llm.responder = lambda request: answer
+    status, body = _post_chat(stub_llm, **extra)
+    assert status == 500
+    assert text in body["error"]["message"]
+    stub_llm.responder = None
+    assert _post_chat(stub_llm)[0] == 200  # and it keeps serving

@@ -83,8 +83,12 @@ class GuardedExporter(SpanExporter):
         self._counts = {"exported": 0, "failed": 0, "truncated": 0, "requests": 0}
         self._unreported_failures = 0
         self._resource_sizes: dict[int, int] = {}
+        self.gave_up: str | None = None  # why export stopped trying (give_up)
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if self.gave_up is not None:
+            self._count(failed=len(spans))
+            return SpanExportResult.FAILURE
         try:
             requests, truncated = self._requests(spans)
         except Exception:  # noqa: BLE001 - an exporter reports failure, never raises
@@ -110,7 +114,20 @@ class GuardedExporter(SpanExporter):
         return self.exporter.force_flush(timeout_millis)
 
     def shutdown(self) -> None:
-        self.exporter.shutdown()
+        if self.gave_up is None:
+            self.exporter.shutdown()
+
+    def give_up(self, reason: str) -> None:
+        """Stop sending, for good: an export retrying now ends (the exporter is shut down, which
+        cuts its backoff short and silences it), and later spans count as failed at once."""
+        if self.gave_up is not None:
+            return
+        self.gave_up = reason
+        logging.getLogger("opentelemetry.exporter.otlp").setLevel(logging.CRITICAL)  # its retry notes
+        try:
+            self.exporter.shutdown()
+        except Exception:  # noqa: BLE001 - an exporter that fails to close is closed enough here
+            _log.debug("tracescore: exporter shutdown failed", exc_info=True)
 
     def stats(self) -> dict[str, int]:
         with self._lock:

@@ -8,10 +8,13 @@ from __future__ import annotations
 import logging
 import os
 import re
+import socket
 import threading
+import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter, SpanExportResult
@@ -31,6 +34,7 @@ ENV_TRACES_EXPORTER = "OTEL_TRACES_EXPORTER"
 ENV_PROTOCOL = "OTEL_EXPORTER_OTLP_PROTOCOL"
 ENV_TRACES_PROTOCOL = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
 ENV_ENDPOINTS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+_PROBE_TIMEOUT_S = 0.5  # a connect that takes longer is a slow backend, not one that is down
 
 
 
@@ -201,3 +205,33 @@ def build_exporter(name: str, *, endpoint: str | None, headers: dict[str, str] |
         return None
     raise ConfigurationError(f"unknown exporter {name!r}; use one of {', '.join(EXPORTER_NAMES)} "
                              "or a SpanExporter instance")
+
+
+def otlp_destination(exporter: SpanExporter) -> str | None:
+    """Where an OpenTelemetry SDK OTLP exporter sends (URL, or host:port for gRPC), None for any
+    other exporter. Both keep the endpoint they resolved (argument or environment) in `_endpoint`."""
+    endpoint = getattr(exporter, "_endpoint", None)
+    if not isinstance(endpoint, str) or not type(exporter).__module__.startswith(
+            "opentelemetry.exporter.otlp."):
+        return None
+    return endpoint
+
+
+def refuses_connections(destination: str) -> bool:
+    """True when nothing listens at `destination` (connection refused, or the host name does not
+    resolve); False when it accepts, is slow to answer, or is reached through a proxy."""
+    parts = urlsplit(destination if "://" in destination else f"//{destination}")
+    try:
+        host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return False
+    if not host or (urllib.request.getproxies() and not urllib.request.proxy_bypass(host)):
+        return False
+    try:
+        with socket.create_connection((host, port), timeout=_PROBE_TIMEOUT_S):
+            return False
+    except (ConnectionRefusedError, socket.gaierror):
+        return True
+    except OSError:  # a timeout, no route: not known to be down
+        return False
+

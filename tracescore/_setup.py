@@ -110,6 +110,11 @@ class _Lease(SpanExporter):
             self.exporter.shutdown()
 
 
+def _unwrap(exporter: SpanExporter) -> SpanExporter:
+    """The caller's exporter inside a _Lease, or `exporter` itself."""
+    return exporter.exporter if isinstance(exporter, _Lease) else exporter
+
+
 class TracescoreHandle:
     """What configure() returns: the provider in use, flush/shutdown of this pipeline and its stats()."""
 
@@ -119,8 +124,7 @@ class TracescoreHandle:
         self._router = router
         self._pipeline = pipeline
         self._guards = tuple(guards)
-        self.exporters: tuple[SpanExporter, ...] = tuple(
-            g.exporter.exporter if isinstance(g.exporter, _Lease) else g.exporter for g in guards)
+        self.exporters: tuple[SpanExporter, ...] = tuple(_unwrap(g.exporter) for g in guards)
         self._closed = False
 
     @property
@@ -500,12 +504,32 @@ def _on_sigterm(chained: bool) -> None:
 
 
 def _shutdown_at_exit() -> None:
-    """Flush and close every live pipeline, within _EXIT_TIMEOUT_S overall."""
+    """Flush and close every live pipeline, within _EXIT_TIMEOUT_S overall. An OTLP endpoint that
+    refuses connections is not retried for seconds; one line per exporter says what was lost."""
     with _lock:
         handles = list(_handles)
     per_handle = _EXIT_TIMEOUT_S / max(1, len(handles))
     for handle in reversed(handles):
+        _give_up_on_refusing_endpoints(handle._guards)
         handle.shutdown(per_handle)
+        for guard in handle._guards:
+            _report_undelivered(guard)
+
+
+def _give_up_on_refusing_endpoints(guards: Sequence[GuardedExporter]) -> None:
+    for guard in guards:
+        destination = _exporters.otlp_destination(_unwrap(guard.exporter))
+        if destination is not None and _exporters.refuses_connections(destination):
+            guard.give_up("it refuses connections")
+
+
+def _report_undelivered(guard: GuardedExporter) -> None:
+    failed = guard.take_failures()
+    if failed:
+        exporter = _unwrap(guard.exporter)
+        where = _exporters.otlp_destination(exporter) or type(exporter).__name__
+        why = f" ({guard.gave_up}; not retried at exit)" if guard.gave_up else ""
+        _log.warning("tracescore: %d span(s) not delivered to %s%s", failed, where, why)
 
 
 def _after_fork_in_child() -> None:

@@ -33,7 +33,8 @@ _ERROR_TYPES = {
 class Reply:
     """One scripted answer of the stub.
 
-    content: the assistant message text; a dict/list is sent as its JSON text (handy for judge replies).
+    content: the assistant message text; any other JSON value (a dict, a list...) is sent as its JSON
+        text (handy for judge replies). A value JSON cannot encode is a TypeError here.
     json: a whole response body to send as JSON instead of a completion (e.g. a custom error).
     body: raw bytes/str sent verbatim (malformed replies); wins over `json` and `content`.
     status/headers: HTTP status and extra headers (e.g. 429 with {"Retry-After": "1"}). A status >= 400
@@ -56,6 +57,14 @@ class Reply:
     tool_calls: list[dict[str, Any]] | None = None
     finish_reason: str = "stop"
     chunk_delay: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.content is not None and not isinstance(self.content, str):
+            try:
+                _json.dumps(self.content)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(f"Reply content must be a str or a JSON value, not "
+                                f"{type(self.content).__name__} ({exc})") from None
 
     @property
     def text(self) -> str:
@@ -88,18 +97,30 @@ class StubRequest:
 Responder = Callable[[Any], "Reply | str | dict[str, Any] | list[Any] | None"]
 
 
+def _as_reply(value: Any, where: str) -> Reply:
+    """`value` as a Reply: a Reply as is, a str or dict/list as its content; TypeError otherwise."""
+    if isinstance(value, Reply):
+        return value
+    if isinstance(value, (str, dict, list)):
+        return Reply(content=value)
+    raise TypeError(f"{where} must be a Reply, a str, a dict or a list, not {type(value).__name__}")
+
+
 class StubLLMServer(Service):
     """OpenAI-compatible `POST /v1/chat/completions` on a free loopback port.
 
-    Answers come from the queue (`enqueue`), then `responder(request_json)` if set, then `default_reply`.
-    Every request is recorded in `requests`. Reach it from litellm with
+    Answers come from the queue (`enqueue`), then `responder(request_json)` if set, then `default_reply`
+    (a `Reply`, or a str/dict/list taken as its content). A fault in the stub itself, or in a
+    responder, is answered HTTP 500 with the error text. Every request is recorded in `requests`.
+    Reach it from litellm with
     `model="openai/<name>", api_base=stub.base_url, api_key="sk-test"`.
     """
 
     def __init__(
-        self, *, default_reply: Reply | None = None, responder: Responder | None = None
+        self, *, default_reply: Reply | str | dict[str, Any] | list[Any] | None = None,
+        responder: Responder | None = None,
     ) -> None:
-        self.default_reply = default_reply or Reply(content="ok")
+        self.default_reply = Reply(content="ok") if default_reply is None else default_reply
         self.responder = responder
         self._queue: deque[Reply] = deque()
         self._requests: list[StubRequest] = []
@@ -107,6 +128,15 @@ class StubLLMServer(Service):
         self._stopping = threading.Event()
         self._ids = itertools.count(1)
         self._server: LoopbackServer | None = None
+
+    @property
+    def default_reply(self) -> Reply:
+        """The answer when the queue is empty and no responder answers."""
+        return self._default_reply
+
+    @default_reply.setter
+    def default_reply(self, value: Reply | str | dict[str, Any] | list[Any]) -> None:
+        self._default_reply = _as_reply(value, "StubLLMServer.default_reply")
 
     # --- lifecycle ----------------------------------------------------------------------------
     def start(self) -> StubLLMServer:
@@ -219,10 +249,11 @@ class StubLLMServer(Service):
             except Exception as exc:  # noqa: BLE001 - a broken test script: answer 500, say why
                 _log.exception("StubLLMServer responder raised")
                 return Reply(status=500, content=f"stub responder raised {exc!r}")
-            if isinstance(answer, Reply):
-                return answer
             if answer is not None:
-                return Reply(content=answer)
+                try:
+                    return answer if isinstance(answer, Reply) else Reply(content=answer)
+                except TypeError as exc:
+                    return Reply(status=500, content=f"stub responder returned {exc}")
         return self.default_reply
 
     def _completion_id(self) -> str:
@@ -277,6 +308,8 @@ def _error_body(status: int, message: str | None) -> dict[str, Any]:
 
 
 class _StubHandler(QuietHandler):
+    _headers_sent = False  # this request's status line is out: too late for a 500
+
     def do_GET(self) -> None:
         self.read_body()
         if urlsplit(self.path).path.rstrip("/") in ("/v1/models", "/models"):
@@ -289,6 +322,23 @@ class _StubHandler(QuietHandler):
             self._send_json(404, _error_body(404, f"unknown path {self.path}"))
 
     def do_POST(self) -> None:
+        try:
+            self._post()
+        except OSError:  # the client went away
+            self.close_connection = True
+        except Exception as exc:  # noqa: BLE001 - a stub fault: answer it, never drop in silence
+            _log.exception("StubLLMServer failed to answer %s", self.path)
+            self.close_connection = True
+            if self._headers_sent:
+                return  # a stream cut short: the client sees it end early
+            self._send_json(500, _error_body(500, f"StubLLMServer failed: {exc!r}"))
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        self._headers_sent = True
+        super().send_response(code, message)
+
+    def _post(self) -> None:
+        self._headers_sent = False
         stub: StubLLMServer = self.server.owner
         raw = self.read_body()
         path = urlsplit(self.path).path.rstrip("/")
