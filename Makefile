@@ -2,10 +2,11 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+DIST ?= dist
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: venv test demo bench lint docs docs-serve phoenix demo-phoenix collector chromium clean
+.PHONY: venv test demo bench lint docs docs-serve phoenix demo-phoenix collector chromium wheel clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,6 +27,11 @@ docs-serve: $(STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/tracescore demo
+
+# dist/tracescore-<version>-py3-none-any.whl and the sdist it is built from (the test extra's `build`)
+wheel: $(STAMP)
+	rm -f $(DIST)/tracescore-*.whl $(DIST)/tracescore-*.tar.gz
+	$(PY) -m build --no-isolation --outdir $(DIST) .
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
@@ -52,4 +58,4 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) build site *.egg-info .pytest_cache
+	rm -rf $(VENV) build dist site *.egg-info .pytest_cache

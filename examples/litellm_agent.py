@@ -1,11 +1,15 @@
 """An agent that calls a chat model through litellm, traced and scored online.
 
 `instrument_litellm()` turns every `litellm.completion` call into a `chat {model}` span (model,
-tokens, cost, messages) under the agent's span. Point it at any OpenAI-compatible server:
+tokens, cost, messages) under the agent's span. As it stands it runs offline: with neither
+LLM_MODEL nor LLM_API_BASE set, litellm answers with a canned reply (`mock_response`). Point it
+at any OpenAI-compatible server, or name a provider's model:
 
-    LLM_API_BASE=http://localhost:8000/v1 LLM_MODEL=openai/my-model python examples/litellm_agent.py
+    LLM_API_BASE=http://localhost:11434/v1 LLM_MODEL=openai/llama3.2 python examples/litellm_agent.py
+    LLM_MODEL=openai/gpt-4o-mini OPENAI_API_KEY=sk-... python examples/litellm_agent.py
 
-Without LLM_API_BASE it uses litellm's defaults for LLM_MODEL (e.g. OPENAI_API_KEY for openai/*).
+LLM_API_KEY is the key sent to LLM_API_BASE (default: a placeholder, for local servers that need
+none); without LLM_API_BASE litellm reads the provider's own variable (OPENAI_API_KEY, ...).
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ import tracescore
 
 MODEL = os.environ.get("LLM_MODEL", "openai/gpt-4o-mini")
 API_BASE = os.environ.get("LLM_API_BASE")  # e.g. a local vLLM / Ollama / proxy server
-API_KEY = os.environ.get("LLM_API_KEY")
+API_KEY = os.environ.get("LLM_API_KEY") or ("no-key" if API_BASE else None)
+OFFLINE = not (API_BASE or os.environ.get("LLM_MODEL"))
+CANNED = "Spring, for the cherry blossoms, or autumn, for the red maple leaves."
 
 
 @tracescore.agent(name="travel-agent")
@@ -34,6 +40,7 @@ def plan(question: str) -> str:
         ],
         api_base=API_BASE,
         api_key=API_KEY,
+        mock_response=CANNED if OFFLINE else None,
     )
     return response.choices[0].message.content
 

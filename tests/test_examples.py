@@ -20,7 +20,10 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def _env(receiver: OTLPReceiver | None, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TRACESCORE_"))}
+    """A clean environment: no OTel or tracescore settings, and no model or key of the caller
+    (each example must run offline with no API key)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OTEL_", "TRACESCORE_", "LLM_", "OPENAI_"))}
     env.update({"LITELLM_LOCAL_MODEL_COST_MAP": "True", "OTEL_BSP_SCHEDULE_DELAY": "100"})
     if receiver is not None:
         env["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.http_endpoint
@@ -74,18 +77,39 @@ def test_async_streaming_agent(otlp_receiver: OTLPReceiver) -> None:
         assert set(scores(agent)) == {"answer-relevancy"}
 
 
-def test_litellm_agent_against_the_stub_server(otlp_receiver: OTLPReceiver, stub_llm) -> None:
-    stub_llm.enqueue("Spring, for the cherry blossoms, or autumn, for the red maple leaves.")
-    result = run_example("litellm_agent.py", otlp_receiver, LLM_API_BASE=stub_llm.base_url,
-                         LLM_MODEL="openai/stub-model", LLM_API_KEY="sk-test")
+def test_every_example_script_is_run_here() -> None:
+    source = Path(__file__).read_text()
+    scripts = {p.name for p in EXAMPLES.glob("*.py")} - {"support_bot_lib.py"}  # a library
+    assert {name for name in scripts if f'"{name}"' not in source} == set()
+
+
+def _litellm_agent(receiver: OTLPReceiver, **env: str) -> ReceivedSpan:
+    """Run litellm_agent.py; its `chat` span, after checking the answer and the agent's score."""
+    result = run_example("litellm_agent.py", receiver, **env)
     assert "cherry blossoms" in result.stdout
+    (agent,) = receiver.wait_for_spans(lambda s: s.name == "invoke_agent travel-agent")
+    assert "answer-relevancy" in scores(agent)
+    (chat,) = receiver.children_of(agent)
+    return chat
+
+
+def test_litellm_agent_runs_offline_by_default(otlp_receiver: OTLPReceiver) -> None:
+    chat = _litellm_agent(otlp_receiver)  # no LLM_* and no key: litellm's mock_response
+    assert chat.name == "chat gpt-4o-mini"
+    assert chat.attributes[sc.GEN_AI_USAGE_OUTPUT_TOKENS] > 0
+
+
+@pytest.mark.parametrize("key", [None, "sk-test"], ids=["no-key", "LLM_API_KEY"])
+def test_litellm_agent_against_an_openai_compatible_server(
+        otlp_receiver: OTLPReceiver, stub_llm, key: str | None) -> None:
+    stub_llm.enqueue("Spring, for the cherry blossoms, or autumn, for the red maple leaves.")
+    env = {"LLM_API_BASE": stub_llm.base_url, "LLM_MODEL": "openai/stub-model"}
+    chat = _litellm_agent(otlp_receiver, **env, **({"LLM_API_KEY": key} if key else {}))
     (request,) = stub_llm.requests
     assert request["messages"][-1]["content"] == "What is a good time of year to visit Kyoto?"
-    (agent,) = otlp_receiver.wait_for_spans(lambda s: s.name == "invoke_agent travel-agent")
-    (chat,) = otlp_receiver.children_of(agent)
+    assert request.headers["authorization"] == f"Bearer {key or 'no-key'}"
     assert chat.name == "chat stub-model"
     assert chat.attributes[sc.GEN_AI_REQUEST_MODEL] == "stub-model"
-    assert "answer-relevancy" in scores(agent)
 
 
 def test_instrument_existing_agent(otlp_receiver: OTLPReceiver) -> None:

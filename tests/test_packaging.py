@@ -1,8 +1,8 @@
 """The sdist and wheel build without a warning, hold what they should, and the wheel works when
 installed into a fresh venv, outside the checkout.
 
-The build runs `python -m build --no-isolation` (sdist, then the wheel from the unpacked sdist, so
-a file missing from the sdist breaks the wheel). The fresh venv gets the wheel itself with
+The build is `make wheel` (`python -m build --no-isolation`: sdist, then the wheel from the
+unpacked sdist, so a file missing from the sdist breaks the wheel), run with this interpreter. The fresh venv gets the wheel itself with
 `--no-deps`; its dependencies come from this venv's site-packages through a `.pth` line, since
 tests stay offline.
 """
@@ -31,15 +31,18 @@ pytestmark = pytest.mark.slow
 
 
 def _env() -> dict[str, str]:
-    # byte-compiling on, as for a user (PYTHONDONTWRITEBYTECODE makes setuptools warn it skips it)
-    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    # byte-compiling on, as for a user (PYTHONDONTWRITEBYTECODE makes setuptools warn it skips it);
+    # no PYTHONPATH, which would put a checkout before the installed wheel
+    return {k: v for k, v in os.environ.items()
+            if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
 
 
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("dist")
-    proc = subprocess.run(
-        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)],
+    proc = subprocess.run(  # -o: this venv is installed already, make must not build .venv
+        ["make", "-s", "-C", str(ROOT), "-o", ".venv/.installed", f"PY={sys.executable}",
+         f"DIST={out}", "wheel"],
         check=False, capture_output=True, text=True, env=_env(), timeout=600,
     )
     log = proc.stdout + proc.stderr
@@ -92,7 +95,7 @@ def test_installed_wheel_runs_version_and_demo_outside_the_checkout(
     python = fresh / "bin" / "python"
     wheel = out / WHEEL
     subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
-                    "--no-deps", "--no-index", str(wheel)], check=True, timeout=300)
+                    "--no-deps", "--no-index", str(wheel)], check=True, timeout=300, env=_env())
     site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                                capture_output=True, text=True, check=True).stdout.strip())
     (site / "_tracescore_test_deps.pth").write_text(sysconfig.get_path("purelib") + "\n")
@@ -100,10 +103,10 @@ def test_installed_wheel_runs_version_and_demo_outside_the_checkout(
     run.mkdir()
 
     where = subprocess.run([str(python), "-c", "import tracescore; print(tracescore.__file__)"],
-                           cwd=run, capture_output=True, text=True, check=True).stdout
+                           cwd=run, capture_output=True, text=True, check=True, env=_env()).stdout
     assert where.startswith(str(site)), where
     version = subprocess.run([str(fresh / "bin" / "tracescore"), "--version"], cwd=run,
-                             capture_output=True, text=True, check=True)
+                             capture_output=True, text=True, check=True, env=_env())
     assert version.stdout.strip() == f"tracescore {tracescore.__version__}"
     demo = subprocess.run([str(fresh / "bin" / "tracescore"), "demo"], check=False, cwd=run,
                           capture_output=True, text=True, timeout=300,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,18 @@ class _SwitchProcessor(SpanProcessor):
 
 
 _switch = _SwitchProcessor()
+
+# litellm's lazily imported types make pydantic warn about TypedDicts with `ReadOnly` items.
+# litellm filters those warnings at import, but pytest resets the filters for every test, so a
+# test's first litellm call would list a dozen of them; this keeps litellm's own filter.
+_LITELLM_FILTERS = (r"ignore:.*`ReadOnly` qualifier:UserWarning",)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # tests run offline: litellm's bundled price map, not a download (and its warning) at import
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    for line in _LITELLM_FILTERS:
+        config.addinivalue_line("filterwarnings", line)
 
 
 def _global_sdk_provider() -> TracerProvider:
