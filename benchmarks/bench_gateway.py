@@ -308,17 +308,27 @@ def throughput(address: str, sink: Sink, seconds: float, senders: int = 3) -> fl
                 time.sleep(0.01)
             n += 1
 
+    forwarded, elapsed, _ = _pushed(push, stop, sink, seconds, senders)
+    return forwarded / elapsed
+
+
+def _pushed(push: Callable[[int], None], stop: threading.Event, sink: Sink, seconds: float,
+            senders: int, pid: int | None = None) -> tuple[int, float, float]:
+    """Run `senders` `push` threads, warm up, then measure for `seconds`: (spans that reached
+    the sink, wall seconds, CPU seconds of process `pid`, 0 without one); stops the threads."""
     threads = [threading.Thread(target=push, args=(i,), daemon=True) for i in range(senders)]
     for thread in threads:
         thread.start()
     time.sleep(min(2.0, seconds / 4))  # warm up
     start_count, start = sink.count, time.perf_counter()
+    start_cpu = _cpu_s(pid) if pid is not None else 0.0
     time.sleep(seconds)
-    rate = (sink.count - start_count) / (time.perf_counter() - start)
+    forwarded, elapsed = sink.count - start_count, time.perf_counter() - start
+    cpu = _cpu_s(pid) - start_cpu if pid is not None else 0.0
     stop.set()
     for thread in threads:
         thread.join(35)
-    return rate
+    return forwarded, elapsed, cpu
 
 
 def http_throughput(port: int, pid: int, sink: Sink, seconds: float, spans: int,
@@ -342,18 +352,8 @@ def http_throughput(port: int, pid: int, sink: Sink, seconds: float, spans: int,
                     time.sleep(0.01)
                 n += 1
 
-    threads = [threading.Thread(target=push, args=(i,), daemon=True) for i in range(senders)]
-    for thread in threads:
-        thread.start()
-    time.sleep(min(2.0, seconds / 4))  # warm up
-    start_count, start_cpu, start = sink.count, _cpu_s(pid), time.perf_counter()
-    time.sleep(seconds)
-    forwarded, cpu = sink.count - start_count, _cpu_s(pid) - start_cpu
-    rate = forwarded / (time.perf_counter() - start)
-    stop.set()
-    for thread in threads:
-        thread.join(35)
-    return rate, 1e6 * cpu / max(1, forwarded)
+    forwarded, elapsed, cpu = _pushed(push, stop, sink, seconds, senders, pid)
+    return forwarded / elapsed, 1e6 * cpu / max(1, forwarded)
 
 
 def latency(addresses: dict[str, str], sink: Sink, requests: int,
