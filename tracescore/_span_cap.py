@@ -71,7 +71,7 @@ def cap_span(span: ReadableSpan, max_bytes: int, size: int | None = None) -> tup
     if original <= max_bytes:
         return span, original
     room = max_bytes - _MARK_BYTES
-    level = _water_level(_fixed_and_cuttable(span), room)
+    level = water_level(_fixed_and_cuttable(span), room)
     attributes = _cut_mapping(span.attributes, level)
     events = [Event(e.name, _cut_mapping(e.attributes, level), e.timestamp) for e in span.events]
     links = list(span.links)
@@ -79,7 +79,7 @@ def cap_span(span: ReadableSpan, max_bytes: int, size: int | None = None) -> tup
     if status.description and _bytes(status.description) > level:
         from opentelemetry.trace import Status
 
-        status = Status(status.status_code, _cut(status.description, level))
+        status = Status(status.status_code, cut_text(status.description, level))
     trimmed = _copy(span, attributes, events, links, status, 0)
     dropped_events = 0
     size_now = span_size(trimmed)
@@ -121,7 +121,7 @@ def _collect(value: Any, into: list[int]) -> None:
             _collect(item, into)
 
 
-def _water_level(fixed_and_sizes: tuple[int, list[int]], room: int) -> int:
+def water_level(fixed_and_sizes: tuple[int, list[int]], room: int) -> int:
     """The largest length L such that cutting every value longer than L to L (plus a marker) fits."""
     fixed, sizes = fixed_and_sizes
     left = room - fixed
@@ -140,7 +140,7 @@ def _cut_mapping(attributes: Attributes | Mapping[str, Any], level: int) -> dict
 
 def _cut_value(value: Any, level: int) -> Any:
     if isinstance(value, str):
-        return _cut(value, level) if _bytes(value) > level else value
+        return cut_text(value, level) if _bytes(value) > level else value
     if isinstance(value, bytes):
         return value[:level] if len(value) > level else value
     if isinstance(value, Mapping):
@@ -150,7 +150,8 @@ def _cut_value(value: Any, level: int) -> Any:
     return value
 
 
-def _cut(text: str, level: int) -> str:
+def cut_text(text: str, level: int) -> str:
+    """`text` cut to `level` UTF-8 bytes (never inside a character), plus the marker."""
     data = text.encode("utf-8", "surrogatepass")
     kept = data[:level].decode("utf-8", "ignore")  # a character cut in half is left out
     return kept + _MARKER.format(n=len(data) - len(kept.encode("utf-8", "surrogatepass")))

@@ -6,7 +6,7 @@ validated once at start; every error is a `ConfigurationError` naming the key (`
                 max_request_bytes: ..., max_decompressed_bytes: ...,
                 read_timeout_s: 30, idle_timeout_s: 60, max_connections: 1000}
     exporter:  {endpoint, protocol: grpc | http/protobuf, headers, compression, timeout_s,
-                ca_file, workers, max_batch_spans}
+                ca_file, workers, max_batch_spans, max_batch_bytes, stuck_after_s}
     journal:   {path, sync: full | normal}
     limits:    {max_pending_spans, retry_after_s}
     scoring:   {judge_model, scorers: [...], max_wait_s, max_held_spans, queue_size,
@@ -27,6 +27,7 @@ from typing import Any
 
 from tracescore._endpoints import check_endpoint
 from tracescore._exceptions import ConfigurationError
+from tracescore.gateway._split import MIN_MAX_BATCH_BYTES
 
 ENV_CONFIG = "TRACESCORE_GATEWAY_CONFIG"
 ENV_TOKEN = "TRACESCORE_GATEWAY_TOKEN"
@@ -64,6 +65,8 @@ class GatewayConfig:
     exporter_ca_file: str | None = None
     forward_workers: int = 2
     max_batch_spans: int = 8192
+    max_batch_bytes: int = 3584 << 10  # 3.5 MiB, under the Collector's 4 MiB gRPC default
+    stuck_after_s: float = 300.0
     journal_path: str = "tracescore-gateway.db"
     journal_sync: str = "full"
     max_pending_spans: int = 100_000
@@ -96,7 +99,7 @@ class GatewayConfig:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigurationError(f"{_KEY_OF[name]} must be an integer >= 1, got {value!r}")
         for name in ("exporter_timeout_s", "retry_after_s", "shutdown_timeout_s",
-                     "telemetry_interval_s", "read_timeout_s", "idle_timeout_s"):
+                     "telemetry_interval_s", "read_timeout_s", "idle_timeout_s", "stuck_after_s"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ConfigurationError(f"{_KEY_OF[name]} must be a number > 0, got {value!r}")
@@ -127,6 +130,10 @@ class GatewayConfig:
             value = getattr(self, name)
             if value is not None and not Path(value).is_file():
                 raise ConfigurationError(f"{_KEY_OF[name]}: no such file {value!r}")
+        if (isinstance(self.max_batch_bytes, bool) or not isinstance(self.max_batch_bytes, int)
+                or self.max_batch_bytes < MIN_MAX_BATCH_BYTES):
+            raise ConfigurationError(f"exporter.max_batch_bytes must be an integer >= "
+                                     f"{MIN_MAX_BATCH_BYTES}, got {self.max_batch_bytes!r}")
         if self.max_decompressed_bytes < self.max_request_bytes:
             raise ConfigurationError("receivers.max_decompressed_bytes must be >= "
                                      "receivers.max_request_bytes")
@@ -192,6 +199,8 @@ _KEYS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "exporter.ca_file": ("exporter_ca_file", _optional_text),
     "exporter.workers": ("forward_workers", _same),
     "exporter.max_batch_spans": ("max_batch_spans", _same),
+    "exporter.max_batch_bytes": ("max_batch_bytes", _same),
+    "exporter.stuck_after_s": ("stuck_after_s", _same),
     "journal.path": ("journal_path", _text),
     "journal.sync": ("journal_sync", _same),
     "limits.max_pending_spans": ("max_pending_spans", _same),

@@ -29,6 +29,7 @@ from tracescore import _semconv as sc
 from tracescore.gateway import _otlp
 from tracescore.gateway._journal import HELD, PASS, Entry, Journal
 from tracescore.gateway._metrics import GatewayMetrics
+from tracescore.gateway._split import split_request
 from tracescore.gateway._trace_buffer import ITEM_MARKERS, TraceBuffer, buffer_from
 from tracescore.online._processor import ScoringSpanProcessor
 from tracescore.online._recognise import RecognisedCall, recognise, recogniser_markers
@@ -51,14 +52,16 @@ class Engine:
                  processor_options: Mapping[str, Any] | None = None,
                  meter_provider: Any = None, logger_provider: Any = None,
                  pass_through: bool = True,
-                 send_inline: Callable[[bytes, int], bool] | None = None,
-                 trace_options: Mapping[str, Any] | None = None) -> None:
+                 send_inline: Callable[..., bool] | None = None,
+                 trace_options: Mapping[str, Any] | None = None,
+                 max_request_bytes: int | None = None) -> None:
         self._recognisers = tuple(recognisers)
         self._markers = recogniser_markers(self._recognisers)
         self._marker_bytes = tuple(m.encode() for m in self._markers | ITEM_MARKERS)
         self.traces: TraceBuffer = buffer_from(trace_options)
         self._output = output
         self._send_inline = send_inline  # True: the next hop has it (nothing held in it)
+        self._max_bytes = max_request_bytes  # requests out are split under it (None: never)
         self._journal = journal
         self._metrics = metrics
         self._pass_through = pass_through  # False: only agent spans come out (rescore)
@@ -89,7 +92,11 @@ class Engine:
             return count
         if not found:
             body = raw if raw is not None else request.SerializeToString()
-            if self._send_inline is not None and self._send_inline(body, count):
+            if self._max_bytes is not None and len(body) > self._max_bytes:
+                self._pass_split(request)
+                return count
+            if self._send_inline is not None and self._send_inline(
+                    body, count, lambda: self._journal_add([(PASS, count, body)])):
                 return count
             ids = self._journal_add([(PASS, count, body)])
             self._output.put(ids, body, count)
@@ -99,16 +106,32 @@ class Engine:
                                          key=lambda pair: -pair[1]):
             del scope_spans.spans[index]
         rest = count - len(found)
-        body = request.SerializeToString() if rest else b""
+        parts = self._parts(request) if rest else []
         rows = [(HELD, 1, single.SerializeToString()) for single, _, _ in singles]
-        if rest:
-            rows.append((PASS, rest, body))
+        rows.extend((PASS, part_count, part) for part, part_count in parts)
         ids = self._journal_add(rows)
-        if rest:
-            self._output.put(ids[-1:], body, rest)
+        for index, (part, part_count) in enumerate(parts):
+            row = ids[len(singles) + index] if ids else None
+            self._output.put(() if row is None else (row,), part, part_count)
         for (single, call, trace), row in zip(singles, ids or [None] * len(singles)):
             self._offer(row, single, call, trace)
         return count
+
+    def _parts(self, request: ExportTraceServiceRequest) -> list[tuple[bytes, int]]:
+        """The request serialized, in parts under the byte limit (`Undeliverable` when a span
+        cannot fit even capped: nothing is journaled, the sender is refused)."""
+        if self._max_bytes is None or request.ByteSize() <= self._max_bytes:
+            return [(request.SerializeToString(), _otlp.count_spans(request))]
+        parts = split_request(request, self._max_bytes)
+        if parts.capped:
+            self._metrics.add("capped_for_next_hop", parts.capped)
+        return parts.bodies
+
+    def _pass_split(self, request: ExportTraceServiceRequest) -> None:
+        parts = self._parts(request)
+        ids = self._journal_add([(PASS, part_count, part) for part, part_count in parts])
+        for index, (part, part_count) in enumerate(parts):
+            self._output.put(ids[index:index + 1], part, part_count)
 
     def _hold(self, found: list[Any], offer: bool = True
               ) -> list[tuple[ExportTraceServiceRequest, RecognisedCall, TraceInput]]:

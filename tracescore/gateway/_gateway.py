@@ -17,18 +17,20 @@ from pathlib import Path
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 
 from tracescore._exceptions import ConfigurationError
 from tracescore.gateway import _otlp
 from tracescore.gateway._config import GatewayConfig, host_port, processor_options
 from tracescore.gateway._engine import Engine
-from tracescore.gateway._forward import Forwarder, GrpcSender, HttpSender, Sender
-from tracescore.gateway._journal import Journal
+from tracescore.gateway._forward import Forwarder, GrpcSender, HttpSender, NextHopRejected, Sender
+from tracescore.gateway._journal import PASS, Journal
 from tracescore.gateway._metrics import GatewayMetrics
 from tracescore.gateway._receiver import (
     HttpServer,
     Limits,
     Refused,
+    Rejected,
     TlsFileError,
     grpc_receiver,
     health_server,
@@ -36,8 +38,12 @@ from tracescore.gateway._receiver import (
     listen,
     tls_context,
 )
+from tracescore.gateway._split import Undeliverable
 
 _log = logging.getLogger("tracescore.gateway")
+# a journal write probe: a valid request without spans (harmless if a crash leaves it behind)
+_PROBE = ExportTraceServiceRequest(
+    resource_spans=[ResourceSpans(schema_url="probe" * 800)]).SerializeToString()
 
 
 class Gateway:
@@ -76,6 +82,7 @@ class Gateway:
         self._accepting = False
         self._stopped = False
         self._journal: Journal | None = None
+        self._store_error: str | None = None  # the last journal write failure, until one works
         self._forwarder: Forwarder | None = None
         self._engine: Engine | None = None
         self._servers: list[HttpServer] = []
@@ -92,7 +99,8 @@ class Gateway:
             self._build_telemetry()
             self._forwarder = Forwarder(
                 _sender(config), self._journal, self.metrics,
-                max_batch_spans=config.max_batch_spans, workers=config.forward_workers,
+                max_batch_spans=config.max_batch_spans, max_batch_bytes=config.max_batch_bytes,
+                workers=config.forward_workers, stuck_after_s=config.stuck_after_s,
             )
             self._engine = Engine(
                 scorers=config.scorers or (), recognisers=config.recognisers or (),
@@ -100,6 +108,7 @@ class Gateway:
                 metrics=self.metrics, journal=self._journal,
                 processor_options=self._options, meter_provider=self._meter_provider,
                 logger_provider=self._logger_provider, trace_options=config.trace,
+                max_request_bytes=config.max_batch_bytes,
             )
             self.metrics.gauge("pending", lambda: self._forwarder.pending if self._forwarder else 0)
             self.metrics.gauge("held_now", lambda: self._engine.held if self._engine else 0)
@@ -168,10 +177,17 @@ class Gateway:
             raise Refused("the gateway is at its span limit; retry later", busy=True)
         try:
             engine.accept(request, raw)
-        except Exception:  # noqa: BLE001 - e.g. the journal's disk is full: nothing was acked
+        except NextHopRejected as exc:  # the direct send's final answer, passed back
+            raise Rejected(str(exc), exc.http_status, exc.grpc_code) from None
+        except Undeliverable as exc:  # nothing was journaled: refused for good, not acked
+            self.metrics.add("undeliverable", count)
+            raise Rejected(str(exc), 413, "INVALID_ARGUMENT") from None
+        except Exception as exc:  # noqa: BLE001 - e.g. the journal's disk is full: nothing was acked
             self.metrics.add("refused", count)
+            self._store_error = f"{type(exc).__name__}: {exc}"
             _log.warning("tracescore: could not journal a request; refused", exc_info=True)
             raise Refused("the gateway could not store the request", busy=False) from None
+        self._store_error = None
 
     def rejected(self) -> None:
         self.metrics.add("rejected")
@@ -185,9 +201,33 @@ class Gateway:
         held = engine.held if engine else 0
         full = pending + held >= self.config.max_pending_spans
         down = bool(forwarder and forwarder.next_hop_down)
-        ready = self._accepting and not full
-        return ready, {"accepting": self._accepting, "pending_spans": pending,
-                       "held_spans": held, "next_hop_down": down}
+        reasons: list[str] = []
+        if not self._accepting:
+            reasons.append("not accepting (starting or shutting down)")
+        if full:
+            reasons.append(f"at limits.max_pending_spans ({self.config.max_pending_spans})")
+        if self._store_error is not None and not self._journal_writable():
+            reasons.append(f"the journal cannot store requests ({self._store_error})")
+        stuck = forwarder.stuck_for() if forwarder else None
+        if stuck is not None:
+            reasons.append(f"forwarding stuck: no request delivered for {stuck:.0f}s while "
+                           f"{pending} spans wait (exporter.stuck_after_s)")
+        return not reasons, {"accepting": self._accepting, "pending_spans": pending,
+                             "held_spans": held, "next_hop_down": down, "reasons": reasons}
+
+    def _journal_writable(self) -> bool:
+        """After a failed write: can the journal store again? (a probe write, which clears the
+        failure when it works, so readiness comes back without traffic)."""
+        journal = self._journal
+        if journal is None:
+            return False
+        try:
+            journal.remove(journal.add([(PASS, 0, _PROBE)]))
+        except Exception as exc:  # noqa: BLE001 - still failing
+            self._store_error = f"{type(exc).__name__}: {exc}"
+            return False
+        self._store_error = None
+        return True
 
     def prometheus(self) -> str:
         extra: dict[str, float] = {}

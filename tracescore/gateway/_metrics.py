@@ -15,7 +15,16 @@ COUNTERS: dict[str, str] = {
     "rejected": "Requests rejected as bad (size, encoding, auth)",
     "forwarded": "Spans acknowledged by the next hop",
     "forward_retries": "Retried sends to the next hop",
-    "rejected_by_next_hop": "Spans the next hop refused for good",
+    "rejected_by_next_hop": "Acknowledged spans the next hop refused for good (or in a partial "
+                            "success): dropped, logged once per answer",
+    "next_hop_rejected_direct": "Spans the next hop refused for good on the direct send: passed "
+                                "back to the sender, never acknowledged",
+    "undeliverable": "Spans refused to the sender (HTTP 413 / gRPC INVALID_ARGUMENT): a span "
+                     "cannot fit exporter.max_batch_bytes even capped",
+    "dropped_undeliverable": "Acknowledged spans (e.g. journaled by an older version) that cannot "
+                             "fit exporter.max_batch_bytes even capped: dropped",
+    "capped_for_next_hop": "Spans larger than exporter.max_batch_bytes, cut to fit and marked "
+                           "tracescore.span.truncated",
     "held": "Agent spans held for scoring",
     "replayed": "Spans forwarded again from the journal after a restart",
     "judge_cost_usd": "Judge cost of the scores attached, in USD",

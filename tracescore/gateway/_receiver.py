@@ -47,6 +47,16 @@ class Refused(Exception):
         self.busy = busy  # True: over capacity (HTTP 429); False: unavailable (HTTP 503)
 
 
+class Rejected(Exception):
+    """The gateway refuses this request for good (the next hop rejected it, or it can never be
+    delivered): answer `http_status` / gRPC `grpc_code`, never OK."""
+
+    def __init__(self, reason: str, http_status: int, grpc_code: str) -> None:
+        super().__init__(reason)
+        self.http_status = http_status
+        self.grpc_code = grpc_code
+
+
 class TooLarge(Exception):
     """The request (or its decompressed body) is over the configured limit."""
 
@@ -347,6 +357,8 @@ def _otlp_answer(door: Door, limits: Limits, request: web.BaseRequest, body: byt
     except Refused as exc:
         return (429 if exc.busy else 503, str(exc).encode(), "text/plain",
                 {"Retry-After": str(max(1, round(limits.retry_after_s)))})
+    except Rejected as exc:
+        return exc.http_status, str(exc).encode(), "text/plain", {}
     if is_json:
         return 200, b"{}", "application/json", {}
     return 200, _EMPTY_REPLY, "application/x-protobuf", {}
@@ -415,6 +427,8 @@ def grpc_receiver(address: tuple[str, int], door: Door, limits: Limits, *,
             door.receive(request, raw)
         except Refused as exc:
             context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        except Rejected as exc:
+            context.abort(grpc.StatusCode[exc.grpc_code], str(exc))
         return _EMPTY_REPLY
 
     handler = grpc.method_handlers_generic_handler(_GRPC_SERVICE, {
