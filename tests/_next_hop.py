@@ -28,6 +28,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+from typing_extensions import Self
 
 _SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 _GRPC_DEFAULT_MAX = 4 << 20  # the Collector's OTLP gRPC receiver default (max_recv_msg_size_mib 4)
@@ -86,7 +87,7 @@ class NextHop:
             self._server.server_close()
         self._server = None
 
-    def __enter__(self) -> NextHop:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc_info: object) -> None:
@@ -177,7 +178,7 @@ class NextHop:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 - the standard library's name
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length)
                 if length > hop.max_bytes:
