@@ -70,7 +70,7 @@ class NextHop:
         self.port = 0
 
     # --- lifecycle --------------------------------------------------------------------------
-    def start(self) -> NextHop:
+    def start(self) -> Self:
         if self.protocol == "grpc":
             self._start_grpc()
         else:
