@@ -162,3 +162,10 @@ def test_the_backends_page_runs_the_collector_make_collector_builds() -> None:
                           capture_output=True, text=True, timeout=1800, check=True)
     last = Path(done.stdout.splitlines()[-1])
     assert last.name == binary and last.is_file()
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_the_pages_name_no_private_module(page: Path) -> None:
+    # the make targets' helpers (`python -m tracescore.testing._collector ...`) are commands, not API
+    named = set(re.findall(r"tracescore(?:\.[a-z_]+)*\._[a-z_]+", page.read_text()))
+    assert named <= {"tracescore.testing._collector", "tracescore.testing._phoenix"}, named
