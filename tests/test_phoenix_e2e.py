@@ -8,10 +8,13 @@ resources off, in a temporary working directory.
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 import time
 import urllib.error
 from collections.abc import Iterator
 from concurrent import futures
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -21,6 +24,7 @@ from _helpers import geo_agent, geo_llm_and_judge, litellm_instrumented, shut_do
 
 import tracescore
 from tracescore import _semconv as sc
+from tracescore.cli._otlp import read_spans
 from tracescore.testing import StubLLMServer, _phoenix
 from tracescore.testing._phoenix import PhoenixServer
 from tracescore.testing._tools import free_port
@@ -146,3 +150,97 @@ def test_phoenix_starts_on_other_ports_when_its_picked_port_is_taken(
             assert server.get_json("/v1/projects")["data"]  # the default project: it is Phoenix
     finally:
         squatter.stop(None)
+
+
+def _listening(port: int) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    """The local addresses of the TCP sockets listening on `port` (from /proc/net/tcp and tcp6)."""
+    found: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = []
+    for table, size in (("/proc/net/tcp", 8), ("/proc/net/tcp6", 32)):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, port_hex = local.split(":")
+            if state != "0A" or int(port_hex, 16) != port:  # 0A: LISTEN
+                continue
+            raw = b"".join(bytes.fromhex(address[i:i + 8])[::-1] for i in range(0, size, 8))
+            found.append(ipaddress.ip_address(raw))
+    return found
+
+
+def _loopback(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_loopback or bool(mapped and mapped.is_loopback)
+
+
+@pytest.fixture
+def squatters() -> Iterator[list[int]]:
+    """Two listening sockets (not Phoenix) holding two loopback ports, as a collector would."""
+    sockets = [socket.create_server(("127.0.0.1", 0)) for _ in range(2)]
+    try:
+        yield [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+@pytest.mark.parametrize("setting", ["PHOENIX_PORT", "PHOENIX_GRPC_PORT"])
+@pytest.mark.parametrize("given_by", ["environment", "flag"])
+@pytest.mark.parametrize("command", ["serve", "demo"])
+def test_a_port_set_but_taken_is_one_line_naming_its_setting(
+    setting: str, given_by: str, command: str, squatters: list[int], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.delenv("PHOENIX_PORT", raising=False)
+    monkeypatch.delenv("PHOENIX_GRPC_PORT", raising=False)
+    monkeypatch.setitem(_phoenix.DEFAULT_PORTS, "PHOENIX_PORT", free_port())  # no Phoenix there
+    taken = squatters[0]
+    flag = {"PHOENIX_PORT": "--port", "PHOENIX_GRPC_PORT": "--grpc-port"}[setting]
+    argv = [command, "--exit", "--working-dir", str(tmp_path)]
+    if given_by == "environment":
+        monkeypatch.setenv(setting, str(taken))
+    else:
+        argv += [flag, str(taken)]
+    monkeypatch.setattr(_phoenix, "phoenix_venv", lambda *a: pytest.fail("Phoenix was started"))
+    assert _phoenix.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    (line,) = err.splitlines()
+    assert f"port {taken} ({setting}) is in use" in line and f"set {setting}" in line
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)  # the first run installs Phoenix into the cache
+def test_demo_phoenix_takes_free_loopback_ports_when_the_defaults_are_taken(
+    squatters: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`make demo-phoenix` next to a collector on 4317 (and something else on 6006): Phoenix
+    starts on free ports instead, its gRPC receiver on loopback only, and the demo runs."""
+    monkeypatch.delenv("PHOENIX_PORT", raising=False)
+    monkeypatch.delenv("PHOENIX_GRPC_PORT", raising=False)
+    monkeypatch.setattr(_phoenix, "DEFAULT_PORTS", dict(zip(_phoenix.DEFAULT_PORTS, squatters)))
+    started: list[PhoenixServer] = []
+    listeners: dict[str, list[Any]] = {}
+
+    class Recorded(PhoenixServer):
+        def start(self) -> Recorded:
+            started.append(self)
+            super().start()
+            return self
+
+    def demo_while_listening(base_url: str, spans_file: Path) -> int:
+        (server,) = started
+        listeners.update(http=_listening(server.port), grpc=_listening(server.grpc_port))
+        return real_demo(base_url, spans_file)
+
+    real_demo = _phoenix.run_demo
+    monkeypatch.setattr(_phoenix, "PhoenixServer", Recorded)
+    monkeypatch.setattr(_phoenix, "run_demo", demo_while_listening)
+    assert _phoenix.main(["demo", "--exit", "--working-dir", str(tmp_path)]) == 0
+    (server,) = started
+    assert not {server.port, server.grpc_port} & set(squatters)
+    assert listeners["http"] and all(_loopback(a) for a in listeners["http"]), listeners
+    assert listeners["grpc"] and all(_loopback(a) for a in listeners["grpc"]), listeners
+    out = capsys.readouterr().out
+    assert f"OTLP/gRPC: http://127.0.0.1:{server.grpc_port}" in out
+    exported = [s for s in read_spans(tmp_path / "demo-spans.jsonl") if s.name.startswith("invoke")]
+    assert exported and all(s.events for s in exported)  # the demo ran and was scored

@@ -2,7 +2,9 @@
 
 Steps: import the demo agent (tracescore/cli/_demo_agent.py, part of the package so an installed
 wheel can run it); configure() with both scorers and a file exporter (plus OTLP when an endpoint
-is set, and the "phoenix" sink when Phoenix's PHOENIX_ENDPOINT / PHOENIX_COLLECTOR_ENDPOINT is);
+is set, and the "phoenix" sink for answer relevancy when Phoenix's PHOENIX_ENDPOINT /
+PHOENIX_COLLECTOR_ENDPOINT is: Phoenix's span table has room for one annotation per row, so the
+row shows that score and content similarity stays in the span's events);
 ask the questions with their ground truth; flush; read the OTLP JSON file back and print one trace
 tree per call with its scores.
 """
@@ -14,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from tracescore.cli._setup import build_scorers
+
+PHOENIX_ANNOTATION = "answer-relevancy"  # the demo's score shown in Phoenix's annotations column
 
 
 def run_demo(*, spans_file: Path, model: str, endpoint: str | None) -> None:
@@ -27,10 +31,11 @@ def run_demo(*, spans_file: Path, model: str, endpoint: str | None) -> None:
 
     out = render.console()
     scorers: list[Any] = list(build_scorers([], model))
-    if _phoenix_configured():  # scores also as Phoenix span annotations
+    if _phoenix_configured():  # the headline score also as a Phoenix span annotation
         from tracescore.online import OnlineScorer
 
-        scorers = [OnlineScorer(s, sinks=("span", "phoenix")) for s in scorers]
+        scorers = [OnlineScorer(s, sinks=("span", "phoenix") if s.id == PHOENIX_ANNOTATION
+                                else ("span",)) for s in scorers]
     spans_file.parent.mkdir(parents=True, exist_ok=True)
     spans_file.unlink(missing_ok=True)  # the file shows this run only
     handle = export_to(spans_file, endpoint, service_name="tracescore-demo", scorers=scorers)

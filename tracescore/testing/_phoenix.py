@@ -3,6 +3,10 @@
     python -m tracescore.testing._phoenix serve   # install once, run Phoenix on :6006 until Ctrl-C
     python -m tracescore.testing._phoenix demo    # the same, plus `tracescore demo` traffic sent to it
 
+Both listen on loopback only: the UI and OTLP/HTTP on $PHOENIX_PORT (6006), OTLP/gRPC on
+$PHOENIX_GRPC_PORT (4317). A default port that is taken is replaced by a free one; a port set in
+the environment (or with --port / --grpc-port) that is taken is an error naming its setting.
+
 `PhoenixServer()` does the same from Python as a context manager (used by the end-to-end test).
 """
 
@@ -12,6 +16,7 @@ import argparse
 import http.client
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -24,6 +29,20 @@ from tracescore.testing._service import ChildProcess
 from tracescore.testing._tools import cache_dir, cached_venv, free_port
 
 PHOENIX_VERSION = os.environ.get("TRACESCORE_PHOENIX_VERSION", "20.26.1")
+DEFAULT_PORTS = {"PHOENIX_PORT": 6006, "PHOENIX_GRPC_PORT": 4317}
+# `phoenix serve` with its gRPC receiver on loopback: Phoenix binds it to [::] (every interface)
+# and has no setting for it, so its addresses are rewritten when the server adds them
+_LOOPBACK_LAUNCHER = """
+import sys
+from grpc.aio import _server
+for _name in ("add_insecure_port", "add_secure_port"):
+    def _loopback(self, address, *args, _add=getattr(_server.Server, _name)):
+        return _add(self, address.replace("[::]:", "127.0.0.1:", 1), *args)
+    setattr(_server.Server, _name, _loopback)
+from phoenix.server.main import main
+sys.argv[0] = "phoenix"
+sys.exit(main())
+"""
 
 
 def phoenix_venv(version: str = PHOENIX_VERSION) -> Path:
@@ -99,7 +118,8 @@ class PhoenixServer(ChildProcess):
         return self._serve(venv)
 
     def _serve(self, venv: Path) -> PhoenixServer:
-        self._launch([str(venv / "bin" / "phoenix"), "serve"], env=self.environment(),
+        command = [str(venv / "bin" / "python"), "-c", _LOOPBACK_LAUNCHER, "serve"]
+        self._launch(command, env=self.environment(),
                      ready=lambda: _healthy(self.base_url), timeout=self._startup_timeout)
         return self
 
@@ -143,6 +163,37 @@ def _healthy(base_url: str) -> bool:
         return False  # not up yet, or another server (e.g. HTTP/2 gRPC) holds the port
 
 
+def _port_free(port: int) -> bool:
+    """Whether a loopback listener can bind `port` (a wildcard listener on it also says no)."""
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+class PortTaken(Exception):
+    """A port the user set is in use; the message names the setting."""
+
+
+def _port(setting: str, given: int | None) -> int:
+    """The port for `setting` (PHOENIX_PORT or PHOENIX_GRPC_PORT): the one given on the command
+    line or in the environment, which must be free, else the default, else a free one."""
+    if given is None and (value := os.environ.get(setting)):
+        try:
+            given = int(value)
+        except ValueError:
+            raise PortTaken(f"{setting}={value!r} is not a port number") from None
+    if given is not None:
+        if not _port_free(given):
+            raise PortTaken(f"port {given} ({setting}) is in use: set {setting} to a free port, "
+                            "or unset it to use a free one")
+        return given
+    default = DEFAULT_PORTS[setting]
+    return default if _port_free(default) else free_port()
+
+
 def run_demo(base_url: str, spans_file: Path) -> int:
     """`tracescore demo` with its spans also exported to Phoenix (project DEMO_PROJECT) over OTLP/HTTP,
     its scores as span annotations and the agents' input/output in Phoenix's columns."""
@@ -165,10 +216,10 @@ def run_demo(base_url: str, spans_file: Path) -> int:
 def _where_to_click(base_url: str) -> str:
     return (
         f"Open {base_url}/projects and pick the project '{DEMO_PROJECT}': each 'invoke_agent ...' "
-        "row shows its input, output and one annotation per scorer (filter low scores with "
-        "annotations['answer-relevancy'].score < 0.5; Phoenix attaches annotations within about "
-        "10 s of their span). A span's Events tab lists the gen_ai.evaluation.result events and "
-        "the judge's step events."
+        "row shows its input, output and its answer-relevancy score in the annotations column "
+        "(Phoenix attaches it within about 10 s of the span; filter low scores with "
+        "annotations['answer-relevancy'].score < 0.5). A span's Events tab lists every "
+        "gen_ai.evaluation.result event (content similarity too) and the judge's step events."
     )
 
 
@@ -176,10 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     """`install` the cached venv, `serve` Phoenix in the foreground, or run the `demo` against it."""
     parser = argparse.ArgumentParser(prog="python -m tracescore.testing._phoenix")
     parser.add_argument("command", choices=["install", "serve", "demo"])
-    parser.add_argument("--port", type=int, default=int(os.environ.get("PHOENIX_PORT", "6006")))
-    parser.add_argument(
-        "--grpc-port", type=int, default=int(os.environ.get("PHOENIX_GRPC_PORT", "4317"))
-    )
+    parser.add_argument("--port", type=int, help="UI and OTLP/HTTP (default $PHOENIX_PORT, 6006)")
+    parser.add_argument("--grpc-port", type=int, help="OTLP/gRPC (default $PHOENIX_GRPC_PORT, 4317)")
     parser.add_argument("--working-dir", default=os.environ.get("PHOENIX_WORKING_DIR"))
     parser.add_argument(
         "--exit", action="store_true", help="demo: stop the Phoenix it started when done"
@@ -188,19 +237,31 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "install":
         print(phoenix_venv())
         return 0
-    base_url = f"http://127.0.0.1:{args.port}"
+    asked = args.port or int(os.environ.get("PHOENIX_PORT") or DEFAULT_PORTS["PHOENIX_PORT"])
+    base_url = f"http://127.0.0.1:{asked}"
     if args.command == "demo" and _healthy(base_url):  # a Phoenix (e.g. `make phoenix`) is running
         code = run_demo(base_url, cache_dir() / "demo-spans.jsonl")
         print(_where_to_click(base_url))
         return code
+    try:
+        port, grpc_port = _port("PHOENIX_PORT", args.port), _port("PHOENIX_GRPC_PORT", args.grpc_port)
+    except PortTaken as exc:
+        print(f"phoenix: {exc}", file=sys.stderr)
+        return 2
     working_dir = Path(args.working_dir or cache_dir() / "phoenix-data")
     working_dir.mkdir(parents=True, exist_ok=True)
     print(
         f"Starting Phoenix {PHOENIX_VERSION} (first run installs it into {cache_dir()}) ...",
         flush=True,
     )
-    server = PhoenixServer(port=args.port, grpc_port=args.grpc_port, working_dir=working_dir)
-    server.start()
+    server = PhoenixServer(port=port, grpc_port=grpc_port, working_dir=working_dir)
+    try:
+        server.start()
+    except (RuntimeError, TimeoutError) as exc:  # e.g. a port taken since it was checked
+        reason = str(exc).partition("; log:")[0]
+        print(f"phoenix: {reason} (ports {port}, {grpc_port}); its log: {server.log_path}",
+              file=sys.stderr)
+        return 1
     print(
         f"Phoenix UI: {server.base_url}  OTLP/HTTP: {server.traces_url}  OTLP/gRPC: {server.grpc_endpoint}"
     )
