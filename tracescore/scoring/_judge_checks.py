@@ -31,6 +31,8 @@ COMMON_OPTIONS = frozenset({
     "timeout", "extra_headers", "extra_body", "headers", "custom_llm_provider", "mock_response",
     "metadata", "organization", "deployment_id", "drop_params", "max_retries", "num_retries",
 })
+# Real litellm arguments near one above: accepted, never taken for its typo.
+_REAL_NEAR_MISSES = frozenset({"dd_api_key", "speed", "stream_response", "verbose"})
 # Providers whose model names are fixed by the provider: a name outside litellm's list is a typo
 # (or a model newer than the installed litellm: `check_model=False` accepts it).
 MODEL_LIST_PROVIDERS = frozenset({"openai", "anthropic", "gemini", "mistral", "deepseek", "xai",
@@ -50,14 +52,15 @@ def did_you_mean(name: str, candidates: Iterable[str], cutoff: float = 0.75) -> 
 def option_typo(name: str, own: Iterable[str]) -> str | None:
     """The option `name` was probably meant to be, when it is a near miss of a known one."""
     known = COMMON_OPTIONS | set(own)
-    if name in known:
+    if name in known or name in _REAL_NEAR_MISSES:
         return None
     return did_you_mean(name, known)
 
 
 def custom_address(provider: str, kwargs: Mapping[str, Any], dynamic_base: str | None) -> bool:
     """True when the judge is served at an address of the user's own, not the provider's."""
-    if kwargs.get("api_base") or kwargs.get("base_url") or dynamic_base:
+    del dynamic_base  # litellm fills in the provider's own address for some providers
+    if kwargs.get("api_base") or kwargs.get("base_url"):
         return True
     names = [f"{provider.upper()}_API_BASE", f"{provider.upper()}_BASE_URL"]
     return any(os.environ.get(name) for name in names)
