@@ -356,7 +356,7 @@ def _scorer(name: str, options: Any, model: str, where: str) -> Any:
     from tracescore._targets import SetupError, load_target
     from tracescore.scoring import Judge
     from tracescore.scoring._registry import create_scorer, scorer_id
-    from tracescore.scoring._resolve import preflight_judge
+    from tracescore.scoring._resolve import check_judge
 
     if not isinstance(options, Mapping):
         raise ConfigurationError(f"{where}.options must be a mapping, got {options!r}")
@@ -370,7 +370,7 @@ def _scorer(name: str, options: Any, model: str, where: str) -> Any:
         scorer = create_scorer(sid, options, model=model)
         judge = getattr(scorer, "judge", None)
         if isinstance(judge, Judge):  # the gateway imports litellm anyway:
-            preflight_judge(judge)  # check everything now, the API key too
+            check_judge(judge)  # check everything now
         return scorer
     except (ConfigurationError, TypeError) as exc:
         raise ConfigurationError(f"{where}.options: {exc}") from None
