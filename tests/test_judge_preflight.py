@@ -213,3 +213,21 @@ def test_eval_with_a_missing_key_exits_2_before_the_first_item(tmp_path: Path) -
     assert done.returncode == 2, done.stderr
     assert "judge 'openai/gpt-4o-mini': OPENAI_API_KEY is not set" in done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "called").exists()
+
+
+def test_online_scoring_never_raises_a_missing_key_into_the_agent(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from tracescore.online import ScoringSpanProcessor
+
+    for key in _KEYS:
+        monkeypatch.delenv(key, raising=False)
+    scorer = create_scorer("relevancy", {"model": "openai/gpt-4o-mini"})
+    processor = ScoringSpanProcessor(SimpleSpanProcessor(InMemorySpanExporter()), [scorer],
+                                     isolation="thread")  # configuring does not raise
+    processor.shutdown()
+    with pytest.raises(Exception, match="OPENAI_API_KEY is not set") as info:
+        scorer.run(input="q", output="a")  # the first call fails: recorded as error.type
+    assert type(info.value).__name__ == "JudgeAuthenticationError"
