@@ -122,17 +122,16 @@ def test_a_misspelt_keyword_argument_is_rejected_with_a_did_you_mean(data: Any) 
         lambda w: w.isidentifier() and w not in _litellm_known()
         and not w.startswith(("aws_", "vertex_", "azure_"))))
     options: dict[str, Any] = {typo: 1}
-    judge = LiteLLMJudge("openai/judge-stub", **options)
     with pytest.raises(ConfigurationError, match=f"unknown judge option '{typo}'") as info:
-        judge.check()
+        LiteLLMJudge("openai/judge-stub", **options).check()  # at construction, or at check()
     assert "did you mean" in str(info.value)
 
 
 def test_an_unknown_keyword_argument_fails_the_run_before_any_request(
         stub_llm: StubLLMServer) -> None:
     scorer = create_answer_relevancy_scorer(model="openai/judge-stub", api_base=stub_llm.base_url,
-                                            api_key="sk-test", temprature=0)
-    with pytest.raises(ConfigurationError, match="did you mean 'temperature'"):
+                                            api_key="sk-test", colour_mode=0)
+    with pytest.raises(ConfigurationError, match="unknown judge option 'colour_mode'"):
         scorer.run(input=QUESTION, output="Paris.")
     assert stub_llm.requests == []
 
@@ -198,7 +197,7 @@ def test_a_missing_key_is_named_and_never_sent(stub_llm: StubLLMServer,
     """litellm's OpenAI client reports a missing key as a 500 before any request."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     scorer, waits = _scorer(stub_llm.base_url)
-    with pytest.raises(JudgeAuthenticationError):
+    with pytest.raises(JudgeAuthenticationError, match="OPENAI_API_KEY is not set"):
         scorer.run(input=QUESTION, output="Paris.")
     assert waits == [] and stub_llm.requests == []
 

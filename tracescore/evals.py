@@ -15,6 +15,7 @@ import asyncio
 import inspect
 import logging
 import math
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
@@ -120,7 +121,10 @@ class EvalSummary:
 
     `errored_items` had a target or scorer failure; `passed_items` had none and met every
     threshold (every error-free item passes when no thresholds are given);
-    `failed_items = total_items - passed_items`.
+    `failed_items = total_items - passed_items`. `unscored` names each scorer that scored no
+    item of a non-empty run, with why: `"12 of 12 items errored: <first error>"` (a judge that
+    is unreachable or refuses the key); `tracescore eval` fails such a run unless told to
+    allow errors.
     """
 
     total_items: int
@@ -130,6 +134,7 @@ class EvalSummary:
     thresholds: dict[str, float] = field(default_factory=dict)
     threshold_results: dict[str, bool] = field(default_factory=dict)  # scorer id -> mean met?
     duration_s: float = 0.0
+    unscored: dict[str, str] = field(default_factory=dict)  # scorer id -> why it has no score
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -140,6 +145,7 @@ class EvalSummary:
             "thresholds": dict(self.thresholds),
             "threshold_results": dict(self.threshold_results),
             "duration_s": self.duration_s,
+            "unscored": dict(self.unscored),
         }
 
 
@@ -216,7 +222,9 @@ async def arun_evals(
     - `on_item_complete(item, target_result, scorer_results)`: sync or async, called per item.
     - `thresholds`: `{scorer_id: minimum mean}` giving `EvalResult.passed`.
     - `progress(completed, total)`: called after each item.
-    Raises ConfigurationError for bad arguments, before anything runs, and KeyboardInterrupt
+    Raises ConfigurationError for bad arguments and for a judge that cannot work (a model
+    litellm does not know, an API key not set: see `LiteLLMJudge.preflight`), before anything
+    runs, and KeyboardInterrupt
     when the target, a scorer or a callback raised one (the run stops at once).
     """
     items = _check_items(data)
@@ -225,6 +233,7 @@ async def arun_evals(
     limits = _check_thresholds(thresholds, scorer_list)
     if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
         raise ConfigurationError(f"concurrency must be a positive integer, got {concurrency!r}")
+    _preflight(scorer_list)
     run = _Run(
         name=name or _target_name(target),
         run_id=uuid.uuid4().hex,
@@ -415,6 +424,8 @@ def _summarize(run: _Run, results: list[ItemResult], limits: dict[str, float],
         thresholds=dict(limits),
         threshold_results=verdicts,
         duration_s=duration_s,
+        unscored={s.id: _why_unscored(s.id, results) for s in run.scorers
+                  if results and means[s.id] is None},
     )
     return EvalResult(
         name=run.name,
@@ -425,6 +436,22 @@ def _summarize(run: _Run, results: list[ItemResult], limits: dict[str, float],
         failures=tuple(f for r in results for f in r.failures),
         passed=all(verdicts.values()) if limits else None,
     )
+
+
+_SCORER_PREFIX = re.compile(r"^scorer '[^']*' failed at step '[^']*': ")  # named already
+
+
+def _why_unscored(scorer_id: str, results: list[ItemResult]) -> str:
+    """"12 of 12 items errored: <first error>" for a scorer that scored no item."""
+    first = next((f for r in results for f in r.failures if f.scorer_id == scorer_id), None)
+    if first is None:  # the scorer never ran: the target (or the callback) failed first
+        first = next((f for r in results for f in r.failures), None)
+    counted = f"{sum(1 for r in results if not r.ok)} of {len(results)} items errored"
+    if first is None:
+        return counted
+    if first.scorer_id == scorer_id:
+        return f"{counted}: {_SCORER_PREFIX.sub('', first.message)}"
+    return f"{counted}: the {first.step} failed: {first.error_type}: {first.message}"
 
 
 # --- targets -----------------------------------------------------------------------------------
@@ -519,6 +546,20 @@ def _check_scorers(scorers: Any) -> list[Scorer]:
             raise ConfigurationError(f"two scorers share the id {scorer.id!r}")
         seen.add(scorer.id)
     return found
+
+
+def _preflight(scorers: list[Scorer]) -> None:
+    """Check every judge (model known, API key set) before the first item."""
+    from tracescore.scoring._judge_api import Judge
+    from tracescore.scoring._resolve import preflight_judge
+
+    for scorer in scorers:
+        judge = getattr(scorer, "judge", None)
+        if isinstance(judge, Judge):
+            try:
+                preflight_judge(judge)
+            except ConfigurationError as exc:
+                raise ConfigurationError(f"scorer {scorer.id!r}: {exc}") from None
 
 
 def _check_thresholds(thresholds: Mapping[str, float] | None,

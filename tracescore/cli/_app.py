@@ -39,6 +39,7 @@ def _scorer_selection(command: _F) -> _F:
 
 ENV_ENDPOINTS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 EXIT_UNDELIVERED = 1  # `rescore`: some spans did not reach the endpoint
+EXIT_UNSCORED = 3  # `eval`: a scorer scored no item (every call errored)
 EXIT_INTERRUPTED = 130  # the shell's code for a process ended by SIGINT (128 + 2)
 
 
@@ -104,10 +105,14 @@ def demo(spans_file: Path, judge_model: str | None) -> None:
               help="Also append the run's spans to this OTLP JSON-lines file.")
 @click.option("--items/--no-items", "show_items", default=True, show_default=True,
               help="Print the per-item table.")
+@click.option("--allow-errors", is_flag=True,
+              help="Exit 0 even when a scorer scored no item because every call of it errored "
+                   "(by default such a run exits 3).")
 def eval_command(dataset: Path, target: str, scorers: Sequence[str],
                  scorer_options: Sequence[str], concurrency: int,
                  thresholds: Sequence[str], output: Path | None, judge_model: str | None,
-                 name: str | None, spans_file: Path | None, show_items: bool) -> None:
+                 name: str | None, spans_file: Path | None, show_items: bool,
+                 allow_errors: bool) -> None:
     """Score TARGET's answers over DATASET (.jsonl, .json or .csv).
 
     \b
@@ -119,15 +124,19 @@ def eval_command(dataset: Path, target: str, scorers: Sequence[str],
     $OTEL_EXPORTER_OTLP_ENDPOINT when set).
 
     \b
-    Exit codes: 0 ok, 1 a --threshold was missed, 2 bad input (file, row, target, option),
-    130 interrupted (Ctrl-C, or KeyboardInterrupt raised by the target; spans are flushed).
+    Before the first item, each judge is checked: a model litellm knows and its API key set.
+    \b
+    Exit codes: 0 ok, 1 a --threshold was missed, 2 bad input (file, row, target, option,
+    judge model, missing API key), 3 a scorer scored no item: every call of it errored
+    (--allow-errors accepts that), 130 interrupted (Ctrl-C, or KeyboardInterrupt raised by the
+    target; spans are flushed).
     Example:
       tracescore eval questions.jsonl --target my_agent:answer --threshold relevancy=0.7
     """
     from tracescore.cli._commands import run_eval_command
 
     try:
-        passed = run_eval_command(
+        passed, unscored = run_eval_command(
             dataset=dataset, target=target, scorer_names=scorers,
             scorer_option_specs=scorer_options, concurrency=concurrency,
             threshold_specs=thresholds, output=output, model=_model(judge_model), name=name,
@@ -139,6 +148,12 @@ def eval_command(dataset: Path, target: str, scorers: Sequence[str],
     except KeyboardInterrupt:
         click.echo("Interrupted: the evaluation stopped before its end.", err=True)
         sys.exit(EXIT_INTERRUPTED)
+    for scorer_id, why in unscored.items():
+        click.echo(f"{'warning' if allow_errors else 'error'}: {scorer_id}: {why}", err=True)
+    if unscored and not allow_errors:
+        click.echo("No score for " + ", ".join(unscored) + " (every call errored); "
+                   "--allow-errors accepts such a run.", err=True)
+        sys.exit(EXIT_UNSCORED)
     if passed is False:
         sys.exit(1)
 

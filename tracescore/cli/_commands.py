@@ -28,8 +28,9 @@ def run_eval_command(*, dataset: Path, target: str, scorer_names: Sequence[str],
                      scorer_option_specs: Sequence[str] = (), concurrency: int,
                      threshold_specs: Sequence[str], output: Path | None, model: str,
                      name: str | None, spans_file: Path | None, endpoint: str | None,
-                     show_items: bool) -> bool | None:
-    """Evaluate, print the tables, write --output; returns the threshold verdict (None: none)."""
+                     show_items: bool) -> tuple[bool | None, dict[str, str]]:
+    """Evaluate, print the tables, write --output; returns the threshold verdict (None: none)
+    and the scorers that scored no item, with why."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from tracescore._datasets import DatasetError, load_dataset
@@ -88,10 +89,20 @@ def run_eval_command(*, dataset: Path, target: str, scorer_names: Sequence[str],
         out.print(f"Spans written to {spans_file}")
     if result.passed is not None:
         out.print("[bold green]PASSED[/]: every threshold met" if result.passed else
-                  "[bold red]FAILED[/]: " + ", ".join(
-                      f"{sid} mean {_fmt(result.scores[sid])} < {result.summary.thresholds[sid]:g}"
-                      for sid, ok in result.summary.threshold_results.items() if not ok))
-    return result.passed
+                  "[bold red]FAILED[/]: " + render.escape(", ".join(
+                      _missed(sid, result) for sid, ok in
+                      result.summary.threshold_results.items() if not ok)))
+    return result.passed, dict(result.summary.unscored)
+
+
+def _missed(scorer_id: str, result: Any) -> str:
+    """Why a threshold was missed: the mean below it, or no score at all (and why)."""
+    minimum = result.summary.thresholds[scorer_id]
+    mean = result.scores[scorer_id]
+    if mean is None:
+        why = result.summary.unscored.get(scorer_id, "no item was scored")
+        return f"{scorer_id} has no score to compare with {minimum:g} ({why})"
+    return f"{scorer_id} mean {_fmt(mean)} < {minimum:g}"
 
 
 def run_score_command(*, input_text: str, output_text: str, ground_truth: str | None,

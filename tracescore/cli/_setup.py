@@ -41,7 +41,7 @@ def build_scorers(names: Sequence[str], model: str,
     from tracescore._exceptions import ConfigurationError
     from tracescore.scoring import Judge
     from tracescore.scoring._registry import DEFAULT_SCORERS, create_scorer
-    from tracescore.scoring._resolve import check_judge
+    from tracescore.scoring._resolve import check_judge, preflight_judge
 
     ids = list(dict.fromkeys(scorer_id(n) for n in names)) or list(DEFAULT_SCORERS)
     unused = sorted(set(options or {}) - set(ids))
@@ -61,6 +61,13 @@ def build_scorers(names: Sequence[str], model: str,
                     else f"set options with --scorer-option {sid}.NAME=VALUE")
             raise SetupError(f"{exc} (scorer {sid}: {hint})") from None
         scorers.append(scorer)
+    for scorer in scorers:  # the model and the API key, before the first item
+        judge = getattr(scorer, "judge", None)
+        if isinstance(judge, Judge):
+            try:
+                preflight_judge(judge)
+            except ConfigurationError as exc:
+                raise SetupError(f"{exc} (scorer {scorer.id})") from None
     return scorers
 
 

@@ -29,6 +29,7 @@ from tracescore._exceptions import ConfigurationError
 from tracescore._litellm_support import import_litellm as _import_litellm
 from tracescore._litellm_support import quiet_litellm
 from tracescore._suppress import suppressed
+from tracescore.scoring import _judge_checks as checks
 from tracescore.scoring._base import JudgeUsage
 from tracescore.scoring._judge_api import (
     OFFLINE_MODEL,
@@ -49,7 +50,7 @@ _RESERVED_KWARGS = {"model", "messages", "response_format", "stream", "num_retri
 # --- configuration checks --------------------------------------------------------------------
 # The judge's own keyword options (the rest go to litellm).
 _OWN_OPTIONS = ("timeout", "max_retries", "num_retries", "backoff_base_s", "backoff_max_s",
-                "max_retry_after_s", "json_mode")
+                "max_retry_after_s", "json_mode", "check_model")
 # Provider credential/location families litellm reads from keyword arguments by prefix.
 _PROVIDER_PREFIXES = ("aws_", "vertex_", "azure_", "watsonx_", "databricks_", "sagemaker_",
                       "bedrock_", "oci_", "snowflake_")
@@ -204,8 +205,8 @@ def retry_after_seconds(exc: BaseException) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _describe(exc: BaseException) -> str:
-    status = _status(exc)
+def _describe(exc: BaseException, *, status_shown: bool = True) -> str:
+    status = _status(exc) if status_shown else None
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     name = type(exc).__name__
     prefix = f"{name} (HTTP {status})" if status else name
@@ -255,7 +256,7 @@ class LiteLLMJudge:
     def __init__(self, model: str, *, timeout: float = 60.0, max_retries: int = 3,
                  backoff_base_s: float = 0.5, backoff_max_s: float = 20.0,
                  max_retry_after_s: float = 60.0, json_mode: JsonMode = "json_schema",
-                 **litellm_kwargs: Any) -> None:
+                 check_model: bool = True, **litellm_kwargs: Any) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigurationError(f"judge model must be a non-empty litellm model string, got {model!r}")
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
@@ -275,6 +276,13 @@ class LiteLLMJudge:
         reserved = sorted(_RESERVED_KWARGS & litellm_kwargs.keys())
         if reserved:
             raise ConfigurationError(f"the judge sets these litellm arguments itself: {', '.join(reserved)}")
+        if not isinstance(check_model, bool):
+            raise ConfigurationError(f"check_model must be True or False, got {check_model!r}")
+        for name in sorted(litellm_kwargs):  # typos of common options fail now, without litellm
+            meant = None if name.startswith(_PROVIDER_PREFIXES) else checks.option_typo(
+                name, _OWN_OPTIONS)
+            if meant is not None:
+                raise ConfigurationError(f"unknown judge option {name!r} (did you mean {meant!r}?)")
         self.model = model
         self.timeout = float(timeout)
         self.max_retries = max_retries
@@ -282,9 +290,13 @@ class LiteLLMJudge:
         self.backoff_max_s = float(backoff_max_s)
         self.max_retry_after_s = float(max_retry_after_s)
         self.json_mode: JsonMode = json_mode
+        self.check_model = check_model
         check_model_string(model)
         self.litellm_kwargs = dict(litellm_kwargs)
         self._checked = False
+        self._ready = False  # preflight passed
+        self._provider: str | None = None
+        self._custom_address = False
         self._sleep: Callable[[float], Any] = asyncio.sleep  # tests may record the waits
 
     def check(self) -> None:
@@ -300,7 +312,7 @@ class LiteLLMJudge:
         provider: str | None = self.litellm_kwargs.get("custom_llm_provider")
         try:
             with quiet_litellm():  # no provider banner on stdout
-                _, provider, _, _ = litellm.get_llm_provider(
+                _, provider, _, dynamic_base = litellm.get_llm_provider(
                     self.model, custom_llm_provider=provider,
                     api_base=self.litellm_kwargs.get("api_base"))
         except Exception:  # noqa: BLE001 - litellm raises several types for an unknown provider
@@ -321,15 +333,54 @@ class LiteLLMJudge:
                 + (f" (and {', '.join(map(repr, unknown[1:]))})" if unknown[1:] else "")
                 + f"; the judge takes {', '.join(_OWN_OPTIONS)} and litellm's completion "
                 "arguments; pass a provider parameter litellm does not list in extra_body={...}")
+        self._provider = str(provider) if provider else None
+        self._custom_address = checks.custom_address(self._provider or "", self.litellm_kwargs,
+                                                     dynamic_base)
         self._checked = True
+
+    def preflight(self) -> None:
+        """`check()`, then what must hold before a first call: the model is one litellm knows
+        (for providers with a fixed model list, unless served at an `api_base` of your own or
+        `check_model=False`) and the provider's API key is set. ConfigurationError if not.
+
+        The CLI, the gateway and `run_evals` call it before the first item; a judge's first
+        call runs it too (a missing key then fails the call as a JudgeAuthenticationError).
+        """
+        problem = self._key_problem()
+        if problem is not None:
+            raise ConfigurationError(f"judge {self.model!r}: {problem}")
+
+    def _key_problem(self) -> str | None:
+        """Check the model (ConfigurationError) and return what is wrong with the key, if any."""
+        if self._ready:
+            return None
+        self.check()
+        litellm = _import_litellm()
+        provider = self._provider or ""
+        if self.check_model and not self._custom_address:
+            unknown, close = checks.unknown_model(litellm, self.model, provider)
+            if unknown:
+                hint = f" (did you mean {close!r}?)" if close else ""
+                raise ConfigurationError(
+                    f"unknown judge model {self.model!r}{hint}: litellm's model list for "
+                    f"{provider} does not have it; if the provider serves it (a model newer "
+                    f"than the installed litellm), pass check_model=False")
+        missing = checks.missing_key_variables(litellm, self.model, provider, self.litellm_kwargs)
+        if missing:
+            return checks.key_message(missing)
+        self._ready = True
+        return None
 
     def __repr__(self) -> str:
         return f"LiteLLMJudge(model={self.model!r})"
 
     async def judge(self, request: JudgeRequest) -> JudgeReply:
-        self.check()
-        litellm = _import_litellm()
+        problem = self._key_problem()
         spend = _Spend(self.model)
+        if problem is not None:  # never sent: nothing to retry
+            raise JudgeAuthenticationError(problem, step=request.step, model=self.model,
+                                           usage=spend.usage(), prompt=request.prompt)
+        litellm = _import_litellm()
         if self.json_mode != "prompt":
             raw: str | None = None
             try:
@@ -371,14 +422,25 @@ class LiteLLMJudge:
 
     def _failure(self, request: JudgeRequest, exc: BaseException, spend: _Spend,
                  prompt: str) -> JudgeStepError:
+        attempts = f"{spend.calls} attempt{'s' if spend.calls != 1 else ''}"
+        connect = checks.connection_failure(exc, self.litellm_kwargs.get("api_base"),
+                                            self._provider)
+        if connect is not None and not (connect[1] == "connection failed"
+                                        and _is_auth_failure(exc)):
+            address, reason = connect
+            return JudgeStepError(f"could not connect to the judge at {address} ({reason}; "
+                                  f"gave up after {attempts})", step=request.step,
+                                  model=self.model, usage=spend.usage(), retryable=True,
+                                  prompt=prompt)
         if _is_auth_failure(exc):
             return JudgeAuthenticationError(
-                f"the API key is missing, invalid or refused (not retried): {_describe(exc)}",
+                "the API key is missing, invalid or refused (not retried): "  # a client-side
+                + _describe(exc, status_shown=_status(exc) in (401, 403)),  # "500" is no answer
                 step=request.step, model=self.model, usage=spend.usage(), prompt=prompt)
         transient = _is_transient(exc)
         detail = _describe(exc)
         if transient:
-            detail += f" (gave up after {spend.calls} attempt{'s' if spend.calls != 1 else ''})"
+            detail += f" (gave up after {attempts})"
         return JudgeStepError(detail, step=request.step, model=self.model, usage=spend.usage(),
                               retryable=transient, prompt=prompt)
 
@@ -401,7 +463,8 @@ class LiteLLMJudge:
                                             max_retries=0, **kwargs),
                         timeout=self.timeout + 5.0)  # guard in case the provider ignores it
             except Exception as exc:
-                if _is_auth_failure(exc) or not _is_transient(exc) or attempt >= self.max_retries:
+                if (_is_auth_failure(exc) or not _is_transient(exc)
+                        or attempt >= _retries_for(exc, self.max_retries)):
                     raise
                 delay = self._delay(attempt, exc)
                 logger.debug("judge %s step %s: %s; retry %d/%d in %.2fs", self.model,
@@ -419,6 +482,16 @@ class LiteLLMJudge:
             return min(asked, self.max_retry_after_s)
         ceiling = min(self.backoff_max_s, self.backoff_base_s * (2 ** attempt))
         return ceiling * random.uniform(0.5, 1.0)
+
+
+def _retries_for(exc: BaseException, max_retries: int) -> int:
+    """Retries worth making after `exc`: none when the host name does not resolve, one when
+    nothing listens at the address (a judge restarting), else `max_retries`."""
+    if checks.is_unresolved(exc):
+        return 0
+    if checks.is_refused(exc):
+        return min(1, max_retries)
+    return max_retries
 
 
 def _reply_text(response: Any) -> str | None:

@@ -3,6 +3,7 @@ the checks of options that several scorers share."""
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,8 +25,10 @@ def merge_options(options: Mapping[str, Any] | None, explicit: dict[str, Any],
     for key, value in options.items():
         name = aliases.get(key, key)
         if name not in merged:
-            known = ", ".join(sorted(set(merged) | set(aliases)))
-            raise ConfigurationError(f"unknown option {key!r} (known: {known})")
+            names = sorted(set(merged) | set(aliases))
+            close = difflib.get_close_matches(str(key), names, n=1, cutoff=0.75)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ConfigurationError(f"unknown option {key!r} ({hint}known: {', '.join(names)})")
         merged[name] = value
     return merged
 

@@ -17,6 +17,12 @@ def check_judge(judge: Judge) -> None:
         judge.check()
 
 
+def preflight_judge(judge: Judge) -> None:
+    """Check a judge before its first call: configuration, model and API key (ConfigurationError)."""
+    if isinstance(judge, LiteLLMJudge):
+        judge.preflight()
+
+
 def resolve_judge(model: Any, judge_kwargs: Mapping[str, Any]) -> Judge:
     """A Judge from a model string ("tracescore/offline" = the offline judge) or Judge object."""
     if isinstance(model, str):
