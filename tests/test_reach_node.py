@@ -212,6 +212,25 @@ def test_mastra_workflow_runs_and_their_agent_calls_are_scored(
     assert_scored(sent, received, {"invoke_agent geo", "invoke_workflow trip"}, stub, pairs * 2)
 
 
+def test_mastra_thread_memory_turns_are_scored_on_the_new_question(
+        node_prefix: Path, gateway: GatewayProcess, receiver: OTLPReceiver,
+        stub: StubLLMServer) -> None:
+    """An agent with thread memory: the model sees the thread's earlier turns, the judge only
+    the turn's new question."""
+    cases = generated_cases(seed=4, count=7, history=False)
+    for index, case in enumerate(cases):
+        case["thread"] = f"thread-{index % 2}"
+    sent, received = run_through_gateway("mastra_memory", cases, "http", node_prefix, gateway,
+                                         receiver, stub)
+    prompts = [str(s.attributes.get("mastra.model_generation.input")) for s in sent
+               if s.name.startswith("model_generation")]
+    assert any(cases[0]["question"] in p and cases[2]["question"] in p for p in prompts)
+    assert {s.attributes.get("mastra.metadata.threadId") for s in sent
+            if s.name == "invoke_agent geo"} == {"thread-0", "thread-1"}
+    assert_scored(sent, received, {"invoke_agent geo"}, stub,
+                  [(c["question"], mastra_answer(c)) for c in cases])
+
+
 # --- the Vercel AI SDK ---------------------------------------------------------------------------
 _AI_CALLS = ("generateText", "streamText", "generateObject", "streamObject")
 _AI_SPANS = {f"ai.{call}" for call in _AI_CALLS}

@@ -7,7 +7,8 @@
 //
 // CONVENTION: vercel_ai (AI SDK 7, @ai-sdk/otel's GenAI spans), vercel_ai_v7_legacy (AI SDK 7,
 // LegacyOpenTelemetry), vercel_ai_v4 / _v5 / _v6 (experimental_telemetry), mastra (an Agent),
-// mastra_workflow (a workflow whose step calls the agent).
+// mastra_workflow (a workflow whose step calls the agent), mastra_memory (an agent with thread
+// memory: cases with the same "thread" are the turns of one conversation, in order).
 // OUT: a file path, or grpc://HOST:PORT or http://HOST:PORT (OTLP/gRPC, OTLP/HTTP protobuf); with
 // an endpoint, TRACESCORE_TEE=FILE also appends a copy of the spans sent to FILE.
 // CASES.json is a list of {"question", "answer", "system"?, "tool"?, "call"?, "history"?}:
@@ -133,9 +134,10 @@ function usage(spec) {
 }
 
 // What the mock model says next: a call of `lookup` when the case has a tool that was not called
-// yet, else the answer (a JSON text for object calls).
+// yet in this turn, else the answer (a JSON text for object calls).
 function nextTurn(item, prompt) {
-  const called = prompt.some((message) => message.role === 'tool');
+  const lastUser = prompt.map((message) => message.role).lastIndexOf('user');
+  const called = prompt.slice(lastUser + 1).some((message) => message.role === 'tool');
   if (item.tool && !called) return { tool: JSON.stringify({ city: item.tool.argument }) };
   const object = item.call === 'generateObject' || item.call === 'streamObject';
   return { text: object ? JSON.stringify({ answer: item.answer }) : item.answer };
@@ -281,9 +283,15 @@ async function runMastra(kind, cases, out) {
     id: 'lookup', description: 'Look up facts about a city', inputSchema: z.object({ city: z.string() }),
     execute: async () => current.item.tool?.result,
   });
+  let memory;
+  if (kind === 'memory') {
+    const { Memory } = require('@mastra/memory');
+    const { InMemoryStore } = require('@mastra/core/storage');
+    memory = new Memory({ storage: new InMemoryStore(), options: { lastMessages: 20 } });
+  }
   const agent = new Agent({
     id: 'geo', name: 'geo', instructions: () => current.item.system ?? 'Answer briefly.',
-    model: mastraModel(current), tools: { lookup },
+    model: mastraModel(current), tools: { lookup }, ...(memory ? { memory } : {}),
   });
   const ask = createStep({
     id: 'ask', inputSchema: z.object({ question: z.string() }), outputSchema: z.object({ answer: z.string() }),
@@ -303,6 +311,9 @@ async function runMastra(kind, cases, out) {
       const run = await mastra.getWorkflow('trip').createRun();
       const result = await run.start({ inputData: { question: item.question } });
       text = result.result?.answer;
+    } else if (kind === 'memory') {
+      const thread = { thread: item.thread, resource: 'user-1' };
+      text = (await mastra.getAgent('geo').generate(item.question, { memory: thread })).text;
     } else {
       const input = item.history ? [...item.history, { role: 'user', content: item.question }] : item.question;
       text = (await mastra.getAgent('geo').generate(input)).text;
@@ -322,6 +333,7 @@ const RUNS = {
   vercel_ai_v4: (cases, out) => runAiSdk(4, 'legacy', cases, out),
   mastra: (cases, out) => runMastra('agent', cases, out),
   mastra_workflow: (cases, out) => runMastra('workflow', cases, out),
+  mastra_memory: (cases, out) => runMastra('memory', cases, out),
 };
 
 const [convention, casesFile, out] = process.argv.slice(2);

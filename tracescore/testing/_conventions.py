@@ -43,7 +43,7 @@ REQUIREMENTS: tuple[str, ...] = (
 )
 # The TypeScript frameworks, run by node from one npm folder: the Vercel AI SDK 7 with its
 # OpenTelemetry integration, AI SDK 4, 5 and 6 under npm aliases (their own `experimental_telemetry`),
-# and Mastra (agent, tools, workflows, memory) with its observability and OpenTelemetry exporter
+# and Mastra (agent, tools, workflows, thread memory) with its observability and OpenTelemetry exporter
 # (the OTLP exporters and grpc-js are its peers; @mastra/core matches tests/mastra).
 NODE_PACKAGES: dict[str, str] = {
     "ai": "7.0.173",
@@ -55,6 +55,7 @@ NODE_PACKAGES: dict[str, str] = {
     "@mastra/core": "1.71.0",
     "@mastra/observability": "1.17.9",
     "@mastra/otel-exporter": "1.4.0",
+    "@mastra/memory": "1.31.0",
     "@grpc/grpc-js": "1.14.7",
     "@opentelemetry/api": "1.9.1",
     "@opentelemetry/sdk-trace-base": "2.12.1",
