@@ -69,7 +69,9 @@ NODE_PACKAGES: dict[str, str] = {
     "@opentelemetry/exporter-logs-otlp-proto": "0.218.0",
     "@opentelemetry/exporter-zipkin": "2.12.1",
 }
-NODE_CONVENTIONS: tuple[str, ...] = ("vercel_ai",)
+# node runs of _convention_agent.mjs; more runs there (AI SDK 4, 5, 7 legacy, Mastra workflows and
+# memory) are exercised through the gateway by tests/test_reach_node.py
+NODE_CONVENTIONS: tuple[str, ...] = ("vercel_ai", "vercel_ai_v6", "mastra")
 CONVENTIONS: tuple[str, ...] = (
     "genai", "openinference", "traceloop", "pydantic_ai", "pydantic_ai_v2", "pydantic_ai_history",
     *NODE_CONVENTIONS,
