@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import tracescore
 from tracescore import _semconv as sc
+from tracescore.online._frameworks import FRAMEWORKS
 from tracescore.online._recognise import BUILTINS, as_recognisers
 
 scalars = st.one_of(st.text(max_size=20), st.integers(), st.floats(allow_nan=False), st.booleans())
@@ -85,7 +86,7 @@ def test_span_name_pattern_matches_the_whole_name() -> None:
 def test_mappings_come_first_then_the_builtins_in_order() -> None:
     chain = tracescore.build_recognisers([MAPPING])
     assert [r.convention for r in chain] == ["mine", "genai", "openinference", "traceloop",
-                                             "pydantic_ai"]
+                                             "pydantic_ai", "mastra", "vercel_ai"]
     assert [r.convention for r in tracescore.build_recognisers(builtins=["traceloop", "genai"])] == [
         "traceloop", "genai"]
     assert tracescore.build_recognisers(builtins=False) == ()
@@ -123,6 +124,8 @@ def test_a_broken_user_recogniser_is_skipped() -> None:
     ({"input": "q", "output": "a", "span_name": "(unclosed"}, "recognise[0].span_name"),
     ({"input": "q", "output": "a", "attributes": ["kind"]}, "recognise[0].attributes"),
     ({"input": "q", "output": "a", "attributes": {"kind": {"nested": 1}}}, "recognise[0].attributes"),
+    ({"input": "q", "output": "a", "as_text": "output"}, "recognise[0].as_text"),
+    ({"input": "q", "output": "a", "as_text": ["answer"]}, "recognise[0].as_text"),
     ("q", "recognise"),
 ])
 def test_bad_mappings_name_the_key(spec: Any, key: str) -> None:
@@ -216,3 +219,44 @@ def test_gateway_config_errors_name_the_recognise_key(overrides: dict[str, Any],
 def test_agent_mapping_checks_its_fields_when_made_directly(kwargs: dict[str, Any], key: str) -> None:
     with pytest.raises(tracescore.ConfigurationError, match=key):
         tracescore.AgentMapping(**kwargs)
+
+
+@given(st.text(), st.dictionaries(st.sampled_from(["a", "b"]), st.text(), max_size=2))
+def test_as_text_keeps_an_output_that_looks_like_json_as_its_text(question: str,
+                                                                  answer: dict[str, str]) -> None:
+    text = json.dumps(answer)
+    spec = {"input": "q", "output": "a"}
+    kept = tracescore.recognise("s", {"q": json.dumps([question]), "a": text},
+                                tracescore.build_recognisers([{**spec, "as_text": ["output"]}],
+                                                             builtins=False))
+    decoded = tracescore.recognise("s", {"q": json.dumps([question]), "a": text},
+                                   tracescore.build_recognisers([spec], builtins=False))
+    assert kept is not None and decoded is not None
+    assert kept.output == text and decoded.output == answer
+    assert kept.input == decoded.input == [question]  # the input is still decoded
+
+
+@pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
+def test_a_frameworks_entries_copied_into_user_mappings_read_what_the_builtin_reads(
+        framework: str) -> None:
+    """The built-in framework readers are data a user can copy: the same entries given as
+    `recognise.mappings` (after a JSON round trip, as from a config file) read the same calls."""
+    copied = tracescore.build_recognisers(json.loads(json.dumps(FRAMEWORKS[framework])),
+                                          builtins=False)
+    spans = [
+        ("invoke_agent geo", {"mastra.span.type": "agent_run", "gen_ai.agent.name": "geo",
+                              "mastra.agent_run.input": "Where?",
+                              "mastra.agent_run.output": '{"text": "Here.", "files": []}'}),
+        ("invoke_workflow trip", {"mastra.span.type": "workflow_run",
+                                  "mastra.workflow_run.input": '{"question": "Where?"}',
+                                  "mastra.workflow_run.output": '{"answer": "Here."}'}),
+        ("ai.generateText", {"ai.telemetry.functionId": "geo", "ai.response.text": "[1]",
+                             "ai.prompt": '{"system": "S", "prompt": "Where?"}'}),
+        ("ai.streamObject", {"ai.response.object": '{"a":1}', "ai.prompt": '{"prompt": "Where?"}'}),
+        ("ai.generateText.doGenerate", {"ai.response.text": "x", "ai.prompt.messages": "[]"}),
+    ]
+    read = [tracescore.recognise(name, attributes, [BUILTINS[framework]]) for name, attributes in spans]
+    assert [tracescore.recognise(n, a, copied) for n, a in spans] == read
+    assert sum(call is not None for call in read) == 2
+    for call in read:
+        assert call is None or call.convention == framework

@@ -8,8 +8,9 @@ which a span it recognises always carries at least one, so a caller can skip the
 that have none (`recogniser_markers`).
 
 Built in: GenAI semconv `invoke_agent` ("genai"), OpenInference ("openinference"), OpenLLMetry /
-traceloop ("traceloop"), pydantic-ai / logfire ("pydantic_ai"). Users add their own mappings
-(`AgentMapping`, or the same keys as a dict from a config file).
+traceloop ("traceloop"), pydantic-ai / logfire ("pydantic_ai"), and the frameworks described as
+mappings in `_frameworks` (Mastra "mastra", the Vercel AI SDK "vercel_ai"). Users add their own
+mappings (`AgentMapping`, or the same keys as a dict from a config file).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 
 from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
+from tracescore.online._frameworks import FRAMEWORKS
 
 _log = logging.getLogger("tracescore")
 _MISSING: Any = object()
@@ -166,6 +168,8 @@ class AgentMapping:
     - `attributes`: conditions: the span must carry each key with exactly this value.
     - `span_name`: a regular expression the whole span name must match.
     - `name`: the convention name reported in `RecognisedCall.convention`.
+    - `as_text`: which of "input", "output" are taken as the attribute's text as it is, never
+      decoded from JSON (an answer that happens to be JSON text is still that text).
     """
 
     input: str
@@ -175,6 +179,7 @@ class AgentMapping:
     attributes: Mapping[str, Any] = field(default_factory=dict)
     span_name: str | None = None
     name: str = "mapping"
+    as_text: Sequence[str] = ()
     _pattern: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -182,6 +187,7 @@ class AgentMapping:
         _check_mapping({k: v for k, v in fields.items() if v is not None}, "AgentMapping")
         set_ = object.__setattr__
         set_(self, "attributes", dict(self.attributes))
+        set_(self, "as_text", tuple(self.as_text))
         set_(self, "_pattern", re.compile(self.span_name) if self.span_name is not None else None)
 
     @property
@@ -205,11 +211,35 @@ class AgentMapping:
         if self._pattern is not None and self._pattern.fullmatch(name) is None:
             return None
         agent = attributes.get(self.agent) if self.agent is not None else None
-        return RecognisedCall(self.name, _name(agent, name), _json_or_raw(raw_in),
-                              _json_or_raw(raw_out), _json_or_raw(attributes.get(self.ground_truth)))
+        text = self.as_text
+        return RecognisedCall(self.name, _name(agent, name),
+                              raw_in if "input" in text else _json_or_raw(raw_in),
+                              raw_out if "output" in text else _json_or_raw(raw_out),
+                              _json_or_raw(attributes.get(self.ground_truth)))
 
 
-_MAPPING_KEYS = ("name", "span_name", "attributes", "input", "output", "ground_truth", "agent")
+_MAPPING_KEYS = ("name", "span_name", "attributes", "input", "output", "ground_truth", "agent",
+                 "as_text")
+_TEXT_FIELDS = ("input", "output")
+
+
+@dataclass(frozen=True, slots=True)
+class _Framework:
+    """A built-in framework reader: its mappings (`_frameworks.FRAMEWORKS`), tried in order."""
+
+    convention: str
+    mappings: tuple[AgentMapping, ...]
+
+    @property
+    def markers(self) -> frozenset[str]:
+        return frozenset().union(*(m.markers for m in self.mappings))
+
+    def __call__(self, name: str, attributes: Mapping[str, Any], /) -> RecognisedCall | None:
+        for mapping in self.mappings:
+            call = mapping(name, attributes)
+            if call is not None:
+                return call
+        return None
 
 
 def _mapping(spec: object, where: str) -> AgentMapping:
@@ -247,6 +277,11 @@ def _check_mapping(spec: Mapping[Any, Any], where: str) -> None:
             f"{where}.attributes must map attribute keys to a string, number or bool, "
             f"got {conditions!r}"
         )
+    as_text = spec.get("as_text", ())
+    if isinstance(as_text, str) or not isinstance(as_text, Sequence) or not all(
+            t in _TEXT_FIELDS for t in as_text):
+        raise ConfigurationError(
+            f"{where}.as_text must be a list of {', '.join(_TEXT_FIELDS)}, got {as_text!r}")
     if "span_name" in spec:
         try:
             re.compile(spec["span_name"])
@@ -254,6 +289,12 @@ def _check_mapping(spec: Mapping[Any, Any], where: str) -> None:
             raise ConfigurationError(
                 f"{where}.span_name is not a valid regular expression: {exc}"
             ) from None
+
+
+BUILTINS.update({
+    name: _Framework(name, tuple(_mapping(spec, f"{name}[{i}]") for i, spec in enumerate(specs)))
+    for name, specs in FRAMEWORKS.items()
+})
 
 
 # --- building and running a chain -----------------------------------------------------------------
@@ -265,8 +306,8 @@ def build_recognisers(mappings: Iterable[Any] = (), *, where: str = "recognise",
     `mappings`: `AgentMapping` objects, dicts with the same keys (from a config file), any
     `Recogniser`, or names of built-in conventions. `where`: the config key they came from,
     named in every `ConfigurationError`. `builtins`: True for every built-in convention, False
-    for none, or their names (genai, openinference, traceloop, pydantic_ai); `builtins_key`
-    names it in errors (default `{where}.builtins`).
+    for none, or their names (genai, openinference, traceloop, pydantic_ai, mastra, vercel_ai);
+    `builtins_key` names it in errors (default `{where}.builtins`).
     """
     chain = as_recognisers(mappings, where)
     builtin = _builtins(builtins, builtins_key or f"{where}.builtins")

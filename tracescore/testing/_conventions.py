@@ -41,14 +41,37 @@ REQUIREMENTS: tuple[str, ...] = (
     "opentelemetry-util-genai==1.3b0",
     *TRACELOOP_REQUIREMENTS,
 )
-# The Vercel AI SDK (TypeScript) with its OpenTelemetry integration, run by node.
+# The TypeScript frameworks, run by node from one npm folder: the Vercel AI SDK 7 with its
+# OpenTelemetry integration, AI SDK 4, 5 and 6 under npm aliases (their own `experimental_telemetry`),
+# and Mastra (agent, tools, workflows, thread memory) with its observability and OpenTelemetry exporter
+# (the OTLP exporters and grpc-js are its peers; @mastra/core matches tests/mastra).
 NODE_PACKAGES: dict[str, str] = {
     "ai": "7.0.173",
     "@ai-sdk/otel": "1.0.173",
+    "ai-v4": "npm:ai@4.3.19",
+    "ai-v5": "npm:ai@5.0.277",
+    "ai-v6": "npm:ai@6.0.325",
+    "zod": "3.25.76",
+    "@mastra/core": "1.71.0",
+    "@mastra/observability": "1.17.9",
+    "@mastra/otel-exporter": "1.4.0",
+    "@mastra/memory": "1.31.0",
+    "@grpc/grpc-js": "1.14.7",
     "@opentelemetry/api": "1.9.1",
     "@opentelemetry/sdk-trace-base": "2.12.1",
+    "@opentelemetry/context-async-hooks": "2.12.1",
+    "@opentelemetry/resources": "2.12.1",
+    "@opentelemetry/exporter-trace-otlp-grpc": "0.218.0",
+    "@opentelemetry/exporter-trace-otlp-http": "0.218.0",
+    "@opentelemetry/exporter-trace-otlp-proto": "0.218.0",
+    "@opentelemetry/exporter-logs-otlp-grpc": "0.218.0",
+    "@opentelemetry/exporter-logs-otlp-http": "0.218.0",
+    "@opentelemetry/exporter-logs-otlp-proto": "0.218.0",
+    "@opentelemetry/exporter-zipkin": "2.12.1",
 }
-NODE_CONVENTIONS: tuple[str, ...] = ("vercel_ai",)
+# node runs of _convention_agent.mjs; more runs there (AI SDK 4, 5, 7 legacy, Mastra workflows and
+# memory) are exercised through the gateway by tests/test_reach_node.py
+NODE_CONVENTIONS: tuple[str, ...] = ("vercel_ai", "vercel_ai_v6", "mastra")
 CONVENTIONS: tuple[str, ...] = (
     "genai", "openinference", "traceloop", "pydantic_ai", "pydantic_ai_v2", "pydantic_ai_history",
     *NODE_CONVENTIONS,
