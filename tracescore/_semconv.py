@@ -93,6 +93,9 @@ TS_STEP_RESULT = "tracescore.step.result"
 TS_UNSCORED = "tracescore.evaluation.unscored"  # event name: span exported without its score
 TS_UNSCORED_REASON = "tracescore.evaluation.unscored.reason"
 TS_EVALUATED_SPAN_ID = "tracescore.evaluation.span_id"
+# bool on an evaluation result: the scorer compares with a ground truth and had none
+TS_REFERENCE_MISSING = "tracescore.reference.missing"
+TS_REFERENCE_FALLBACK = "tracescore.reference.fallback"  # what it compared with instead
 TS_GROUND_TRUTH = "tracescore.ground_truth"  # expected answer of an agent call, read by recognisers
 # text (or array of texts) a span marks as retrieved context of the agent call it runs inside
 TS_CONTEXT = "tracescore.context"

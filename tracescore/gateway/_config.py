@@ -389,6 +389,7 @@ def _reference(value: Any, base: Path, where: str) -> dict[Any, Any]:
     """A reference dataset file (input -> ground_truth) as a mapping."""
     from tracescore._content import lookup_key
     from tracescore._datasets import DatasetError, load_dataset
+    from tracescore.online._options import reference_key
 
     file = Path(_text(where, value))
     if not file.is_absolute():
@@ -398,12 +399,16 @@ def _reference(value: Any, base: Path, where: str) -> dict[Any, Any]:
     except DatasetError as exc:
         raise ConfigurationError(f"{where}: {exc}") from None
     found: dict[Any, Any] = {}
+    by_question: dict[str, Any] = {}  # any input shape matches any other on its question text
     for item in items:
         if item.get("ground_truth") is None:
             continue
         key = item["input"]
         found[key if isinstance(key, str) else lookup_key(key)] = item["ground_truth"]
-    return found
+        question = reference_key(key)
+        if question is not None:
+            by_question.setdefault(question, item["ground_truth"])
+    return {**by_question, **found}
 
 
 def _recognisers(mappings: Any, builtins: Any) -> tuple[Any, ...]:

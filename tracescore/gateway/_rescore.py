@@ -23,15 +23,6 @@ from tracescore.gateway._rescore_input import LineReader
 
 _log = logging.getLogger("tracescore.rescore")
 # scorers that compare the output with the ground truth, and with something else without one
-_FALLBACKS = {
-    "content-similarity": "compared the output with the input instead",
-    "textual-difference": "compared the output with the input instead",
-    "keyword-coverage": "took the keywords of the input instead",
-    "completeness": "took the elements of the input instead",
-    "tone-consistency": "measured the output's own tone stability instead",
-}
-
-
 @dataclass(frozen=True)
 class MissingReference:
     """Agent spans a scorer scored without a ground truth, and what it did instead."""
@@ -183,24 +174,13 @@ class _ReferenceWatch:
 
 def _watch_reference(online: Any) -> tuple[Any, _ReferenceWatch | None]:
     """`online` with its reference lookups counted, when its verdicts change without one."""
-    fallback = _fallback(online.scorer_id, online.scorer)
+    from tracescore.online._options import reference_fallback
+
+    fallback = reference_fallback(online.scorer_id, online.scorer)
     if fallback is None:
         return online, None
     watch = _ReferenceWatch(online, fallback)
     return replace(online, reference=watch), watch
-
-
-def _fallback(scorer_id: str, scorer: Any) -> str | None:
-    """What a scorer does without a ground truth, when that changes its verdicts (else None)."""
-    from tracescore.scoring._judge_api import OFFLINE_MODEL
-
-    if scorer_id == "answer-relevancy":  # the offline judge's only world knowledge
-        model = getattr(getattr(scorer, "judge", None), "model", None)
-        return ("the offline judge had no reference answer (it has no world knowledge: it "
-                "checks answers against the ground truth)") if model == OFFLINE_MODEL else None
-    if scorer_id == "tone-consistency" and getattr(scorer, "reference_tone", None):
-        return None
-    return _FALLBACKS.get(scorer_id)
 
 
 class _EndpointOutput:

@@ -139,8 +139,10 @@ class OnlineScorer:
                     from tracescore._content import lookup_key
 
                     found = ref.get(lookup_key(value), _MISSING)
-                if found is _MISSING and not isinstance(value, str):
-                    found = ref.get(_question(value), _MISSING)  # chat messages: the question
+                if found is _MISSING:  # any shape: by its question text
+                    key = reference_key(value)
+                    if key is not None:
+                        found = ref.get(key, _MISSING)
                 return None if found is _MISSING else found
             return ref(value)
         except Exception:  # noqa: BLE001 - a bad reference means "no ground truth"
@@ -202,14 +204,40 @@ def as_online_scorers(scorers: object) -> tuple[OnlineScorer, ...]:
     return result
 
 
-def _question(value: Any) -> str | None:
-    """The last user message of a chat-style input, or None."""
+def reference_key(value: Any) -> str | None:
+    """The key a reference is looked up by, whatever the input's shape: its question text (the
+    last user text of chat messages in any recorded shape, the `prompt` of an object, the
+    string itself), stripped; None when it has none."""
+    from tracescore.online._messages import as_input
     from tracescore.scoring._inputs import InputError, question_text
 
     try:
-        return question_text(value) or None
+        return question_text(as_input(value)).strip() or None
     except InputError:
         return None
+
+
+# What a scorer does without a ground truth, when that changes its verdicts
+_FALLBACKS = {
+    "content-similarity": "compared the output with the input instead",
+    "textual-difference": "compared the output with the input instead",
+    "keyword-coverage": "took the keywords of the input instead",
+    "completeness": "took the elements of the input instead",
+    "tone-consistency": "measured the output's own tone stability instead",
+}
+
+
+def reference_fallback(scorer_id: str, scorer: Any) -> str | None:
+    """What `scorer` does without a ground truth, when that changes its verdicts (else None)."""
+    from tracescore.scoring._judge_api import OFFLINE_MODEL
+
+    if scorer_id == "answer-relevancy":  # the offline judge's only world knowledge
+        model = getattr(getattr(scorer, "judge", None), "model", None)
+        return ("the offline judge had no reference answer (it has no world knowledge: it "
+                "checks answers against the ground truth)") if model == OFFLINE_MODEL else None
+    if scorer_id == "tone-consistency" and getattr(scorer, "reference_tone", None):
+        return None
+    return _FALLBACKS.get(scorer_id)
 
 
 def _number(name: str, value: object) -> float:

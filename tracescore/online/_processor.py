@@ -45,7 +45,12 @@ from tracescore.online._events import (
 )
 from tracescore.online._isolation import ProcessRunner
 from tracescore.online._metrics import OnlineMetrics
-from tracescore.online._options import OnlineScorer, ProcessorOptions, as_online_scorers
+from tracescore.online._options import (
+    OnlineScorer,
+    ProcessorOptions,
+    as_online_scorers,
+    reference_fallback,
+)
 from tracescore.online._recognise import (
     GENAI,
     RecognisedCall,
@@ -691,11 +696,13 @@ class ScoringSpanProcessor(SpanProcessor):
             _release_budgets((online,))  # counted as dropped when the span was exported
             return
         run_id = uuid.uuid4().hex
-        result, error = None, None
+        result, error, fallback = None, None, None
         try:
             ground_truth = candidate.ground_truth
             if ground_truth is None:
                 ground_truth = online.lookup_reference(candidate.input)
+            if ground_truth is None:
+                fallback = reference_fallback(online.scorer_id, online.scorer)
             trace = self._trace_of(candidate)
             with suppressed():
                 if self._isolation is not None:
@@ -715,17 +722,20 @@ class ScoringSpanProcessor(SpanProcessor):
         except Exception as exc:  # noqa: BLE001 - failures are data
             error = exc
         try:
-            self._deliver(job, online, result, error, run_id)
+            self._deliver(job, online, result, error, run_id, fallback)
         except Exception:  # noqa: BLE001
             self._log_once("deliver", "tracescore: delivering an online score failed",
                            exc_info=True)
 
     def _deliver(self, job: _Job, online: OnlineScorer, result: Any, error: BaseException | None,
-                 run_id: str) -> None:
+                 run_id: str, fallback: str | None = None) -> None:
         agent = job.candidate.agent
         if online._budget is not None:
             online._budget.settle(_cost_of(result))
         events, error = self._result_events(online, result, error, run_id)
+        if fallback is not None and error is None:  # scored, but not against a ground truth
+            events[0][1][sc.TS_REFERENCE_MISSING] = True
+            events[0][1][sc.TS_REFERENCE_FALLBACK] = fallback
         span = job.span
         # counted as scored (or failed) only where it lands; a span exported without it
         # already counted it as dropped

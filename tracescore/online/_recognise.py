@@ -7,6 +7,10 @@ not an agent call (the common case: it must reject cheaply). Its `markers` are a
 which a span it recognises always carries at least one, so a caller can skip the chain for spans
 that have none (`recogniser_markers`).
 
+Every reader applies the general rules of `_messages`: the input is the conversation up to
+the question (the last user text, never a tool return or the system prompt), the output the
+agent's final text (never a tool call).
+
 Built in: GenAI semconv `invoke_agent` ("genai"), OpenInference ("openinference"), OpenLLMetry /
 traceloop ("traceloop"), pydantic-ai / logfire ("pydantic_ai"), and the frameworks described as
 mappings in `_frameworks` (Mastra "mastra", the Vercel AI SDK "vercel_ai"). Users add their own
@@ -24,6 +28,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 
 from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
+from tracescore.online import _messages
 from tracescore.online._frameworks import FRAMEWORKS
 
 _log = logging.getLogger("tracescore")
@@ -74,7 +79,8 @@ def _read_genai(name: str, attributes: Mapping[str, Any]) -> RecognisedCall | No
     if raw_in is None or raw_out is None:
         return None
     return RecognisedCall("genai", _name(attributes.get(sc.GEN_AI_AGENT_NAME), name),
-                          messages_of(raw_in), output_text(raw_out), _ground_truth(attributes))
+                          _messages.as_input(messages_of(raw_in)), output_text(raw_out),
+                          _ground_truth(attributes))
 
 
 # --- OpenInference ---------------------------------------------------------------------------------
@@ -88,8 +94,9 @@ def _read_openinference(name: str, attributes: Mapping[str, Any]) -> RecognisedC
         return None
     return RecognisedCall(
         "openinference", _name(attributes.get(sc.OI_AGENT_NAME), name),
-        _oi_value(raw_in, attributes.get(sc.OI_INPUT_MIME_TYPE)),
-        _oi_value(raw_out, attributes.get(sc.OI_OUTPUT_MIME_TYPE)), _ground_truth(attributes),
+        _messages.as_input(_oi_value(raw_in, attributes.get(sc.OI_INPUT_MIME_TYPE))),
+        _as_output(_oi_value(raw_out, attributes.get(sc.OI_OUTPUT_MIME_TYPE))),
+        _ground_truth(attributes),
     )
 
 
@@ -106,8 +113,8 @@ def _read_traceloop(name: str, attributes: Mapping[str, Any]) -> RecognisedCall 
     if raw_in is None or raw_out is None:
         return None
     return RecognisedCall("traceloop", _name(attributes.get(sc.TL_ENTITY_NAME), name),
-                          _call_arguments(_json_or_raw(raw_in)), _json_or_raw(raw_out, '{["'),
-                          _ground_truth(attributes))
+                          _messages.as_input(_call_arguments(_json_or_raw(raw_in))),
+                          _as_output(_json_or_raw(raw_out, '{["')), _ground_truth(attributes))
 
 
 def _call_arguments(value: object) -> object:
@@ -124,18 +131,13 @@ def _call_arguments(value: object) -> object:
 # --- pydantic-ai / logfire ------------------------------------------------------------------------
 def _read_pydantic_ai(name: str, attributes: Mapping[str, Any]) -> RecognisedCall | None:
     """Agent run spans (`invoke_agent {name}`, or `agent run` in format version 2): the run's
-    messages in `pydantic_ai.all_messages`, its output in `final_result`."""
+    messages (earlier turns included) in `pydantic_ai.all_messages`, its output in
+    `final_result`; tool returns are recorded in user messages and are no question."""
     raw_messages = attributes.get(sc.PAI_ALL_MESSAGES)
     output = attributes.get(sc.PAI_FINAL_RESULT)
     if raw_messages is None or output is None:
         return None
-    messages = messages_of(raw_messages)
-    if isinstance(messages, list):  # the question: this run's messages up to its last user turn
-        start = attributes.get(sc.PAI_NEW_MESSAGE_INDEX)
-        messages = messages[start:] if isinstance(start, int) and 0 <= start < len(messages) else messages
-        users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
-        if users:
-            messages = messages[: users[-1] + 1]
+    messages = _messages.as_input(raw_messages)
     truth = _ground_truth(attributes)
     if truth is None:
         metadata = _json_or_raw(attributes.get(sc.PAI_METADATA))
@@ -213,8 +215,8 @@ class AgentMapping:
         agent = attributes.get(self.agent) if self.agent is not None else None
         text = self.as_text
         return RecognisedCall(self.name, _name(agent, name),
-                              raw_in if "input" in text else _json_or_raw(raw_in),
-                              raw_out if "output" in text else _json_or_raw(raw_out),
+                              _messages.as_input(raw_in if "input" in text else _json_or_raw(raw_in)),
+                              raw_out if "output" in text else _as_output(_json_or_raw(raw_out)),
                               _json_or_raw(attributes.get(self.ground_truth)))
 
 
@@ -403,40 +405,33 @@ def _json_or_raw(raw: object, starts: str = "{[") -> object:
     return raw
 
 
+def _as_output(value: object) -> object:
+    """A recorded output for the scorers: a message list as its final text, else as it is."""
+    return _messages.final_text(value) if _messages.is_message_list(value) else value
+
+
 def text_of(message: object) -> str:
-    """Text of one GenAI semconv message (parts) or OpenAI-style message (content)."""
-    if isinstance(message, str):
-        return message
-    if not isinstance(message, dict):
-        return ""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    parts = message.get("parts", content)
-    if isinstance(parts, list):
-        texts = [p.get("content", p.get("text")) for p in parts if isinstance(p, dict)]
-        return "".join(t for t in texts if isinstance(t, str))
-    return ""
+    """Text of one message of any recorded shape (`_messages.text_of`): its text parts only."""
+    return _messages.text_of(message)
 
 
 def messages_of(raw: object) -> object:
-    """`gen_ai.input.messages` (JSON text or list) as OpenAI-style messages the scorers read."""
+    """A recorded message list (JSON text or list) as OpenAI-style `{"role", "content"}`
+    messages (tool returns as `role: tool`, messages without text left out); any other value
+    decoded from JSON, or as it is."""
+    messages = _messages.read_messages(raw)
+    if messages is not None:
+        return messages
     try:
-        parsed = json.loads(raw) if isinstance(raw, str) else raw
+        return json.loads(raw) if isinstance(raw, str) else raw
     except ValueError:
         return raw
-    if isinstance(parsed, list):
-        return [{"role": m.get("role", "user") if isinstance(m, dict) else "user",
-                 "content": text_of(m)} for m in parsed]
-    return parsed
 
 
 def output_text(raw: object) -> object:
-    """Text of the last message in `gen_ai.output.messages`."""
+    """The final text of recorded output messages (the last message with text, never a tool
+    call); any other value decoded from JSON, or as it is."""
     try:
-        parsed = json.loads(raw) if isinstance(raw, str) else raw
+        return _messages.final_text(json.loads(raw) if isinstance(raw, str) else raw)
     except ValueError:
         return raw
-    if isinstance(parsed, list) and parsed:
-        return text_of(parsed[-1])
-    return parsed

@@ -25,10 +25,17 @@ class CodeScorer(Scorer):
         compared_with = "input" if ground_truth is None else "ground_truth"
         try:
             reference = question_text(input) if ground_truth is None else answer_text(ground_truth)
-            return reference, answer_text(output), compared_with
+            answer = answer_text(output)
         except InputError as exc:
             raise ScorerError(str(exc), scorer_id=self.id, step=STEP_PREPROCESS,
                               partial={"run_id": run_id}) from exc
+        if ground_truth is None and not reference.strip() and not isinstance(input, str | None):
+            # chat messages or an object without a question (only tool returns, say): comparing
+            # with nothing would report 0, a score the call never earned
+            raise ScorerError("the input has no question text and there is no ground truth to "
+                              "compare the output with", scorer_id=self.id, step=STEP_PREPROCESS,
+                              partial={"run_id": run_id})
+        return reference, answer, compared_with
 
     async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
                    run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
