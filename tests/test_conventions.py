@@ -108,9 +108,11 @@ def test_agent_spans_of_the_real_library_are_recognised(
         assert [question_text(c.input) for c in calls] == [c["question"] for c in CASES]
         assert [answer_text(c.output) for c in calls] == [_recorded(convention, c["answer"])
                                                           for c in CASES]
-        if convention.startswith("pydantic_ai"):  # the input is this run's prompt only
-            assert [c.input for c in calls] == [[{"role": "user", "content": c["question"]}]
-                                                for c in CASES]
+        if convention.startswith("pydantic_ai"):  # the conversation, ending at this run's prompt
+            assert [c.input[-1] for c in calls] == [{"role": "user", "content": c["question"]}
+                                                    for c in CASES]
+            earlier = 2 if convention == "pydantic_ai_history" else 0  # the earlier turn is kept
+            assert [len(c.input) for c in calls] == [earlier + 1] * len(CASES)
         truths = [c.ground_truth for c in calls]
         assert truths == ([c["ground_truth"] for c in CASES] if carries_truth else [None] * len(CASES))
 
