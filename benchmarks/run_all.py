@@ -84,24 +84,14 @@ HEADLINES: list[Headline] = [
     *(
         Headline(
             "decorators",
-            f"@agent {flavour} / raw OTel span (same attributes)",
-            (flavour, "ratio_tracescore_over_raw"),
+            f"@agent {flavour}, {processor} / same-attribute span, process CPU",
+            (flavour, "ratios", f"tracescore | {processor}", "cpu"),
             "x",
             "<=",
-            1.2,
+            1.0,
         )
         for flavour in ("sync", "async")
-    ),
-    *(
-        Headline(
-            "decorators",
-            f"@agent {flavour} / minimal OTel span (2 attributes)",
-            (flavour, "ratio_tracescore_over_minimal"),
-            "x",
-            None,
-            None,
-        )
-        for flavour in ("sync", "async")
+        for processor in ("simple", "batch", "configure(batch=False)", "configure(batch=True)")
     ),
     *(
         Headline(
