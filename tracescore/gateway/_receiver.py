@@ -85,7 +85,7 @@ class Limits:
     read_timeout_s: float = 30.0  # to read a request body, or to finish a TLS handshake
     idle_timeout_s: float = 60.0  # without a complete request (headers) on a connection
     max_connections: int = 1000  # open connections per receiver
-    workers: int = 8  # threads that decode and journal requests, per receiver
+    workers: int = 8  # event-loop threads per HTTP receiver (each answers its requests)
 
 
 def decompress(body: bytes, encoding: str | None, limit: int) -> bytes:
@@ -142,29 +142,48 @@ class _BurstLog:
             self._last, self._count = now, 0
 
 
+class _Open:
+    """Connections open on all loops of one receiver, against `max_connections` (thread-safe)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._count = 0
+        self._lock = threading.Lock()
+
+    def take(self) -> bool:
+        with self._lock:
+            if self._count >= self.limit:
+                return False
+            self._count += 1
+            return True
+
+    def give_back(self) -> None:
+        with self._lock:
+            self._count -= 1
+
+
 class _Connections(web.Server):
-    """aiohttp's low-level server plus a connection limit and an idle deadline per connection.
+    """aiohttp's low-level server on one loop, plus the receiver's connection limit (shared by
+    its loops) and an idle deadline per connection.
 
     A connection is idle from when it opens, or finished its last answer, until the headers of
     its next request are complete; one idle for `idle_timeout_s` is closed, and so is one opened
     while `max_connections` are open.
     """
 
-    def __init__(self, handler: Any, door: Door, limits: Limits, **kwargs: Any) -> None:
+    def __init__(self, handler: Any, door: Door, limits: Limits, open_: _Open,
+                 logs: tuple[_BurstLog, _BurstLog], **kwargs: Any) -> None:
         super().__init__(handler, keepalive_timeout=2 * limits.idle_timeout_s,
                          auto_decompress=False, **kwargs)
         self._door = door
         self._limits = limits
+        self._open = open_
         self._idle_since: dict[web_protocol.RequestHandler, float] = {}
-        self._over_limit = _BurstLog(
-            f"connection refused: {limits.max_connections} connections open "
-            f"(receivers.max_connections)")
-        self._idle = _BurstLog(f"connection closed after {limits.idle_timeout_s:g}s idle "
-                               f"(receivers.idle_timeout_s)")
+        self._over_limit, self._idle = logs
 
     def connection_made(self, handler: web_protocol.RequestHandler,
                         transport: asyncio.Transport) -> None:
-        if len(self._idle_since) >= self._limits.max_connections:
+        if not self._open.take():
             self._door.connection_closed("refused")
             self._over_limit()
             transport.close()
@@ -174,7 +193,8 @@ class _Connections(web.Server):
 
     def connection_lost(self, handler: web_protocol.RequestHandler,
                         exc: BaseException | None = None) -> None:
-        self._idle_since.pop(handler, None)
+        if self._idle_since.pop(handler, None) is not None:
+            self._open.give_back()
         super().connection_lost(handler, exc)
 
     def busy(self, handler: Any, busy: bool) -> None:
@@ -186,7 +206,7 @@ class _Connections(web.Server):
         oldest = time.monotonic() - self._limits.idle_timeout_s
         for handler, since in list(self._idle_since.items()):
             if since <= oldest:
-                self._idle_since.pop(handler, None)
+                self._idle_since[handler] = math.inf  # closing: counted once
                 self._door.connection_closed("idle")
                 self._idle()
                 handler.force_close()
@@ -196,101 +216,126 @@ Answer = tuple[int, bytes, str, dict[str, str]]  # status, body, content type, e
 Respond = Callable[[Door, Limits, web.BaseRequest, bytes], Answer]
 
 
-class HttpServer:
-    """An HTTP/1.1 server (optionally TLS) on its own event-loop thread. The loop only reads
-    and writes, bounded in size and time; `respond(door, limits, request, body)` (decoding,
-    the door's calls, which journal) runs on a bounded worker pool."""
+class _Loop:
+    """One event-loop thread of a receiver: it accepts connections from the shared listening
+    socket and serves them, answering each request on this thread."""
 
-    def __init__(self, sock: socket.socket, door: Door, limits: Limits, respond: Respond, *,
-                 name: str, reads_body: bool, tls: ssl.SSLContext | None = None) -> None:
-        self.door = door
-        self.limits = limits
-        self._sock = sock
-        self._tls = tls
-        self._reads_body = reads_body
-        self._name = name
-        self.pool = futures.ThreadPoolExecutor(max_workers=limits.workers,
-                                               thread_name_prefix=f"tracescore-{name}")
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever,
-                                        name=f"tracescore-{name}", daemon=True)
-        self._connections = _Connections(self._handle, door, limits, loop=self._loop,
-                                         access_log=None)
+    def __init__(self, server: HttpServer, index: int, open_: _Open,
+                 logs: tuple[_BurstLog, _BurstLog]) -> None:
+        self.server = server
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever,
+                                       name=f"tracescore-{server.name}-{index}", daemon=True)
+        self.connections = _Connections(self._handle, server.door, server.limits, open_, logs,
+                                         loop=self.loop, access_log=None)
         self._listener: asyncio.AbstractServer | None = None
         self._sweeper: asyncio.Task[None] | None = None
-        self._respond = respond
-        self._no_files = _BurstLog(f"{name} cannot accept connections: no file descriptor "
-                                   f"left (the open files limit)")
-
-    @property
-    def port(self) -> int:
-        return int(self._sock.getsockname()[1])
 
     def start(self) -> None:
-        self._loop.set_exception_handler(self._loop_error)
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._open(), self._loop).result(timeout=10)
+        self.loop.set_exception_handler(self.server.loop_error)
+        self.thread.start()
+        asyncio.run_coroutine_threadsafe(self._open(), self.loop).result(timeout=10)
 
     def close(self) -> None:
-        if self._thread.is_alive():
+        if self.thread.is_alive():
             try:
-                asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(timeout=5)
+                asyncio.run_coroutine_threadsafe(self._shutdown(), self.loop).result(timeout=5)
             except (futures.TimeoutError, RuntimeError):
-                _log.debug("tracescore: the %s server did not close in time", self._name)
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=5)
-        else:
-            self._sock.close()
-        self.pool.shutdown(wait=True)
-        if not self._thread.is_alive():
-            self._loop.close()
+                _log.debug("tracescore: the %s server did not close in time", self.server.name)
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(timeout=5)
+        if not self.thread.is_alive():
+            self.loop.close()
 
     async def _open(self) -> None:
-        self._listener = await self._loop.create_server(
-            self._connections, sock=self._sock, ssl=self._tls, backlog=1024,
-            ssl_handshake_timeout=self.limits.read_timeout_s if self._tls else None)
-        self._sweeper = self._loop.create_task(self._sweep())
+        server = self.server
+        self._listener = await self.loop.create_server(  # its own descriptor, which it closes
+            self.connections, sock=server.sock.dup(), ssl=server.tls, backlog=1024,
+            ssl_handshake_timeout=server.limits.read_timeout_s if server.tls else None)
+        self._sweeper = self.loop.create_task(self._sweep())
 
     async def _sweep(self) -> None:
-        every = max(0.05, min(1.0, self.limits.idle_timeout_s / 4))
+        every = max(0.05, min(1.0, self.server.limits.idle_timeout_s / 4))
         while True:
             await asyncio.sleep(every)
-            self._connections.sweep()
+            self.connections.sweep()
 
     async def _shutdown(self) -> None:
         if self._sweeper is not None:
             self._sweeper.cancel()
         if self._listener is not None:
             self._listener.close()
-        await self._connections.shutdown(timeout=2.0)
+        await self.connections.shutdown(timeout=2.0)
 
-    def _loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        server, connections = self.server, self.connections
+        limits = server.limits
+        connections.busy(request.protocol, True)
+        try:
+            body = await _within(limits.read_timeout_s,
+                                 _read_body(request, limits.max_request_bytes)
+                                 ) if server.reads_body else b""
+            # answered here: one thread wakes per request; the other loops serve meanwhile
+            status, payload, content_type, headers = server.respond(
+                server.door, limits, request, body)
+        except TooLarge as exc:  # the rest of the body is not kept; the connection is closed
+            server.door.rejected()
+            return _answer(413, str(exc).encode(), close=True)
+        except asyncio.TimeoutError:
+            server.door.connection_closed("timed_out")
+            return _answer(408, f"request body not received within "
+                                f"{limits.read_timeout_s:g}s".encode(), close=True)
+        finally:
+            connections.busy(request.protocol, False)
+        return _answer(status, payload, content_type, headers)
+
+
+class HttpServer:
+    """An HTTP/1.1 server (optionally TLS) on `limits.workers` event-loop threads that share one
+    listening socket. A loop reads and writes, bounded in size and time, and runs
+    `respond(door, limits, request, body)` (decoding, the door's calls, which journal) itself:
+    a request costs one thread wake-up, and the thread count does not grow with connections."""
+
+    def __init__(self, sock: socket.socket, door: Door, limits: Limits, respond: Respond, *,
+                 name: str, reads_body: bool, tls: ssl.SSLContext | None = None,
+                 loops: int | None = None) -> None:
+        self.door = door
+        self.limits = limits
+        self.sock = sock
+        self.tls = tls
+        self.reads_body = reads_body
+        self.name = name
+        self.respond = respond
+        self._no_files = _BurstLog(f"{name} cannot accept connections: no file descriptor "
+                                   f"left (the open files limit)")
+        logs = (_BurstLog(f"connection refused: {limits.max_connections} connections open "
+                          f"(receivers.max_connections)"),
+                _BurstLog(f"connection closed after {limits.idle_timeout_s:g}s idle "
+                          f"(receivers.idle_timeout_s)"))
+        open_ = _Open(limits.max_connections)
+        count = max(1, limits.workers if loops is None else loops)
+        self._loops = [_Loop(self, i, open_, logs) for i in range(count)]
+
+    @property
+    def port(self) -> int:
+        return int(self.sock.getsockname()[1])
+
+    def start(self) -> None:
+        for loop in self._loops:
+            loop.start()
+
+    def close(self) -> None:
+        for loop in self._loops:
+            loop.close()
+        self.sock.close()
+
+    def loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         error = context.get("exception")
         if isinstance(error, OSError) and error.errno in (errno.EMFILE, errno.ENFILE):
             self.door.connection_closed("refused")  # accept() failed; asyncio retries in 1 s
             self._no_files()
         else:
-            _log.debug("tracescore: %s: %s", self._name, context.get("message"), exc_info=error)
-
-    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
-        connections = self._connections
-        connections.busy(request.protocol, True)
-        try:
-            body = await _within(self.limits.read_timeout_s,
-                                 _read_body(request, self.limits.max_request_bytes)
-                                 ) if self._reads_body else b""
-            status, payload, content_type, headers = await self._loop.run_in_executor(
-                self.pool, self._respond, self.door, self.limits, request, body)
-        except TooLarge as exc:  # the rest of the body is not kept; the connection is closed
-            self.door.rejected()
-            return _answer(413, str(exc).encode(), close=True)
-        except asyncio.TimeoutError:
-            self.door.connection_closed("timed_out")
-            return _answer(408, f"request body not received within "
-                                f"{self.limits.read_timeout_s:g}s".encode(), close=True)
-        finally:
-            connections.busy(request.protocol, False)
-        return _answer(status, payload, content_type, headers)
+            _log.debug("tracescore: %s: %s", self.name, context.get("message"), exc_info=error)
 
 
 async def _within(seconds: float, read: Coroutine[Any, Any, bytes]) -> bytes:
@@ -400,7 +445,8 @@ def http_receiver(sock: socket.socket, door: Door, limits: Limits,
 
 
 def health_server(sock: socket.socket, door: Door, limits: Limits) -> HttpServer:
-    return HttpServer(sock, door, limits, _health_answer, name="health", reads_body=False)
+    return HttpServer(sock, door, limits, _health_answer, name="health", reads_body=False,
+                      loops=1)
 
 
 # --- gRPC ---------------------------------------------------------------------------------------
