@@ -40,6 +40,7 @@ ENV_MAX_REQUEST_BYTES = "TRACESCORE_MAX_REQUEST_BYTES"
 _RESOURCE_OVERHEAD = 64  # resource and scope framing in one request
 _MAX_QUEUE = 2048  # the SDK's BatchSpanProcessor defaults
 _MAX_BATCH = 512
+_LINGER_S = 0.002  # batch=False: how long the export thread waits for more spans once woken
 _SHUTDOWN_JOIN_S = 30.0
 
 
@@ -187,16 +188,19 @@ def export_processor(exporter: GuardedExporter, batch: bool) -> SpanProcessor:
 
 
 class PromptExportProcessor(SpanProcessor):
-    """Exports each span as soon as it ends, together with whatever else ended meanwhile, from one
-    background thread: what SimpleSpanProcessor sends, without the caller waiting on the exporter.
+    """Exports each span within `linger_s` (2 ms) of its end, together with whatever else ended
+    meanwhile, from one background thread: what SimpleSpanProcessor sends, without the caller
+    waiting on the exporter. The worker is woken only by the span that finds it asleep, and then
+    lingers briefly, so a burst of spans costs one wake-up and one export, not one per span.
 
     At most `max_queue_size` spans wait; beyond, the oldest is dropped and counted (`dropped`).
     """
 
     def __init__(self, exporter: SpanExporter, max_queue_size: int = _MAX_QUEUE,
-                 max_export_batch_size: int = _MAX_BATCH) -> None:
+                 max_export_batch_size: int = _MAX_BATCH, linger_s: float = _LINGER_S) -> None:
         self._exporter = exporter
         self._max_batch = max_export_batch_size
+        self._linger_s = linger_s
         self._queue: deque[ReadableSpan] = deque(maxlen=max_queue_size)
         self.dropped = 0
         self._stopping = False
@@ -212,6 +216,8 @@ class PromptExportProcessor(SpanProcessor):
         self._idle = threading.Condition(lock)  # flush waits for an empty queue and no export
         self._queue.clear()
         self._busy = False
+        self._asleep = False  # the worker waits for a span: the next one wakes it
+        self._hurry = threading.Event()  # flush or shutdown: no lingering
         self._worker = threading.Thread(target=self._work, name="tracescore-export", daemon=True)
         self._worker.start()
 
@@ -225,14 +231,23 @@ class PromptExportProcessor(SpanProcessor):
                     _log.warning("tracescore: export queue full (%d spans); dropping the oldest",
                                  self._queue.maxlen)
             self._queue.append(span)
-            self._ready.notify()
+            if self._asleep:
+                self._asleep = False
+                self._ready.notify()
 
     def _work(self) -> None:
         while True:
             with self._ready:
-                self._ready.wait_for(lambda: self._queue or self._stopping)
+                while not self._queue and not self._stopping:
+                    self._asleep = True
+                    self._ready.wait()
+                self._asleep = False
                 if not self._queue:
                     return
+                linger = not self._stopping and len(self._queue) < self._max_batch
+            if linger:  # let the spans ending meanwhile join this export
+                self._hurry.wait(self._linger_s)
+            with self._ready:
                 batch = [self._queue.popleft() for _ in range(min(len(self._queue), self._max_batch))]
                 self._busy = True
             token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
@@ -247,9 +262,13 @@ class PromptExportProcessor(SpanProcessor):
                     self._idle.notify_all()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        with self._idle:
-            return self._idle.wait_for(lambda: not self._queue and not self._busy,
-                                       max(0, timeout_millis) / 1000)
+        self._hurry.set()
+        try:
+            with self._idle:
+                return self._idle.wait_for(lambda: not self._queue and not self._busy,
+                                           max(0, timeout_millis) / 1000)
+        finally:
+            self._hurry.clear()
 
     def shutdown(self) -> None:
         """Export what is queued (bounded by the exporter's own timeouts), stop the worker, close
@@ -258,6 +277,7 @@ class PromptExportProcessor(SpanProcessor):
             if self._stopping:
                 return
             self._stopping = True
+            self._hurry.set()
             self._ready.notify()
         if self._worker is not threading.current_thread():
             self._worker.join(_SHUTDOWN_JOIN_S)

@@ -263,7 +263,7 @@ def configure(
     An existing SDK TracerProvider (`tracer_provider`, else the global one) is extended, not replaced.
     Calling configure() again replaces the previous pipeline on that provider (no double export).
 
-    Spans are exported from a background thread (batch=False: each as soon as it ends). A span larger
+    Spans are exported from a background thread (batch=False: each within 2 ms of its end). A span larger
     than `max_span_bytes` (default 1 MiB, env TRACESCORE_MAX_SPAN_BYTES) has its largest values cut
     and is marked `tracescore.span.truncated`; export requests stay under `max_request_bytes`
     (default 3 MiB, env TRACESCORE_MAX_REQUEST_BYTES).
