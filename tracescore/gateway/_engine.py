@@ -74,7 +74,8 @@ class Engine:
         self._recognisers = tuple(recognisers)
         self._contentless = contentless_reader(self._recognisers)
         self._markers = recogniser_markers(self._recognisers) | self._contentless.markers
-        self._marker_bytes = tuple(m.encode() for m in self._markers | ITEM_MARKERS)
+        known = recogniser_markers(self._recognisers) | ITEM_MARKERS
+        self._marker_bytes = tuple(m.encode() for m in known | self._contentless.raw_markers(known))
         self.traces: TraceBuffer = buffer_from(trace_options)
         self._output = output
         self._send_inline = send_inline  # True: the next hop has it (nothing held in it)

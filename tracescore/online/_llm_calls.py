@@ -72,6 +72,20 @@ class ContentlessReader:
     def __bool__(self) -> bool:
         return bool(self._entries)
 
+    def raw_markers(self, known: frozenset[str]) -> frozenset[str]:
+        """Texts of which a serialized span this reader accepts holds one: a condition's key
+        when it is among `known` markers, else its value (a key on every span of its library,
+        such as `logfire.msg_template`, would not narrow anything down)."""
+        found = set()
+        for _, conditions, _ in self._entries:
+            key, value = next(iter(conditions.items()))
+            found.add(key if key in known or not isinstance(value, str) else value)
+        return frozenset(found)
+
+    def accepts(self, name: str, attributes: Mapping[str, Any]) -> bool:
+        """Whether the span is one of these agent spans (cheap when it carries no marker)."""
+        return not self.markers.isdisjoint(attributes) and self(name, attributes) is not None
+
     def __call__(self, name: str, attributes: Mapping[str, Any]) -> ContentlessAgent | None:
         for convention, conditions, agent_key in self._entries:
             if all(attributes.get(key) == value for key, value in conditions.items()):

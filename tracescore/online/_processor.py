@@ -183,7 +183,8 @@ class ScoringSpanProcessor(SpanProcessor):
         self._recognisers: tuple[Recogniser, ...] = tuple(recognisers)
         # agent spans without content of their own are read from the LLM calls below them
         self._contentless = contentless_reader(self._recognisers)
-        self._markers = recogniser_markers(self._recognisers) | self._contentless.markers
+        self._markers = recogniser_markers(self._recognisers)
+        self._any_markers = self._markers | self._contentless.markers
         self._min_threshold = min(s._threshold for s in self._scorers)
         self._max_candidates = max(1024, 4 * queue_size)
         self._metrics = OnlineMetrics(meter_provider)
@@ -279,7 +280,8 @@ class ScoringSpanProcessor(SpanProcessor):
         if operation is not None:
             if operation != sc.OP_INVOKE_AGENT:
                 return
-        elif not self._recognisers or self._markers.isdisjoint(attributes):
+        elif not self._recognisers or (self._markers.isdisjoint(attributes)
+                                       and not self._contentless.accepts(span.name, attributes)):
             return
         if sc.TS_EVAL_RUN_ID in attributes or otel_context.get_value(sc.CTX_EVAL_RUN_ID):
             return  # run_evals scores its own calls (its item span, and agents inside it)
@@ -562,7 +564,7 @@ class ScoringSpanProcessor(SpanProcessor):
             if scope is not None and scope.name.startswith("tracescore"):
                 return None  # our own agent spans were decided by the listener
             attributes = span.attributes or {}
-            if self._markers.isdisjoint(attributes):
+            if self._any_markers.isdisjoint(attributes):
                 return None  # no recogniser could accept it: skip the chain
             found = recognise(span.name, attributes, self._recognisers)
             if found is None and trace is not None and self._contentless:
