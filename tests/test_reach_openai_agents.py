@@ -211,8 +211,8 @@ def _content(span: ReceivedSpan) -> ReceivedSpan:
     return replace(span, resource={}, protocol="", events=own)
 
 
-def assert_scored(sent: list[ReceivedSpan], received: list[ReceivedSpan], stub: StubLLMServer,
-                  expected: list[tuple[str, str]]) -> None:
+def assert_scored(sent: list[ReceivedSpan], received: list[ReceivedSpan],
+                  judged: list[tuple[str, str]], expected: list[tuple[str, str]]) -> None:
     """Every span arrived once and unchanged; the agent spans with one evaluation (score 1),
     judged on `expected` (question, answer) pairs; no other span scored."""
     keys = [(s.trace_id, s.span_id) for s in received]
@@ -228,30 +228,50 @@ def assert_scored(sent: list[ReceivedSpan], received: list[ReceivedSpan], stub: 
             assert event.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0, event.attributes
             agents += 1
     assert agents == len(expected)
-    assert sorted(judged_pairs(stub)) == sorted(expected)
+    assert sorted(judged) == sorted(expected)
 
 
 # --- through the gateway -----------------------------------------------------------------------
+_RUNS: dict[str, tuple[list[dict[str, Any]], list[ReceivedSpan], list[ReceivedSpan],
+                       list[tuple[str, str]]]] = {}
+
+
+def gateway_run(instrumentation: str, venv: Path, model: StubLLMServer, gateway: GatewayProcess,
+                receiver: OTLPReceiver, stub: StubLLMServer
+                ) -> tuple[list[dict[str, Any]], list[ReceivedSpan], list[ReceivedSpan],
+                           list[tuple[str, str]]]:
+    """(cases, spans sent, spans received, judged pairs) of one run of the SDK through the
+    gateway per instrumentation (made once, shared by the tests of this module)."""
+    if instrumentation not in _RUNS:
+        cases = generated_cases(seed=len(instrumentation), count=8)
+        receiver.clear()
+        stub.clear()
+        sent = run_agents(instrumentation, cases, venv, model,
+                          f"http://127.0.0.1:{gateway.http_port}")
+        received = receiver.wait_for_spans(len(sent), timeout=120)
+        _RUNS[instrumentation] = cases, sent, received, judged_pairs(stub)
+    return _RUNS[instrumentation]
+
+
 @pytest.mark.parametrize("instrumentation", INSTRUMENTATIONS)
 def test_agent_runs_are_scored_through_the_gateway(
         instrumentation: str, venv: Path, model: StubLLMServer, gateway: GatewayProcess,
         receiver: OTLPReceiver, stub: StubLLMServer) -> None:
-    cases = generated_cases(seed=len(instrumentation), count=8)
-    receiver.clear()
-    stub.clear()
-    sent = run_agents(instrumentation, cases, venv, model, f"http://127.0.0.1:{gateway.http_port}")
-    received = receiver.wait_for_spans(len(sent), timeout=120)
+    cases, sent, received, judged = gateway_run(instrumentation, venv, model, gateway, receiver,
+                                                stub)
     tools = [s for s in sent if s.attributes.get(sc.OI_SPAN_KIND) == "TOOL"
              or s.attributes.get("logfire.msg_template") == "Function: {name}"]
     assert len(tools) == sum("tool" in c for c in cases)  # the tool ran, in its own span
+    # the agent spans carry no content: no recogniser reads them on their own
     assert not any(is_agent_span(s) and tracescore.recognise(s.name, s.attributes) for s in sent)
-    assert_scored(sent, received, stub, expected_pairs(instrumentation, cases))
+    assert_scored(sent, received, judged, expected_pairs(instrumentation, cases))
 
 
 # --- in process --------------------------------------------------------------------------------
-def replay(spans: list[ReceivedSpan], provider: TracerProvider) -> None:
+def replay(spans: list[ReceivedSpan], provider: TracerProvider) -> dict[str, int]:
     """Start and end the spans through `provider` as the library did: same scopes, names,
-    attributes and times, each under its parent, children ending before their parents."""
+    attributes and times, each under its parent, children ending before their parents; the
+    new span id of each span, by its id."""
     by_id = {s.span_id: s for s in spans}
 
     def depth(span: ReceivedSpan) -> int:
@@ -266,16 +286,16 @@ def replay(spans: list[ReceivedSpan], provider: TracerProvider) -> None:
             start_time=span.start_time_unix_nano)
     for span in sorted(spans, key=lambda s: (s.end_time_unix_nano, -depth(s))):
         started[span.span_id].end(end_time=span.end_time_unix_nano)
+    return {key: span.get_span_context().span_id for key, span in started.items()}
 
 
 @pytest.mark.parametrize("instrumentation", INSTRUMENTATIONS)
-def test_the_processor_scores_the_same_spans_in_process(
-        instrumentation: str, venv: Path, model: StubLLMServer, receiver: OTLPReceiver,
-        stub: StubLLMServer) -> None:
-    """The SDK's spans replayed through an SDK pipeline with `recognise=`: the same agent spans
-    are scored, judged on the same question and answer as through the gateway."""
-    cases = generated_cases(seed=10 + len(instrumentation), count=6)
-    sent = run_agents(instrumentation, cases, venv, model, receiver.http_endpoint)
+def test_the_processor_scores_the_same_spans_in_process_as_the_gateway(
+        instrumentation: str, venv: Path, model: StubLLMServer, gateway: GatewayProcess,
+        receiver: OTLPReceiver, stub: StubLLMServer) -> None:
+    """The spans the SDK sent to the gateway, replayed through an SDK pipeline with
+    `recognise=`: the same agent spans are scored, judged on the same questions and answers."""
+    cases, sent, _, judged = gateway_run(instrumentation, venv, model, gateway, receiver, stub)
     stub.clear()
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
@@ -284,21 +304,17 @@ def test_the_processor_scores_the_same_spans_in_process(
     provider.add_span_processor(tracescore.ScoringSpanProcessor(
         SimpleSpanProcessor(exporter), [scorer], recognise=tracescore.build_recognisers(),
         isolation="thread"))
-    replay(sent, provider)
+    new_ids = replay(sent, provider)
     assert provider.force_flush(60_000)
     provider.shutdown()
     finished = exporter.get_finished_spans()
     assert len(finished) == len(sent)  # each span once
-    agents = 0
-    for span in finished:
-        agent = (span.attributes or {}).get(sc.OI_SPAN_KIND) == "AGENT" or (
-            span.attributes or {}).get("logfire.msg_template") == "Agent run: {name!r}"
-        events = [e for e in span.events if e.name == sc.GEN_AI_EVALUATION_RESULT]
-        assert len(events) == agent, span.name
-        agents += agent
-    expected = expected_pairs(instrumentation, cases)
-    assert agents == len(expected)
-    assert sorted(judged_pairs(stub)) == sorted(expected)
+    events = {s.context.span_id: [e for e in s.events if e.name == sc.GEN_AI_EVALUATION_RESULT]
+              for s in finished if s.context is not None}
+    for span in sent:
+        assert len(events[new_ids[span.span_id]]) == is_agent_span(span), span.name
+    assert sorted(judged_pairs(stub)) == sorted(judged)
+    assert len(judged) == len(expected_pairs(instrumentation, cases))
 
 
 # --- the bounded wait --------------------------------------------------------------------------
@@ -357,13 +373,14 @@ def test_an_agent_span_waits_a_bounded_time_for_llm_calls_that_arrive_after_it(
                   and s.span_id != late.span_id and not is_agent_span(s)]
     receiver.clear()
     stub.clear()
-    waited, expired = (_metric(gateway, f"tracescore_gateway_{k}_total")
-                       for k in ("llm_wait", "llm_wait_expired"))
+    waited = _metric(gateway, "tracescore_gateway_llm_wait_total")
+    expired = _metric(gateway, "tracescore_gateway_llm_wait_expired_total")
     _post(gateway, [late])
     _post(gateway, [lost])
     _post(gateway, late_trace)  # its LLM calls (and the rest of its trace), later
-    received = {(s.trace_id, s.span_id): s
-                for s in receiver.wait_for_spans(len(late_trace) + 2, timeout=30)}
+    arrived = receiver.wait_for_spans(len(late_trace) + 2, timeout=30)
+    received = {(s.trace_id, s.span_id): s for s in arrived}
+    assert len(received) == len(arrived) == len(late_trace) + 2  # none lost, none twice
     (event,) = received[(late.trace_id, late.span_id)].events_named(sc.GEN_AI_EVALUATION_RESULT)
     assert event.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0
     assert judged_pairs(stub) == [(cases[0]["question"], cases[0]["answer"])]
@@ -373,3 +390,13 @@ def test_an_agent_span_waits_a_bounded_time_for_llm_calls_that_arrive_after_it(
     assert reason.attributes[sc.TS_UNSCORED_REASON] == "no_llm_calls"
     assert _metric(gateway, "tracescore_gateway_llm_wait_total") == waited + 2
     assert _metric(gateway, "tracescore_gateway_llm_wait_expired_total") == expired + 1
+    assert _metric(gateway, "tracescore_gateway_scoring_dropped_no_llm_calls") >= 1
+
+
+@pytest.mark.parametrize("value", [-1, "soon", True])
+def test_a_bad_llm_wait_is_refused_naming_the_key(value: Any) -> None:
+    from tracescore._exceptions import ConfigurationError
+    from tracescore.gateway._config import load_gateway_config
+
+    with pytest.raises(ConfigurationError, match="trace.llm_wait_s"):
+        load_gateway_config(overrides={"trace.llm_wait_s": value}, environ={})
