@@ -337,7 +337,8 @@ class Engine:
                 self._settle_waiting(entry, reasons.NO_LLM_CALLS)
 
     def _settle_waiting(self, entry: _Waiting, reason: str) -> None:
-        """A wait that ended: offered with the LLM calls that arrived, else unscored."""
+        """A wait that ended: offered with the LLM calls that arrived, else unscored; never
+        raises (the timer thread must outlive any span)."""
         try:
             span = _otlp.only_span(entry.single)
             call = from_llm_calls(entry.agent, self.traces.llm_calls_of(span))
@@ -346,9 +347,15 @@ class Engine:
                 return
             if reason == reasons.NO_LLM_CALLS:
                 self._metrics.add("llm_wait_expired")
-        except Exception:  # noqa: BLE001 - the span goes on whatever happens
-            _log.warning("tracescore: could not read a waiting agent span", exc_info=True)
-        self._unscored(entry.row, entry.single, entry.agent, reason)
+            self._unscored(entry.row, entry.single, entry.agent, reason)
+        except Exception:  # noqa: BLE001 - the span goes on as it came, whatever happens
+            _log.warning("tracescore: could not settle a waiting agent span", exc_info=True)
+            key = _otlp.key_of(entry.single.resource_spans[0].scope_spans[0].spans[0])
+            with self._lock:  # unless the processor has it already
+                held = key in self._held
+            if not held:
+                self._output.put(() if entry.row is None else (entry.row,),
+                                 entry.single.SerializeToString(), 1)
 
     def _unscored(self, row: int | None, single: ExportTraceServiceRequest,
                   agent: ContentlessAgent, reason: str) -> None:
