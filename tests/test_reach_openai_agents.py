@@ -318,12 +318,15 @@ def test_the_processor_scores_the_same_spans_in_process_as_the_gateway(
 
 
 # --- the bounded wait --------------------------------------------------------------------------
-def _post(gateway: GatewayProcess, spans: list[ReceivedSpan]) -> None:
-    """One OTLP/JSON export request holding `spans`."""
-    body = {"resourceSpans": [{"resource": {}, "scopeSpans": [
+def _request(spans: list[ReceivedSpan]) -> dict[str, Any]:
+    """One OTLP/JSON export request holding `spans`, in this order."""
+    return {"resourceSpans": [{"resource": {}, "scopeSpans": [
         {"scope": {"name": s.scope_name}, "spans": [_otlp_json(s)]} for s in spans]}]}
+
+
+def _post(gateway: GatewayProcess, spans: list[ReceivedSpan]) -> None:
     request = urllib.request.Request(
-        f"http://127.0.0.1:{gateway.http_port}/v1/traces", data=json.dumps(body).encode(),
+        f"http://127.0.0.1:{gateway.http_port}/v1/traces", data=json.dumps(_request(spans)).encode(),
         headers={"Content-Type": "application/json"}, method="POST")
     with urllib.request.urlopen(request, timeout=10) as reply:
         assert reply.status == 200
@@ -400,3 +403,37 @@ def test_a_bad_llm_wait_is_refused_naming_the_key(value: Any) -> None:
 
     with pytest.raises(ConfigurationError, match="trace.llm_wait_s"):
         load_gateway_config(overrides={"trace.llm_wait_s": value}, environ={})
+
+
+@pytest.mark.parametrize("instrumentation", INSTRUMENTATIONS)
+def test_rescore_reads_agent_spans_stored_before_their_llm_calls(
+        instrumentation: str, venv: Path, model: StubLLMServer, gateway: GatewayProcess,
+        receiver: OTLPReceiver, stub: StubLLMServer, tmp_path: Path) -> None:
+    """`tracescore rescore` over a file where every span comes before the spans below it (one
+    line each, parents first): each agent span is scored once its LLM calls have been read."""
+    from click.testing import CliRunner
+
+    from tracescore.cli import main
+
+    cases, sent, _, judged = gateway_run(instrumentation, venv, model, gateway, receiver, stub)
+    traces = tmp_path / "traces.jsonl"
+    lines = [json.dumps(_request([span])) for span in
+             sorted(sent, key=lambda s: (s.start_time_unix_nano, s.end_time_unix_nano))]
+    traces.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    config = tmp_path / "rescore.yaml"
+    config.write_text(
+        "scoring:\n  isolation: thread\n  scorers:\n"
+        f"    - {{scorer: relevancy, options: {{model: openai/judge-stub, api_base: '{stub.base_url}',"
+        f" api_key: sk-test, timeout: 30}}}}\ntrace:\n  llm_wait_s: 30\n", encoding="utf-8")
+    out = tmp_path / "rescored.jsonl"
+    stub.clear()
+    result = CliRunner().invoke(main, ["rescore", str(traces), "-c", str(config), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    spans = [s for line in out.read_text().splitlines() if line.strip()
+             for s in spans_from_otlp_json(line)]
+    assert sorted(s.span_id for s in spans) == sorted(s.span_id for s in sent if is_agent_span(s))
+    for span in spans:
+        (event,) = span.events_named(sc.GEN_AI_EVALUATION_RESULT)
+        assert event.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0
+    assert sorted(judged_pairs(stub)) == sorted(judged) == sorted(
+        expected_pairs(instrumentation, cases))
