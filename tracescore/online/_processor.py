@@ -131,7 +131,8 @@ class ScoringSpanProcessor(SpanProcessor):
     `queue_size` / `concurrency`: jobs waiting / scoring at once in the background worker.
     `shutdown_timeout_s`: how long shutdown waits for pending scoring before exporting.
     `recognise`: also score agent spans of other instrumentations, read by these recognisers
-    (`build_recognisers(...)`, built-in convention names such as "openinference", or mappings).
+    (`build_recognisers(...)`, built-in convention names such as "openinference", or mappings);
+    an agent span of theirs without content of its own is read from the LLM spans below it.
     `score_genai_spans`: shorthand for `recognise=["genai"]` (GenAI semconv `invoke_agent` spans,
     input/output from `gen_ai.input.messages` / `gen_ai.output.messages`).
     `isolation`: "auto" (default) runs scorers that call a judge in one scoring process (the
