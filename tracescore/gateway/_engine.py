@@ -233,9 +233,10 @@ class Engine:
                     call: Any = recognise(span.name, attributes or {}, self._recognisers)
                     if call is None and contentless:
                         call = contentless(span.name, attributes or {})
-                    key = _otlp.key_of(span)
-                    if call is not None and key not in held and key not in waiting:
-                        found.append((rs, ss, span, index, call))
+                    if call is not None:
+                        key = _otlp.key_of(span)
+                        if key not in held and key not in waiting:
+                            found.append((rs, ss, span, index, call))
         for position, (rs, ss, span, index, call) in enumerate(found):
             if isinstance(call, ContentlessAgent):
                 read = from_llm_calls(call, self.traces.llm_calls_of(span))
