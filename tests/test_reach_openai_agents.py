@@ -437,3 +437,39 @@ def test_rescore_reads_agent_spans_stored_before_their_llm_calls(
         assert event.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0
     assert sorted(judged_pairs(stub)) == sorted(judged) == sorted(
         expected_pairs(instrumentation, cases))
+
+
+def test_a_waiting_agent_span_goes_on_unscored_at_shutdown(
+        venv: Path, model: StubLLMServer, gateway: GatewayProcess, receiver: OTLPReceiver,
+        stub: StubLLMServer) -> None:
+    """Stopping while an agent span waits for its LLM calls: it is forwarded at once, unscored
+    with reason `shutdown`, not held for the rest of its wait."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from tracescore.gateway._engine import Engine
+    from tracescore.gateway._metrics import GatewayMetrics
+    from tracescore.gateway._rescore_input import parse_line
+
+    _, sent, _, _ = gateway_run("openinference", venv, model, gateway, receiver, stub)
+    agent = next(s for s in sent if s.attributes.get(sc.OI_AGENT_NAME) == "geo")
+    out: list[bytes] = []
+
+    class Output:
+        def put(self, ids: tuple[int, ...], body: bytes, count: int) -> None:
+            out.append(body)
+
+    engine = Engine(scorers=[tracescore.create_content_similarity_scorer()],
+                    recognisers=tracescore.build_recognisers(), output=Output(),
+                    metrics=GatewayMetrics(), processor_options={"isolation": "thread"},
+                    trace_options={"llm_wait_s": 60})
+    _, request = parse_line(json.dumps(_request([agent])).encode(), "agent")
+    engine.accept(request)
+    assert engine.held == 1 and not out
+    engine.shutdown(5)
+    (body,) = out
+    (span,) = ExportTraceServiceRequest.FromString(body).resource_spans[0].scope_spans[0].spans
+    assert span.span_id.hex() == agent.span_id
+    (event,) = span.events
+    assert event.name == sc.TS_UNSCORED
+    assert {kv.key: kv.value.string_value for kv in event.attributes}[
+        sc.TS_UNSCORED_REASON] == "shutdown"
