@@ -147,3 +147,9 @@ PAI_NEW_MESSAGE_INDEX = "pydantic_ai.new_message_index"
 PAI_FINAL_RESULT = "final_result"
 PAI_AGENT_NAME = "agent_name"
 PAI_METADATA = "metadata"  # run metadata as JSON; may hold TS_GROUND_TRUTH
+# LLM call spans, read for agent spans without content of their own (online/_llm_calls.py)
+OI_KIND_LLM = "LLM"
+OI_LLM_INPUT_MESSAGES = "llm.input_messages"  # + ".{i}.message.role/content"
+OI_LLM_OUTPUT_MESSAGES = "llm.output_messages"
+LOGFIRE_INPUT = "input"  # logfire's OpenAI Agents integration: the call's messages
+LOGFIRE_OUTPUT = "output"

@@ -12,7 +12,8 @@ validated once at start; every error is a `ConfigurationError` naming the key (`
     scoring:   {judge_model, scorers: [...], max_wait_s, max_held_spans, queue_size,
                 concurrency, shutdown_timeout_s, isolation}
     recognise: {builtins: true, mappings: [...]}
-    trace:     {max_tool_calls, max_chars, max_spans, max_traces, max_bytes, max_age_s}
+    trace:     {max_tool_calls, max_chars, max_spans, max_traces, max_bytes, max_age_s,
+                llm_wait_s}
     telemetry: {metrics: false, logs: (auto), endpoint, protocol, interval_s}
     shutdown_timeout_s: 30
 """
@@ -221,6 +222,7 @@ _KEYS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "trace.max_traces": ("trace_max_traces", _same),
     "trace.max_bytes": ("trace_max_bytes", _same),
     "trace.max_age_s": ("trace_max_age_s", _same),
+    "trace.llm_wait_s": ("trace_llm_wait_s", _same),
     "telemetry.metrics": ("telemetry_metrics", _same),
     "telemetry.logs": ("telemetry_logs", _same),
     "telemetry.endpoint": ("telemetry_endpoint", _optional_text),

@@ -10,14 +10,18 @@ next hop has it.
 
 Spans of traces a scorer may sample also feed a bounded per-trace buffer (`TraceBuffer`): an
 agent span's scorers get the tool calls and context recorded by the spans of its trace that
-arrived before it (or with it).
+arrived before it (or with it). An agent span without content of its own (`_llm_calls`) is read
+from the LLM calls below it in that buffer; when they have not all arrived yet it is journaled
+and waits for them, at most `trace.llm_wait_s`, then goes on unscored (reason `no_llm_calls`).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from opentelemetry.context import Context
@@ -31,6 +35,8 @@ from tracescore.gateway._journal import HELD, PASS, Entry, Journal
 from tracescore.gateway._metrics import GatewayMetrics
 from tracescore.gateway._split import split_request
 from tracescore.gateway._trace_buffer import ITEM_MARKERS, TraceBuffer, buffer_from
+from tracescore.online import _metrics as reasons
+from tracescore.online._llm_calls import ContentlessAgent, contentless_reader, from_llm_calls
 from tracescore.online._processor import ScoringSpanProcessor
 from tracescore.online._recognise import RecognisedCall, recognise, recogniser_markers
 from tracescore.online._trace_input import EMPTY, TraceInput
@@ -42,6 +48,16 @@ class Output(Protocol):
     """Where finished requests go (the forwarder, or a file for `rescore`)."""
 
     def put(self, ids: tuple[int, ...], body: bytes, count: int) -> None: ...
+
+
+@dataclass(slots=True)
+class _Waiting:
+    """An agent span without content, journaled, waiting for the LLM calls below it."""
+
+    row: int | None
+    single: ExportTraceServiceRequest
+    agent: ContentlessAgent
+    deadline: float
 
 
 class Engine:
@@ -56,8 +72,10 @@ class Engine:
                  trace_options: Mapping[str, Any] | None = None,
                  max_request_bytes: int | None = None) -> None:
         self._recognisers = tuple(recognisers)
-        self._markers = recogniser_markers(self._recognisers)
-        self._marker_bytes = tuple(m.encode() for m in self._markers | ITEM_MARKERS)
+        self._contentless = contentless_reader(self._recognisers)
+        self._markers = recogniser_markers(self._recognisers) | self._contentless.markers
+        known = recogniser_markers(self._recognisers) | ITEM_MARKERS
+        self._marker_bytes = tuple(m.encode() for m in known | self._contentless.raw_markers(known))
         self.traces: TraceBuffer = buffer_from(trace_options)
         self._output = output
         self._send_inline = send_inline  # True: the next hop has it (nothing held in it)
@@ -69,6 +87,12 @@ class Engine:
         self._lock = threading.Lock()
         # agent spans inside the processor: key -> (journal row or None, one-span request)
         self._held: dict[_otlp.SpanKey, tuple[int | None, ExportTraceServiceRequest]] = {}
+        # agent spans without content waiting for their LLM calls, in deadline order
+        self._waiting: dict[_otlp.SpanKey, _Waiting] = {}
+        self._waited = threading.Condition(self._lock)
+        self._timer: threading.Thread | None = None
+        self._closed = False
+        self._max_waiting = int((processor_options or {}).get("max_held_spans", 2048))
         self.processor = ScoringSpanProcessor(
             _Downstream(self), scorers, meter_provider=meter_provider,
             logger_provider=logger_provider, **dict(processor_options or {}),
@@ -77,14 +101,16 @@ class Engine:
 
     @property
     def held(self) -> int:
-        """Agent spans waiting for their scores."""
-        return len(self._held)
+        """Agent spans waiting for their scores (or for the LLM calls they are read from)."""
+        return len(self._held) + len(self._waiting)
 
     def accept(self, request: ExportTraceServiceRequest, raw: bytes | None = None) -> int:
         """Journal and route one request; returns its span count. `raw`: the request as received
         (protobuf), forwarded as is when nothing in it is held (sent inline when possible, and
         then never journaled: the next hop has it before the acknowledgement)."""
-        found = self._agent_spans(request, raw)
+        found, touched = self._agent_spans(request, raw)
+        if touched:
+            self._resume(touched)
         count = _otlp.count_spans(request)
         if not self._pass_through:
             if found:
@@ -165,20 +191,32 @@ class Engine:
 
     def shutdown(self, timeout_s: float) -> None:
         """Bounded wait for scoring, then every held span goes out (unscored ones with a reason)."""
+        with self._lock:
+            self._closed = True
+            waiting = list(self._waiting.values())
+            self._waiting.clear()
+            self._waited.notify_all()
+        for entry in waiting:  # read with what arrived, else unscored
+            self._settle_waiting(entry, reasons.SHUTDOWN)
         self.processor.shutdown(int(timeout_s * 1000))
 
     # --- internals ----------------------------------------------------------------------------
-    def _agent_spans(self, request: ExportTraceServiceRequest, raw: bytes | None) -> list[Any]:
-        """(resource spans, scope spans, span, index, call) of the spans to hold. Cheap rejects
+    def _agent_spans(self, request: ExportTraceServiceRequest, raw: bytes | None
+                     ) -> tuple[list[Any], set[int]]:
+        """(resource spans, scope spans, span, index, call) of the spans to hold, and the
+        traces with spans waiting for their LLM calls that got spans here. Cheap rejects
         first: no marker key anywhere in the raw protobuf (one substring search each, the
         common case), then per span the trace-id sampling test (spans that pass it feed the
-        trace buffer), the marker keys, the chain."""
+        trace buffer), the marker keys, the chain. An agent span without content is read
+        once the whole request is in the buffer (its LLM calls may come after it)."""
         found: list[Any] = []
+        touched: set[int] = set()
         if raw is not None and not any(marker in raw for marker in self._marker_bytes):
-            return found
+            return found, touched
         markers, threshold, held = self._markers, self._threshold, self._held
         readable = markers | ITEM_MARKERS  # spans whose attributes are decoded (once)
         randomness = _otlp.randomness
+        contentless, waiting = self._contentless, self._waiting
         for rs in request.resource_spans:
             for ss in rs.scope_spans:
                 for index, span in enumerate(ss.spans):
@@ -188,15 +226,29 @@ class Engine:
                     attributes = (_otlp.attributes_of(span.attributes)
                                   if not readable.isdisjoint(keys) else None)
                     self.traces.add(span, attributes)
+                    if waiting:
+                        touched.add(int.from_bytes(span.trace_id, "big"))
                     if markers.isdisjoint(keys):
                         continue
-                    call = recognise(span.name, attributes or {}, self._recognisers)
-                    if call is not None and _otlp.key_of(span) not in held:
-                        found.append((rs, ss, span, index, call))
-        return found
+                    call: Any = recognise(span.name, attributes or {}, self._recognisers)
+                    if call is None and contentless:
+                        call = contentless(span.name, attributes or {})
+                    if call is not None:
+                        key = _otlp.key_of(span)
+                        if key not in held and key not in waiting:
+                            found.append((rs, ss, span, index, call))
+        for position, (rs, ss, span, index, call) in enumerate(found):
+            if isinstance(call, ContentlessAgent):
+                read = from_llm_calls(call, self.traces.llm_calls_of(span))
+                if read is not None:
+                    found[position] = (rs, ss, span, index, read)
+        return found, touched
 
     def _offer(self, row: int | None, single: ExportTraceServiceRequest,
-               call: RecognisedCall, trace: TraceInput = EMPTY) -> None:
+               call: RecognisedCall | ContentlessAgent, trace: TraceInput = EMPTY) -> None:
+        if isinstance(call, ContentlessAgent):
+            self._wait(row, single, call)
+            return
         rs = single.resource_spans[0]
         ss = rs.scope_spans[0]
         span = ss.spans[0]
@@ -213,11 +265,112 @@ class Engine:
     def _replay_held(self, entry: Entry) -> None:
         single = ExportTraceServiceRequest.FromString(entry.body)
         span = _otlp.only_span(single)
-        call = recognise(span.name, _otlp.attributes_of(span.attributes), self._recognisers)
+        attributes = _otlp.attributes_of(span.attributes)
+        call: RecognisedCall | ContentlessAgent | None = recognise(span.name, attributes,
+                                                                   self._recognisers)
+        if call is None and self._contentless:
+            call = self._contentless(span.name, attributes)
         if call is None:
             self._output.put((entry.id,), entry.body, entry.count)
         else:
             self._offer(entry.id, single, call)
+
+    # --- agent spans without content, waiting for their LLM calls -----------------------------
+    def _wait(self, row: int | None, single: ExportTraceServiceRequest,
+              agent: ContentlessAgent) -> None:
+        """Keep a journaled agent span until its LLM calls arrive (`trace.llm_wait_s`)."""
+        key = _otlp.key_of(_otlp.only_span(single))
+        wait_s = self.traces.bounds.llm_wait_s
+        with self._lock:
+            duplicate = key in self._held or key in self._waiting
+            room = (not self._closed and wait_s > 0
+                    and len(self._waiting) < self._max_waiting)
+            if not duplicate and room:
+                self._waiting[key] = _Waiting(row, single, agent, time.monotonic() + wait_s)
+                self._waited.notify_all()
+                if self._timer is None:
+                    self._timer = threading.Thread(target=self._expire_waiting, daemon=True,
+                                                   name="tracescore-llm-wait")
+                    self._timer.start()
+        if duplicate:  # the same span twice at once (a sender's retry): forward it
+            self._output.put(() if row is None else (row,), single.SerializeToString(), 1)
+        elif room:
+            self._metrics.add("llm_wait")
+        else:
+            self._unscored(row, single, agent,
+                           reasons.SHUTDOWN if self._closed else
+                           reasons.NO_LLM_CALLS if wait_s <= 0 else reasons.HELD_OVERFLOW)
+
+    def _resume(self, trace_ids: set[int]) -> None:
+        """Offer the waiting agent spans of `trace_ids` whose LLM calls have now arrived."""
+        with self._lock:
+            candidates = [(key, entry) for key, entry in self._waiting.items()
+                          if key[0] in trace_ids]
+        for key, entry in candidates:
+            span = _otlp.only_span(entry.single)
+            call = from_llm_calls(entry.agent, self.traces.llm_calls_of(span))
+            if call is None:
+                continue
+            with self._lock:
+                if self._waiting.pop(key, None) is None:
+                    continue  # its wait ended meanwhile
+            self._offer(entry.row, entry.single, call, self.traces.input_of(span))
+
+    def _expire_waiting(self) -> None:
+        """The timer thread: agent spans whose wait is over go on, read or unscored."""
+        while True:
+            with self._lock:
+                if self._closed:
+                    self._timer = None
+                    return
+                now = time.monotonic()
+                expired = []
+                for key, entry in self._waiting.items():  # deadlines are in insertion order
+                    if entry.deadline > now:
+                        break
+                    expired.append(key)
+                taken = [self._waiting.pop(key) for key in expired]
+                if not taken:
+                    first = next(iter(self._waiting.values()), None)
+                    self._waited.wait(None if first is None else first.deadline - now)
+                    continue
+            for entry in taken:
+                self._settle_waiting(entry, reasons.NO_LLM_CALLS)
+
+    def _settle_waiting(self, entry: _Waiting, reason: str) -> None:
+        """A wait that ended: offered with the LLM calls that arrived, else unscored; never
+        raises (the timer thread must outlive any span)."""
+        try:
+            span = _otlp.only_span(entry.single)
+            call = from_llm_calls(entry.agent, self.traces.llm_calls_of(span))
+            if call is not None:
+                self._offer(entry.row, entry.single, call, self.traces.input_of(span))
+                return
+            if reason == reasons.NO_LLM_CALLS:
+                self._metrics.add("llm_wait_expired")
+            self._unscored(entry.row, entry.single, entry.agent, reason)
+        except Exception:  # noqa: BLE001 - the span goes on as it came, whatever happens
+            _log.warning("tracescore: could not settle a waiting agent span", exc_info=True)
+            key = _otlp.key_of(entry.single.resource_spans[0].scope_spans[0].spans[0])
+            with self._lock:  # unless the processor has it already
+                held = key in self._held
+            if not held:
+                self._output.put(() if entry.row is None else (entry.row,),
+                                 entry.single.SerializeToString(), 1)
+
+    def _unscored(self, row: int | None, single: ExportTraceServiceRequest,
+                  agent: ContentlessAgent, reason: str) -> None:
+        """Forward an agent span that cannot be read, with the processor's 'unscored' events."""
+        rs = single.resource_spans[0]
+        ss = rs.scope_spans[0]
+        span = ss.spans[0]
+        key = _otlp.key_of(span)
+        with self._lock:
+            if key in self._held:  # already on its way
+                self._output.put(() if row is None else (row,), single.SerializeToString(), 1)
+                return
+            self._held[key] = (row, single)
+        self.processor.offer_unscored(_otlp.readable_span(rs, ss, span), agent.agent, reason)
 
     def _journal_add(self, rows: list[tuple[int, int, bytes]]) -> tuple[int, ...]:
         if self._journal is None:

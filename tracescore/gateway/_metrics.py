@@ -26,6 +26,10 @@ COUNTERS: dict[str, str] = {
     "capped_for_next_hop": "Spans larger than exporter.max_batch_bytes, cut to fit and marked "
                            "tracescore.span.truncated",
     "held": "Agent spans held for scoring",
+    "llm_wait": "Agent spans without content of their own that arrived before their LLM calls "
+                "and waited for them (trace.llm_wait_s)",
+    "llm_wait_expired": "Of those, spans whose LLM calls did not arrive within trace.llm_wait_s: "
+                        "forwarded unscored, reason no_llm_calls",
     "replayed": "Spans forwarded again from the journal after a restart",
     "judge_cost_usd": "Judge cost of the scores attached, in USD",
     "connections_refused": "HTTP connections closed on arrival: receivers.max_connections open, "

@@ -3,8 +3,9 @@ parent links), kept until that trace's agent spans arrive, so their scorers get 
 calls and context as in process (`tracescore.online._trace_input` reads the spans for both).
 
 Only traces a scorer may sample are kept. Bounded: traces, bytes (recorded characters plus a
-fixed cost per span) and age; the oldest trace goes first. There is no wait: an agent span is
-scored with what arrived before it (or with it, in the same request).
+fixed cost per span) and age; the oldest trace goes first. An agent span is scored with what
+arrived before it (or with it, in the same request); only an agent span without content of its
+own waits, at most `llm_wait_s`, for the LLM calls it is read from (`Engine`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
 from tracescore.gateway import _otlp
+from tracescore.online._llm_calls import LLM_MARKERS, LlmCall, read_llm_call
 from tracescore.online._trace_input import (
     EMPTY,
     TraceInput,
@@ -33,8 +35,8 @@ from tracescore.online._trace_input import (
 _log = logging.getLogger("tracescore.gateway")
 _SPAN_BYTES = 64  # what remembering one span costs besides its recorded text (links, ids)
 _STATUS_ERROR = 2
-# attribute keys of the spans that can carry a tool call or context
-ITEM_MARKERS = frozenset({sc.GEN_AI_OPERATION_NAME, sc.OI_SPAN_KIND, sc.TS_CONTEXT})
+# attribute keys of the spans that can carry a tool call, context or an LLM call
+ITEM_MARKERS = frozenset({sc.GEN_AI_OPERATION_NAME, sc.OI_SPAN_KIND, sc.TS_CONTEXT}) | LLM_MARKERS
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ class BufferLimits:
     max_traces: int = 10_000
     max_bytes: int = 64 * 1024 * 1024
     max_age_s: float = 60.0
+    llm_wait_s: float = 2.0  # longest an agent span without content waits for its LLM calls
 
     def __post_init__(self) -> None:
         for name in ("max_traces", "max_bytes"):
@@ -53,6 +56,9 @@ class BufferLimits:
         age = self.max_age_s
         if isinstance(age, bool) or not isinstance(age, (int, float)) or age <= 0:
             raise ConfigurationError(f"trace.max_age_s must be a number > 0, got {age!r}")
+        wait = self.llm_wait_s
+        if isinstance(wait, bool) or not isinstance(wait, (int, float)) or wait < 0:
+            raise ConfigurationError(f"trace.llm_wait_s must be a number >= 0, got {wait!r}")
 
 
 class TraceBuffer:
@@ -92,22 +98,24 @@ class TraceBuffer:
                              exc_info=True)
 
     def _add(self, span: Span, attributes: Mapping[str, Any] | None) -> None:
-        item = None
+        item = llm = None
         if attributes is None and any(kv.key in ITEM_MARKERS for kv in span.attributes):
             attributes = _otlp.attributes_of(span.attributes)
         if attributes is not None:
             item = read_span(span.name, attributes, span.start_time_unix_nano,
                              _error_of(span, attributes))
+            llm = read_llm_call(attributes, span.start_time_unix_nano)
         trace_id, span_id = _otlp.key_of(span)
         parent = int.from_bytes(span.parent_span_id, "big") if span.parent_span_id else None
-        cost = _SPAN_BYTES + (item.chars if item is not None else 0)
+        cost = (_SPAN_BYTES + (item.chars if item is not None else 0)
+                + (llm.chars if llm is not None else 0))
         with self._lock:
             trace = self._traces.get(trace_id)
             if trace is None:
                 trace = self._traces[trace_id] = TraceSpans(self._clock())
                 self._costs[trace_id] = 0
             dropped = trace.dropped
-            trace.add(span_id, parent, item, self.limits.max_spans)
+            trace.add(span_id, parent, item, self.limits.max_spans, llm)
             if trace.dropped == dropped:
                 self._costs[trace_id] += cost
                 self._bytes += cost
@@ -126,6 +134,13 @@ class TraceBuffer:
         if dropped and not found.truncated:
             return TraceInput(found.tool_calls, found.context, True)
         return found
+
+    def llm_calls_of(self, span: Span) -> list[LlmCall]:
+        """The LLM calls recorded below the agent span `span` so far."""
+        trace_id, span_id = _otlp.key_of(span)
+        with self._lock:
+            trace = self._traces.get(trace_id)
+            return [] if trace is None else trace.llm_under(span_id)
 
     def _evict(self) -> None:
         """Forget the oldest traces past the bounds (caller holds the lock)."""

@@ -27,6 +27,7 @@ FLUSH = "flush"
 SHUTDOWN = "shutdown"
 RATE_LIMITED = "rate_limited"
 BUDGET = "budget_exhausted"
+NO_LLM_CALLS = "no_llm_calls"  # an agent span without content whose LLM calls never arrived
 
 _REASON = sc.TS_UNSCORED_REASON
 

@@ -44,6 +44,7 @@ from tracescore.online._events import (
     unscored_event,
 )
 from tracescore.online._isolation import ProcessRunner
+from tracescore.online._llm_calls import contentless_reader, from_llm_calls, read_llm_call
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._options import (
     OnlineScorer,
@@ -130,7 +131,8 @@ class ScoringSpanProcessor(SpanProcessor):
     `queue_size` / `concurrency`: jobs waiting / scoring at once in the background worker.
     `shutdown_timeout_s`: how long shutdown waits for pending scoring before exporting.
     `recognise`: also score agent spans of other instrumentations, read by these recognisers
-    (`build_recognisers(...)`, built-in convention names such as "openinference", or mappings).
+    (`build_recognisers(...)`, built-in convention names such as "openinference", or mappings);
+    an agent span of theirs without content of its own is read from the LLM spans below it.
     `score_genai_spans`: shorthand for `recognise=["genai"]` (GenAI semconv `invoke_agent` spans,
     input/output from `gen_ai.input.messages` / `gen_ai.output.messages`).
     `isolation`: "auto" (default) runs scorers that call a judge in one scoring process (the
@@ -180,7 +182,10 @@ class ScoringSpanProcessor(SpanProcessor):
         if score_genai_spans and GENAI not in recognisers:
             recognisers.append(GENAI)
         self._recognisers: tuple[Recogniser, ...] = tuple(recognisers)
+        # agent spans without content of their own are read from the LLM calls below them
+        self._contentless = contentless_reader(self._recognisers)
         self._markers = recogniser_markers(self._recognisers)
+        self._any_markers = self._markers | self._contentless.markers
         self._min_threshold = min(s._threshold for s in self._scorers)
         self._max_candidates = max(1024, 4 * queue_size)
         self._metrics = OnlineMetrics(meter_provider)
@@ -259,7 +264,7 @@ class ScoringSpanProcessor(SpanProcessor):
     def on_end(self, span: ReadableSpan) -> None:
         trace = self._track_end(span) if self._traces else None
         if self._candidates or self._recognisers:  # else: no candidate possible, export at once
-            candidate = self._candidate_of(span)
+            candidate = self._candidate_of(span, trace)
             if candidate is not None:
                 if ((trace is not None and (trace.items or trace.dropped))
                         or candidate.added):
@@ -276,7 +281,8 @@ class ScoringSpanProcessor(SpanProcessor):
         if operation is not None:
             if operation != sc.OP_INVOKE_AGENT:
                 return
-        elif not self._recognisers or self._markers.isdisjoint(attributes):
+        elif not self._recognisers or (self._markers.isdisjoint(attributes)
+                                       and not self._contentless.accepts(span.name, attributes)):
             return
         if sc.TS_EVAL_RUN_ID in attributes or otel_context.get_value(sc.CTX_EVAL_RUN_ID):
             return  # run_evals scores its own calls (its item span, and agents inside it)
@@ -301,14 +307,15 @@ class ScoringSpanProcessor(SpanProcessor):
             attributes = _attributes_of(span)
             item = read_span(span.name, attributes, span.start_time or 0,
                              functools.partial(_error_of, span, attributes))
+            llm = read_llm_call(attributes, span.start_time or 0) if self._contentless else None
         except Exception:  # noqa: BLE001 - a span we cannot read contributes nothing
             self._log_once("trace_input", "tracescore: could not read a tool or context span",
                            exc_info=True)
-            item = None
+            item = llm = None
         parent = span.parent
         with self._traces_lock:
             trace.add(context.span_id, parent.span_id if parent is not None else None, item,
-                      self._trace_limits.max_spans)
+                      self._trace_limits.max_spans, llm)
             if context.span_id not in trace.agents:
                 return None
             trace.agents.discard(context.span_id)
@@ -345,14 +352,15 @@ class ScoringSpanProcessor(SpanProcessor):
             candidate.trace = trace
         return trace
 
-    def _candidate_of(self, span: ReadableSpan) -> _Candidate | None:
+    def _candidate_of(self, span: ReadableSpan, trace: TraceSpans | None = None
+                      ) -> _Candidate | None:
         candidate = None
         if self._candidates:
             context = span.context
             if context is not None:
                 candidate = self._candidates.pop((context.trace_id, context.span_id), None)
         if candidate is None and self._recognisers:
-            candidate = self._recognised_candidate(span)
+            candidate = self._recognised_candidate(span, trace)
         return candidate
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
@@ -449,6 +457,29 @@ class ScoringSpanProcessor(SpanProcessor):
                                       chosen, trace))
         return True
 
+    def offer_unscored(self, span: ReadableSpan, agent: str, reason: str) -> None:
+        """Export a span the caller recognised as an agent call but could not read (e.g. its LLM
+        calls never arrived at the gateway), with an 'unscored' event per scorer that would have
+        sampled it (trace id, `agents` and `attributes` filters), each counted as dropped with
+        `reason`. Never raises."""
+        scorers: dict[str, OnlineScorer] = {}
+        try:
+            context = span.context
+            attributes = span.attributes or {}
+            if context is not None:
+                randomness = context.trace_id & RANDOMNESS_MASK
+                for online in self._scorers:
+                    if randomness < online._threshold or (
+                            online.agents is not None and agent not in online.agents):
+                        continue
+                    if all(_same_value(attributes.get(key, _MISSING), expected)
+                           for key, expected in (online.attributes or {}).items()):
+                        scorers[online.scorer_id] = online
+        except Exception:  # noqa: BLE001 - forwarded as it is rather than not at all
+            self._log_once("offer", "tracescore: could not consider an offered agent span",
+                           exc_info=True)
+        self._unscored(span, scorers, reason, agent)
+
     # --- candidates (agent thread, hot path) ------------------------------------------------------
     def _consider(self, call: AgentCall) -> None:
         """Listener body: decide sampling for a finished agent call; stash a candidate if chosen."""
@@ -519,8 +550,10 @@ class ScoringSpanProcessor(SpanProcessor):
                 return
             _release_budgets(oldest.scorers)
 
-    def _recognised_candidate(self, span: ReadableSpan) -> _Candidate | None:
-        """A candidate from another instrumentation's agent span (opt-in: `recognise`)."""
+    def _recognised_candidate(self, span: ReadableSpan, trace: TraceSpans | None = None
+                              ) -> _Candidate | None:
+        """A candidate from another instrumentation's agent span (opt-in: `recognise`); an
+        agent span without content of its own is read from the LLM calls of `trace` below it."""
         try:
             context = span.context
             if context is None or not context.trace_flags.sampled:
@@ -532,9 +565,15 @@ class ScoringSpanProcessor(SpanProcessor):
             if scope is not None and scope.name.startswith("tracescore"):
                 return None  # our own agent spans were decided by the listener
             attributes = span.attributes or {}
-            if self._markers.isdisjoint(attributes):
+            if self._any_markers.isdisjoint(attributes):
                 return None  # no recogniser could accept it: skip the chain
             found = recognise(span.name, attributes, self._recognisers)
+            if found is None and trace is not None and self._contentless:
+                agent = self._contentless(span.name, attributes)
+                if agent is not None:
+                    with self._traces_lock:
+                        calls = trace.llm_under(context.span_id)
+                    found = from_llm_calls(agent, calls)
             if found is None:
                 return None
             if otel_context.get_value(sc.CTX_EVAL_RUN_ID) is not None:

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
+from tracescore.online._llm_calls import LlmCall
 from tracescore.scoring._base import ToolCall
 
 _MAX_DEPTH = 256  # parent links followed from a span up to its agent span
@@ -196,9 +197,11 @@ class TraceSpans:
     agents: set[int] = field(default_factory=set)  # agent spans of the trace still running
     dropped: int = 0
     chars: int = 0  # of the items kept (the gateway's bytes bound)
+    llm: dict[int, LlmCall] = field(default_factory=dict)  # LLM calls (`_llm_calls`)
 
-    def add(self, span_id: int, parent_id: int | None, item: Item | None, max_spans: int) -> None:
-        """Remember a finished span (its parent link, and its item when it has one)."""
+    def add(self, span_id: int, parent_id: int | None, item: Item | None, max_spans: int,
+            llm: LlmCall | None = None) -> None:
+        """Remember a finished span (its parent link, its item and its LLM call if any)."""
         if len(self.parents) >= max_spans and span_id not in self.parents:
             self.dropped += 1
             return
@@ -207,6 +210,22 @@ class TraceSpans:
         if item is not None:
             self.items[span_id] = item
             self.chars += item.chars
+        if llm is not None:
+            self.llm[span_id] = llm
+            self.chars += llm.chars
+
+    def llm_under(self, agent_id: int) -> list[LlmCall]:
+        """The LLM calls below `agent_id` (any depth)."""
+        return [call for span_id, call in self.llm.items() if self._below(span_id, agent_id)]
+
+    def _below(self, span_id: int, agent_id: int) -> bool:
+        parents = self.parents
+        parent: int | None = span_id
+        depth = 0
+        while parent is not None and parent != agent_id and depth < _MAX_DEPTH:
+            parent = parents.get(parent)
+            depth += 1
+        return parent == agent_id
 
     def under(self, agent_id: int,
               content: Mapping[int, Mapping[str, str]] | None = None) -> list[Item]:

@@ -1,0 +1,161 @@
+"""Agent spans without content of their own, read from the LLM calls below them.
+
+Some frameworks write an agent span that records neither the question nor the answer: the
+OpenAI Agents SDK through OpenInference (AGENT spans with only `agent.name`) or through logfire
+(`Agent run: {name!r}` spans), some Mastra versions. The general rule: such a span takes its
+question from the first LLM call below it in its trace (that call's conversation up to its last
+user text) and its answer from the last LLM call's final text. In process those calls have
+ended before the agent span ends; the gateway finds them in its per-trace buffer, and waits a
+bounded time for calls that arrive after their agent span.
+
+`CONTENTLESS_AGENTS` describes those agent spans as data, per built-in convention (the keys of a
+`recognise.mappings` entry, without `input` and `output`): an entry applies when its convention
+is in the recognise chain and the chain did not read the span. `read_llm_call` reads the LLM
+spans: GenAI semconv `chat` / `text_completion` / `generate_content` spans
+(`gen_ai.input.messages`, `gen_ai.output.messages`), OpenInference LLM spans
+(`llm.input_messages.*` / `llm.output_messages.*`, else `input.value` / `output.value`) and
+logfire's OpenAI Agents model calls (`gen_ai.request.model` with `input` / `output` messages).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from tracescore import _semconv as sc
+from tracescore.online import _messages
+from tracescore.online._recognise import RecognisedCall, Recogniser
+
+CONTENTLESS_AGENTS: dict[str, tuple[dict[str, Any], ...]] = {
+    "genai": ({"attributes": {"gen_ai.operation.name": "invoke_agent"},
+               "agent": "gen_ai.agent.name"},),
+    "openinference": ({"attributes": {"openinference.span.kind": "AGENT"},
+                       "agent": "agent.name"},),
+    # logfire.instrument_openai_agents(): logfire records its spans under pydantic-ai's convention
+    "pydantic_ai": ({"attributes": {"logfire.msg_template": "Agent run: {name!r}"},
+                     "agent": "name"},),
+}
+_LLM_OPERATIONS = frozenset({sc.OP_CHAT, "text_completion", "generate_content"})
+# attribute keys of which every LLM span `read_llm_call` reads carries one
+LLM_MARKERS = frozenset({sc.GEN_AI_OPERATION_NAME, sc.OI_SPAN_KIND, sc.GEN_AI_REQUEST_MODEL})
+
+
+@dataclass(frozen=True, slots=True)
+class ContentlessAgent:
+    """An agent span that records no question or answer of its own."""
+
+    convention: str
+    agent: str  # the agent name, or the span name when the span names none
+    ground_truth: Any = None
+
+
+class LlmCall(NamedTuple):
+    """An LLM span as recorded (decoded only for the first and last call of an agent)."""
+
+    start_ns: int
+    reader: str  # "genai", "openinference" or "logfire"
+    attributes: Mapping[str, Any]
+    chars: int  # recorded characters it keeps alive (the gateway's byte bound)
+
+
+class ContentlessReader:
+    """The `CONTENTLESS_AGENTS` entries of the conventions in a recognise chain."""
+
+    def __init__(self, conventions: Iterable[str]) -> None:
+        chosen = set(conventions)
+        self._entries = tuple((name, dict(entry["attributes"]), entry.get("agent"))
+                              for name, entries in CONTENTLESS_AGENTS.items() if name in chosen
+                              for entry in entries)
+        self.markers = frozenset(key for _, conditions, _ in self._entries for key in conditions)
+
+    def __bool__(self) -> bool:
+        return bool(self._entries)
+
+    def raw_markers(self, known: frozenset[str]) -> frozenset[str]:
+        """Texts of which a serialized span this reader accepts holds one: a condition's key
+        when it is among `known` markers, else its value (a key on every span of its library,
+        such as `logfire.msg_template`, would not narrow anything down)."""
+        found = set()
+        for _, conditions, _ in self._entries:
+            key, value = next(iter(conditions.items()))
+            found.add(key if key in known or not isinstance(value, str) else value)
+        return frozenset(found)
+
+    def accepts(self, name: str, attributes: Mapping[str, Any]) -> bool:
+        """Whether the span is one of these agent spans (cheap when it carries no marker)."""
+        return not self.markers.isdisjoint(attributes) and self(name, attributes) is not None
+
+    def __call__(self, name: str, attributes: Mapping[str, Any]) -> ContentlessAgent | None:
+        for convention, conditions, agent_key in self._entries:
+            if all(attributes.get(key) == value for key, value in conditions.items()):
+                agent = attributes.get(agent_key) if agent_key is not None else None
+                return ContentlessAgent(convention, str(agent) if agent else name,
+                                        _messages.decoded(attributes.get(sc.TS_GROUND_TRUTH)))
+        return None
+
+
+def contentless_reader(recognisers: Iterable[Recogniser]) -> ContentlessReader:
+    """The reader for the built-in conventions among `recognisers` (empty when none)."""
+    return ContentlessReader(getattr(r, "convention", "") for r in recognisers)
+
+
+def read_llm_call(attributes: Mapping[str, Any], start_ns: int) -> LlmCall | None:
+    """The LLM call one finished span records, None for any other span. Cheap: reads a few
+    attributes and decodes nothing (the size of an LLM span's strings is summed)."""
+    get = attributes.get
+    operation = get(sc.GEN_AI_OPERATION_NAME)
+    if operation in _LLM_OPERATIONS:
+        if get(sc.GEN_AI_INPUT_MESSAGES) is None or get(sc.GEN_AI_OUTPUT_MESSAGES) is None:
+            return None
+        reader = "genai"
+    elif operation is None and str(get(sc.OI_SPAN_KIND, "")).upper() == sc.OI_KIND_LLM:
+        reader = "openinference"
+    elif (operation is None and sc.GEN_AI_REQUEST_MODEL in attributes
+          and get(sc.LOGFIRE_INPUT) is not None and get(sc.LOGFIRE_OUTPUT) is not None):
+        reader = "logfire"
+    else:
+        return None
+    chars = sum(len(v) for v in attributes.values() if isinstance(v, str))
+    return LlmCall(start_ns, reader, attributes, chars)
+
+
+def from_llm_calls(agent: ContentlessAgent, calls: Sequence[LlmCall]) -> RecognisedCall | None:
+    """The agent call read from its LLM calls: the first call's conversation (ending at its last
+    user text) and the last call's final text; None while either is missing."""
+    if not calls:
+        return None
+    ordered = sorted(calls, key=lambda c: c.start_ns)
+    messages = _input_messages(ordered[0])
+    if not messages or not _messages.question_of(messages):
+        return None
+    answer = _output_text(ordered[-1])
+    if not isinstance(answer, str) or not answer:
+        return None
+    return RecognisedCall(agent.convention, agent.agent, _messages.conversation(messages), answer,
+                          agent.ground_truth)
+
+
+def _input_messages(call: LlmCall) -> list[_messages.Message] | None:
+    attributes = call.attributes
+    if call.reader == "genai":
+        return _messages.read_messages(attributes.get(sc.GEN_AI_INPUT_MESSAGES))
+    if call.reader == "logfire":
+        return _messages.read_messages(attributes.get(sc.LOGFIRE_INPUT))
+    flat = _messages.flattened_messages(attributes, sc.OI_LLM_INPUT_MESSAGES)
+    return flat if flat is not None else _messages.read_messages(
+        attributes.get(sc.OI_INPUT_VALUE))
+
+
+def _output_text(call: LlmCall) -> object:
+    attributes = call.attributes
+    if call.reader == "genai":
+        raw = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
+    elif call.reader == "logfire":
+        raw = attributes.get(sc.LOGFIRE_OUTPUT)
+    else:
+        flat = _messages.flattened_messages(attributes, sc.OI_LLM_OUTPUT_MESSAGES)
+        if flat is not None:
+            return _messages.final_text(flat) if flat else ""
+        raw = attributes.get(sc.OI_OUTPUT_VALUE)
+    return _messages.final_text(raw)
