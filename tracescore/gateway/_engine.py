@@ -31,6 +31,7 @@ from tracescore.gateway._journal import HELD, PASS, Entry, Journal
 from tracescore.gateway._metrics import GatewayMetrics
 from tracescore.gateway._split import split_request
 from tracescore.gateway._trace_buffer import ITEM_MARKERS, TraceBuffer, buffer_from
+from tracescore.online._event_content import with_event_content
 from tracescore.online._processor import ScoringSpanProcessor
 from tracescore.online._recognise import RecognisedCall, recognise, recogniser_markers
 from tracescore.online._trace_input import EMPTY, TraceInput
@@ -190,7 +191,7 @@ class Engine:
                     self.traces.add(span, attributes)
                     if markers.isdisjoint(keys):
                         continue
-                    call = recognise(span.name, attributes or {}, self._recognisers)
+                    call = recognise(span.name, _readable(span, attributes), self._recognisers)
                     if call is not None and _otlp.key_of(span) not in held:
                         found.append((rs, ss, span, index, call))
         return found
@@ -213,7 +214,7 @@ class Engine:
     def _replay_held(self, entry: Entry) -> None:
         single = ExportTraceServiceRequest.FromString(entry.body)
         span = _otlp.only_span(single)
-        call = recognise(span.name, _otlp.attributes_of(span.attributes), self._recognisers)
+        call = recognise(span.name, _readable(span, None), self._recognisers)
         if call is None:
             self._output.put((entry.id,), entry.body, entry.count)
         else:
@@ -244,6 +245,17 @@ class Engine:
         row, single = entry
         _otlp.add_events(_otlp.only_span(single), events)
         self._output.put(() if row is None else (row,), single.SerializeToString(), 1)
+
+
+def _readable(span: Any, attributes: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """What the recognisers read of an OTLP span: its attributes (decoded here when None), with
+    the GenAI content its events recorded (`_event_content`)."""
+    if attributes is None:
+        attributes = _otlp.attributes_of(span.attributes)
+    if not span.events:
+        return attributes
+    return with_event_content(attributes, ((e.name, e.attributes) for e in span.events),
+                              _otlp.attributes_of)
 
 
 class _Downstream(SpanProcessor):

@@ -36,6 +36,7 @@ from tracescore.instrument._calls import (
     remove_agent_call_listener,
 )
 from tracescore.online import _metrics as reasons
+from tracescore.online._event_content import with_event_content
 from tracescore.online._events import (
     EventPayload,
     error_message,
@@ -534,6 +535,9 @@ class ScoringSpanProcessor(SpanProcessor):
             attributes = span.attributes or {}
             if self._markers.isdisjoint(attributes):
                 return None  # no recogniser could accept it: skip the chain
+            if span.events:  # content some instrumentations record as events
+                attributes = with_event_content(attributes,
+                                                ((e.name, e.attributes) for e in span.events))
             found = recognise(span.name, attributes, self._recognisers)
             if found is None:
                 return None
