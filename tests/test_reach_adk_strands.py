@@ -76,6 +76,9 @@ _NEEDS_CHILD_SPAN_RULE = pytest.mark.xfail(
     strict=True, reason="ADK's invoke_agent span records no content: needs the child-span rule "
     "(an agent span without content takes its question and answer from the LLM spans below it) "
     "of feat/reach-agents")
+_NEEDS_ADK_LLM_CALLS = pytest.mark.xfail(
+    strict=True, reason="needs the child-span rule of feat/reach-agents to read ADK's legacy "
+    "call_llm spans as LLM calls (LLM_CALLS['adk'] in tracescore.online._frameworks)")
 
 
 def generated_cases(seed: int, count: int, sessions: int = 3) -> list[dict[str, Any]]:
@@ -245,7 +248,7 @@ def test_strands_spans_are_scored_the_same_in_process(
 @pytest.mark.slow
 @pytest.mark.parametrize(("run", "protocol"), [
     pytest.param("adk", "grpc", marks=_NEEDS_CHILD_SPAN_RULE),
-    pytest.param("adk_legacy", "http", marks=_NEEDS_CHILD_SPAN_RULE)])
+    pytest.param("adk_legacy", "http", marks=_NEEDS_ADK_LLM_CALLS)])
 def test_adk_agent_calls_are_scored(run: str, protocol: str, side_python: Path,
                                     gateway: GatewayProcess, receiver: OTLPReceiver,
                                     stub: StubLLMServer) -> None:

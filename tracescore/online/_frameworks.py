@@ -20,8 +20,10 @@ are tried in order under its convention name (`recognise.builtins: [mastra, verc
 
 `LLM_CALLS` describes, in the same keys, the model-call spans a framework records its conversation
 on when its agent span records none (the agent span then takes its question and answer from them):
-- adk: Google ADK's legacy telemetry (`ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1`): `call_llm` spans,
-  the Gemini request (`contents`, `config.system_instruction`) and response (`content`) as JSON.
+- adk: Google ADK's legacy telemetry (`ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1`): `call_llm` spans
+  (`gen_ai.system` gcp.vertex.agent; matched by attributes alone, so a reader given no span name
+  can apply it), the Gemini request (`contents`, `config.system_instruction`) and response
+  (`content`) as JSON.
   ADK's default telemetry writes GenAI `generate_content` spans instead (their messages with
   `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY`); its `invoke_agent` spans carry
   no content in either.
@@ -51,7 +53,7 @@ FRAMEWORKS: dict[str, tuple[dict[str, Any], ...]] = {
 
 LLM_CALLS: dict[str, tuple[dict[str, Any], ...]] = {
     "adk": (
-        {"name": "adk", "span_name": "call_llm", "input": "gcp.vertex.agent.llm_request",
-         "output": "gcp.vertex.agent.llm_response"},
+        {"name": "adk", "attributes": {"gen_ai.system": "gcp.vertex.agent"},
+         "input": "gcp.vertex.agent.llm_request", "output": "gcp.vertex.agent.llm_response"},
     ),
 }
