@@ -369,3 +369,36 @@ def test_the_spans_own_attributes_win_over_its_events() -> None:
     assert call is not None and call.output == conv["answer"]
     plain = {sc.GEN_AI_OPERATION_NAME: "chat"}
     assert with_event_content(plain, [("exception", {"exception.message": "x"})]) is plain
+
+
+def test_gemini_requests_and_responses_are_read_as_conversations() -> None:
+    """Gemini's request (`contents`, `config.system_instruction`) and response (`content`), as
+    ADK records them: function calls, function responses and thought parts are no text."""
+    from tracescore.online import _messages
+
+    rng = random.Random(3)
+    for index in range(30):
+        turns = [[{"role": "user", "parts": [{"text": f"earlier {index}-{n}"}]},
+                  {"role": "model", "parts": [{"text": rng.choice(_TEXTS) or "ok"}]}]
+                 for n in range(rng.randint(0, 2))]
+        question = f"question {index}: " + rng.choice(_TEXTS)
+        contents = [m for turn in turns for m in turn] + [{"role": "user", "parts": [{"text": question}]}]
+        if rng.random() < 0.5:
+            contents += [{"role": "model", "parts": [{"thought": True, "text": "THOUGHT"},
+                                                     {"function_call": {"name": "t", "args": {}}}]},
+                         {"role": "user", "parts": [{"function_response": {
+                             "name": "t", "response": {"result": "TOOL"}}}]}]
+        system = rng.choice([None, f"SYSTEM {index}"])
+        request = {"model": "m", "contents": contents,
+                   "config": {"system_instruction": system} if system else {}}
+        messages = _messages.as_input(json.dumps(request))
+        assert isinstance(messages, list)
+        assert messages[-1] == {"role": "user", "content": question}
+        assert (messages[0] == {"role": "system", "content": system}) if system else (
+            messages[0]["role"] == "user")
+        assert not any(text in str(messages) for text in ("THOUGHT", "TOOL"))
+        answer = rng.choice(_TEXTS) or "answer"
+        response = {"content": {"role": "model", "parts": [{"thought": True, "text": "THOUGHT"},
+                                                           {"text": answer}]}}
+        assert _messages.holds_messages(response)
+        assert _messages.final_text(json.dumps(response)) == answer
