@@ -3,7 +3,10 @@
 Shapes read: GenAI semconv messages (`role` + `parts` of `type` text / tool_call /
 tool_call_response / reasoning...), OpenAI chat messages (`content` a string or a list of parts,
 `tool_calls`, `role: tool`), pydantic-ai's (GenAI-like parts, tool returns in `role: user`
-messages), and OpenInference's flattened `llm.input_messages.N.message.*` attributes.
+messages), Gemini's (`role: model`, `parts` of text / function_call / function_response, a
+request's `contents` and system instruction, a response's `content`), Bedrock-style content
+blocks (`text`, `toolUse`, `toolResult`), and OpenInference's flattened
+`llm.input_messages.N.message.*` attributes.
 
 The rules: a message's text is its text parts only (never a tool call, a tool return or
 reasoning); a message holding only tool returns is a `tool` message; the question is the last
