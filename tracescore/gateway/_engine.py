@@ -36,6 +36,7 @@ from tracescore.gateway._metrics import GatewayMetrics
 from tracescore.gateway._split import split_request
 from tracescore.gateway._trace_buffer import ITEM_MARKERS, TraceBuffer, buffer_from
 from tracescore.online import _metrics as reasons
+from tracescore.online._event_content import with_event_content
 from tracescore.online._llm_calls import ContentlessAgent, contentless_reader, from_llm_calls
 from tracescore.online._processor import ScoringSpanProcessor
 from tracescore.online._recognise import RecognisedCall, recognise, recogniser_markers
@@ -230,9 +231,10 @@ class Engine:
                         touched.add(int.from_bytes(span.trace_id, "big"))
                     if markers.isdisjoint(keys):
                         continue
-                    call: Any = recognise(span.name, attributes or {}, self._recognisers)
+                    readable_attributes = _readable(span, attributes)
+                    call: Any = recognise(span.name, readable_attributes, self._recognisers)
                     if call is None and contentless:
-                        call = contentless(span.name, attributes or {})
+                        call = contentless(span.name, readable_attributes)
                     if call is not None:
                         key = _otlp.key_of(span)
                         if key not in held and key not in waiting:
@@ -265,7 +267,7 @@ class Engine:
     def _replay_held(self, entry: Entry) -> None:
         single = ExportTraceServiceRequest.FromString(entry.body)
         span = _otlp.only_span(single)
-        attributes = _otlp.attributes_of(span.attributes)
+        attributes = _readable(span, _otlp.attributes_of(span.attributes))
         call: RecognisedCall | ContentlessAgent | None = recognise(span.name, attributes,
                                                                    self._recognisers)
         if call is None and self._contentless:
@@ -397,6 +399,17 @@ class Engine:
         row, single = entry
         _otlp.add_events(_otlp.only_span(single), events)
         self._output.put(() if row is None else (row,), single.SerializeToString(), 1)
+
+
+def _readable(span: Any, attributes: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """What the recognisers read of an OTLP span: its attributes (decoded here when None), with
+    the GenAI content its events recorded (`_event_content`)."""
+    if attributes is None:
+        attributes = _otlp.attributes_of(span.attributes)
+    if not span.events:
+        return attributes
+    return with_event_content(attributes, ((e.name, e.attributes) for e in span.events),
+                              _otlp.attributes_of)
 
 
 class _Downstream(SpanProcessor):

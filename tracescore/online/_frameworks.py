@@ -17,6 +17,16 @@ are tried in order under its convention name (`recognise.builtins: [mastra, verc
   `*.doStream` children are the model calls and `ai.toolCall` the tool calls: not agent calls.
   AI SDK 7's modern `OpenTelemetry` integration writes GenAI `invoke_agent` spans instead,
   read by the "genai" convention.
+
+`LLM_CALLS` describes, in the same keys, the model-call spans a framework records its conversation
+on when its agent span records none (the agent span then takes its question and answer from them):
+- adk: Google ADK's legacy telemetry (`ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1`): `call_llm` spans
+  (`gen_ai.system` gcp.vertex.agent; matched by attributes alone, so a reader given no span name
+  can apply it), the Gemini request (`contents`, `config.system_instruction`) and response
+  (`content`) as JSON.
+  ADK's default telemetry writes GenAI `generate_content` spans instead (their messages with
+  `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY`); its `invoke_agent` spans carry
+  no content in either.
 """
 
 from __future__ import annotations
@@ -38,5 +48,12 @@ FRAMEWORKS: dict[str, tuple[dict[str, Any], ...]] = {
         {"name": "vercel_ai", "span_name": r"ai\.(generateObject|streamObject)",
          "input": "ai.prompt", "output": "ai.response.object", "as_text": ["output"],
          "agent": "ai.telemetry.functionId"},
+    ),
+}
+
+LLM_CALLS: dict[str, tuple[dict[str, Any], ...]] = {
+    "adk": (
+        {"name": "adk", "attributes": {"gen_ai.system": "gcp.vertex.agent"},
+         "input": "gcp.vertex.agent.llm_request", "output": "gcp.vertex.agent.llm_response"},
     ),
 }

@@ -25,7 +25,8 @@ from typing import Any, NamedTuple
 
 from tracescore import _semconv as sc
 from tracescore.online import _messages
-from tracescore.online._recognise import RecognisedCall, Recogniser
+from tracescore.online._frameworks import LLM_CALLS
+from tracescore.online._recognise import AgentMapping, RecognisedCall, Recogniser
 
 CONTENTLESS_AGENTS: dict[str, tuple[dict[str, Any], ...]] = {
     "genai": ({"attributes": {"gen_ai.operation.name": "invoke_agent"},
@@ -37,6 +38,8 @@ CONTENTLESS_AGENTS: dict[str, tuple[dict[str, Any], ...]] = {
                      "agent": "name"},),
 }
 _LLM_OPERATIONS = frozenset({sc.OP_CHAT, "text_completion", "generate_content"})
+# frameworks' own model-call spans, described as mappings (`_frameworks.LLM_CALLS`)
+_MAPPED = tuple(AgentMapping(**spec) for specs in LLM_CALLS.values() for spec in specs)
 # attribute keys of which every LLM span `read_llm_call` reads carries one
 LLM_MARKERS = frozenset({sc.GEN_AI_OPERATION_NAME, sc.OI_SPAN_KIND, sc.GEN_AI_REQUEST_MODEL})
 
@@ -54,7 +57,7 @@ class LlmCall(NamedTuple):
     """An LLM span as recorded (decoded only for the first and last call of an agent)."""
 
     start_ns: int
-    reader: str  # "genai", "openinference" or "logfire"
+    reader: str  # "genai", "openinference", "logfire" or "mapping" (`LLM_CALLS`)
     attributes: Mapping[str, Any]
     chars: int  # recorded characters it keeps alive (the gateway's byte bound)
 
@@ -114,6 +117,8 @@ def read_llm_call(attributes: Mapping[str, Any], start_ns: int) -> LlmCall | Non
     elif (operation is None and sc.GEN_AI_REQUEST_MODEL in attributes
           and get(sc.LOGFIRE_INPUT) is not None and get(sc.LOGFIRE_OUTPUT) is not None):
         reader = "logfire"
+    elif operation is None and any(_applies(m, attributes) for m in _MAPPED):
+        reader = "mapping"
     else:
         return None
     chars = sum(len(v) for v in attributes.values() if isinstance(v, str))
@@ -136,8 +141,25 @@ def from_llm_calls(agent: ContentlessAgent, calls: Sequence[LlmCall]) -> Recogni
                           agent.ground_truth)
 
 
+def _applies(mapping: AgentMapping, attributes: Mapping[str, Any]) -> bool:
+    """Whether a mapped model-call span could be read by `mapping` (keys and conditions only)."""
+    return (mapping.input in attributes and mapping.output in attributes
+            and all(attributes.get(k) == v for k, v in mapping.attributes.items()))
+
+
+def _mapped(call: LlmCall) -> RecognisedCall | None:
+    for mapping in _MAPPED:
+        read = mapping("", call.attributes) if _applies(mapping, call.attributes) else None
+        if read is not None:
+            return read
+    return None
+
+
 def _input_messages(call: LlmCall) -> list[_messages.Message] | None:
     attributes = call.attributes
+    if call.reader == "mapping":
+        read = _mapped(call)
+        return read.input if read is not None and isinstance(read.input, list) else None
     if call.reader == "genai":
         return _messages.read_messages(attributes.get(sc.GEN_AI_INPUT_MESSAGES))
     if call.reader == "logfire":
@@ -149,6 +171,9 @@ def _input_messages(call: LlmCall) -> list[_messages.Message] | None:
 
 def _output_text(call: LlmCall) -> object:
     attributes = call.attributes
+    if call.reader == "mapping":
+        read = _mapped(call)
+        return read.output if read is not None else None
     if call.reader == "genai":
         raw = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
     elif call.reader == "logfire":

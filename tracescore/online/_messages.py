@@ -3,7 +3,10 @@
 Shapes read: GenAI semconv messages (`role` + `parts` of `type` text / tool_call /
 tool_call_response / reasoning...), OpenAI chat messages (`content` a string or a list of parts,
 `tool_calls`, `role: tool`), pydantic-ai's (GenAI-like parts, tool returns in `role: user`
-messages), and OpenInference's flattened `llm.input_messages.N.message.*` attributes.
+messages), Gemini's (`role: model`, `parts` of text / function_call / function_response, a
+request's `contents` and system instruction, a response's `content`), Bedrock-style content
+blocks (`text`, `toolUse`, `toolResult`), and OpenInference's flattened
+`llm.input_messages.N.message.*` attributes.
 
 The rules: a message's text is its text parts only (never a tool call, a tool return or
 reasoning); a message holding only tool returns is a `tool` message; the question is the last
@@ -25,6 +28,8 @@ TOOL = "tool"
 _TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
 _TOOL_RETURN_TYPES = frozenset({"tool_call_response", "tool_result", "tool-result", "tool_return",
                                 "function_call_output"})
+# keys of a tool return part without a `type` (Gemini's function_response, Bedrock-style toolResult)
+_TOOL_RETURN_KEYS = frozenset({"function_response", "functionResponse", "toolResult"})
 _ROLE_ALIASES = {"human": USER, "ai": ASSISTANT, "model": ASSISTANT, "function": TOOL,
                  "developer": "system"}
 # OpenInference flattened message attributes
@@ -52,6 +57,11 @@ def is_message_list(value: object) -> bool:
         isinstance(m, Mapping) and isinstance(m.get("role"), str) for m in value))
 
 
+def holds_messages(value: object) -> bool:
+    """A message list, or a recorded request or response holding one (see `_listed`)."""
+    return is_message_list(_listed(value))
+
+
 def text_of(message: object) -> str:
     """The text of one message (any shape above), without tool calls, tool returns or reasoning."""
     if isinstance(message, str):
@@ -70,7 +80,8 @@ def text_of(message: object) -> str:
     for part in parts:
         if isinstance(part, str):
             texts.append(part)
-        elif isinstance(part, Mapping) and part.get("type", "text") in _TEXT_TYPES:
+        elif (isinstance(part, Mapping) and part.get("type", "text") in _TEXT_TYPES
+              and part.get("thought") is not True):  # Gemini marks reasoning parts `thought`
             text = part.get("content", part.get("text"))
             if isinstance(text, str):
                 texts.append(text)
@@ -84,7 +95,9 @@ def role_of(message: Mapping[str, Any]) -> str:
     if role != TOOL and message.get("tool_call_id") is None:
         parts = message.get("parts", message.get("content"))
         if (isinstance(parts, list) and parts and all(
-                isinstance(p, Mapping) and p.get("type") in _TOOL_RETURN_TYPES for p in parts)):
+                isinstance(p, Mapping) and (p.get("type") in _TOOL_RETURN_TYPES
+                                            or not _TOOL_RETURN_KEYS.isdisjoint(p))
+                for p in parts)):
             return TOOL
         return role
     return TOOL
@@ -93,9 +106,7 @@ def role_of(message: Mapping[str, Any]) -> str:
 def read_messages(raw: object) -> list[Message] | None:
     """A recorded message list (JSON text or list) as `{"role", "content"}` messages; None when
     `raw` is no message list. Messages without text (tool calls only) are left out."""
-    value = decoded(raw)
-    if isinstance(value, Mapping) and is_message_list(value.get("messages")):
-        value = value["messages"]
+    value = _listed(decoded(raw))
     if not is_message_list(value):
         return None
     assert isinstance(value, list)
@@ -105,6 +116,24 @@ def read_messages(raw: object) -> list[Message] | None:
         if text or role == USER:
             messages.append({"role": role, "content": text})
     return messages
+
+
+def _listed(value: object) -> object:
+    """The messages a recorded request or response holds: `{"messages": [...]}`, Gemini's
+    `{"contents": [...]}` (its system instruction first) and a model response's
+    `{"content": {message}}`; any other value as it is."""
+    if not isinstance(value, Mapping):
+        return value
+    if is_message_list(value.get("messages")):
+        return value["messages"]
+    if is_message_list(value.get("contents")):
+        config = value.get("config")
+        system = value.get("system_instruction", config.get("system_instruction")
+                           if isinstance(config, Mapping) else None)
+        text = text_of(system) if system is not None else ""
+        return [{"role": "system", "content": text}] * bool(text) + list(value["contents"])
+    content = value.get("content")
+    return [content] if is_message_list([content]) else value
 
 
 def conversation(messages: Sequence[Message]) -> list[Message]:
@@ -129,11 +158,9 @@ def question_of(messages: Sequence[Message]) -> str:
 def final_text(raw: object) -> object:
     """The agent's final text in recorded output messages (the last message with text; "" when
     none has any, e.g. only tool calls); any other value as it is (decoded from JSON)."""
-    value = decoded(raw)
-    if isinstance(value, Mapping) and is_message_list(value.get("messages")):
-        value = value["messages"]
+    value = _listed(decoded(raw))
     if not is_message_list(value):
-        return value
+        return decoded(raw)
     assert isinstance(value, list)
     for message in reversed(value):
         if role_of(message) != TOOL:

@@ -36,6 +36,7 @@ from tracescore.instrument._calls import (
     remove_agent_call_listener,
 )
 from tracescore.online import _metrics as reasons
+from tracescore.online._event_content import with_event_content
 from tracescore.online._events import (
     EventPayload,
     error_message,
@@ -567,6 +568,9 @@ class ScoringSpanProcessor(SpanProcessor):
             attributes = span.attributes or {}
             if self._any_markers.isdisjoint(attributes):
                 return None  # no recogniser could accept it: skip the chain
+            if span.events:  # content some instrumentations record as events
+                attributes = with_event_content(attributes,
+                                                ((e.name, e.attributes) for e in span.events))
             found = recognise(span.name, attributes, self._recognisers)
             if found is None and trace is not None and self._contentless:
                 agent = self._contentless(span.name, attributes)

@@ -406,8 +406,9 @@ def _json_or_raw(raw: object, starts: str = "{[") -> object:
 
 
 def _as_output(value: object) -> object:
-    """A recorded output for the scorers: a message list as its final text, else as it is."""
-    return _messages.final_text(value) if _messages.is_message_list(value) else value
+    """A recorded output for the scorers: a message list (or a response holding one, e.g.
+    `{"messages": [...]}`) as its final text, else as it is."""
+    return _messages.final_text(value) if _messages.holds_messages(value) else value
 
 
 def text_of(message: object) -> str:
