@@ -260,11 +260,12 @@ def test_adk_legacy_model_calls_are_read_by_the_adk_llm_call_mapping(
     """What the child-span rule reads of ADK's legacy `call_llm` spans (`LLM_CALLS["adk"]`):
     the first call of a turn gives its question (the system prompt and earlier turns before it,
     no tool return), the last its final answer; tool spans and the agent span are no model
-    calls. No span is scored on its own."""
+    calls. Only agent spans are scored (never a model call on its own)."""
     cases = generated_cases(seed=31, count=6)
     sent, received = run_through_gateway("adk_legacy", cases, "grpc", side_python, gateway,
                                          receiver, stub)
-    assert not any(s.events_named(sc.GEN_AI_EVALUATION_RESULT) for s in received)
+    assert {s.name for s in received if s.events_named(sc.GEN_AI_EVALUATION_RESULT)} == {
+        AGENT_SPAN}
     mappings = [AgentMapping(**spec) for spec in LLM_CALLS["adk"]]
     by_parent: dict[str, list[tracescore.RecognisedCall]] = {}
     for span in sent:
