@@ -147,3 +147,11 @@ PAI_NEW_MESSAGE_INDEX = "pydantic_ai.new_message_index"
 PAI_FINAL_RESULT = "final_result"
 PAI_AGENT_NAME = "agent_name"
 PAI_METADATA = "metadata"  # run metadata as JSON; may hold TS_GROUND_TRUTH
+
+# --- spans that look like agent calls but cannot be read (online/_diagnose.py) --------------
+OP_INVOKE_WORKFLOW_NAME = "invoke_workflow"  # gen_ai.operation.name of a workflow run
+MASTRA_SPAN_TYPE = "mastra.span.type"  # agent_run, workflow_run, model_generation, ...
+VERCEL_OPERATION_ID = "ai.operationId"  # the Vercel AI SDK's span kind: ai.generateText, ...
+METRIC_UNREADABLE_AGENT_SPANS = "tracescore.agent_spans.unreadable"  # counter
+TS_UNREADABLE_FRAMEWORK = "tracescore.unreadable.framework"  # metric attribute
+TS_UNREADABLE_REASON = "tracescore.unreadable.reason"  # metric attribute

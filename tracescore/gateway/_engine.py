@@ -31,6 +31,8 @@ from tracescore.gateway._journal import HELD, PASS, Entry, Journal
 from tracescore.gateway._metrics import GatewayMetrics
 from tracescore.gateway._split import split_request
 from tracescore.gateway._trace_buffer import ITEM_MARKERS, TraceBuffer, buffer_from
+from tracescore.online import _diagnose as diagnose
+from tracescore.online._diagnose import Diagnoser
 from tracescore.online._processor import ScoringSpanProcessor
 from tracescore.online._recognise import RecognisedCall, recognise, recogniser_markers
 from tracescore.online._trace_input import EMPTY, TraceInput
@@ -57,7 +59,8 @@ class Engine:
                  max_request_bytes: int | None = None) -> None:
         self._recognisers = tuple(recognisers)
         self._markers = recogniser_markers(self._recognisers)
-        self._marker_bytes = tuple(m.encode() for m in self._markers | ITEM_MARKERS)
+        self._diagnose = Diagnoser(self._recognisers)  # agent-like spans the chain cannot read
+        self._marker_bytes = tuple(m.encode() for m in self._diagnose.keys | ITEM_MARKERS)
         self.traces: TraceBuffer = buffer_from(trace_options)
         self._output = output
         self._send_inline = send_inline  # True: the next hop has it (nothing held in it)
@@ -172,12 +175,14 @@ class Engine:
         """(resource spans, scope spans, span, index, call) of the spans to hold. Cheap rejects
         first: no marker key anywhere in the raw protobuf (one substring search each, the
         common case), then per span the trace-id sampling test (spans that pass it feed the
-        trace buffer), the marker keys, the chain."""
+        trace buffer), the marker keys, the chain; an agent-like span the chain rejects is
+        counted per framework and reason (`Diagnoser`)."""
         found: list[Any] = []
         if raw is not None and not any(marker in raw for marker in self._marker_bytes):
             return found
         markers, threshold, held = self._markers, self._threshold, self._held
-        readable = markers | ITEM_MARKERS  # spans whose attributes are decoded (once)
+        watched = self._diagnose.keys  # the markers, and the keys of agent-like spans
+        readable = watched | ITEM_MARKERS  # spans whose attributes are decoded (once)
         randomness = _otlp.randomness
         for rs in request.resource_spans:
             for ss in rs.scope_spans:
@@ -188,12 +193,23 @@ class Engine:
                     attributes = (_otlp.attributes_of(span.attributes)
                                   if not readable.isdisjoint(keys) else None)
                     self.traces.add(span, attributes)
-                    if markers.isdisjoint(keys):
+                    if watched.isdisjoint(keys):
                         continue
-                    call = recognise(span.name, attributes or {}, self._recognisers)
-                    if call is not None and _otlp.key_of(span) not in held:
+                    call = (None if markers.isdisjoint(keys)
+                            else recognise(span.name, attributes or {}, self._recognisers))
+                    if call is None:
+                        self._unreadable(span.name, attributes or {})
+                    elif _otlp.key_of(span) not in held:
                         found.append((rs, ss, span, index, call))
         return found
+
+    def _unreadable(self, name: str, attributes: Mapping[str, Any]) -> None:
+        """Count and log (once per framework and reason) an agent-like span the chain rejected."""
+        unreadable = self._diagnose(name, attributes)
+        if unreadable is not None:
+            self._metrics.add_labelled("unreadable_agent_spans",
+                                       (unreadable.framework, unreadable.reason))
+            diagnose.note(unreadable, name, attributes)
 
     def _offer(self, row: int | None, single: ExportTraceServiceRequest,
                call: RecognisedCall, trace: TraceInput = EMPTY) -> None:
