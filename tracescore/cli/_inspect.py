@@ -66,11 +66,9 @@ class _Door:
 
     def __init__(self, inspector: Inspector) -> None:
         self._inspector = inspector
-        self.requests = 0
 
     def receive(self, request: Any, raw: bytes | None) -> None:
-        self.requests += 1
-        self._inspector.add(request, "received")
+        self._inspector.add(request)
 
     def rejected(self) -> None:
         pass
@@ -121,7 +119,7 @@ def _listen(inspector: Inspector, config: Any, grpc_endpoint: str | None,
             grpc_server.stop(grace=1.0).wait(timeout=5)
         for server in servers:
             server.close()
-    click.echo(f"received {door.requests} requests", err=True)
+    click.echo(f"received {inspector.requests} requests", err=True)
 
 
 def _bound(option: str, endpoint: str, bind: Callable[[], Any]) -> Any:

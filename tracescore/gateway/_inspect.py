@@ -36,7 +36,7 @@ from tracescore.online._trace_input import TraceLimits
 class SpanReport:
     """One agent-like span: what it would be scored with, or why it would not be scored."""
 
-    where: str  # FILE:LINE, or "received"
+    where: str  # FILE:LINE, or "request N" (the Nth received)
     name: str
     trace_id: str
     span_id: str
@@ -82,10 +82,14 @@ class Inspector:
         self.others: list[tuple[str, str]] = []  # (where, span name) with `keep_others`
         self.other_count = 0
         self.spans = 0
+        self.requests = 0
         self._lock = threading.Lock()
 
-    def add(self, request: ExportTraceServiceRequest, where: str) -> None:
+    def add(self, request: ExportTraceServiceRequest, where: str | None = None) -> None:
+        """Take the spans of one request; `where` it came from (default "request N")."""
         with self._lock:
+            self.requests += 1
+            where = where or f"request {self.requests}"
             for _, _, span in _otlp.spans_of(request):
                 self._add(span, where)
 

@@ -45,7 +45,7 @@ NO_QUESTION = "no_question_text"
 NO_ANSWER = "no_output_text"
 NOT_READ = "not_read"
 REASONS: dict[str, str] = {
-    NO_CONTENT: "no input or output attribute (the span carries no content)",
+    NO_CONTENT: "no input or output attribute",
     NO_INPUT: "no input attribute",
     NO_OUTPUT: "no output attribute",
     NO_QUESTION: "input has no question text",
