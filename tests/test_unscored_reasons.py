@@ -292,3 +292,42 @@ def test_the_metrics_escape_label_values() -> None:
     metrics.add_labelled("unreadable_agent_spans", ('my "bot"', "no_output_attribute"), 2)
     assert ('tracescore_gateway_unreadable_agent_spans_total{framework="my \\"bot\\"",'
             'reason="no_output_attribute"} 2') in metrics.prometheus()
+
+
+def test_the_counts_reach_a_meter_provider_in_process_and_in_the_gateway() -> None:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from tracescore.gateway._metrics import GatewayMetrics
+
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    provider = TracerProvider()
+    provider.add_span_processor(tracescore.ScoringSpanProcessor(
+        SimpleSpanProcessor(InMemorySpanExporter()), [tracescore.ContentSimilarityScorer()],
+        recognise=tracescore.build_recognisers([USER_MAPPING]), isolation="thread",
+        meter_provider=meters))
+    gateway = GatewayMetrics()
+    gateway.register(meters)
+    for (framework, reason), count in CASES.unreadable.items():
+        gateway.add_labelled("unreadable_agent_spans", (framework, reason), count)
+    _send(provider, CASES.spans)
+    assert provider.force_flush(30_000)
+    provider.shutdown()
+    points: dict[str, Counter[tuple[str, str]]] = {}
+    data = reader.get_metrics_data()
+    assert data is not None
+    for resource in data.resource_metrics:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                if "unreadable" not in metric.name:
+                    continue
+                for point in metric.data.data_points:
+                    attrs = dict(point.attributes or {})
+                    labels = (attrs.get(sc.TS_UNREADABLE_FRAMEWORK, attrs.get("framework")),
+                              attrs.get(sc.TS_UNREADABLE_REASON, attrs.get("reason")))
+                    points.setdefault(metric.name, Counter())[labels] += int(
+                        point.value)
+    assert points[sc.METRIC_UNREADABLE_AGENT_SPANS] == CASES.unreadable
+    assert points["tracescore.gateway.unreadable_agent_spans"] == CASES.unreadable
+    meters.shutdown()
