@@ -331,3 +331,55 @@ def test_the_counts_reach_a_meter_provider_in_process_and_in_the_gateway() -> No
     assert points[sc.METRIC_UNREADABLE_AGENT_SPANS] == CASES.unreadable
     assert points["tracescore.gateway.unreadable_agent_spans"] == CASES.unreadable
     meters.shutdown()
+
+
+def test_the_gateway_engine_diagnoses_no_ordinary_span(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request of ordinary spans takes the engine's pass-through path without any diagnosis;
+    a span with a marker but no agent call is diagnosed and not counted."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    from tracescore.gateway._engine import Engine
+    from tracescore.gateway._metrics import GatewayMetrics
+
+    monkeypatch.setattr(_diagnose, "_warned", set())
+    seen: list[str] = []
+    original = Diagnoser.__call__
+
+    def spy(self: Diagnoser, name: str, attributes: Any) -> Any:
+        seen.append(name)
+        return original(self, name, attributes)
+
+    monkeypatch.setattr(Diagnoser, "__call__", spy)
+
+    class Output:
+        def __init__(self) -> None:
+            self.count = 0
+
+        def put(self, ids: tuple[int, ...], body: bytes, count: int) -> None:
+            self.count += count
+
+    def request(spans: list[tuple[str, dict[str, Any]]]) -> Any:
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        _send(provider, spans)
+        return encode_spans(exporter.get_finished_spans())
+
+    output, metrics = Output(), GatewayMetrics()
+    engine = Engine(scorers=[tracescore.ContentSimilarityScorer()],
+                    recognisers=tracescore.build_recognisers(), output=output, metrics=metrics,
+                    processor_options={"isolation": "thread"})
+    plain = request([("GET /", {"http.method": "GET"}), ("db", {"db.system": "sqlite"})] * 5)
+    engine.accept(plain, plain.SerializeToString())
+    assert seen == []
+    others = [(n, a) for n, a in CASES.spans if a.get(sc.GEN_AI_OPERATION_NAME) == "chat"
+              or a.get(sc.OI_SPAN_KIND) in ("TOOL", "LLM")]
+    marked = request(others)
+    engine.accept(marked, marked.SerializeToString())
+    assert len(seen) == len(others)
+    assert metrics.labelled("unreadable_agent_spans") == {}
+    unreadable = request([("invoke_agent geo", {sc.GEN_AI_OPERATION_NAME: "invoke_agent"})])
+    engine.accept(unreadable, unreadable.SerializeToString())
+    assert metrics.labelled("unreadable_agent_spans") == {("genai", "no_input_or_output"): 1}
+    engine.shutdown(5.0)
+    assert output.count == 10 + len(others) + 1

@@ -102,7 +102,10 @@ class Diagnoser:
         """Why this span, rejected by the chain, was not read; None when it looks like no agent
         call. Never raises."""
         try:
+            present = self.keys.intersection(attributes)
             for look in self._looks:
+                if look.keys.isdisjoint(present):
+                    continue  # none of its keys: not one of its spans (cheap)
                 condition = look.matches(name, attributes)
                 if condition is not None:
                     return Unreadable(look.framework, _reason(look, attributes), look.input,
@@ -123,8 +126,8 @@ def _rank(recogniser: Recogniser) -> int:
 def _looks_of(recogniser: Recogniser) -> list[_Look]:
     if isinstance(recogniser, _Framework):
         looks = [_mapping_look(m, recogniser.convention) for m in recogniser.mappings]
-        if recogniser.convention == "vercel_ai":  # its spans are told apart by name only
-            looks = [_with_keys(look, sc.VERCEL_OPERATION_ID) for look in looks]
+        if recogniser.convention == "vercel_ai":  # named by span name: every ai.* span has
+            looks = [_keyed(look, sc.VERCEL_OPERATION_ID) for look in looks]  # ai.operationId
         return [look for look in looks if look is not None]
     if isinstance(recogniser, AgentMapping):
         look = _mapping_look(recogniser, recogniser.name)
@@ -151,14 +154,16 @@ def _mapping_look(mapping: AgentMapping, framework: str) -> _Look | None:
             return None
         return condition
 
-    keys = frozenset(conditions) | {mapping.input, mapping.output}
+    # its spans carry the condition keys; one named only by `span_name`, its input or output
+    keys = frozenset(conditions) or frozenset({mapping.input, mapping.output})
     return _Look(framework, mapping.input, mapping.output, keys, matches)
 
 
-def _with_keys(look: _Look | None, *keys: str) -> _Look | None:
+def _keyed(look: _Look | None, key: str) -> _Look | None:
+    """`look` for spans that carry `key` (whatever content they lack)."""
     if look is None:
         return None
-    return _Look(look.framework, look.input, look.output, look.keys | set(keys), look.matches)
+    return _Look(look.framework, look.input, look.output, frozenset({key}), look.matches)
 
 
 def _value_look(framework: str, key: str, values: Sequence[str], input_key: str,
