@@ -25,16 +25,7 @@ from typing import Any
 
 from tracescore import _semconv as sc
 from tracescore.online import _messages
-from tracescore.online._recognise import (
-    GENAI,
-    OPENINFERENCE,
-    PYDANTIC_AI,
-    TRACELOOP,
-    AgentMapping,
-    Recogniser,
-    _Framework,
-    recogniser_markers,
-)
+from tracescore.online._recognise import BUILTINS, AgentMapping, Recogniser, recogniser_markers
 
 _log = logging.getLogger("tracescore")
 
@@ -93,7 +84,7 @@ class Diagnoser:
         chain = tuple(recognisers)
         # the most specific first: mappings (a user's, then the frameworks'), then conventions
         # (a Mastra or pydantic-ai agent span is also a GenAI `invoke_agent` span)
-        looks = [(_rank(r), look) for r in chain for look in _looks_of(r)]
+        looks = [(_rank(r), look) for r in chain for look in _looks_of(r) if look is not None]
         self._looks = tuple(look for _, look in sorted(looks, key=lambda pair: pair[0]))
         self.keys: frozenset[str] = recogniser_markers(chain).union(
             *(look.keys for look in self._looks))
@@ -118,22 +109,29 @@ class Diagnoser:
 def _rank(recogniser: Recogniser) -> int:
     if isinstance(recogniser, AgentMapping):
         return 0
-    if isinstance(recogniser, _Framework):
+    if _mappings_of(recogniser):
         return 1
-    return 2 + _BUILTIN_ORDER.index(id(recogniser)) if id(recogniser) in _BUILTIN_ORDER else 9
+    order = list(_BUILTIN_LOOKS)
+    return 2 + order.index(recogniser.convention) if recogniser.convention in order else 9
 
 
-def _looks_of(recogniser: Recogniser) -> list[_Look]:
-    if isinstance(recogniser, _Framework):
-        looks = [_mapping_look(m, recogniser.convention) for m in recogniser.mappings]
+def _looks_of(recogniser: Recogniser) -> list[_Look | None]:
+    if isinstance(recogniser, AgentMapping):
+        return [_mapping_look(recogniser, recogniser.name)]
+    mappings = _mappings_of(recogniser)
+    if mappings:  # a built-in framework described as mappings
+        looks = [_mapping_look(m, recogniser.convention) for m in mappings]
         if recogniser.convention == "vercel_ai":  # named by span name: every ai.* span has
             looks = [_keyed(look, sc.VERCEL_OPERATION_ID) for look in looks]  # ai.operationId
-        return [look for look in looks if look is not None]
-    if isinstance(recogniser, AgentMapping):
-        look = _mapping_look(recogniser, recogniser.name)
-        return [look] if look is not None else []
-    builtin = _BUILTIN_LOOKS.get(id(recogniser))
-    return [builtin] if builtin is not None else []
+        return looks
+    if BUILTINS.get(recogniser.convention) is recogniser:
+        return [_BUILTIN_LOOKS.get(recogniser.convention)]
+    return []  # a recogniser of the user's own: nothing known about its spans
+
+
+def _mappings_of(recogniser: Recogniser) -> tuple[AgentMapping, ...]:
+    mappings = getattr(recogniser, "mappings", ())
+    return tuple(m for m in mappings if isinstance(m, AgentMapping))
 
 
 def _mapping_look(mapping: AgentMapping, framework: str) -> _Look | None:
@@ -203,18 +201,16 @@ def _name_pattern(name: str) -> str:
     return re.sub(r"([.^$*+?{}\[\]\\|()])", r"\\\1", name)
 
 
-_BUILTIN_LOOKS: dict[int, _Look] = {  # in the order they are tried
-    id(PYDANTIC_AI): _Look("pydantic_ai", sc.PAI_ALL_MESSAGES, sc.PAI_FINAL_RESULT,
-                           frozenset({sc.PAI_ALL_MESSAGES}), _pydantic_ai),
-    id(OPENINFERENCE): _value_look("openinference", sc.OI_SPAN_KIND, (sc.OI_KIND_AGENT,),
-                                   sc.OI_INPUT_VALUE, sc.OI_OUTPUT_VALUE, upper=True),
-    id(TRACELOOP): _value_look("traceloop", sc.TL_SPAN_KIND, sc.TL_KINDS_AGENT,
-                               sc.TL_ENTITY_INPUT, sc.TL_ENTITY_OUTPUT),
-    id(GENAI): _Look("genai", sc.GEN_AI_INPUT_MESSAGES, sc.GEN_AI_OUTPUT_MESSAGES,
-                     frozenset({sc.GEN_AI_OPERATION_NAME}), _genai),
+_BUILTIN_LOOKS: dict[str, _Look] = {  # by convention, in the order they are tried
+    "pydantic_ai": _Look("pydantic_ai", sc.PAI_ALL_MESSAGES, sc.PAI_FINAL_RESULT,
+                         frozenset({sc.PAI_ALL_MESSAGES}), _pydantic_ai),
+    "openinference": _value_look("openinference", sc.OI_SPAN_KIND, (sc.OI_KIND_AGENT,),
+                                 sc.OI_INPUT_VALUE, sc.OI_OUTPUT_VALUE, upper=True),
+    "traceloop": _value_look("traceloop", sc.TL_SPAN_KIND, sc.TL_KINDS_AGENT,
+                             sc.TL_ENTITY_INPUT, sc.TL_ENTITY_OUTPUT),
+    "genai": _Look("genai", sc.GEN_AI_INPUT_MESSAGES, sc.GEN_AI_OUTPUT_MESSAGES,
+                   frozenset({sc.GEN_AI_OPERATION_NAME}), _genai),
 }
-
-_BUILTIN_ORDER = list(_BUILTIN_LOOKS)
 
 
 def _reason(look: _Look, attributes: Mapping[str, Any]) -> str:
