@@ -15,6 +15,7 @@ import json
 import random
 import re
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -222,6 +223,7 @@ def test_a_bad_line_exits_2_naming_file_and_line(tmp_path: Path) -> None:
     (["--listen", "x.jsonl"], "give INPUTS or --listen"),
     (["--listen", "--grpc-endpoint", "off", "--http-endpoint", "off"],
      "--listen needs --grpc-endpoint or --http-endpoint"),
+    (["--listen", "--http-endpoint", "bad"], "--http-endpoint must be host:port"),
 ])
 def test_inputs_or_listen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str],
                          message: str) -> None:
@@ -230,6 +232,15 @@ def test_inputs_or_listen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args:
     result = CliRunner().invoke(main, ["inspect", *args])
     assert result.exit_code == 2
     assert message in result.output
+
+
+def test_a_port_in_use_exits_2_naming_the_option() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(main, ["inspect", "--listen", "--grpc-endpoint", "off",
+                                           "--http-endpoint", f"127.0.0.1:{port}"])
+    assert result.exit_code == 2
+    assert f"--http-endpoint: 127.0.0.1:{port} is already in use" in result.output
 
 
 def test_a_file_without_spans_exits_2(tmp_path: Path) -> None:

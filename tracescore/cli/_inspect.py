@@ -3,6 +3,7 @@ and print what would be scored of each agent-like span, or why not (cli/_app.py 
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 import threading
@@ -89,25 +90,26 @@ def _listen(inspector: Inspector, config: Any, grpc_endpoint: str | None,
     from tracescore.gateway._config import host_port
     from tracescore.gateway._receiver import Limits, grpc_receiver, http_receiver, listen
 
+    grpc_address = host_port(grpc_endpoint, "--grpc-endpoint") if grpc_endpoint else None
+    http_address = host_port(http_endpoint, "--http-endpoint") if http_endpoint else None
+    if grpc_address is None and http_address is None:
+        raise ConfigurationError("--listen needs --grpc-endpoint or --http-endpoint")
     limits = Limits(config.max_request_bytes, config.max_decompressed_bytes, config.retry_after_s)
     door = _Door(inspector)
     servers: list[Any] = []
     grpc_server = None
     try:
-        if grpc_endpoint is not None:
-            address = host_port(grpc_endpoint, "--grpc-endpoint")
+        if grpc_address is not None:
+            address = grpc_address
             grpc_server, port = _bound("--grpc-endpoint", grpc_endpoint,
                                        lambda: grpc_receiver(address, door, limits, tls=None))
             click.echo(f"listening for OTLP/gRPC on {address[0]}:{port}", err=True)
-        if http_endpoint is not None:
-            address = host_port(http_endpoint, "--http-endpoint")
-            sock = _bound("--http-endpoint", http_endpoint, lambda: listen(address))
+        if http_address is not None:
+            sock = _bound("--http-endpoint", http_endpoint, lambda: listen(http_address))
             server = http_receiver(sock, door, limits, None)
             servers.append(server)
             server.start()
-            click.echo(f"listening for OTLP/HTTP on {address[0]}:{server.port}", err=True)
-        if grpc_server is None and not servers:
-            raise ConfigurationError("--listen needs --grpc-endpoint or --http-endpoint")
+            click.echo(f"listening for OTLP/HTTP on {http_address[0]}:{server.port}", err=True)
         click.echo(f"for {seconds:g} s (Ctrl-C to stop earlier)", err=True)
         stop = threading.Event()
         try:
@@ -122,10 +124,13 @@ def _listen(inspector: Inspector, config: Any, grpc_endpoint: str | None,
     click.echo(f"received {inspector.requests} requests", err=True)
 
 
-def _bound(option: str, endpoint: str, bind: Callable[[], Any]) -> Any:
+def _bound(option: str, endpoint: str | None, bind: Callable[[], Any]) -> Any:
+    """`bind()`, its OSError as a `ConfigurationError` naming the option (as `serve` does)."""
     try:
         return bind()
     except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigurationError(f"{option}: {endpoint} is already in use") from None
         raise ConfigurationError(f"{option}: cannot listen on {endpoint}: "
                                  f"{exc.strerror or exc}") from None
 
