@@ -142,6 +142,75 @@ def test_an_agent_span_without_content_is_explained_without_a_mapping(
     assert "recognise:" not in text
 
 
+# --- the guessed mapping --------------------------------------------------------------------------
+_INPUT_KEYS = ["app.user_question", "myapp.prompt_text", "svc.query", "agent.input_text"]
+_OUTPUT_KEYS = ["app.final_answer", "svc.response", "myapp.completion", "agent.result"]
+_AGENT_SPANS = [  # (name, what makes it an agent span, the convention's own input, output)
+    ("geo", {sc.OI_SPAN_KIND: "AGENT"}, sc.OI_INPUT_VALUE, sc.OI_OUTPUT_VALUE),
+    ("invoke_agent geo", {sc.GEN_AI_OPERATION_NAME: "invoke_agent"}, sc.GEN_AI_INPUT_MESSAGES,
+     sc.GEN_AI_OUTPUT_MESSAGES),
+    ("geo.agent", {sc.TL_SPAN_KIND: "agent"}, sc.TL_ENTITY_INPUT, sc.TL_ENTITY_OUTPUT),
+    ("invoke_agent geo", {"mastra.span.type": "agent_run"}, "mastra.agent_run.input",
+     "mastra.agent_run.output"),
+    ("ai.streamText", {"ai.operationId": "ai.streamText"}, "ai.prompt", "ai.response.text"),
+]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_guessed_mapping_reads_content_kept_under_the_apps_own_keys(seed: int) -> None:
+    """An agent span whose code keeps the question and/or the answer under its own keys: the
+    entry `inspect` prints reads them (and the convention's own key where the span has it)."""
+    import tracescore
+    from tracescore.online._diagnose import Diagnoser, suggest_mapping
+    from tracescore.scoring._inputs import answer_text, question_text
+
+    rng = random.Random(seed)
+    chain = tracescore.build_recognisers()
+    for name, marks, own_input, own_output in _AGENT_SPANS:
+        case = generated_cases(seed, 1)[0]
+        attributes: dict[str, Any] = {**marks, "app.version": "1.2", "http.status_code": 200,
+                                      "gen_ai.usage.input_tokens": 12}
+        moved = rng.choice(("input", "output", "both"))
+        if moved == "output":  # the input where the convention has it
+            attributes[own_input] = (json.dumps([{"role": "user", "content": case["question"]}])
+                                     if own_input == sc.GEN_AI_INPUT_MESSAGES else case["question"])
+        else:
+            attributes[rng.choice(_INPUT_KEYS)] = case["question"]
+        if moved == "input":
+            attributes[own_output] = (
+                json.dumps([{"role": "assistant", "content": case["answer"]}])
+                if own_output == sc.GEN_AI_OUTPUT_MESSAGES else
+                json.dumps({"text": case["answer"]}) if own_output.startswith("mastra.")
+                else case["answer"])
+        else:
+            attributes[rng.choice(_OUTPUT_KEYS)] = case["answer"]
+        assert tracescore.recognise(name, attributes, chain) is None
+        found = Diagnoser(chain)(name, attributes)
+        assert found is not None
+        entry = suggest_mapping(found, name, attributes)
+        call = tracescore.recognise(name, attributes, tracescore.build_recognisers([entry]))
+        assert call is not None, (entry, attributes)
+        assert call.convention == entry["name"]
+        assert (question_text(call.input), answer_text(call.output)) == (
+            case["question"], case["answer"])
+
+
+def test_a_questionless_input_is_not_offered_again() -> None:
+    """When the convention's input is there but holds no question, the entry reads another key
+    that looks like one, never the same attribute again."""
+    from tracescore.online._diagnose import NO_QUESTION, Unreadable, suggest_mapping
+
+    found = Unreadable("genai", NO_QUESTION, sc.GEN_AI_INPUT_MESSAGES, sc.GEN_AI_OUTPUT_MESSAGES,
+                       {sc.GEN_AI_OPERATION_NAME: "invoke_agent"})
+    attributes = {sc.GEN_AI_OPERATION_NAME: "invoke_agent",
+                  sc.GEN_AI_INPUT_MESSAGES: '[{"role": "system", "content": "Be brief."}]',
+                  sc.GEN_AI_OUTPUT_MESSAGES: '[{"role": "assistant", "content": "Paris"}]'}
+    assert suggest_mapping(found, "invoke_agent geo", attributes)["input"] is None
+    attributes["app.user_question"] = "Capital of France?"
+    entry = suggest_mapping(found, "invoke_agent geo", attributes)
+    assert (entry["input"], entry["output"]) == ("app.user_question", sc.GEN_AI_OUTPUT_MESSAGES)
+
+
 # --- receiving ------------------------------------------------------------------------------------
 def _agent_spans(provider: Any, cases: list[dict[str, Any]], marker: str) -> None:
     tracer = provider.get_tracer("listen.test")

@@ -273,7 +273,7 @@ def note(found: Unreadable, name: str, keys: Iterable[str]) -> None:
 
 
 # --- a mapping guessed from the keys a span has ---------------------------------------------------
-_INPUT_WORDS = ("question", "prompt", "input", "query", "messages")
+_INPUT_WORDS = ("question", "prompt", "input", "query")
 _OUTPUT_WORDS = ("answer", "response", "output", "completion", "result", "reply")
 _AGENT_KEYS = (sc.GEN_AI_AGENT_NAME, sc.OI_AGENT_NAME, sc.TL_ENTITY_NAME, sc.PAI_AGENT_NAME,
                "ai.telemetry.functionId")
@@ -284,8 +284,8 @@ _NOT_CONTENT = re.compile(r"(mime_type|tokens?|_type|\.type|\.id|_id|model|finis
 def suggest_mapping(found: Unreadable, name: str, attributes: Mapping[str, Any]
                     ) -> dict[str, Any]:
     """A `recognise.mappings` entry for this span: its framework's condition, and the attribute
-    keys that look like its input and output (the reader's own key when the span has it; None
-    when no key looks like one)."""
+    keys that look like its input and output (the reader's own key when the span has it and
+    its text is not what is missing; None when no key looks like one)."""
     entry: dict[str, Any] = {"name": f"{found.framework}_mapped"}
     condition = dict(found.condition)
     span_name = condition.pop("span_name", None)
@@ -294,28 +294,31 @@ def suggest_mapping(found: Unreadable, name: str, attributes: Mapping[str, Any]
     if condition:
         entry["attributes"] = condition
     texts = {k: v for k, v in attributes.items() if _has_text(v) and not _NOT_CONTENT.search(k)}
-    entry["input"] = _present(found.input, attributes) or _guess(texts, _INPUT_WORDS, ())
-    entry["output"] = _present(found.output, attributes) or _guess(
-        texts, _OUTPUT_WORDS, (entry["input"],))
+    if found.reason == NO_QUESTION:  # the reader's input is there, without a question
+        texts.pop(found.input, None)
+    if found.reason == NO_ANSWER:
+        texts.pop(found.output, None)
+    entry["input"] = (found.input if found.input in texts else None) or _guess(
+        texts, _INPUT_WORDS, _OUTPUT_WORDS, ())
+    entry["output"] = (found.output if found.output in texts else None) or _guess(
+        texts, _OUTPUT_WORDS, _INPUT_WORDS, (entry["input"],))
     agent = next((k for k in _AGENT_KEYS if _has_text(attributes.get(k))), None)
     if agent is not None:
         entry["agent"] = agent
     return entry
 
 
-def _present(key: str, attributes: Mapping[str, Any]) -> str | None:
-    return key if _has_text(attributes.get(key)) else None
-
-
 def _has_text(value: object) -> bool:
     return isinstance(value, str) and bool(value.strip())
 
 
-def _guess(texts: Mapping[str, Any], words: Sequence[str], taken: Sequence[str | None]
-           ) -> str | None:
+def _guess(texts: Mapping[str, Any], words: Sequence[str], others: Sequence[str],
+           taken: Sequence[str | None]) -> str | None:
     """The key that names the first of `words` in its last part (`geo.response`), else
-    anywhere (`input.value`); None when no key does."""
-    keys = [key for key in texts if key not in taken]
+    anywhere (`input.value`), and none of the `others` (`gen_ai.output.messages` is no input);
+    None when no key does."""
+    keys = [key for key in texts if key not in taken
+            and not any(other in key.lower() for other in others)]
     for part in (lambda key: key.lower().rsplit(".", 1)[-1], str.lower):
         for word in words:
             for key in keys:
