@@ -211,6 +211,32 @@ def test_a_questionless_input_is_not_offered_again() -> None:
     assert (entry["input"], entry["output"]) == ("app.user_question", sc.GEN_AI_OUTPUT_MESSAGES)
 
 
+def test_a_read_span_without_question_text_is_scored_with_a_warning(tmp_path: Path) -> None:
+    """A span the chain reads but whose input holds no user text would be scored, and fail in
+    the scorers that need the question: inspect says so."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from tracescore._otlp_json import to_otlp_json
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    provider.get_tracer("t").start_span("invoke_agent geo", attributes={
+        sc.GEN_AI_OPERATION_NAME: "invoke_agent",
+        sc.GEN_AI_INPUT_MESSAGES: json.dumps([{"role": "system", "content": "Be brief."}]),
+        sc.GEN_AI_OUTPUT_MESSAGES: json.dumps([{"role": "assistant", "content": "Paris"}])}).end()
+    path = tmp_path / "traces.jsonl"
+    path.write_text(to_otlp_json(encode_spans(exporter.get_finished_spans())) + "\n")
+    (report,) = _reports(str(path))
+    assert (report["scored"], report["question"], report["answer"]) == (True, "", "Paris")
+    assert report["warnings"] == [
+        "input has no question text: scorers that read the question (relevancy) will fail"]
+    assert "warning:       input has no question text" in _inspect(str(path)).output
+
+
 # --- receiving ------------------------------------------------------------------------------------
 def _agent_spans(provider: Any, cases: list[dict[str, Any]], marker: str) -> None:
     tracer = provider.get_tracer("listen.test")
