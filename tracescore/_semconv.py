@@ -153,3 +153,11 @@ OI_LLM_INPUT_MESSAGES = "llm.input_messages"  # + ".{i}.message.role/content"
 OI_LLM_OUTPUT_MESSAGES = "llm.output_messages"
 LOGFIRE_INPUT = "input"  # logfire's OpenAI Agents integration: the call's messages
 LOGFIRE_OUTPUT = "output"
+
+# --- spans that look like agent calls but cannot be read (online/_diagnose.py) --------------
+OP_INVOKE_WORKFLOW_NAME = "invoke_workflow"  # gen_ai.operation.name of a workflow run
+MASTRA_SPAN_TYPE = "mastra.span.type"  # agent_run, workflow_run, model_generation, ...
+VERCEL_OPERATION_ID = "ai.operationId"  # the Vercel AI SDK's span kind: ai.generateText, ...
+METRIC_UNREADABLE_AGENT_SPANS = "tracescore.agent_spans.unreadable"  # counter
+TS_UNREADABLE_FRAMEWORK = "tracescore.unreadable.framework"  # metric attribute
+TS_UNREADABLE_REASON = "tracescore.unreadable.reason"  # metric attribute

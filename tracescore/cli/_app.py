@@ -1,4 +1,5 @@
-"""The `tracescore` command: `demo`, `eval`, `score`, `serve` and `rescore` (also `python -m tracescore`)."""
+"""The `tracescore` command: `demo`, `eval`, `score`, `serve`, `rescore` and `inspect` (also
+`python -m tracescore`)."""
 
 from __future__ import annotations
 
@@ -320,6 +321,49 @@ def rescore(inputs: Sequence[Path], config_file: Path | None, scorers: Sequence[
     click.echo(f"{line}wrote {summary.spans_delivered} of {summary.spans_written} spans: "
                f"{summary.undelivered}", err=True)
     sys.exit(EXIT_UNDELIVERED)
+
+
+@main.command()
+@click.argument("inputs", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--config", "-c", "config_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Gateway config file (YAML), for its recognise: mappings and builtins.")
+@click.option("--listen", is_flag=True, help="Receive OTLP instead of reading INPUTS.")
+@click.option("--grpc-endpoint", metavar="HOST:PORT", default="0.0.0.0:4317", show_default=True,
+              help="With --listen: OTLP/gRPC receiver address ('off' disables).")
+@click.option("--http-endpoint", metavar="HOST:PORT", default="0.0.0.0:4318", show_default=True,
+              help="With --listen: OTLP/HTTP receiver address ('off' disables).")
+@click.option("--for", "seconds", type=click.FloatRange(min=0, min_open=True), default=60.0,
+              show_default=True, metavar="SECONDS", help="With --listen: how long to receive.")
+@click.option("--all", "all_spans", is_flag=True, help="Also list the spans that are no agent "
+              "calls (default: their count).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
+def inspect(inputs: Sequence[Path], config_file: Path | None, listen: bool, grpc_endpoint: str,
+            http_endpoint: str, seconds: float, all_spans: bool, as_json: bool) -> None:
+    """Show what would be scored of each agent span of INPUTS (OTLP JSON lines, as `rescore`
+    reads them), or of the OTLP received with --listen: the question, answer, agent, earlier
+    turns, tool calls and context the scorers would get, or why a span that looks like an
+    agent call cannot be read, with a recognise.mappings entry that reads it.
+
+    \b
+    Examples:
+      tracescore inspect traces.jsonl --config gateway.yaml
+      tracescore inspect --listen --for 30      (point the agent's OTLP exporter here)
+    \b
+    Exit codes: 0 done; 2 a bad option, a bad input line (FILE:LINE) or no spans in INPUTS.
+    """
+    from tracescore._exceptions import ConfigurationError
+    from tracescore.cli._inspect import run_inspect_command
+
+    if listen == bool(inputs):
+        raise CommandError("give INPUTS or --listen (not both)")
+    try:
+        run_inspect_command(
+            inputs, config_file=config_file, as_json=as_json, all_spans=all_spans,
+            listen=listen, grpc_endpoint=None if grpc_endpoint == "off" else grpc_endpoint,
+            http_endpoint=None if http_endpoint == "off" else http_endpoint, seconds=seconds,
+            warn=lambda text: click.echo(f"warning: {text}", err=True))
+    except ConfigurationError as exc:
+        raise CommandError(str(exc)) from None
 
 
 def _settings(items: Sequence[str]) -> dict[str, object]:

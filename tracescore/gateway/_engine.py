@@ -35,7 +35,9 @@ from tracescore.gateway._journal import HELD, PASS, Entry, Journal
 from tracescore.gateway._metrics import GatewayMetrics
 from tracescore.gateway._split import split_request
 from tracescore.gateway._trace_buffer import ITEM_MARKERS, TraceBuffer, buffer_from
+from tracescore.online import _diagnose as diagnose
 from tracescore.online import _metrics as reasons
+from tracescore.online._diagnose import Diagnoser
 from tracescore.online._event_content import with_event_content
 from tracescore.online._llm_calls import ContentlessAgent, contentless_reader, from_llm_calls
 from tracescore.online._processor import ScoringSpanProcessor
@@ -75,8 +77,11 @@ class Engine:
         self._recognisers = tuple(recognisers)
         self._contentless = contentless_reader(self._recognisers)
         self._markers = recogniser_markers(self._recognisers) | self._contentless.markers
+        self._diagnose = Diagnoser(self._recognisers)  # agent-like spans the chain cannot read
         known = recogniser_markers(self._recognisers) | ITEM_MARKERS
-        self._marker_bytes = tuple(m.encode() for m in known | self._contentless.raw_markers(known))
+        raw = known | self._diagnose.keys | self._contentless.raw_markers(known)
+        self._marker_bytes = tuple(m.encode() for m in raw)
+        self._watched = self._markers | self._diagnose.keys  # keys of spans read or diagnosed
         self.traces: TraceBuffer = buffer_from(trace_options)
         self._output = output
         self._send_inline = send_inline  # True: the next hop has it (nothing held in it)
@@ -209,13 +214,15 @@ class Engine:
         first: no marker key anywhere in the raw protobuf (one substring search each, the
         common case), then per span the trace-id sampling test (spans that pass it feed the
         trace buffer), the marker keys, the chain. An agent span without content is read
-        once the whole request is in the buffer (its LLM calls may come after it)."""
+        once the whole request is in the buffer (its LLM calls may come after it); an agent-like
+        span nothing reads is counted per framework and reason (`Diagnoser`)."""
         found: list[Any] = []
         touched: set[int] = set()
         if raw is not None and not any(marker in raw for marker in self._marker_bytes):
             return found, touched
         markers, threshold, held = self._markers, self._threshold, self._held
-        readable = markers | ITEM_MARKERS  # spans whose attributes are decoded (once)
+        watched = self._watched  # the markers, and the keys of agent-like spans
+        readable = watched | ITEM_MARKERS  # spans whose attributes are decoded (once)
         randomness = _otlp.randomness
         contentless, waiting = self._contentless, self._waiting
         for rs in request.resource_spans:
@@ -229,22 +236,34 @@ class Engine:
                     self.traces.add(span, attributes)
                     if waiting:
                         touched.add(int.from_bytes(span.trace_id, "big"))
-                    if markers.isdisjoint(keys):
+                    if watched.isdisjoint(keys):
                         continue
+                    call: Any = None
                     readable_attributes = _readable(span, attributes)
-                    call: Any = recognise(span.name, readable_attributes, self._recognisers)
-                    if call is None and contentless:
-                        call = contentless(span.name, readable_attributes)
-                    if call is not None:
-                        key = _otlp.key_of(span)
-                        if key not in held and key not in waiting:
-                            found.append((rs, ss, span, index, call))
+                    if not markers.isdisjoint(keys):
+                        call = recognise(span.name, readable_attributes, self._recognisers)
+                        if call is None and contentless:
+                            call = contentless(span.name, readable_attributes)
+                    if call is None:
+                        self._unreadable(span.name, readable_attributes)
+                        continue
+                    key = _otlp.key_of(span)
+                    if key not in held and key not in waiting:
+                        found.append((rs, ss, span, index, call))
         for position, (rs, ss, span, index, call) in enumerate(found):
             if isinstance(call, ContentlessAgent):
                 read = from_llm_calls(call, self.traces.llm_calls_of(span))
                 if read is not None:
                     found[position] = (rs, ss, span, index, read)
         return found, touched
+
+    def _unreadable(self, name: str, attributes: Mapping[str, Any]) -> None:
+        """Count and log (once per framework and reason) an agent-like span the chain rejected."""
+        unreadable = self._diagnose(name, attributes)
+        if unreadable is not None:
+            self._metrics.add_labelled("unreadable_agent_spans",
+                                       (unreadable.framework, unreadable.reason))
+            diagnose.note(unreadable, name, attributes)
 
     def _offer(self, row: int | None, single: ExportTraceServiceRequest,
                call: RecognisedCall | ContentlessAgent, trace: TraceInput = EMPTY) -> None:

@@ -39,6 +39,14 @@ COUNTERS: dict[str, str] = {
                              "receivers.read_timeout_s (answered 408)",
 }
 
+# labelled counter key -> (label names, description)
+# (Prometheus: tracescore_gateway_<key>_total{label="value",...})
+LABELLED: dict[str, tuple[tuple[str, ...], str]] = {
+    "unreadable_agent_spans": (("framework", "reason"), (
+        "Spans that look like agent calls but cannot be read (not scored), by framework and "
+        "reason")),
+}
+
 
 class GatewayMetrics:
     """Thread-safe counters plus gauges read on demand."""
@@ -47,10 +55,22 @@ class GatewayMetrics:
         self._lock = threading.Lock()
         self._counts: dict[str, float] = dict.fromkeys(COUNTERS, 0)
         self._gauges: dict[str, Callable[[], float]] = {}
+        self._labelled: dict[str, dict[tuple[str, ...], float]] = {key: {} for key in LABELLED}
 
     def add(self, key: str, amount: float = 1) -> None:
         with self._lock:
             self._counts[key] = self._counts.get(key, 0) + amount
+
+    def add_labelled(self, key: str, labels: tuple[str, ...], amount: float = 1) -> None:
+        """Add to the `LABELLED` counter `key` for these label values (in its label order)."""
+        with self._lock:
+            counts = self._labelled[key]
+            counts[labels] = counts.get(labels, 0) + amount
+
+    def labelled(self, key: str) -> dict[tuple[str, ...], float]:
+        """The counts of the `LABELLED` counter `key`, by label values."""
+        with self._lock:
+            return dict(self._labelled[key])
 
     def gauge(self, key: str, read: Callable[[], float]) -> None:
         self._gauges[key] = read
@@ -74,6 +94,12 @@ class GatewayMetrics:
             name = f"tracescore_gateway_{key}" + ("_total" if counter else "")
             lines.append(f"# TYPE {name} {'counter' if counter else 'gauge'}")
             lines.append(f"{name} {_number(value)}")
+        for key, (names, _) in LABELLED.items():
+            name = f"tracescore_gateway_{key}_total"
+            lines.append(f"# TYPE {name} counter")
+            for labels, value in sorted(self.labelled(key).items()):
+                pairs = ",".join(f'{n}="{_label(v)}"' for n, v in zip(names, labels))
+                lines.append(f"{name}{{{pairs}}} {_number(value)}")
         for key, value in extra.items():
             name = f"tracescore_gateway_{key}"
             lines.append(f"# TYPE {name} gauge")
@@ -97,6 +123,23 @@ class GatewayMetrics:
         for key in self._gauges:
             meter.create_observable_gauge(f"tracescore.gateway.{key}", [reader(key)])
 
+        def labelled_reader(key: str) -> Callable[[CallbackOptions], Iterable[Observation]]:
+            names = LABELLED[key][0]
+
+            def observe(options: CallbackOptions) -> Iterable[Observation]:
+                return [Observation(value, dict(zip(names, labels)))
+                        for labels, value in self.labelled(key).items()]
+            return observe
+
+        for key, (_, description) in LABELLED.items():
+            meter.create_observable_counter(f"tracescore.gateway.{key}", [labelled_reader(key)],
+                                            description=description)
+
 
 def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def _label(value: str) -> str:
+    """A Prometheus label value, escaped."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")

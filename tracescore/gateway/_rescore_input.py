@@ -30,6 +30,7 @@ class LineReader:
         self._paths = paths
         self._warn = warn
         self.empty_lines = 0
+        self.where = ""  # "FILE:LINE" of the request last read
 
     def requests(self) -> Iterator[tuple[ExportTraceServiceRequest, int]]:
         """Each line of each file as a request, with the bytes read so far (for progress)."""
@@ -44,7 +45,7 @@ class LineReader:
                     done += len(line)
                     if not line.strip():
                         continue
-                    where = f"{path}:{number}"
+                    where = self.where = f"{path}:{number}"
                     tree, request = parse_line(line, where)
                     if not _otlp.count_spans(request):
                         self._no_spans(where, tree)

@@ -74,6 +74,9 @@ class OnlineMetrics:
             key: meter.create_counter(name, unit=unit, description=description)
             for key, (name, unit, description) in _COUNTERS.items()
         }
+        self._unreadable = meter.create_counter(
+            sc.METRIC_UNREADABLE_AGENT_SPANS, unit="{span}",
+            description="Spans that look like agent calls but cannot be read: not scored")
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
         self._broken = False
@@ -109,6 +112,13 @@ class OnlineMetrics:
     @_guarded
     def held_timeout(self, agent: str | None) -> None:
         self._count("held_timeout", _attrs(None, agent))
+
+    @_guarded
+    def unreadable(self, framework: str, reason: str) -> None:
+        """A span that looks like a `framework` agent call, not read for `reason`."""
+        self._bump(f"unreadable.{framework}.{reason}")
+        self._unreadable.add(1, {sc.TS_UNREADABLE_FRAMEWORK: framework,
+                                 sc.TS_UNREADABLE_REASON: reason})
 
     def snapshot(self) -> dict[str, int]:
         with self._lock:

@@ -35,7 +35,9 @@ from tracescore.instrument._calls import (
     add_agent_call_listener,
     remove_agent_call_listener,
 )
+from tracescore.online import _diagnose as diagnose
 from tracescore.online import _metrics as reasons
+from tracescore.online._diagnose import Diagnoser
 from tracescore.online._event_content import with_event_content
 from tracescore.online._events import (
     EventPayload,
@@ -187,6 +189,8 @@ class ScoringSpanProcessor(SpanProcessor):
         self._contentless = contentless_reader(self._recognisers)
         self._markers = recogniser_markers(self._recognisers)
         self._any_markers = self._markers | self._contentless.markers
+        self._diagnose = Diagnoser(self._recognisers)  # agent-like spans the chain cannot read
+        self._watched = self._any_markers | self._diagnose.keys
         self._min_threshold = min(s._threshold for s in self._scorers)
         self._max_candidates = max(1024, 4 * queue_size)
         self._metrics = OnlineMetrics(meter_provider)
@@ -226,7 +230,8 @@ class ScoringSpanProcessor(SpanProcessor):
         return self._scorers
 
     def stats(self) -> dict[str, int]:
-        """Counters (sampled, scored, failed, dropped, dropped.<reason>, held_timeout) and gauges
+        """Counters (sampled, scored, failed, dropped, dropped.<reason>, held_timeout,
+        unreadable.<framework>.<reason>: agent-like spans `recognise` could not read) and gauges
         (held, queued, running) of this processor."""
         counts = self._metrics.snapshot()
         for key in ("sampled", "scored", "failed", "dropped", "held_timeout"):
@@ -551,6 +556,13 @@ class ScoringSpanProcessor(SpanProcessor):
                 return
             _release_budgets(oldest.scorers)
 
+    def _unreadable(self, name: str, attributes: Mapping[str, Any]) -> None:
+        """Count and log (once per framework and reason) an agent-like span the chain rejected."""
+        found = self._diagnose(name, attributes)
+        if found is not None and otel_context.get_value(sc.CTX_EVAL_RUN_ID) is None:
+            self._metrics.unreadable(found.framework, found.reason)
+            diagnose.note(found, name, attributes)
+
     def _recognised_candidate(self, span: ReadableSpan, trace: TraceSpans | None = None
                               ) -> _Candidate | None:
         """A candidate from another instrumentation's agent span (opt-in: `recognise`); an
@@ -566,19 +578,22 @@ class ScoringSpanProcessor(SpanProcessor):
             if scope is not None and scope.name.startswith("tracescore"):
                 return None  # our own agent spans were decided by the listener
             attributes = span.attributes or {}
-            if self._any_markers.isdisjoint(attributes):
-                return None  # no recogniser could accept it: skip the chain
-            if span.events:  # content some instrumentations record as events
-                attributes = with_event_content(attributes,
-                                                ((e.name, e.attributes) for e in span.events))
-            found = recognise(span.name, attributes, self._recognisers)
-            if found is None and trace is not None and self._contentless:
-                agent = self._contentless(span.name, attributes)
-                if agent is not None:
-                    with self._traces_lock:
-                        calls = trace.llm_under(context.span_id)
-                    found = from_llm_calls(agent, calls)
+            if self._watched.isdisjoint(attributes):
+                return None  # neither a recogniser nor a diagnosis could take it: skip the chain
+            found = None
+            if not self._any_markers.isdisjoint(attributes):
+                if span.events:  # content some instrumentations record as events
+                    attributes = with_event_content(
+                        attributes, ((e.name, e.attributes) for e in span.events))
+                found = recognise(span.name, attributes, self._recognisers)
+                if found is None and trace is not None and self._contentless:
+                    agent = self._contentless(span.name, attributes)
+                    if agent is not None:
+                        with self._traces_lock:
+                            calls = trace.llm_under(context.span_id)
+                        found = from_llm_calls(agent, calls)
             if found is None:
+                self._unreadable(span.name, attributes)
                 return None
             if otel_context.get_value(sc.CTX_EVAL_RUN_ID) is not None:
                 return None  # ended inside run_evals, which scores its own calls

@@ -1,0 +1,159 @@
+"""`tracescore inspect`: what the gateway would make of each agent-like span of some traces.
+
+`Inspector` takes OTLP requests (read from files, or received), tries each span on the gateway's
+recognise chain and, when the chain rejects a span that looks like an agent call, asks the
+`Diagnoser` why. `reports()` then gives, per agent-like span, what the scorers would be given
+(question, answer, agent, earlier turns, tool calls and context, read by the same readers the
+gateway uses, from every span of its trace) or why it would not be scored, with a
+`recognise.mappings` entry guessed from its attribute keys.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+from tracescore.gateway import _otlp
+from tracescore.gateway._trace_buffer import ITEM_MARKERS, BufferLimits, TraceBuffer
+from tracescore.online._diagnose import (
+    REASONS,
+    Diagnoser,
+    Unreadable,
+    answer_of,
+    question_of,
+    suggest_mapping,
+)
+from tracescore.online._recognise import RecognisedCall, recognise, recogniser_markers
+from tracescore.online._trace_input import TraceLimits
+
+
+@dataclass(frozen=True)
+class SpanReport:
+    """One agent-like span: what it would be scored with, or why it would not be scored."""
+
+    where: str  # FILE:LINE, or "request N" (the Nth received)
+    name: str
+    trace_id: str
+    span_id: str
+    scored: bool
+    framework: str  # the convention that reads it, or the one it looks like
+    agent: str | None = None
+    question: str | None = None
+    answer: str | None = None
+    conversation: list[dict[str, str]] = field(default_factory=list)  # before the question
+    ground_truth: Any = None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    context: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    reason: str | None = None  # why not (a `REASONS` key) ...
+    why: str | None = None  # ... in words
+    attribute_keys: list[str] = field(default_factory=list)
+    mapping: dict[str, Any] | None = None  # a recognise.mappings entry that would read it
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class _Found:
+    where: str
+    span: Span
+    attributes: Mapping[str, Any]
+    outcome: RecognisedCall | Unreadable
+
+
+class Inspector:
+    """Collects the agent-like spans of the requests it is given (thread-safe)."""
+
+    def __init__(self, recognisers: Sequence[Any], *, keep_others: bool = False) -> None:
+        self._chain = tuple(recognisers)
+        self._markers = recogniser_markers(self._chain)
+        self._diagnose = Diagnoser(self._chain)
+        self._readable = self._diagnose.keys | ITEM_MARKERS
+        # every span of a trace until the end (no age limit): tool calls may come after the agent
+        self._traces = TraceBuffer(TraceLimits(), BufferLimits(max_age_s=1.0), clock=lambda: 0.0)
+        self._found: list[_Found] = []
+        self._keep_others = keep_others
+        self.others: list[tuple[str, str]] = []  # (where, span name) with `keep_others`
+        self.other_count = 0
+        self.spans = 0
+        self.requests = 0
+        self._lock = threading.Lock()
+
+    def add(self, request: ExportTraceServiceRequest, where: str | None = None) -> None:
+        """Take the spans of one request; `where` it came from (default "request N")."""
+        with self._lock:
+            self.requests += 1
+            where = where or f"request {self.requests}"
+            for _, _, span in _otlp.spans_of(request):
+                self._add(span, where)
+
+    def _add(self, span: Span, where: str) -> None:
+        self.spans += 1
+        keys = {kv.key for kv in span.attributes}
+        attributes = (_otlp.attributes_of(span.attributes)
+                      if not self._readable.isdisjoint(keys) else None)
+        self._traces.add(span, attributes)
+        outcome: RecognisedCall | Unreadable | None = None
+        if attributes is not None and not self._diagnose.keys.isdisjoint(keys):
+            outcome = (recognise(span.name, attributes, self._chain)
+                       if not self._markers.isdisjoint(keys) else None)
+            if outcome is None:
+                outcome = self._diagnose(span.name, attributes)
+        if outcome is None:
+            self.other_count += 1
+            if self._keep_others:
+                self.others.append((where, span.name))
+            return
+        self._found.append(_Found(where, span, attributes or {}, outcome))
+
+    def reports(self) -> list[SpanReport]:
+        """A report per agent-like span, in the order they came."""
+        with self._lock:
+            return [self._report(found) for found in self._found]
+
+    def _report(self, found: _Found) -> SpanReport:
+        span, outcome = found.span, found.outcome
+        trace_id, span_id = span.trace_id.hex(), span.span_id.hex()
+        if isinstance(outcome, Unreadable):
+            return SpanReport(
+                found.where, span.name, trace_id, span_id, False, outcome.framework,
+                reason=outcome.reason, why=outcome.description,
+                attribute_keys=sorted(found.attributes),
+                mapping=suggest_mapping(outcome, span.name, found.attributes))
+        trace = self._traces.input_of(span)
+        question, answer = question_of(outcome.input), answer_of(outcome.output)
+        warnings = []
+        if not question:
+            warnings.append(f"{REASONS['no_question_text']}: scorers that read the question "
+                            f"(relevancy) will fail")
+        if not answer:
+            warnings.append(f"{REASONS['no_output_text']}: scorers will have no answer to judge")
+        if trace.truncated:
+            warnings.append("tool calls and context cut at the trace limits")
+        return SpanReport(
+            found.where, span.name, trace_id, span_id, True, outcome.convention,
+            agent=outcome.agent, question=question, answer=answer,
+            conversation=_earlier(outcome.input), ground_truth=outcome.ground_truth,
+            tool_calls=[_tool_call(call) for call in trace.tool_calls],
+            context=list(trace.context), warnings=warnings)
+
+
+def _earlier(value: object) -> list[dict[str, str]]:
+    """The messages before the question (system prompt, earlier turns) of a conversation."""
+    if isinstance(value, list) and len(value) > 1 and all(isinstance(m, dict) for m in value):
+        return [{"role": str(m.get("role")), "content": str(m.get("content"))}
+                for m in value[:-1]]
+    return []
+
+
+def _tool_call(call: Any) -> dict[str, Any]:
+    entry = {"name": call.name, "arguments": call.arguments, "result": call.result}
+    if call.error is not None:
+        entry["error"] = call.error
+    return entry
