@@ -368,7 +368,8 @@ def test_the_gateway_engine_diagnoses_no_ordinary_span(monkeypatch: pytest.Monke
     output, metrics = Output(), GatewayMetrics()
     engine = Engine(scorers=[tracescore.ContentSimilarityScorer()],
                     recognisers=tracescore.build_recognisers(), output=output, metrics=metrics,
-                    processor_options={"isolation": "thread"})
+                    processor_options={"isolation": "thread"},
+                    trace_options={"llm_wait_s": 0})  # a span without content: decided at once
     plain = request([("GET /", {"http.method": "GET"}), ("db", {"db.system": "sqlite"})] * 5)
     engine.accept(plain, plain.SerializeToString())
     assert seen == []

@@ -318,6 +318,9 @@ class Engine:
         elif room:
             self._metrics.add("llm_wait")
         else:
+            if not self._closed and wait_s <= 0:
+                span = _otlp.only_span(single)
+                self._unreadable(span.name, _readable(span, None))
             self._unscored(row, single, agent,
                            reasons.SHUTDOWN if self._closed else
                            reasons.NO_LLM_CALLS if wait_s <= 0 else reasons.HELD_OVERFLOW)
@@ -369,6 +372,7 @@ class Engine:
                 return
             if reason == reasons.NO_LLM_CALLS:
                 self._metrics.add("llm_wait_expired")
+                self._unreadable(span.name, _readable(span, None))
             self._unscored(entry.row, entry.single, entry.agent, reason)
         except Exception:  # noqa: BLE001 - the span goes on as it came, whatever happens
             _log.warning("tracescore: could not settle a waiting agent span", exc_info=True)
