@@ -17,7 +17,6 @@ its question and answer are on the model-call spans below it (`generate_content`
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
@@ -42,18 +41,10 @@ from tracescore.online._recognise import AgentMapping, recognise
 from tracescore.scoring._inputs import answer_text, question_text
 from tracescore.testing import GatewayProcess, OTLPReceiver, ReceivedSpan, StubLLMServer
 from tracescore.testing._decode import spans_from_otlp_json
-from tracescore.testing._tools import cached_venv
+from tracescore.testing._side_envs import adk_strands_venv
 
 # One venv for both: ADK caps the OpenTelemetry SDK at 1.44, which Strands accepts; the OTLP
 # exporters are pinned to match it.
-REQUIREMENTS: tuple[str, ...] = (
-    "google-adk==2.13.0",
-    "strands-agents==1.62.0",
-    "opentelemetry-api==1.44.0",
-    "opentelemetry-sdk==1.44.0",
-    "opentelemetry-exporter-otlp-proto-http==1.44.0",
-    "opentelemetry-exporter-otlp-proto-grpc==1.44.0",
-)
 RUNNER = Path(__file__).resolve().parent.parent / "tracescore" / "testing" / "_reach_adk.py"
 # run -> (framework, the environment a user sets for it)
 RUNS: dict[str, tuple[str, dict[str, str]]] = {
@@ -101,8 +92,7 @@ def recorded_answer(framework: str, case: dict[str, Any]) -> str:
 
 @pytest.fixture(scope="module")
 def side_python() -> Path:
-    digest = hashlib.sha256("\n".join(REQUIREMENTS).encode()).hexdigest()[:12]
-    return cached_venv(f"adk-strands-venv-{digest}", list(REQUIREMENTS)) / "bin" / "python"
+    return adk_strands_venv() / "bin" / "python"
 
 
 @pytest.fixture(scope="module")

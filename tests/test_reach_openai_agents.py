@@ -12,7 +12,6 @@ statements the agent's final answer.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import os
@@ -36,9 +35,9 @@ import tracescore
 from tracescore import _semconv as sc
 from tracescore.testing import GatewayProcess, OTLPReceiver, ReceivedSpan, StubLLMServer
 from tracescore.testing._decode import spans_from_otlp_json
-from tracescore.testing._reach_agents import INSTRUMENTATIONS, REQUIREMENTS
+from tracescore.testing._reach_agents import INSTRUMENTATIONS
+from tracescore.testing._side_envs import reach_agents_venv
 from tracescore.testing._stub_llm import Reply
-from tracescore.testing._tools import cached_venv
 
 pytestmark = pytest.mark.slow  # installs the Agents SDK in a side venv on first use (minutes)
 
@@ -144,8 +143,7 @@ def expected_pairs(instrumentation: str, cases: list[dict[str, Any]]) -> list[tu
 # --- fixtures ----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def venv() -> Path:
-    digest = hashlib.sha256("\n".join(REQUIREMENTS).encode()).hexdigest()[:12]
-    return cached_venv(f"reach-agents-venv-{digest}", list(REQUIREMENTS))
+    return reach_agents_venv()
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,76 @@
+"""Every cached side environment the test suite runs real libraries in, built several at once.
+
+The tests build each environment on first use (cached under `cache_dir()`, keyed by its pins);
+`python -m tracescore.testing._side_envs` (`make side-envs`, part of `make test`) builds the
+missing ones up front, in parallel, so a fresh machine pays the installs once and side by side.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent import futures
+from pathlib import Path
+
+from tracescore.testing import _conventions, _phoenix, _reach_agents
+from tracescore.testing._tools import cached_venv
+
+# Google ADK and Strands Agents share one venv: ADK caps the OpenTelemetry SDK at 1.44, which
+# Strands accepts.
+ADK_STRANDS_REQUIREMENTS: tuple[str, ...] = (
+    "google-adk==2.13.0",
+    "strands-agents==1.62.0",
+    "opentelemetry-api==1.44.0",
+    "opentelemetry-sdk==1.44.0",
+    "opentelemetry-exporter-otlp-proto-http==1.44.0",
+    "opentelemetry-exporter-otlp-proto-grpc==1.44.0",
+)
+
+
+def pinned_venv(prefix: str, requirements: Sequence[str]) -> Path:
+    """The cached venv `{prefix}-{digest of the pins}` with `requirements` installed."""
+    digest = hashlib.sha256("\n".join(requirements).encode()).hexdigest()[:12]
+    return cached_venv(f"{prefix}-{digest}", list(requirements))
+
+
+def reach_agents_venv() -> Path:
+    """The OpenAI Agents SDK with its OpenInference and logfire instrumentations."""
+    return pinned_venv("reach-agents-venv", _reach_agents.REQUIREMENTS)
+
+
+def adk_strands_venv() -> Path:
+    """Google ADK and Strands Agents."""
+    return pinned_venv("adk-strands-venv", ADK_STRANDS_REQUIREMENTS)
+
+
+BUILDERS: dict[str, Callable[[], Path]] = {
+    "conventions venv": _conventions.conventions_venv,
+    "conventions npm folder": _conventions.conventions_node_prefix,
+    "OpenAI Agents SDK venv": reach_agents_venv,
+    "Google ADK and Strands venv": adk_strands_venv,
+    "Phoenix venv": _phoenix.phoenix_venv,
+}
+
+
+def main() -> int:
+    """Build the missing environments, 3 at a time; exit 1 naming any that failed."""
+    started = time.monotonic()
+    failed: list[str] = []
+    with futures.ThreadPoolExecutor(max_workers=3) as pool:
+        running = {pool.submit(build): name for name, build in BUILDERS.items()}
+        for done in futures.as_completed(running):
+            name = running[done]
+            try:
+                done.result()
+            except Exception as exc:  # noqa: BLE001 - reported, the others go on
+                failed.append(name)
+                print(f"side environment {name}: {exc}", file=sys.stderr)
+    print(f"side environments ready in {time.monotonic() - started:.0f}s"
+          + (f"; failed: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
