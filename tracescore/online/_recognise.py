@@ -85,19 +85,43 @@ def _read_genai(name: str, attributes: Mapping[str, Any]) -> RecognisedCall | No
 
 # --- OpenInference ---------------------------------------------------------------------------------
 def _read_openinference(name: str, attributes: Mapping[str, Any]) -> RecognisedCall | None:
+    """AGENT spans; and the top span of a LangGraph run (a CHAIN span from a conversation state
+    to a state that ends with the agent's answer). A span inside a LangGraph node is a step of
+    a run, never the agent call, even when named "agent" (which makes it an AGENT span)."""
     kind = attributes.get(sc.OI_SPAN_KIND)
-    if not isinstance(kind, str) or kind.upper() != sc.OI_KIND_AGENT:
+    if not isinstance(kind, str) or kind.upper() not in (sc.OI_KIND_AGENT, sc.OI_KIND_CHAIN):
         return None
     raw_in = attributes.get(sc.OI_INPUT_VALUE)
     raw_out = attributes.get(sc.OI_OUTPUT_VALUE)
-    if raw_in is None or raw_out is None:
+    if raw_in is None or raw_out is None or _langgraph_step(attributes):
+        return None
+    value_in = _oi_value(raw_in, attributes.get(sc.OI_INPUT_MIME_TYPE))
+    value_out = _oi_value(raw_out, attributes.get(sc.OI_OUTPUT_MIME_TYPE))
+    if kind.upper() == sc.OI_KIND_CHAIN and not _graph_run(value_in, value_out):
         return None
     return RecognisedCall(
         "openinference", _name(attributes.get(sc.OI_AGENT_NAME), name),
-        _messages.as_input(_oi_value(raw_in, attributes.get(sc.OI_INPUT_MIME_TYPE))),
-        _as_output(_oi_value(raw_out, attributes.get(sc.OI_OUTPUT_MIME_TYPE))),
-        _ground_truth(attributes),
+        _messages.as_input(value_in), _as_output(value_out), _ground_truth(attributes),
     )
+
+
+def _langgraph_step(attributes: Mapping[str, Any]) -> bool:
+    """The span ran inside a node of a LangGraph graph (LangChain's run metadata names it)."""
+    metadata = attributes.get(sc.OI_METADATA)
+    if not isinstance(metadata, str) or sc.LANGGRAPH_NODE not in metadata:
+        return False
+    decoded = _json_or_raw(metadata)
+    return isinstance(decoded, dict) and sc.LANGGRAPH_NODE in decoded
+
+
+def _graph_run(value_in: object, value_out: object) -> bool:
+    """Input and output are conversation states (`{"messages": [...]}`), the output's last
+    message the assistant's."""
+    if not (isinstance(value_in, dict) and isinstance(value_out, dict)):
+        return False
+    messages = _messages.message_list(value_out)
+    return (messages is not None and _messages.message_list(value_in) is not None
+            and _messages.role_of(messages[-1]) == _messages.ASSISTANT)
 
 
 def _oi_value(raw: object, mime_type: object) -> object:
@@ -114,11 +138,18 @@ def _read_traceloop(name: str, attributes: Mapping[str, Any]) -> RecognisedCall 
         return None
     return RecognisedCall("traceloop", _name(attributes.get(sc.TL_ENTITY_NAME), name),
                           _messages.as_input(_call_arguments(_json_or_raw(raw_in))),
-                          _as_output(_json_or_raw(raw_out, '{["')), _ground_truth(attributes))
+                          _as_output(_call_arguments(_json_or_raw(raw_out, '{["'))),
+                          _ground_truth(attributes))
 
 
 def _call_arguments(value: object) -> object:
-    """traceloop's `{"args": [...], "kwargs": {...}}`: the one argument when there is one."""
+    """traceloop's `{"args": [...], "kwargs": {...}}`: the one argument when there is one; its
+    LangChain instrumentation's `{"inputs": ...}` / `{"outputs": ...}` (with the run's `tags`,
+    `metadata`, `kwargs` beside it): that value."""
+    if isinstance(value, dict):
+        for key in sc.TL_LANGCHAIN_VALUES:
+            if key in value and set(value) <= {key, "tags", "metadata", "kwargs"}:
+                return value[key]
     if isinstance(value, dict) and set(value) <= {"args", "kwargs"}:
         args, kwargs = value.get("args") or [], value.get("kwargs") or {}
         if isinstance(args, list) and isinstance(kwargs, dict):
@@ -406,8 +437,9 @@ def _json_or_raw(raw: object, starts: str = "{[") -> object:
 
 
 def _as_output(value: object) -> object:
-    """A recorded output for the scorers: a message list as its final text, else as it is."""
-    return _messages.final_text(value) if _messages.is_message_list(value) else value
+    """A recorded output for the scorers: a message list (or a `{"messages": [...]}` state) as
+    its final text, anything else as it is."""
+    return _messages.final_text(value) if _messages.message_list(value) is not None else value
 
 
 def text_of(message: object) -> str:
