@@ -119,3 +119,20 @@ def test_langgraph_runs_are_scored_at_their_workflow_span_with_openllmetry(
     assert {"execute_tool lookup", "invoke_agent geo", "_FakeModel.chat"} <= names
     assert_scored(sent, received, {"geo.workflow"}, stub,
                   [(c["question"], c["answer"]) for c in cases])
+
+
+def test_crewai_tasks_are_scored_on_their_own_description_with_openinference(
+        venv_python: Path, gateway: GatewayProcess, receiver: OTLPReceiver,
+        stub: StubLLMServer) -> None:
+    """Each task an agent performs (its AGENT span `{role}._execute_core`) is scored on the
+    task's description and the agent's final answer, never on CrewAI's own prompts, the backstory
+    (the system prompt) or the tool's return; an earlier task of the crew is scored on its own."""
+    cases = generated_cases(seed=23, count=6)
+    sent, received = run_through_gateway("crewai", cases, venv_python, gateway, receiver, stub)
+    results = [str(s.attributes.get("output.value")) for s in sent
+               if s.name == "geo._execute_core"]
+    assert all(any(c["tool"]["result"] in r for r in results) for c in cases if "tool" in c)
+    pairs = [(c["question"], c["answer"]) for c in cases]
+    pairs += [(c["history"][0]["content"], c["history"][1]["content"]) for c in cases
+              if "history" in c]
+    assert_scored(sent, received, {"geo._execute_core"}, stub, pairs)

@@ -17,6 +17,11 @@ are tried in order under its convention name (`recognise.builtins: [mastra, verc
   `*.doStream` children are the model calls and `ai.toolCall` the tool calls: not agent calls.
   AI SDK 7's modern `OpenTelemetry` integration writes GenAI `invoke_agent` spans instead,
   read by the "genai" convention.
+- crewai: CrewAI with `openinference-instrumentation-crewai`. Each task an agent performs is an
+  OpenInference AGENT span `{role}._execute_core`, whose `input.value` holds the agent's settings
+  (no question) and whose `output.value` the task's result: its `description` (the question
+  asked of the agent) and `raw` (the answer); its `messages` are CrewAI's own prompts. Read
+  before the generic OpenInference convention (`FIRST`).
 """
 
 from __future__ import annotations
@@ -39,4 +44,13 @@ FRAMEWORKS: dict[str, tuple[dict[str, Any], ...]] = {
          "input": "ai.prompt", "output": "ai.response.object", "as_text": ["output"],
          "agent": "ai.telemetry.functionId"},
     ),
+    "crewai": (
+        {"name": "crewai", "span_name": r".+\._execute_core",
+         "attributes": {"openinference.span.kind": "AGENT"},
+         "input": "output.value", "input_field": "description",
+         "output": "output.value", "output_field": "raw", "as_text": ["input", "output"],
+         "agent": "input.value", "agent_field": "agent.role"},
+    ),
 }
+# frameworks whose spans a generic convention would also accept: tried before the generic ones
+FIRST: tuple[str, ...] = ("crewai",)

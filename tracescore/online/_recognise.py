@@ -13,8 +13,8 @@ agent's final text (never a tool call).
 
 Built in: GenAI semconv `invoke_agent` ("genai"), OpenInference ("openinference"), OpenLLMetry /
 traceloop ("traceloop"), pydantic-ai / logfire ("pydantic_ai"), and the frameworks described as
-mappings in `_frameworks` (Mastra "mastra", the Vercel AI SDK "vercel_ai"). Users add their own
-mappings (`AgentMapping`, or the same keys as a dict from a config file).
+mappings in `_frameworks` (Mastra "mastra", the Vercel AI SDK "vercel_ai", CrewAI "crewai").
+Users add their own mappings (`AgentMapping`, or the same keys as a dict from a config file).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
 from tracescore.online import _messages
-from tracescore.online._frameworks import FRAMEWORKS
+from tracescore.online._frameworks import FIRST, FRAMEWORKS
 
 _log = logging.getLogger("tracescore")
 _MISSING: Any = object()
@@ -203,6 +203,9 @@ class AgentMapping:
     - `name`: the convention name reported in `RecognisedCall.convention`.
     - `as_text`: which of "input", "output" are taken as the attribute's text as it is, never
       decoded from JSON (an answer that happens to be JSON text is still that text).
+    - `input_field` / `output_field` / `agent_field`: a member (dotted path, e.g. `agent.role`)
+      of the JSON object in that attribute holding the value, when the attribute holds more;
+      the span must carry the member.
     """
 
     input: str
@@ -213,6 +216,9 @@ class AgentMapping:
     span_name: str | None = None
     name: str = "mapping"
     as_text: Sequence[str] = ()
+    input_field: str | None = None
+    output_field: str | None = None
+    agent_field: str | None = None
     _pattern: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -232,10 +238,10 @@ class AgentMapping:
         return frozenset({self.input})
 
     def __call__(self, name: str, attributes: Mapping[str, Any], /) -> RecognisedCall | None:
-        raw_in = attributes.get(self.input)
+        raw_in = _member(attributes.get(self.input), self.input_field)
         if raw_in is None:
             return None
-        raw_out = attributes.get(self.output)
+        raw_out = _member(attributes.get(self.output), self.output_field)
         if raw_out is None:
             return None
         for key, expected in self.attributes.items():
@@ -243,7 +249,8 @@ class AgentMapping:
                 return None
         if self._pattern is not None and self._pattern.fullmatch(name) is None:
             return None
-        agent = attributes.get(self.agent) if self.agent is not None else None
+        agent = (_member(attributes.get(self.agent), self.agent_field)
+                 if self.agent is not None else None)
         text = self.as_text
         return RecognisedCall(self.name, _name(agent, name),
                               _messages.as_input(raw_in if "input" in text else _json_or_raw(raw_in)),
@@ -252,7 +259,7 @@ class AgentMapping:
 
 
 _MAPPING_KEYS = ("name", "span_name", "attributes", "input", "output", "ground_truth", "agent",
-                 "as_text")
+                 "as_text", "input_field", "output_field", "agent_field")
 _TEXT_FIELDS = ("input", "output")
 
 
@@ -297,7 +304,8 @@ def _check_mapping(spec: Mapping[Any, Any], where: str) -> None:
     for key in ("input", "output"):
         if key not in spec:
             raise ConfigurationError(f"{where}.{key} is required (the attribute holding the {key})")
-    for key in ("name", "input", "output", "ground_truth", "agent", "span_name"):
+    for key in ("name", "input", "output", "ground_truth", "agent", "span_name", "input_field",
+                "output_field", "agent_field"):
         value = spec.get(key)
         if key in spec and (not isinstance(value, str) or not value):
             raise ConfigurationError(f"{where}.{key} must be a non-empty string, got {value!r}")
@@ -328,6 +336,8 @@ BUILTINS.update({
     name: _Framework(name, tuple(_mapping(spec, f"{name}[{i}]") for i, spec in enumerate(specs)))
     for name, specs in FRAMEWORKS.items()
 })
+# a framework that writes a generic convention's spans its own way is read by its entries first
+BUILTINS.update({name: BUILTINS.pop(name) for name in [*BUILTINS] if name not in FIRST})
 
 
 # --- building and running a chain -----------------------------------------------------------------
@@ -339,7 +349,8 @@ def build_recognisers(mappings: Iterable[Any] = (), *, where: str = "recognise",
     `mappings`: `AgentMapping` objects, dicts with the same keys (from a config file), any
     `Recogniser`, or names of built-in conventions. `where`: the config key they came from,
     named in every `ConfigurationError`. `builtins`: True for every built-in convention, False
-    for none, or their names (genai, openinference, traceloop, pydantic_ai, mastra, vercel_ai);
+    for none, or their names (genai, openinference, traceloop, pydantic_ai, mastra, vercel_ai,
+    crewai);
     `builtins_key` names it in errors (default `{where}.builtins`).
     """
     chain = as_recognisers(mappings, where)
@@ -417,6 +428,19 @@ def _name(value: object, default: str) -> str:
 
 def _ground_truth(attributes: Mapping[str, Any]) -> Any:
     return _json_or_raw(attributes.get(sc.TS_GROUND_TRUTH))
+
+
+def _member(raw: object, path: str | None) -> object:
+    """The member at the dotted `path` of a JSON object attribute (None when it has none), or
+    the attribute itself when there is no path."""
+    if path is None or raw is None:
+        return raw
+    value = _json_or_raw(raw)
+    for step in path.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(step)
+    return value
 
 
 def _same(value: object, expected: object) -> bool:

@@ -107,7 +107,65 @@ def run_langchain(endpoint: str, tee: str, cases: list[Case], instrumentation: s
     provider.shutdown()
 
 
+def run_crewai(endpoint: str, tee: str, cases: list[Case]) -> None:
+    """One crew per case, its agent's backstory the system prompt and a custom `BaseLLM` that
+    answers in CrewAI's ReAct text format (a tool round first when the case has one). A case
+    with earlier turns is a crew with an earlier task (its question and answer) before it."""
+    import os
+
+    os.environ["CREWAI_DISABLE_TELEMETRY"] = "true"
+    os.environ["CREWAI_TRACING_ENABLED"] = "false"
+    provider = _provider(endpoint, tee)
+    from openinference.instrumentation.crewai import CrewAIInstrumentor
+
+    CrewAIInstrumentor().instrument(tracer_provider=provider)
+    from crewai import Agent, Crew, Task
+    from crewai.llms.base_llm import BaseLLM
+    from crewai.tools import tool
+
+    replies: list[str] = []
+
+    class _ScriptedLLM(BaseLLM):
+        def call(self, messages: Any, tools: Any = None, callbacks: Any = None,
+                 available_functions: Any = None, from_task: Any = None, from_agent: Any = None,
+                 response_model: Any = None) -> str:
+            return replies.pop(0)
+
+        def supports_function_calling(self) -> bool:
+            return False
+
+    current: Case = {}
+
+    @tool("lookup")
+    def lookup(city: str) -> str:
+        """Look a city up."""
+        return str(current["tool"]["result"])
+
+    for case in cases:
+        current.clear()
+        current.update(case)
+        agent = Agent(role=AGENT_NAME, goal="Answer questions about places.",
+                      backstory=case.get("system") or "A geographer.",
+                      llm=_ScriptedLLM(model="scripted"), tools=[lookup])
+        tasks = []
+        history = case.get("history", ())
+        for earlier, answer in zip(history[::2], history[1::2], strict=True):
+            tasks.append(Task(description=earlier["content"], expected_output="an answer",
+                              agent=agent))
+            replies.append(f"Thought: I know it.\nFinal Answer: {answer['content']}")
+        tasks.append(Task(description=case["question"], expected_output="an answer", agent=agent))
+        if case.get("tool"):
+            arguments = json.dumps({"city": case["tool"]["argument"]})
+            replies.append(f"Thought: look it up.\nAction: lookup\nAction Input: {arguments}")
+        replies.append(f"Thought: I know it.\nFinal Answer: {case['answer']}")
+        result = Crew(agents=[agent], tasks=tasks).kickoff()
+        assert result.raw == case["answer"], (result.raw, case["answer"])
+        assert not replies
+    provider.shutdown()
+
+
 RUNNERS: dict[str, Callable[[str, str, list[Case]], None]] = {
+    "crewai": run_crewai,
     "langchain_openinference": lambda e, t, c: run_langchain(e, t, c, "openinference"),
     "langchain_openllmetry": lambda e, t, c: run_langchain(e, t, c, "openllmetry"),
 }
