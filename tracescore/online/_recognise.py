@@ -95,9 +95,12 @@ def _read_openinference(name: str, attributes: Mapping[str, Any]) -> RecognisedC
     raw_out = attributes.get(sc.OI_OUTPUT_VALUE)
     if raw_in is None or raw_out is None or _langgraph_step(attributes):
         return None
+    chain = kind.upper() == sc.OI_KIND_CHAIN
+    if chain and not all(isinstance(r, str) and '"messages"' in r for r in (raw_in, raw_out)):
+        return None  # cheap: no conversation state, no JSON decoded
     value_in = _oi_value(raw_in, attributes.get(sc.OI_INPUT_MIME_TYPE))
     value_out = _oi_value(raw_out, attributes.get(sc.OI_OUTPUT_MIME_TYPE))
-    if kind.upper() == sc.OI_KIND_CHAIN and not _graph_run(value_in, value_out):
+    if chain and not _graph_run(value_in, value_out):
         return None
     return RecognisedCall(
         "openinference", _name(attributes.get(sc.OI_AGENT_NAME), name),
@@ -116,12 +119,13 @@ def _langgraph_step(attributes: Mapping[str, Any]) -> bool:
 
 def _graph_run(value_in: object, value_out: object) -> bool:
     """Input and output are conversation states (`{"messages": [...]}`), the output's last
-    message the assistant's."""
+    message the assistant's text (not a tool call)."""
     if not (isinstance(value_in, dict) and isinstance(value_out, dict)):
         return False
     messages = _messages.message_list(value_out)
     return (messages is not None and _messages.message_list(value_in) is not None
-            and _messages.role_of(messages[-1]) == _messages.ASSISTANT)
+            and _messages.role_of(messages[-1]) == _messages.ASSISTANT
+            and bool(_messages.text_of(messages[-1])))
 
 
 def _oi_value(raw: object, mime_type: object) -> object:

@@ -164,8 +164,55 @@ def run_crewai(endpoint: str, tee: str, cases: list[Case]) -> None:
     provider.shutdown()
 
 
+def run_llama_index(endpoint: str, tee: str, cases: list[Case]) -> None:
+    """A `FunctionAgent` per case over LlamaIndex's `MockFunctionCallingLLM`, which calls the
+    tool first when the case has one; system prompt and earlier turns given to the agent."""
+    import asyncio
+
+    provider = _provider(endpoint, tee)
+    from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
+
+    LlamaIndexInstrumentor().instrument(tracer_provider=provider)
+    from llama_index.core.agent.workflow import FunctionAgent
+    from llama_index.core.base.llms.types import ToolCallBlock
+    from llama_index.core.llms import ChatMessage, MessageRole
+    from llama_index.core.llms.mock import MockFunctionCallingLLM
+    from llama_index.core.tools import FunctionTool
+
+    current: Case = {}
+
+    def lookup(city: str) -> str:
+        """Look a city up."""
+        return str(current["tool"]["result"])
+
+    def reply(messages: Sequence[Any], **kwargs: Any) -> Any:
+        if current.get("tool") and not any(m.role == MessageRole.TOOL for m in messages):
+            return ChatMessage(role=MessageRole.ASSISTANT, blocks=[ToolCallBlock(
+                tool_call_id="call_1", tool_name="lookup",
+                tool_kwargs={"city": current["tool"]["argument"]})])
+        return ChatMessage(role=MessageRole.ASSISTANT, content=current["answer"])
+
+    for case in cases:
+        current.clear()
+        current.update(case)
+        agent = FunctionAgent(
+            name=AGENT_NAME, description="Answers questions about places.",
+            tools=[FunctionTool.from_defaults(lookup)], system_prompt=case.get("system"),
+            llm=MockFunctionCallingLLM(response_generator=reply, is_chat_model=True))
+        history = [ChatMessage(role=t["role"], content=t["content"])
+                   for t in case.get("history", ())]
+
+        async def run(agent: Any = agent, history: list[Any] = history) -> Any:
+            return await agent.run(user_msg=current["question"], chat_history=history)
+
+        result = asyncio.run(run())
+        assert str(result) == case["answer"], (str(result), case["answer"])
+    provider.shutdown()
+
+
 RUNNERS: dict[str, Callable[[str, str, list[Case]], None]] = {
     "crewai": run_crewai,
+    "llama_index": run_llama_index,
     "langchain_openinference": lambda e, t, c: run_langchain(e, t, c, "openinference"),
     "langchain_openllmetry": lambda e, t, c: run_langchain(e, t, c, "openllmetry"),
 }
