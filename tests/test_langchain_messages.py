@@ -40,12 +40,15 @@ def conversation(seed: int) -> tuple[list[dict[str, Any]], str, str]:
         turns += [{"role": "assistant", "content": "", "tool_calls": [call]},
                   {"role": "tool", "content": _text(rng, "T"), "tool_call_id": f"c{round_}"}]
     turns.append({"role": "assistant", "content": answer if rng.random() < 0.5
-                  else [{"type": "text", "text": answer}]})
+                  else [{"type": "text", "text": answer}], "chunk": rng.random() < 0.5})
     return turns, question, answer
 
 
 def as_langchain(turn: dict[str, Any], shape: str) -> dict[str, Any]:
-    fields = {k: v for k, v in turn.items() if k != "role"} | {"type": _TYPES[turn["role"]]}
+    kind = _TYPES[turn["role"]]
+    if kind == "ai" and turn.get("chunk"):  # a streamed message: its class as its type
+        kind = "AIMessageChunk"
+    fields = {k: v for k, v in turn.items() if k not in ("role", "chunk")} | {"type": kind}
     if shape == "plain":
         return fields
     if shape == "dict":  # messages_to_dict

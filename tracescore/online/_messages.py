@@ -110,14 +110,16 @@ def _langchain(message: object) -> object:
         fields = message["kwargs"]
         ids = message.get("id")
         name = ids[-1] if isinstance(ids, list) and ids and isinstance(ids[-1], str) else ""
-        kind = fields.get("type") or _LANGCHAIN_CLASSES.get(name.removesuffix("Chunk"))
+        kind = fields.get("type") or name
     elif isinstance(message.get("data"), Mapping):  # messages_to_dict
         fields = message["data"]
     elif "content" in message:
         fields = message
     else:
         return message
-    kind = kind.removesuffix("Chunk") if isinstance(kind, str) else kind
+    if isinstance(kind, str):  # a class name ("AIMessageChunk": a streamed message's type)
+        kind = kind.removesuffix("Chunk")
+        kind = _LANGCHAIN_CLASSES.get(kind, kind)
     role = fields.get("role") if kind == "chat" else _LANGCHAIN_ROLES.get(str(kind).lower())
     if not isinstance(role, str):
         return message
