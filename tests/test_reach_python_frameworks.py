@@ -1,11 +1,12 @@
 """Python agent frameworks' own spans, sent by the real libraries to `tracescore serve`, come out
 scored with the right question and answer; every other span passes through unchanged.
 
-LangChain / LangGraph agents (`langchain.agents.create_agent` and LangGraph's `create_react_agent`,
-on LangChain's fake chat model, with a tool round, a system prompt and earlier turns) run in one
-cached side venv (`tracescore.testing._python_frameworks`) under OpenInference's and OpenLLMetry's
-LangChain instrumentations, export over OTLP/HTTP to a real gateway process, which forwards to the
-project's OTLP receiver and judges relevancy through litellm at the stub judge. The judge's
+LangChain / LangGraph agents (`langchain.agents.create_agent` and LangGraph's `create_react_agent`
+on LangChain's fake chat model, with a tool round, a system prompt and earlier turns, invoked or
+streamed; under OpenInference's and OpenLLMetry's instrumentations), CrewAI crews and LlamaIndex
+agents (OpenInference) run in one cached side venv (`tracescore.testing._python_frameworks`),
+export over OTLP/HTTP to a real gateway process, which forwards to the project's OTLP receiver
+and judges relevancy through litellm at the stub judge. The judge's
 requests show what was judged (`test_reach_node`'s checks): the question block is the user's last
 question (no system prompt, no tool return, no earlier turn), the statements the final answer.
 """
@@ -33,10 +34,12 @@ _GRAPHS = ("create_agent", "react_agent")
 
 def langgraph_cases(seed: int, count: int) -> list[dict[str, Any]]:
     """`test_reach_node`'s generated cases (system prompts, tool rounds, earlier turns, answers
-    that are JSON text), alternating between the two ways of building the agent."""
+    that are JSON text), alternating between the two ways of building the agent; every third
+    run streamed."""
     cases = generated_cases(seed, count)
     for index, case in enumerate(cases):
         case["graph"] = _GRAPHS[index % len(_GRAPHS)]
+        case["stream"] = index % 3 == 1
     return cases
 
 

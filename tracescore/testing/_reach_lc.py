@@ -6,7 +6,8 @@ imports only the framework, its instrumentation and the OpenTelemetry SDK:
     python _reach_lc.py FRAMEWORK CASES.json http://HOST:PORT TEE.jsonl
 
 FRAMEWORK is one of `RUNNERS`. CASES.json is a list of {"question", "answer", "system"?,
-"tool"?: {"argument", "result"}, "history"?: [{"role", "content"}], "graph"?}: one agent call
+"tool"?: {"argument", "result"}, "history"?: [{"role", "content"}], "graph"?, "stream"?}: one
+agent call
 each, answered by the framework's own fake model (a tool round first when "tool" is given). Every
 span is exported over OTLP/HTTP to the endpoint and also appended to TEE.jsonl as OTLP JSON lines
 (what was sent).
@@ -102,8 +103,12 @@ def run_langchain(endpoint: str, tee: str, cases: list[Case], instrumentation: s
         LangchainInstrumentor().instrument(tracer_provider=provider)
     for index, case in enumerate(cases):
         agent, messages = _langchain_agent(case, index)
-        result = agent.invoke({"messages": messages})
-        assert result["messages"][-1].content == case["answer"]
+        if case.get("stream"):  # streamed: each node's update as it finishes
+            updates = list(agent.stream({"messages": messages}, stream_mode="updates"))
+            assert updates
+        else:
+            result = agent.invoke({"messages": messages})
+            assert result["messages"][-1].content == case["answer"]
     provider.shutdown()
 
 
