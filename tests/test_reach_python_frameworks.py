@@ -21,8 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_reach_node import assert_scored, generated_cases, judge
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
+from test_reach_node import assert_scored, generated_cases, judge, judged_pairs
 
+import tracescore
+from tracescore import _semconv as sc
 from tracescore.testing import GatewayProcess, OTLPReceiver, ReceivedSpan, StubLLMServer
 from tracescore.testing._decode import spans_from_otlp_json
 from tracescore.testing._python_frameworks import RUNNER, python_frameworks_venv
@@ -156,3 +162,37 @@ def test_llama_index_agent_spans_pass_through_unscored_and_unread(
     assert len(runs) == len(cases)
     assert {"FunctionTool.acall", "MockFunctionCallingLLM.astream_chat"} <= {s.name for s in sent}
     assert_scored(sent, received, set(), stub, [])
+
+
+def test_langgraph_runs_are_scored_the_same_in_process_as_through_the_gateway(
+        venv_python: Path, gateway: GatewayProcess, receiver: OTLPReceiver,
+        stub: StubLLMServer) -> None:
+    """The spans the gateway scored, replayed through an in-process `ScoringSpanProcessor` with
+    the built-in recognisers and the same judge: the same spans scored, on the same question and
+    answer, with the same scores."""
+    cases = langgraph_cases(seed=25, count=4)
+    sent, received = run_through_gateway("langchain_openinference", cases, venv_python, gateway,
+                                         receiver, stub)
+    by_gateway = sorted((s.name, e.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE]) for s in received
+                        for e in s.events_named(sc.GEN_AI_EVALUATION_RESULT))
+    judged_by_gateway = sorted(judged_pairs(stub))
+    stub.clear()
+    exporter, provider = InMemorySpanExporter(), TracerProvider()
+    scorer = tracescore.create_answer_relevancy_scorer(  # the gateway config's scorer
+        model="openai/judge-stub", api_base=stub.base_url, api_key="sk-test", timeout=30)
+    provider.add_span_processor(tracescore.ScoringSpanProcessor(
+        SimpleSpanProcessor(exporter), [scorer], recognise=tracescore.build_recognisers(),
+        isolation="thread"))
+    parent = set_span_in_context(NonRecordingSpan(SpanContext(
+        trace_id=0xABC, span_id=1, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))))
+    for span in sent:
+        provider.get_tracer(span.scope_name).start_span(
+            span.name, context=parent, attributes=span.attributes).end()
+    assert provider.force_flush(60_000)
+    provider.shutdown()
+    in_process = sorted((s.name, (e.attributes or {})[sc.GEN_AI_EVALUATION_SCORE_VALUE])
+                        for s in exporter.get_finished_spans() for e in s.events
+                        if e.name == sc.GEN_AI_EVALUATION_RESULT)
+    assert by_gateway == in_process == [("geo", 1.0)] * len(cases)
+    assert sorted(judged_pairs(stub)) == judged_by_gateway == sorted(
+        (c["question"], c["answer"]) for c in cases)
