@@ -242,16 +242,20 @@ class AgentMapping:
         return frozenset({self.input})
 
     def __call__(self, name: str, attributes: Mapping[str, Any], /) -> RecognisedCall | None:
-        raw_in = _member(attributes.get(self.input), self.input_field)
+        raw_in = attributes.get(self.input)
         if raw_in is None:
             return None
-        raw_out = _member(attributes.get(self.output), self.output_field)
+        raw_out = attributes.get(self.output)
         if raw_out is None:
             return None
         for key, expected in self.attributes.items():
             if not _same(attributes.get(key, _MISSING), expected):
                 return None
         if self._pattern is not None and self._pattern.fullmatch(name) is None:
+            return None
+        raw_in = _member(raw_in, self.input_field)  # decoded only for a span that matches
+        raw_out = _member(raw_out, self.output_field)
+        if raw_in is None or raw_out is None:
             return None
         agent = (_member(attributes.get(self.agent), self.agent_field)
                  if self.agent is not None else None)
