@@ -6,7 +6,7 @@ DIST ?= dist
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: venv test demo bench lint docs docs-serve phoenix demo-phoenix collector chromium wheel clean
+.PHONY: venv side-envs test demo bench lint docs docs-serve phoenix demo-phoenix collector chromium wheel clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,8 +16,13 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-test: $(STAMP) lint docs collector chromium
+test: $(STAMP) lint docs collector chromium side-envs
 	$(PY) -m pytest -q
+
+# the real libraries the tests run (agent frameworks, Phoenix) in cached side environments, built
+# several at once (minutes cold, instant when cached)
+side-envs: $(STAMP)
+	$(PY) -m tracescore.testing._side_envs
 
 docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict --quiet

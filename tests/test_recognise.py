@@ -85,7 +85,7 @@ def test_span_name_pattern_matches_the_whole_name() -> None:
 
 def test_mappings_come_first_then_the_builtins_in_order() -> None:
     chain = tracescore.build_recognisers([MAPPING])
-    assert [r.convention for r in chain] == ["mine", "genai", "openinference", "traceloop",
+    assert [r.convention for r in chain] == ["mine", "crewai", "genai", "openinference", "traceloop",
                                              "pydantic_ai", "mastra", "vercel_ai"]
     assert [r.convention for r in tracescore.build_recognisers(builtins=["traceloop", "genai"])] == [
         "traceloop", "genai"]
@@ -254,6 +254,11 @@ def test_a_frameworks_entries_copied_into_user_mappings_read_what_the_builtin_re
                              "ai.prompt": '{"system": "S", "prompt": "Where?"}'}),
         ("ai.streamObject", {"ai.response.object": '{"a":1}', "ai.prompt": '{"prompt": "Where?"}'}),
         ("ai.generateText.doGenerate", {"ai.response.text": "x", "ai.prompt.messages": "[]"}),
+        ("geo._execute_core", {"openinference.span.kind": "AGENT", "input.value": '{"agent": {"role": "geo"}}',
+                               "output.value": '{"description": "Where?", "raw": "[1]"}'}),
+        ("research._execute_core", {"openinference.span.kind": "AGENT",
+                                    "output.value": '{"description": "Where?", "raw": "Here."}'}),
+        ("Crew_1.kickoff", {"openinference.span.kind": "CHAIN", "output.value": '{"raw": "Here."}'}),
     ]
     read = [tracescore.recognise(name, attributes, [BUILTINS[framework]]) for name, attributes in spans]
     assert [tracescore.recognise(n, a, copied) for n, a in spans] == read

@@ -135,12 +135,16 @@ OI_TOOL_CALL_ID = "tool_call.id"
 OI_RETRIEVAL_DOCUMENTS = "retrieval.documents."  # + "{i}.document.content"
 OI_DOCUMENT_CONTENT = ".document.content"
 OI_MIME_JSON = "application/json"
+OI_KIND_CHAIN = "CHAIN"
+OI_METADATA = "metadata"  # JSON; LangChain's run metadata (`langgraph_node` inside a graph)
+LANGGRAPH_NODE = "langgraph_node"
 # OpenLLMetry / traceloop
 TL_SPAN_KIND = "traceloop.span.kind"
 TL_KINDS_AGENT = ("agent", "workflow")
 TL_ENTITY_NAME = "traceloop.entity.name"
 TL_ENTITY_INPUT = "traceloop.entity.input"
 TL_ENTITY_OUTPUT = "traceloop.entity.output"
+TL_LANGCHAIN_VALUES = ("inputs", "outputs")  # the LangChain instrumentation's entity values
 # pydantic-ai (and logfire, which uses pydantic-ai's own instrumentation)
 PAI_ALL_MESSAGES = "pydantic_ai.all_messages"
 PAI_NEW_MESSAGE_INDEX = "pydantic_ai.new_message_index"

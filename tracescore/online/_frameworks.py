@@ -17,6 +17,11 @@ are tried in order under its convention name (`recognise.builtins: [mastra, verc
   `*.doStream` children are the model calls and `ai.toolCall` the tool calls: not agent calls.
   AI SDK 7's modern `OpenTelemetry` integration writes GenAI `invoke_agent` spans instead,
   read by the "genai" convention.
+- crewai: CrewAI with `openinference-instrumentation-crewai`. Each task an agent performs is an
+  OpenInference AGENT span `{role}._execute_core`, whose `input.value` holds the agent's settings
+  (no question) and whose `output.value` the task's result: its `description` (the question
+  asked of the agent) and `raw` (the answer); its `messages` are CrewAI's own prompts. Read
+  before the generic OpenInference convention (`FIRST`).
 
 `LLM_CALLS` describes, in the same keys, the model-call spans a framework records its conversation
 on when its agent span records none (the agent span then takes its question and answer from them):
@@ -27,6 +32,7 @@ on when its agent span records none (the agent span then takes its question and 
   ADK's default telemetry writes GenAI `generate_content` spans instead (their messages with
   `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY`); its `invoke_agent` spans carry
   no content in either.
+
 """
 
 from __future__ import annotations
@@ -49,7 +55,17 @@ FRAMEWORKS: dict[str, tuple[dict[str, Any], ...]] = {
          "input": "ai.prompt", "output": "ai.response.object", "as_text": ["output"],
          "agent": "ai.telemetry.functionId"},
     ),
+    "crewai": (
+        {"name": "crewai", "span_name": r".+\._execute_core",
+         "attributes": {"openinference.span.kind": "AGENT"},
+         "input": "output.value", "input_field": "description",
+         "output": "output.value", "output_field": "raw", "as_text": ["input", "output"],
+         "agent": "input.value", "agent_field": "agent.role"},
+    ),
 }
+
+# frameworks whose spans a generic convention would also accept: tried before the generic ones
+FIRST: tuple[str, ...] = ("crewai",)
 
 LLM_CALLS: dict[str, tuple[dict[str, Any], ...]] = {
     "adk": (

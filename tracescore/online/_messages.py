@@ -5,8 +5,10 @@ tool_call_response / reasoning...), OpenAI chat messages (`content` a string or 
 `tool_calls`, `role: tool`), pydantic-ai's (GenAI-like parts, tool returns in `role: user`
 messages), Gemini's (`role: model`, `parts` of text / function_call / function_response, a
 request's `contents` and system instruction, a response's `content`), Bedrock-style content
-blocks (`text`, `toolUse`, `toolResult`), and OpenInference's flattened
-`llm.input_messages.N.message.*` attributes.
+blocks (`text`, `toolUse`, `toolResult`), LangChain's (`{"type": "human" | "ai" | "system" |
+"tool", "content"}`, also as `messages_to_dict` writes them, `{"type", "data": {...}}`, and
+serialized, `{"lc": 1, "type": "constructor", "id": [..., "HumanMessage"], "kwargs": {...}}`),
+and OpenInference's flattened `llm.input_messages.N.message.*` attributes.
 
 The rules: a message's text is its text parts only (never a tool call, a tool return or
 reasoning); a message holding only tool returns is a `tool` message; the question is the last
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 Message = dict[str, str]  # {"role": ..., "content": ...}: what the scorers read
 
@@ -58,8 +60,8 @@ def is_message_list(value: object) -> bool:
 
 
 def holds_messages(value: object) -> bool:
-    """A message list, or a recorded request or response holding one (see `_listed`)."""
-    return is_message_list(_listed(value))
+    """A message list, or a recorded request, response or state holding one (`message_list`)."""
+    return message_list(value) is not None
 
 
 def text_of(message: object) -> str:
@@ -103,13 +105,64 @@ def role_of(message: Mapping[str, Any]) -> str:
     return TOOL
 
 
+# LangChain's message types (`type`, or the class named last in a serialized message's `id`)
+_LANGCHAIN_ROLES = {"human": USER, "ai": ASSISTANT, "system": "system", "tool": TOOL,
+                    "function": TOOL, "developer": "system"}
+_LANGCHAIN_CLASSES = {"HumanMessage": "human", "AIMessage": "ai", "SystemMessage": "system",
+                      "ToolMessage": "tool", "FunctionMessage": "function"}
+
+
+def _langchain(message: object) -> object:
+    """A LangChain message dict (plain, `messages_to_dict`'s or serialized) as an OpenAI-style
+    message; anything else as it is."""
+    if not isinstance(message, Mapping) or "role" in message:
+        return message
+    kind = message.get("type")
+    if kind == "constructor" and isinstance(message.get("kwargs"), Mapping):  # serialized
+        fields = message["kwargs"]
+        ids = message.get("id")
+        name = ids[-1] if isinstance(ids, list) and ids and isinstance(ids[-1], str) else ""
+        kind = fields.get("type") or name
+    elif isinstance(message.get("data"), Mapping):  # messages_to_dict
+        fields = message["data"]
+    elif "content" in message:
+        fields = message
+    else:
+        return message
+    if isinstance(kind, str):  # a class name ("AIMessageChunk": a streamed message's type)
+        kind = kind.removesuffix("Chunk")
+        kind = _LANGCHAIN_CLASSES.get(kind, kind)
+    role = fields.get("role") if kind == "chat" else _LANGCHAIN_ROLES.get(str(kind).lower())
+    if not isinstance(role, str):
+        return message
+    converted = {"role": role, "content": fields.get("content")}
+    if fields.get("tool_call_id") is not None:
+        converted["tool_call_id"] = fields["tool_call_id"]
+    return converted
+
+
+def message_list(raw: object) -> list[Mapping[str, Any]] | None:
+    """The recorded messages of `raw` (JSON text, a list, a `{"messages": [...]}` state, or a
+    request or response holding them: `_listed`), each with a `role`; None when `raw` is no
+    message list."""
+    value = decoded(raw)
+    if isinstance(value, Mapping) and isinstance(value.get("messages"), list):
+        value = value["messages"]  # LangChain's messages name no `role` before conversion
+    else:
+        value = _listed(value)
+    if isinstance(value, list):
+        converted = [_langchain(m) for m in value]
+        if is_message_list(converted):
+            return cast(list[Mapping[str, Any]], converted)
+    return None
+
+
 def read_messages(raw: object) -> list[Message] | None:
     """A recorded message list (JSON text or list) as `{"role", "content"}` messages; None when
     `raw` is no message list. Messages without text (tool calls only) are left out."""
-    value = _listed(decoded(raw))
-    if not is_message_list(value):
+    value = message_list(raw)
+    if value is None:
         return None
-    assert isinstance(value, list)
     messages = []
     for message in value:
         role, text = role_of(message), text_of(message)
@@ -158,11 +211,10 @@ def question_of(messages: Sequence[Message]) -> str:
 def final_text(raw: object) -> object:
     """The agent's final text in recorded output messages (the last message with text; "" when
     none has any, e.g. only tool calls); any other value as it is (decoded from JSON)."""
-    value = _listed(decoded(raw))
-    if not is_message_list(value):
+    messages = message_list(raw)
+    if messages is None:
         return decoded(raw)
-    assert isinstance(value, list)
-    for message in reversed(value):
+    for message in reversed(messages):
         if role_of(message) != TOOL:
             text = text_of(message)
             if text:

@@ -13,8 +13,8 @@ agent's final text (never a tool call).
 
 Built in: GenAI semconv `invoke_agent` ("genai"), OpenInference ("openinference"), OpenLLMetry /
 traceloop ("traceloop"), pydantic-ai / logfire ("pydantic_ai"), and the frameworks described as
-mappings in `_frameworks` (Mastra "mastra", the Vercel AI SDK "vercel_ai"). Users add their own
-mappings (`AgentMapping`, or the same keys as a dict from a config file).
+mappings in `_frameworks` (Mastra "mastra", the Vercel AI SDK "vercel_ai", CrewAI "crewai").
+Users add their own mappings (`AgentMapping`, or the same keys as a dict from a config file).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
 from tracescore.online import _messages
-from tracescore.online._frameworks import FRAMEWORKS
+from tracescore.online._frameworks import FIRST, FRAMEWORKS
 
 _log = logging.getLogger("tracescore")
 _MISSING: Any = object()
@@ -85,19 +85,47 @@ def _read_genai(name: str, attributes: Mapping[str, Any]) -> RecognisedCall | No
 
 # --- OpenInference ---------------------------------------------------------------------------------
 def _read_openinference(name: str, attributes: Mapping[str, Any]) -> RecognisedCall | None:
+    """AGENT spans; and the top span of a LangGraph run (a CHAIN span from a conversation state
+    to a state that ends with the agent's answer). A span inside a LangGraph node is a step of
+    a run, never the agent call, even when named "agent" (which makes it an AGENT span)."""
     kind = attributes.get(sc.OI_SPAN_KIND)
-    if not isinstance(kind, str) or kind.upper() != sc.OI_KIND_AGENT:
+    if not isinstance(kind, str) or kind.upper() not in (sc.OI_KIND_AGENT, sc.OI_KIND_CHAIN):
         return None
     raw_in = attributes.get(sc.OI_INPUT_VALUE)
     raw_out = attributes.get(sc.OI_OUTPUT_VALUE)
-    if raw_in is None or raw_out is None:
+    if raw_in is None or raw_out is None or _langgraph_step(attributes):
+        return None
+    chain = kind.upper() == sc.OI_KIND_CHAIN
+    if chain and not all(isinstance(r, str) and '"messages"' in r for r in (raw_in, raw_out)):
+        return None  # cheap: no conversation state, no JSON decoded
+    value_in = _oi_value(raw_in, attributes.get(sc.OI_INPUT_MIME_TYPE))
+    value_out = _oi_value(raw_out, attributes.get(sc.OI_OUTPUT_MIME_TYPE))
+    if chain and not _graph_run(value_in, value_out):
         return None
     return RecognisedCall(
         "openinference", _name(attributes.get(sc.OI_AGENT_NAME), name),
-        _messages.as_input(_oi_value(raw_in, attributes.get(sc.OI_INPUT_MIME_TYPE))),
-        _as_output(_oi_value(raw_out, attributes.get(sc.OI_OUTPUT_MIME_TYPE))),
-        _ground_truth(attributes),
+        _messages.as_input(value_in), _as_output(value_out), _ground_truth(attributes),
     )
+
+
+def _langgraph_step(attributes: Mapping[str, Any]) -> bool:
+    """The span ran inside a node of a LangGraph graph (LangChain's run metadata names it)."""
+    metadata = attributes.get(sc.OI_METADATA)
+    if not isinstance(metadata, str) or sc.LANGGRAPH_NODE not in metadata:
+        return False
+    decoded = _json_or_raw(metadata)
+    return isinstance(decoded, dict) and sc.LANGGRAPH_NODE in decoded
+
+
+def _graph_run(value_in: object, value_out: object) -> bool:
+    """Input and output are conversation states (`{"messages": [...]}`), the output's last
+    message the assistant's text (not a tool call)."""
+    if not (isinstance(value_in, dict) and isinstance(value_out, dict)):
+        return False
+    messages = _messages.message_list(value_out)
+    return (messages is not None and _messages.message_list(value_in) is not None
+            and _messages.role_of(messages[-1]) == _messages.ASSISTANT
+            and bool(_messages.text_of(messages[-1])))
 
 
 def _oi_value(raw: object, mime_type: object) -> object:
@@ -114,11 +142,18 @@ def _read_traceloop(name: str, attributes: Mapping[str, Any]) -> RecognisedCall 
         return None
     return RecognisedCall("traceloop", _name(attributes.get(sc.TL_ENTITY_NAME), name),
                           _messages.as_input(_call_arguments(_json_or_raw(raw_in))),
-                          _as_output(_json_or_raw(raw_out, '{["')), _ground_truth(attributes))
+                          _as_output(_call_arguments(_json_or_raw(raw_out, '{["'))),
+                          _ground_truth(attributes))
 
 
 def _call_arguments(value: object) -> object:
-    """traceloop's `{"args": [...], "kwargs": {...}}`: the one argument when there is one."""
+    """traceloop's `{"args": [...], "kwargs": {...}}`: the one argument when there is one; its
+    LangChain instrumentation's `{"inputs": ...}` / `{"outputs": ...}` (with the run's `tags`,
+    `metadata`, `kwargs` beside it): that value."""
+    if isinstance(value, dict):
+        for key in sc.TL_LANGCHAIN_VALUES:
+            if key in value and set(value) <= {key, "tags", "metadata", "kwargs"}:
+                return value[key]
     if isinstance(value, dict) and set(value) <= {"args", "kwargs"}:
         args, kwargs = value.get("args") or [], value.get("kwargs") or {}
         if isinstance(args, list) and isinstance(kwargs, dict):
@@ -172,6 +207,9 @@ class AgentMapping:
     - `name`: the convention name reported in `RecognisedCall.convention`.
     - `as_text`: which of "input", "output" are taken as the attribute's text as it is, never
       decoded from JSON (an answer that happens to be JSON text is still that text).
+    - `input_field` / `output_field` / `agent_field`: a member (dotted path, e.g. `agent.role`)
+      of the JSON object in that attribute holding the value, when the attribute holds more;
+      the span must carry the member.
     """
 
     input: str
@@ -182,6 +220,9 @@ class AgentMapping:
     span_name: str | None = None
     name: str = "mapping"
     as_text: Sequence[str] = ()
+    input_field: str | None = None
+    output_field: str | None = None
+    agent_field: str | None = None
     _pattern: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -212,7 +253,12 @@ class AgentMapping:
                 return None
         if self._pattern is not None and self._pattern.fullmatch(name) is None:
             return None
-        agent = attributes.get(self.agent) if self.agent is not None else None
+        raw_in = _member(raw_in, self.input_field)  # decoded only for a span that matches
+        raw_out = _member(raw_out, self.output_field)
+        if raw_in is None or raw_out is None:
+            return None
+        agent = (_member(attributes.get(self.agent), self.agent_field)
+                 if self.agent is not None else None)
         text = self.as_text
         return RecognisedCall(self.name, _name(agent, name),
                               _messages.as_input(raw_in if "input" in text else _json_or_raw(raw_in)),
@@ -221,7 +267,7 @@ class AgentMapping:
 
 
 _MAPPING_KEYS = ("name", "span_name", "attributes", "input", "output", "ground_truth", "agent",
-                 "as_text")
+                 "as_text", "input_field", "output_field", "agent_field")
 _TEXT_FIELDS = ("input", "output")
 
 
@@ -266,7 +312,8 @@ def _check_mapping(spec: Mapping[Any, Any], where: str) -> None:
     for key in ("input", "output"):
         if key not in spec:
             raise ConfigurationError(f"{where}.{key} is required (the attribute holding the {key})")
-    for key in ("name", "input", "output", "ground_truth", "agent", "span_name"):
+    for key in ("name", "input", "output", "ground_truth", "agent", "span_name", "input_field",
+                "output_field", "agent_field"):
         value = spec.get(key)
         if key in spec and (not isinstance(value, str) or not value):
             raise ConfigurationError(f"{where}.{key} must be a non-empty string, got {value!r}")
@@ -297,6 +344,8 @@ BUILTINS.update({
     name: _Framework(name, tuple(_mapping(spec, f"{name}[{i}]") for i, spec in enumerate(specs)))
     for name, specs in FRAMEWORKS.items()
 })
+# a framework that writes a generic convention's spans its own way is read by its entries first
+BUILTINS.update({name: BUILTINS.pop(name) for name in [*BUILTINS] if name not in FIRST})
 
 
 # --- building and running a chain -----------------------------------------------------------------
@@ -308,7 +357,8 @@ def build_recognisers(mappings: Iterable[Any] = (), *, where: str = "recognise",
     `mappings`: `AgentMapping` objects, dicts with the same keys (from a config file), any
     `Recogniser`, or names of built-in conventions. `where`: the config key they came from,
     named in every `ConfigurationError`. `builtins`: True for every built-in convention, False
-    for none, or their names (genai, openinference, traceloop, pydantic_ai, mastra, vercel_ai);
+    for none, or their names (genai, openinference, traceloop, pydantic_ai, mastra, vercel_ai,
+    crewai);
     `builtins_key` names it in errors (default `{where}.builtins`).
     """
     chain = as_recognisers(mappings, where)
@@ -388,6 +438,19 @@ def _ground_truth(attributes: Mapping[str, Any]) -> Any:
     return _json_or_raw(attributes.get(sc.TS_GROUND_TRUTH))
 
 
+def _member(raw: object, path: str | None) -> object:
+    """The member at the dotted `path` of a JSON object attribute (None when it has none), or
+    the attribute itself when there is no path."""
+    if path is None or raw is None:
+        return raw
+    value = _json_or_raw(raw)
+    for step in path.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(step)
+    return value
+
+
 def _same(value: object, expected: object) -> bool:
     if isinstance(value, bool) or isinstance(expected, bool):
         return value is expected
@@ -406,8 +469,8 @@ def _json_or_raw(raw: object, starts: str = "{[") -> object:
 
 
 def _as_output(value: object) -> object:
-    """A recorded output for the scorers: a message list (or a response holding one, e.g.
-    `{"messages": [...]}`) as its final text, else as it is."""
+    """A recorded output for the scorers: a message list (or a response or state holding one,
+    e.g. `{"messages": [...]}`) as its final text, anything else as it is."""
     return _messages.final_text(value) if _messages.holds_messages(value) else value
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tracescore.testing._decode import ReceivedSpan, spans_from_otlp_json
-from tracescore.testing._tools import _file_lock, cache_dir, cached_venv
+from tracescore.testing._tools import _file_lock, cache_dir, pinned_venv
 
 # traceloop-sdk with the OpenTelemetry pins it resolves with on PyPI (its instrumentation extras
 # pin the OpenTelemetry betas, so the SDK is pinned to match them); the peer benchmark uses it too.
@@ -83,8 +83,7 @@ _READY = ".tracescore-ready"
 
 def conventions_venv() -> Path:
     """The cached venv holding the convention libraries (installed on first use; minutes)."""
-    digest = hashlib.sha256("\n".join(REQUIREMENTS).encode()).hexdigest()[:12]
-    return cached_venv(f"conventions-venv-{digest}", list(REQUIREMENTS))
+    return pinned_venv("conventions-venv", REQUIREMENTS)
 
 
 def conventions_node_prefix() -> Path:

@@ -7,15 +7,14 @@ missing ones up front, in parallel, so a fresh machine pays the installs once an
 
 from __future__ import annotations
 
-import hashlib
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent import futures
 from pathlib import Path
 
-from tracescore.testing import _conventions, _phoenix, _reach_agents
-from tracescore.testing._tools import cached_venv
+from tracescore.testing import _conventions, _phoenix, _python_frameworks, _reach_agents
+from tracescore.testing._tools import pinned_venv
 
 # Google ADK and Strands Agents share one venv: ADK caps the OpenTelemetry SDK at 1.44, which
 # Strands accepts.
@@ -27,12 +26,6 @@ ADK_STRANDS_REQUIREMENTS: tuple[str, ...] = (
     "opentelemetry-exporter-otlp-proto-http==1.44.0",
     "opentelemetry-exporter-otlp-proto-grpc==1.44.0",
 )
-
-
-def pinned_venv(prefix: str, requirements: Sequence[str]) -> Path:
-    """The cached venv `{prefix}-{digest of the pins}` with `requirements` installed."""
-    digest = hashlib.sha256("\n".join(requirements).encode()).hexdigest()[:12]
-    return cached_venv(f"{prefix}-{digest}", list(requirements))
 
 
 def reach_agents_venv() -> Path:
@@ -50,6 +43,7 @@ BUILDERS: dict[str, Callable[[], Path]] = {
     "conventions npm folder": _conventions.conventions_node_prefix,
     "OpenAI Agents SDK venv": reach_agents_venv,
     "Google ADK and Strands venv": adk_strands_venv,
+    "LangChain, LangGraph, LlamaIndex and CrewAI venv": _python_frameworks.python_frameworks_venv,
     "Phoenix venv": _phoenix.phoenix_venv,
 }
 

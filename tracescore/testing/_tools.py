@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import shutil
 import signal
@@ -11,7 +12,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 _READY_MARKER = ".tracescore-ready"
@@ -54,6 +55,12 @@ def cached_venv(
         subprocess.run([*pip, *requirements], check=True)
         (venv / _READY_MARKER).write_text("\n".join(requirements) + "\n")
     return venv
+
+
+def pinned_venv(prefix: str, requirements: Sequence[str]) -> Path:
+    """The cached venv `{prefix}-{digest of the pins}` with `requirements` installed."""
+    digest = hashlib.sha256("\n".join(requirements).encode()).hexdigest()[:12]
+    return cached_venv(f"{prefix}-{digest}", list(requirements))
 
 
 def free_port() -> int:
