@@ -247,15 +247,25 @@ class Engine:
                     if call is None:
                         self._unreadable(span.name, readable_attributes)
                         continue
+                    self.traces.mark_agent(span)  # the LLM calls below it are its own
                     key = _otlp.key_of(span)
                     if key not in held and key not in waiting:
                         found.append((rs, ss, span, index, call))
-        for position, (rs, ss, span, index, call) in enumerate(found):
+        return self._read_contentless(found), touched
+
+    def _read_contentless(self, found: list[Any]) -> list[Any]:
+        """`found` with its agent spans without content read from their LLM calls where these
+        are here; one that only contains agent spans below it is no agent call of its own."""
+        kept = []
+        for rs, ss, span, index, call in found:
             if isinstance(call, ContentlessAgent):
                 read = from_llm_calls(call, self.traces.llm_calls_of(span))
                 if read is not None:
-                    found[position] = (rs, ss, span, index, read)
-        return found, touched
+                    call = read
+                elif self.traces.agents_below(span):
+                    continue
+            kept.append((rs, ss, span, index, call))
+        return kept
 
     def _unreadable(self, name: str, attributes: Mapping[str, Any]) -> None:
         """Count and log (once per framework and reason) an agent-like span the chain rejected."""
@@ -369,6 +379,10 @@ class Engine:
             call = from_llm_calls(entry.agent, self.traces.llm_calls_of(span))
             if call is not None:
                 self._offer(entry.row, entry.single, call, self.traces.input_of(span))
+                return
+            if self.traces.agents_below(span):  # it only contains agent spans
+                self._output.put(() if entry.row is None else (entry.row,),
+                                 entry.single.SerializeToString(), 1)
                 return
             if reason == reasons.NO_LLM_CALLS:
                 self._metrics.add("llm_wait_expired")

@@ -142,6 +142,21 @@ class TraceBuffer:
             trace = self._traces.get(trace_id)
             return [] if trace is None else trace.llm_under(span_id)
 
+    def mark_agent(self, span: Span) -> None:
+        """`span` is an agent call: the LLM calls below it are its own, not an outer agent's."""
+        trace_id, span_id = _otlp.key_of(span)
+        with self._lock:
+            trace = self._traces.get(trace_id)
+            if trace is not None:
+                trace.agent_spans.add(span_id)
+
+    def agents_below(self, span: Span) -> bool:
+        """Whether an agent span was seen below `span` (marked with `mark_agent`)."""
+        trace_id, span_id = _otlp.key_of(span)
+        with self._lock:
+            trace = self._traces.get(trace_id)
+            return trace is not None and trace.agents_below(span_id)
+
     def _evict(self) -> None:
         """Forget the oldest traces past the bounds (caller holds the lock)."""
         traces, bounds = self._traces, self.bounds

@@ -9,8 +9,10 @@ ended before the agent span ends; the gateway finds them in its per-trace buffer
 bounded time for calls that arrive after their agent span.
 
 `CONTENTLESS_AGENTS` describes those agent spans as data, per built-in convention (the keys of a
-`recognise.mappings` entry, without `input` and `output`): an entry applies when its convention
-is in the recognise chain and the chain did not read the span. `read_llm_call` reads the LLM
+`recognise.mappings` entry, without `input` and `output`, plus `absent`: content keys the span
+must not carry, so a span that records content its reader refused, such as a LangGraph node's
+step, is no contentless agent): an entry applies when its convention is in the recognise chain
+and the chain did not read the span. `read_llm_call` reads the LLM
 spans: GenAI semconv `chat` / `text_completion` / `generate_content` spans
 (`gen_ai.input.messages`, `gen_ai.output.messages`), OpenInference LLM spans
 (`llm.input_messages.*` / `llm.output_messages.*`, else `input.value` / `output.value`) and
@@ -30,8 +32,10 @@ from tracescore.online._recognise import AgentMapping, RecognisedCall, Recognise
 
 CONTENTLESS_AGENTS: dict[str, tuple[dict[str, Any], ...]] = {
     "genai": ({"attributes": {"gen_ai.operation.name": "invoke_agent"},
+               "absent": ["gen_ai.input.messages", "gen_ai.output.messages"],
                "agent": "gen_ai.agent.name"},),
     "openinference": ({"attributes": {"openinference.span.kind": "AGENT"},
+                       "absent": ["input.value", "output.value"],
                        "agent": "agent.name"},),
     # logfire.instrument_openai_agents(): logfire records its spans under pydantic-ai's convention
     "pydantic_ai": ({"attributes": {"logfire.msg_template": "Agent run: {name!r}"},
@@ -67,10 +71,11 @@ class ContentlessReader:
 
     def __init__(self, conventions: Iterable[str]) -> None:
         chosen = set(conventions)
-        self._entries = tuple((name, dict(entry["attributes"]), entry.get("agent"))
+        self._entries = tuple((name, dict(entry["attributes"]), entry.get("agent"),
+                               tuple(entry.get("absent", ())))
                               for name, entries in CONTENTLESS_AGENTS.items() if name in chosen
                               for entry in entries)
-        self.markers = frozenset(key for _, conditions, _ in self._entries for key in conditions)
+        self.markers = frozenset(key for _, conditions, _, _ in self._entries for key in conditions)
 
     def __bool__(self) -> bool:
         return bool(self._entries)
@@ -80,7 +85,7 @@ class ContentlessReader:
         when it is among `known` markers, else its value (a key on every span of its library,
         such as `logfire.msg_template`, would not narrow anything down)."""
         found = set()
-        for _, conditions, _ in self._entries:
+        for _, conditions, _, _ in self._entries:
             key, value = next(iter(conditions.items()))
             found.add(key if key in known or not isinstance(value, str) else value)
         return frozenset(found)
@@ -90,8 +95,9 @@ class ContentlessReader:
         return not self.markers.isdisjoint(attributes) and self(name, attributes) is not None
 
     def __call__(self, name: str, attributes: Mapping[str, Any]) -> ContentlessAgent | None:
-        for convention, conditions, agent_key in self._entries:
-            if all(attributes.get(key) == value for key, value in conditions.items()):
+        for convention, conditions, agent_key, absent in self._entries:
+            if all(attributes.get(key) == value for key, value in conditions.items()) and not any(
+                    key in attributes for key in absent):
                 agent = attributes.get(agent_key) if agent_key is not None else None
                 return ContentlessAgent(convention, str(agent) if agent else name,
                                         _messages.decoded(attributes.get(sc.TS_GROUND_TRUTH)))

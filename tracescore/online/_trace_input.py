@@ -198,6 +198,9 @@ class TraceSpans:
     dropped: int = 0
     chars: int = 0  # of the items kept (the gateway's bytes bound)
     llm: dict[int, LlmCall] = field(default_factory=dict)  # LLM calls (`_llm_calls`)
+    # agent calls seen (read, or to be read from their LLM calls): the LLM calls below one are
+    # its own, not an outer agent's
+    agent_spans: set[int] = field(default_factory=set)
 
     def add(self, span_id: int, parent_id: int | None, item: Item | None, max_spans: int,
             llm: LlmCall | None = None) -> None:
@@ -215,14 +218,22 @@ class TraceSpans:
             self.chars += llm.chars
 
     def llm_under(self, agent_id: int) -> list[LlmCall]:
-        """The LLM calls below `agent_id` (any depth)."""
+        """The LLM calls below `agent_id` (any depth) but not below another agent span between
+        them and it (those calls are that inner agent's)."""
         return [call for span_id, call in self.llm.items() if self._below(span_id, agent_id)]
 
-    def _below(self, span_id: int, agent_id: int) -> bool:
-        parents = self.parents
-        parent: int | None = span_id
+    def agents_below(self, agent_id: int) -> bool:
+        """Whether an agent span was seen below `agent_id`."""
+        return any(self._below(self.parents.get(span_id), agent_id, crossing=True)
+                   for span_id in self.agent_spans if span_id != agent_id)
+
+    def _below(self, span_id: int | None, agent_id: int, *, crossing: bool = False) -> bool:
+        parents, agents = self.parents, self.agent_spans
+        parent = span_id
         depth = 0
         while parent is not None and parent != agent_id and depth < _MAX_DEPTH:
+            if not crossing and parent in agents:
+                return False
             parent = parents.get(parent)
             depth += 1
         return parent == agent_id
