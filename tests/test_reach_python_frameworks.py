@@ -147,21 +147,22 @@ def test_crewai_tasks_are_scored_on_their_own_description_with_openinference(
     assert_scored(sent, received, {"geo._execute_core"}, stub, pairs)
 
 
-def test_llama_index_agent_spans_pass_through_unscored_and_unread(
+def test_llama_index_agent_runs_are_scored_from_their_llm_spans(
         venv_python: Path, gateway: GatewayProcess, receiver: OTLPReceiver,
         stub: StubLLMServer) -> None:
     """LlamaIndex's `FunctionAgent` under OpenInference: no span records the question and the
     answer together (the top `FunctionAgent.run` CHAIN span holds the workflow's start state and
-    a cut-off text of its stop event; only the LLM spans below hold the messages), so nothing is
-    scored yet; no workflow step is misread as an agent call and every span is forwarded as it
-    is. Scoring its runs needs the agent-span-from-its-LLM-spans rule of issue 22."""
+    a cut-off text of its stop event; only the LLM spans below hold the messages), so each run
+    is read from its LLM spans: the first call's last user text, the last call's final text.
+    No workflow step is misread as an agent call and every span is forwarded unchanged."""
     cases = generated_cases(seed=24, count=4)
     sent, received = run_through_gateway("llama_index", cases, venv_python, gateway, receiver,
                                          stub)
     runs = [s for s in sent if s.name == "FunctionAgent.run"]
     assert len(runs) == len(cases)
     assert {"FunctionTool.acall", "MockFunctionCallingLLM.astream_chat"} <= {s.name for s in sent}
-    assert_scored(sent, received, set(), stub, [])
+    assert_scored(sent, received, {"FunctionAgent.run"}, stub,
+                  [(c["question"], c["answer"]) for c in cases])
 
 
 def test_langgraph_runs_are_scored_the_same_in_process_as_through_the_gateway(

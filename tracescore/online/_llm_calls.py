@@ -9,7 +9,8 @@ ended before the agent span ends; the gateway finds them in its per-trace buffer
 bounded time for calls that arrive after their agent span.
 
 `CONTENTLESS_AGENTS` describes those agent spans as data, per built-in convention (the keys of a
-`recognise.mappings` entry, without `input` and `output`, plus `absent`: content keys the span
+`recognise.mappings` entry (`attributes`, `span_name`, `agent`), without `input` and `output`,
+plus `absent`: content keys the span
 must not carry, so a span that records content its reader refused, such as a LangGraph node's
 step, is no contentless agent): an entry applies when its convention is in the recognise chain
 and the chain did not read the span. `read_llm_call` reads the LLM
@@ -21,6 +22,7 @@ logfire's OpenAI Agents model calls (`gen_ai.request.model` with `input` / `outp
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -34,9 +36,14 @@ CONTENTLESS_AGENTS: dict[str, tuple[dict[str, Any], ...]] = {
     "genai": ({"attributes": {"gen_ai.operation.name": "invoke_agent"},
                "absent": ["gen_ai.input.messages", "gen_ai.output.messages"],
                "agent": "gen_ai.agent.name"},),
-    "openinference": ({"attributes": {"openinference.span.kind": "AGENT"},
-                       "absent": ["input.value", "output.value"],
-                       "agent": "agent.name"},),
+    "openinference": (
+        {"attributes": {"openinference.span.kind": "AGENT"},
+         "absent": ["input.value", "output.value"], "agent": "agent.name"},
+        # LlamaIndex's agent runs: a workflow's CHAIN span, its input the start state and its
+        # output a cut-off text of the stop event; the messages are on the LLM spans below
+        {"span_name": r"\w*Agent(Workflow)?\.run",
+         "attributes": {"openinference.span.kind": "CHAIN"}},
+    ),
     # logfire.instrument_openai_agents(): logfire records its spans under pydantic-ai's convention
     "pydantic_ai": ({"attributes": {"logfire.msg_template": "Agent run: {name!r}"},
                      "agent": "name"},),
@@ -71,11 +78,12 @@ class ContentlessReader:
 
     def __init__(self, conventions: Iterable[str]) -> None:
         chosen = set(conventions)
-        self._entries = tuple((name, dict(entry["attributes"]), entry.get("agent"),
-                               tuple(entry.get("absent", ())))
-                              for name, entries in CONTENTLESS_AGENTS.items() if name in chosen
-                              for entry in entries)
-        self.markers = frozenset(key for _, conditions, _, _ in self._entries for key in conditions)
+        self._entries = tuple(
+            (name, dict(entry["attributes"]), entry.get("agent"), tuple(entry.get("absent", ())),
+             re.compile(entry["span_name"]) if "span_name" in entry else None)
+            for name, entries in CONTENTLESS_AGENTS.items() if name in chosen
+            for entry in entries)
+        self.markers = frozenset(key for _, conditions, *_ in self._entries for key in conditions)
 
     def __bool__(self) -> bool:
         return bool(self._entries)
@@ -85,7 +93,7 @@ class ContentlessReader:
         when it is among `known` markers, else its value (a key on every span of its library,
         such as `logfire.msg_template`, would not narrow anything down)."""
         found = set()
-        for _, conditions, _, _ in self._entries:
+        for _, conditions, *_ in self._entries:
             key, value = next(iter(conditions.items()))
             found.add(key if key in known or not isinstance(value, str) else value)
         return frozenset(found)
@@ -95,9 +103,10 @@ class ContentlessReader:
         return not self.markers.isdisjoint(attributes) and self(name, attributes) is not None
 
     def __call__(self, name: str, attributes: Mapping[str, Any]) -> ContentlessAgent | None:
-        for convention, conditions, agent_key, absent in self._entries:
-            if all(attributes.get(key) == value for key, value in conditions.items()) and not any(
-                    key in attributes for key in absent):
+        for convention, conditions, agent_key, absent, span_name in self._entries:
+            if (all(attributes.get(key) == value for key, value in conditions.items())
+                    and not any(key in attributes for key in absent)
+                    and (span_name is None or span_name.fullmatch(name) is not None)):
                 agent = attributes.get(agent_key) if agent_key is not None else None
                 return ContentlessAgent(convention, str(agent) if agent else name,
                                         _messages.decoded(attributes.get(sc.TS_GROUND_TRUTH)))
@@ -134,14 +143,14 @@ def read_llm_call(attributes: Mapping[str, Any], start_ns: int) -> LlmCall | Non
 def from_llm_calls(agent: ContentlessAgent, calls: Sequence[LlmCall]) -> RecognisedCall | None:
     """The agent call read from its LLM calls: the first call's conversation (ending at its last
     user text) and the last call's final text; None while either is missing."""
-    if not calls:
-        return None
     ordered = sorted(calls, key=lambda c: c.start_ns)
-    messages = _input_messages(ordered[0])
+    # calls that record no messages at all (LlamaIndex's `_prepare_chat_with_tools` LLM spans,
+    # say) are skipped; a last call that answered with a tool call only has "" as its text
+    messages = next((m for c in ordered if (m := _input_messages(c)) is not None), None)
     if not messages or not _messages.question_of(messages):
         return None
-    answer = _output_text(ordered[-1])
-    if not isinstance(answer, str) or not answer:
+    answer = next((a for c in reversed(ordered) if isinstance(a := _output_text(c), str)), None)
+    if not answer:
         return None
     return RecognisedCall(agent.convention, agent.agent, _messages.conversation(messages), answer,
                           agent.ground_truth)
