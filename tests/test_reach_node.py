@@ -15,21 +15,17 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import subprocess
 import tempfile
-from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _reach import assert_spans_scored, gateway_fixtures, judged_pairs
 
-from tracescore import _semconv as sc
 from tracescore.testing import GatewayProcess, OTLPReceiver, ReceivedSpan, StubLLMServer
 from tracescore.testing._conventions import conventions_node_prefix
 from tracescore.testing._decode import spans_from_otlp_json
-from tracescore.testing._stub_llm import Reply
 
 pytestmark = pytest.mark.slow  # installs the npm packages on first use (minutes)
 
@@ -63,34 +59,6 @@ def generated_cases(seed: int, count: int, *, calls: tuple[str, ...] = ("generat
     return cases
 
 
-def judge(request: Any) -> Reply:
-    """The stub judge: the answer's one statement is the output block, every verdict "yes"."""
-    step = request.get("response_format", {}).get("json_schema", {}).get("name", "")
-    prompt = request["messages"][-1]["content"]
-    if step.endswith("statements"):
-        return Reply(content={"statements": [_block(prompt, "output")]})
-    if step.endswith("verdicts"):
-        return Reply(content={"results": [{"result": "yes", "reason": "on topic"}]})
-    return Reply(content={"reason": "The score is 1 because it answers the question."})
-
-
-def _block(prompt: str, tag: str) -> str:
-    found = re.search(rf"<{tag}>\n(.*?)\n</{tag}>", prompt, re.DOTALL)
-    assert found is not None, prompt
-    return found.group(1)
-
-
-def judged_pairs(stub: StubLLMServer) -> list[tuple[str, str]]:
-    """(question block, statement) of every verdicts request the judge received."""
-    pairs = []
-    for request in stub.requests:
-        step = request.get("response_format", {}).get("json_schema", {}).get("name", "")
-        if step.endswith("verdicts"):
-            prompt = request.messages[-1]["content"]
-            pairs.append((_block(prompt, "question"), *json.loads(_block(prompt, "statements"))))
-    return pairs
-
-
 def expected_answer(case: dict[str, Any]) -> str:
     if case["call"].endswith("Object"):  # the object as the SDK records it (JSON.stringify)
         return json.dumps({"answer": case["answer"]}, ensure_ascii=False, separators=(",", ":"))
@@ -110,34 +78,7 @@ def node_prefix() -> Path:
     return conventions_node_prefix()
 
 
-@pytest.fixture(scope="module")
-def receiver() -> Iterator[OTLPReceiver]:
-    with OTLPReceiver() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubLLMServer]:
-    with StubLLMServer() as running:
-        running.responder = judge
-        yield running
-
-
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory, receiver: OTLPReceiver,
-            stub: StubLLMServer) -> Iterator[GatewayProcess]:
-    folder = tmp_path_factory.mktemp("gateway")
-    config = folder / "gateway.yaml"
-    config.write_text(
-        "scoring:\n  isolation: thread\n  scorers:\n"
-        f"    - {{scorer: relevancy, options: {{model: openai/judge-stub, api_base: '{stub.base_url}',"
-        " api_key: sk-test, timeout: 30}}\n", encoding="utf-8")
-    process = GatewayProcess(["--config", str(config), "--endpoint", receiver.grpc_endpoint,
-                              "--journal", str(folder / "journal.db")]).start()
-    try:
-        yield process
-    finally:
-        process.stop()
+receiver, stub, gateway = gateway_fixtures()
 
 
 def run_through_gateway(convention: str, cases: list[dict[str, Any]], protocol: str,
@@ -160,32 +101,11 @@ def run_through_gateway(convention: str, cases: list[dict[str, Any]], protocol: 
     return sent, received
 
 
-def _content(span: ReceivedSpan) -> ReceivedSpan:
-    """The span without what the gateway adds (its evaluation and step events) and what the two
-    exports differ in (the tee writes a minimal resource)."""
-    own = [e for e in span.events
-           if e.name != sc.GEN_AI_EVALUATION_RESULT and not e.name.startswith("tracescore.")]
-    return replace(span, resource={}, protocol="", events=own)
-
-
 def assert_scored(sent: list[ReceivedSpan], received: list[ReceivedSpan], agent_names: set[str],
                   stub: StubLLMServer, expected: list[tuple[str, str]]) -> None:
     """Every span arrived once and unchanged; the agent spans (by name) with one evaluation,
     judged on `expected` (question, answer) pairs; no other span scored."""
-    keys = [(s.trace_id, s.span_id) for s in received]
-    assert len(set(keys)) == len(keys) == len(sent)
-    by_key = {(s.trace_id, s.span_id): s for s in received}
-    agents = 0
-    for span in sent:
-        got = by_key[(span.trace_id, span.span_id)]
-        assert _content(got) == _content(span)  # nothing changed but the added evaluation
-        is_agent = span.name in agent_names
-        assert len(got.events_named(sc.GEN_AI_EVALUATION_RESULT)) == is_agent, span.name
-        if is_agent:
-            (event,) = got.events_named(sc.GEN_AI_EVALUATION_RESULT)
-            assert event.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0, event.attributes
-            agents += 1
-    assert agents == len(expected)
+    assert assert_spans_scored(sent, received, lambda s: s.name in agent_names) == len(expected)
     assert sorted(judged_pairs(stub)) == sorted(expected)
 
 

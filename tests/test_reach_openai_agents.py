@@ -21,11 +21,11 @@ import subprocess
 import tempfile
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _reach import assert_spans_scored, gateway_fixtures, judged_pairs, relevancy_options
 from opentelemetry import trace as trace_api
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -99,34 +99,6 @@ def _text(message: dict[str, Any]) -> str:
     return str(content)
 
 
-def judge(request: Any) -> Reply:
-    """The stub judge: the answer's one statement is the output block, every verdict "yes"."""
-    step = request.get("response_format", {}).get("json_schema", {}).get("name", "")
-    prompt = request["messages"][-1]["content"]
-    if step.endswith("statements"):
-        return Reply(content={"statements": [_block(prompt, "output")]})
-    if step.endswith("verdicts"):
-        return Reply(content={"results": [{"result": "yes", "reason": "on topic"}]})
-    return Reply(content={"reason": "The score is 1 because it answers the question."})
-
-
-def _block(prompt: str, tag: str) -> str:
-    found = re.search(rf"<{tag}>\n(.*?)\n</{tag}>", prompt, re.DOTALL)
-    assert found is not None, prompt
-    return found.group(1)
-
-
-def judged_pairs(stub: StubLLMServer) -> list[tuple[str, str]]:
-    """(question block, statement) of every verdicts request the judge received."""
-    pairs = []
-    for request in stub.requests:
-        step = request.get("response_format", {}).get("json_schema", {}).get("name", "")
-        if step.endswith("verdicts"):
-            prompt = request.messages[-1]["content"]
-            pairs.append((_block(prompt, "question"), *json.loads(_block(prompt, "statements"))))
-    return pairs
-
-
 def is_agent_span(span: ReceivedSpan) -> bool:
     """The agent's own span each instrumentation writes (without question or answer). The
     AGENT span OpenInference writes at the trace's root only contains it: it is not scored."""
@@ -147,41 +119,13 @@ def venv() -> Path:
     return reach_agents_venv()
 
 
-@pytest.fixture(scope="module")
-def receiver() -> Iterator[OTLPReceiver]:
-    with OTLPReceiver() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubLLMServer]:
-    with StubLLMServer() as running:
-        running.responder = judge
-        yield running
+receiver, stub, gateway = gateway_fixtures(f"trace:\n  llm_wait_s: {LLM_WAIT_S}\n")
 
 
 @pytest.fixture(scope="module")
 def model() -> Iterator[StubLLMServer]:
     with StubLLMServer() as running:
         yield running
-
-
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory, receiver: OTLPReceiver,
-            stub: StubLLMServer) -> Iterator[GatewayProcess]:
-    folder = tmp_path_factory.mktemp("gateway")
-    config = folder / "gateway.yaml"
-    config.write_text(
-        "scoring:\n  isolation: thread\n  scorers:\n"
-        f"    - {{scorer: relevancy, options: {{model: openai/judge-stub, api_base: '{stub.base_url}',"
-        f" api_key: sk-test, timeout: 30}}}}\ntrace:\n  llm_wait_s: {LLM_WAIT_S}\n",
-        encoding="utf-8")
-    process = GatewayProcess(["--config", str(config), "--endpoint", receiver.grpc_endpoint,
-                              "--journal", str(folder / "journal.db")]).start()
-    try:
-        yield process
-    finally:
-        process.stop()
 
 
 def run_agents(instrumentation: str, cases: list[dict[str, Any]], venv: Path,
@@ -202,31 +146,11 @@ def run_agents(instrumentation: str, cases: list[dict[str, Any]], venv: Path,
         return [s for line in tee.read_text().splitlines() for s in spans_from_otlp_json(line)]
 
 
-def _content(span: ReceivedSpan) -> ReceivedSpan:
-    """The span without what the gateway adds (its evaluation and step events) and what the two
-    exports differ in (the tee writes a minimal resource)."""
-    own = [e for e in span.events
-           if e.name != sc.GEN_AI_EVALUATION_RESULT and not e.name.startswith("tracescore.")]
-    return replace(span, resource={}, protocol="", events=own)
-
-
 def assert_scored(sent: list[ReceivedSpan], received: list[ReceivedSpan],
                   judged: list[tuple[str, str]], expected: list[tuple[str, str]]) -> None:
     """Every span arrived once and unchanged; the agent spans with one evaluation (score 1),
     judged on `expected` (question, answer) pairs; no other span scored."""
-    keys = [(s.trace_id, s.span_id) for s in received]
-    assert len(set(keys)) == len(keys) == len(sent)
-    by_key = {(s.trace_id, s.span_id): s for s in received}
-    agents = 0
-    for span in sent:
-        got = by_key[(span.trace_id, span.span_id)]
-        assert _content(got) == _content(span)  # nothing changed but the added evaluation
-        assert len(got.events_named(sc.GEN_AI_EVALUATION_RESULT)) == is_agent_span(span), span.name
-        if is_agent_span(span):
-            (event,) = got.events_named(sc.GEN_AI_EVALUATION_RESULT)
-            assert event.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0, event.attributes
-            agents += 1
-    assert agents == len(expected)
+    assert assert_spans_scored(sent, received, is_agent_span) == len(expected)
     assert sorted(judged) == sorted(expected)
 
 
@@ -420,10 +344,9 @@ def test_rescore_reads_agent_spans_stored_before_their_llm_calls(
              sorted(sent, key=lambda s: (s.start_time_unix_nano, s.end_time_unix_nano))]
     traces.write_text("\n".join(lines) + "\n", encoding="utf-8")
     config = tmp_path / "rescore.yaml"
-    config.write_text(
-        "scoring:\n  isolation: thread\n  scorers:\n"
-        f"    - {{scorer: relevancy, options: {{model: openai/judge-stub, api_base: '{stub.base_url}',"
-        f" api_key: sk-test, timeout: 30}}}}\ntrace:\n  llm_wait_s: 30\n", encoding="utf-8")
+    config.write_text("scoring:\n  isolation: thread\n  scorers:\n"
+                      f"    - {{scorer: relevancy, options: {relevancy_options(stub)}}}\n"
+                      "trace:\n  llm_wait_s: 30\n", encoding="utf-8")
     out = tmp_path / "rescored.jsonl"
     stub.clear()
     result = CliRunner().invoke(main, ["rescore", str(traces), "-c", str(config), "-o", str(out)])

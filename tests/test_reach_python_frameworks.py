@@ -16,16 +16,16 @@ from __future__ import annotations
 import json
 import subprocess
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _reach import gateway_fixtures, judged_pairs
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
-from test_reach_node import assert_scored, generated_cases, judge, judged_pairs
+from test_reach_node import assert_scored, generated_cases
 
 import tracescore
 from tracescore import _semconv as sc
@@ -54,34 +54,7 @@ def venv_python() -> Path:
     return python_frameworks_venv() / "bin" / "python"
 
 
-@pytest.fixture(scope="module")
-def receiver() -> Iterator[OTLPReceiver]:
-    with OTLPReceiver() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubLLMServer]:
-    with StubLLMServer() as running:
-        running.responder = judge
-        yield running
-
-
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory, receiver: OTLPReceiver,
-            stub: StubLLMServer) -> Iterator[GatewayProcess]:
-    folder = tmp_path_factory.mktemp("gateway")
-    config = folder / "gateway.yaml"
-    config.write_text(
-        "scoring:\n  isolation: thread\n  scorers:\n"
-        f"    - {{scorer: relevancy, options: {{model: openai/judge-stub, api_base: '{stub.base_url}',"
-        " api_key: sk-test, timeout: 30}}\n", encoding="utf-8")
-    process = GatewayProcess(["--config", str(config), "--endpoint", receiver.grpc_endpoint,
-                              "--journal", str(folder / "journal.db")]).start()
-    try:
-        yield process
-    finally:
-        process.stop()
+receiver, stub, gateway = gateway_fixtures()
 
 
 def run_through_gateway(framework: str, cases: list[dict[str, Any]], venv_python: Path,

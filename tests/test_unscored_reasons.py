@@ -233,10 +233,9 @@ def test_the_processor_counts_the_same_in_stats_and_logs_once(
     assert not [r for r in caplog.records if SECRET in r.getMessage()]
 
 
-def test_the_processor_diagnoses_only_agent_like_spans_and_only_its_own_conventions(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Ordinary spans and spans of conventions the processor was not asked to read never reach
-    the diagnosis: the check costs them nothing more than the chain's marker test."""
+@pytest.fixture
+def diagnosed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the spans that reach a diagnosis, in order."""
     monkeypatch.setattr(_diagnose, "_warned", set())
     seen: list[str] = []
     original = Diagnoser.__call__
@@ -246,6 +245,13 @@ def test_the_processor_diagnoses_only_agent_like_spans_and_only_its_own_conventi
         return original(self, name, attributes)
 
     monkeypatch.setattr(Diagnoser, "__call__", spy)
+    return seen
+
+
+def test_the_processor_diagnoses_only_agent_like_spans_and_only_its_own_conventions(
+        diagnosed: list[str]) -> None:
+    """Ordinary spans and spans of conventions the processor was not asked to read never reach
+    the diagnosis: the check costs them nothing more than the chain's marker test."""
     provider = TracerProvider()
     processor = tracescore.ScoringSpanProcessor(
         SimpleSpanProcessor(InMemorySpanExporter()), [tracescore.ContentSimilarityScorer()],
@@ -255,10 +261,10 @@ def test_the_processor_diagnoses_only_agent_like_spans_and_only_its_own_conventi
     agents = [(name, attrs) for name, attrs in CASES.spans if sc.GEN_AI_OPERATION_NAME not in attrs]
     _send(provider, plain + agents)
     assert provider.force_flush(30_000)
-    assert seen == []  # no span carried gen_ai.operation.name: the diagnosis never ran
+    assert diagnosed == []  # no span carried gen_ai.operation.name: the diagnosis never ran
     _send(provider, [(n, a) for n, a in CASES.spans if a.get(sc.GEN_AI_OPERATION_NAME) == "chat"])
     assert provider.force_flush(30_000)
-    assert seen  # these did (gen_ai.operation.name chat): not agent-like, not counted
+    assert diagnosed  # these did (gen_ai.operation.name chat): not agent-like, not counted
     assert not [key for key in processor.stats() if key.startswith("unreadable.")]
     provider.shutdown()
 
@@ -333,7 +339,7 @@ def test_the_counts_reach_a_meter_provider_in_process_and_in_the_gateway() -> No
     meters.shutdown()
 
 
-def test_the_gateway_engine_diagnoses_no_ordinary_span(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_gateway_engine_diagnoses_no_ordinary_span(diagnosed: list[str]) -> None:
     """A request of ordinary spans takes the engine's pass-through path without any diagnosis;
     a span with a marker but no agent call is diagnosed and not counted."""
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -341,15 +347,6 @@ def test_the_gateway_engine_diagnoses_no_ordinary_span(monkeypatch: pytest.Monke
     from tracescore.gateway._engine import Engine
     from tracescore.gateway._metrics import GatewayMetrics
 
-    monkeypatch.setattr(_diagnose, "_warned", set())
-    seen: list[str] = []
-    original = Diagnoser.__call__
-
-    def spy(self: Diagnoser, name: str, attributes: Any) -> Any:
-        seen.append(name)
-        return original(self, name, attributes)
-
-    monkeypatch.setattr(Diagnoser, "__call__", spy)
 
     class Output:
         def __init__(self) -> None:
@@ -372,12 +369,12 @@ def test_the_gateway_engine_diagnoses_no_ordinary_span(monkeypatch: pytest.Monke
                     trace_options={"llm_wait_s": 0})  # a span without content: decided at once
     plain = request([("GET /", {"http.method": "GET"}), ("db", {"db.system": "sqlite"})] * 5)
     engine.accept(plain, plain.SerializeToString())
-    assert seen == []
+    assert diagnosed == []
     others = [(n, a) for n, a in CASES.spans if a.get(sc.GEN_AI_OPERATION_NAME) == "chat"
               or a.get(sc.OI_SPAN_KIND) in ("TOOL", "LLM")]
     marked = request(others)
     engine.accept(marked, marked.SerializeToString())
-    assert len(seen) == len(others)
+    assert len(diagnosed) == len(others)
     assert metrics.labelled("unreadable_agent_spans") == {}
     unreadable = request([("invoke_agent geo", {sc.GEN_AI_OPERATION_NAME: "invoke_agent"})])
     engine.accept(unreadable, unreadable.SerializeToString())
