@@ -151,6 +151,71 @@ def run_pydantic_ai(out: str, cases: list[Case], version: int = 5,
     provider.shutdown()
 
 
+def run_pydantic_ai_tools(out: str, cases: list[Case]) -> None:
+    """pydantic-ai agents that call a tool `rounds` times (0 to 3) before answering, run with
+    `run_sync` or streamed (`run_stream`, the answer in pieces), with a system prompt and the
+    case's earlier turns (`history`: user/assistant texts) as message history."""
+    import asyncio
+
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import (
+        ModelRequest,
+        ModelResponse,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+    )
+    from pydantic_ai.models.function import DeltaToolCall, FunctionModel
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+
+    provider = _provider(out)
+    current: Case = {}
+
+    def done_rounds(messages: list[Any]) -> int:
+        return sum(isinstance(part, ToolReturnPart) for m in messages for part in m.parts)
+
+    def reply(messages: list[Any], info: Any) -> ModelResponse:
+        n = done_rounds(messages)
+        if n < current.get("rounds", 0):
+            return ModelResponse(parts=[ToolCallPart("lookup", {"round": n},
+                                                     tool_call_id=f"call_{n}")])
+        return ModelResponse(parts=[TextPart(str(current["answer"]))])
+
+    async def stream(messages: list[Any], info: Any) -> Any:
+        n = done_rounds(messages)
+        if n < current.get("rounds", 0):
+            yield {0: DeltaToolCall(name="lookup", json_args=json.dumps({"round": n}),
+                                    tool_call_id=f"call_{n}")}
+            return
+        answer = str(current["answer"])
+        for start in range(0, len(answer), 3):
+            yield answer[start:start + 3]
+
+    geo = Agent(FunctionModel(reply, stream_function=stream), name=AGENT_NAME,
+                system_prompt="SYSTEM-PROMPT: answer in one sentence.")
+    geo.instrument = InstrumentationSettings(tracer_provider=provider, version=5)
+
+    @geo.tool_plain
+    def lookup(round: int) -> str:
+        return f"TOOL-RESULT {round}: {current['tool_result']}"
+
+    async def streamed(question: str, history: Any) -> str:
+        async with geo.run_stream(question, message_history=history) as result:
+            return str(await result.get_output())
+
+    for case in cases:
+        _switch(current, case)
+        history = [message for turn in case.get("history", ()) for message in (
+            ModelRequest.user_text_prompt(turn["user"]),
+            ModelResponse(parts=[TextPart(turn["assistant"])]))] or None
+        if case.get("stream"):
+            output = asyncio.run(streamed(case["question"], history))
+        else:
+            output = str(geo.run_sync(case["question"], message_history=history).output)
+        assert output == case["answer"], (output, case["answer"])
+    provider.shutdown()
+
+
 def run_genai(out: str, cases: list[Case]) -> None:
     """OpenTelemetry's own GenAI semconv helper (opentelemetry-util-genai), content capture on."""
     import os
@@ -184,6 +249,7 @@ RUNNERS: dict[str, Callable[[str, list[Case]], None]] = {
     "pydantic_ai": run_pydantic_ai,
     "pydantic_ai_v2": lambda out, cases: run_pydantic_ai(out, cases, version=2),  # `agent run`
     "pydantic_ai_history": lambda out, cases: run_pydantic_ai(out, cases, history=True),
+    "pydantic_ai_tools": run_pydantic_ai_tools,  # tool rounds, streaming, earlier turns
 }
 
 

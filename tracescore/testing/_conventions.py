@@ -76,6 +76,8 @@ CONVENTIONS: tuple[str, ...] = (
     "genai", "openinference", "traceloop", "pydantic_ai", "pydantic_ai_v2", "pydantic_ai_history",
     *NODE_CONVENTIONS,
 )
+# more runs of the side venv's libraries, with cases of their own (tests/test_reach_pydantic_ai.py)
+MORE_RUNS: tuple[str, ...] = ("pydantic_ai_tools",)
 _AGENT_SCRIPT = Path(__file__).with_name("_convention_agent.py")
 _NODE_AGENT_SCRIPT = Path(__file__).with_name("_convention_agent.mjs")
 _READY = ".tracescore-ready"
@@ -109,7 +111,7 @@ def export_convention(convention: str, cases: Sequence[Mapping[str, Any]], out: 
                       timeout_s: float = 300.0) -> Path:
     """Run one agent call per case (`{"question", "answer", "ground_truth"?}`) through the real
     library of `convention`; its spans are appended to `out` as OTLP JSON lines."""
-    if convention not in CONVENTIONS:
+    if convention not in CONVENTIONS + MORE_RUNS:
         raise ValueError(f"unknown convention {convention!r}; known: {', '.join(CONVENTIONS)}")
     if convention in NODE_CONVENTIONS:
         prefix = conventions_node_prefix()
