@@ -35,6 +35,8 @@ GEN_AI_OUTPUT_TYPE = "gen_ai.output.type"
 
 # gen_ai.operation.name values
 OP_INVOKE_AGENT = "invoke_agent"
+OP_INVOKE_WORKFLOW = "invoke_workflow"  # read like invoke_agent (same attributes)
+GEN_AI_WORKFLOW_NAME = "gen_ai.workflow.name"  # older semconv: the workflow's name
 OP_EXECUTE_TOOL = "execute_tool"
 OP_CHAT = "chat"
 OP_WORKFLOW = "workflow"  # tracescore's generic @span (no semconv value exists)
@@ -159,7 +161,6 @@ LOGFIRE_INPUT = "input"  # logfire's OpenAI Agents integration: the call's messa
 LOGFIRE_OUTPUT = "output"
 
 # --- spans that look like agent calls but cannot be read (online/_diagnose.py) --------------
-OP_INVOKE_WORKFLOW_NAME = "invoke_workflow"  # gen_ai.operation.name of a workflow run
 MASTRA_SPAN_TYPE = "mastra.span.type"  # agent_run, workflow_run, model_generation, ...
 VERCEL_OPERATION_ID = "ai.operationId"  # the Vercel AI SDK's span kind: ai.generateText, ...
 METRIC_UNREADABLE_AGENT_SPANS = "tracescore.agent_spans.unreadable"  # counter

@@ -43,7 +43,7 @@ REASONS: dict[str, str] = {
     NO_ANSWER: "output has no text",
     NOT_READ: "input and output are there, but its reader did not accept them",
 }
-_AGENT_OPERATIONS = (sc.OP_INVOKE_AGENT, sc.OP_INVOKE_WORKFLOW_NAME)
+_AGENT_OPERATIONS = (sc.OP_INVOKE_AGENT, sc.OP_INVOKE_WORKFLOW)
 _MAX_KEYS_LOGGED = 40
 
 

@@ -285,7 +285,7 @@ class ScoringSpanProcessor(SpanProcessor):
         attributes = _attributes_of(span)
         operation = attributes.get(sc.GEN_AI_OPERATION_NAME)
         if operation is not None:
-            if operation != sc.OP_INVOKE_AGENT:
+            if operation != sc.OP_INVOKE_AGENT and operation != sc.OP_INVOKE_WORKFLOW:
                 return
         elif not self._recognisers or (self._markers.isdisjoint(attributes)
                                        and not self._contentless.accepts(span.name, attributes)):

@@ -72,13 +72,17 @@ def _builtin(convention: str, marker: str,
 
 # --- GenAI semantic conventions (tracescore's own spans included) ----------------------------------
 def _read_genai(name: str, attributes: Mapping[str, Any]) -> RecognisedCall | None:
-    if attributes.get(sc.GEN_AI_OPERATION_NAME) != sc.OP_INVOKE_AGENT:
+    """`invoke_agent` spans, and `invoke_workflow` spans (the same attributes; the name in
+    `gen_ai.agent.name`, or `gen_ai.workflow.name` in older semconv versions)."""
+    operation = attributes.get(sc.GEN_AI_OPERATION_NAME)
+    if operation != sc.OP_INVOKE_AGENT and operation != sc.OP_INVOKE_WORKFLOW:
         return None
     raw_in = attributes.get(sc.GEN_AI_INPUT_MESSAGES)
     raw_out = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
     if raw_in is None or raw_out is None:
         return None
-    return RecognisedCall("genai", _name(attributes.get(sc.GEN_AI_AGENT_NAME), name),
+    agent = attributes.get(sc.GEN_AI_AGENT_NAME, attributes.get(sc.GEN_AI_WORKFLOW_NAME))
+    return RecognisedCall("genai", _name(agent, name),
                           _messages.as_input(messages_of(raw_in)), output_text(raw_out),
                           _ground_truth(attributes))
 

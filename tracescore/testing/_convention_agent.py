@@ -242,6 +242,33 @@ def run_genai(out: str, cases: list[Case]) -> None:
     provider.shutdown()
 
 
+def run_genai_workflow(out: str, cases: list[Case]) -> None:
+    """OpenTelemetry's GenAI helper: a workflow (`invoke_workflow trip`) around an agent call
+    (`invoke_agent geo`, with a tool), both recording the case's question and answer."""
+    import os
+
+    os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
+    from opentelemetry.util.genai.handler import TelemetryHandler
+    from opentelemetry.util.genai.types import InputMessage, OutputMessage, TextPart
+
+    provider = _provider(out)
+    handler = TelemetryHandler(tracer_provider=provider,
+                               instrumentation_scope_name="convention.genai")
+    for case in cases:
+        question = [InputMessage(role="user", parts=[TextPart(case["question"])])]
+        answer = [OutputMessage(role="assistant", parts=[TextPart(case["answer"])],
+                                finish_reason="stop")]
+        with handler.workflow(name="trip") as workflow:
+            workflow.input_messages = question
+            with handler.invoke_local_agent(agent_name=AGENT_NAME, request_model="m") as agent:
+                agent.input_messages = question
+                with handler.tool(name="lookup"):
+                    pass
+                agent.output_messages = answer
+            workflow.output_messages = answer
+    provider.shutdown()
+
+
 RUNNERS: dict[str, Callable[[str, list[Case]], None]] = {
     "genai": run_genai,
     "openinference": run_openinference,
@@ -250,6 +277,7 @@ RUNNERS: dict[str, Callable[[str, list[Case]], None]] = {
     "pydantic_ai_v2": lambda out, cases: run_pydantic_ai(out, cases, version=2),  # `agent run`
     "pydantic_ai_history": lambda out, cases: run_pydantic_ai(out, cases, history=True),
     "pydantic_ai_tools": run_pydantic_ai_tools,  # tool rounds, streaming, earlier turns
+    "genai_workflow": run_genai_workflow,  # invoke_workflow around invoke_agent
 }
 
 

@@ -76,8 +76,8 @@ CONVENTIONS: tuple[str, ...] = (
     "genai", "openinference", "traceloop", "pydantic_ai", "pydantic_ai_v2", "pydantic_ai_history",
     *NODE_CONVENTIONS,
 )
-# more runs of the side venv's libraries, with cases of their own (tests/test_reach_pydantic_ai.py)
-MORE_RUNS: tuple[str, ...] = ("pydantic_ai_tools",)
+# more runs of the side venv's libraries, with cases of their own (tests/test_reach_python_runs.py)
+MORE_RUNS: tuple[str, ...] = ("pydantic_ai_tools", "genai_workflow")
 _AGENT_SCRIPT = Path(__file__).with_name("_convention_agent.py")
 _NODE_AGENT_SCRIPT = Path(__file__).with_name("_convention_agent.mjs")
 _READY = ".tracescore-ready"
