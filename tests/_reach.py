@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -77,6 +78,16 @@ def _content(span: ReceivedSpan) -> ReceivedSpan:
     own = [e for e in span.events
            if e.name != sc.GEN_AI_EVALUATION_RESULT and not e.name.startswith("tracescore.")]
     return replace(span, resource={}, protocol="", events=own)
+
+
+def unreadable_counts(gateway: GatewayProcess) -> dict[tuple[str, str], int]:
+    """The gateway's count of agent-like spans it could not read, per (framework, reason)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{gateway.health_port}/metrics",
+                                timeout=10) as reply:
+        text = reply.read().decode()
+    pattern = re.compile(r'^tracescore_gateway_unreadable_agent_spans_total'
+                         r'\{framework="([^"]*)",reason="([^"]*)"\} (\d+)$', re.MULTILINE)
+    return {(m.group(1), m.group(2)): int(m.group(3)) for m in pattern.finditer(text)}
 
 
 def relevancy_options(stub: StubLLMServer) -> str:

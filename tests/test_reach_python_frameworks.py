@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _reach import gateway_fixtures, judged_pairs
+from _reach import gateway_fixtures, judged_pairs, unreadable_counts
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -80,13 +80,16 @@ def test_langgraph_runs_are_scored_once_at_their_top_span_with_openinference(
         venv_python: Path, gateway: GatewayProcess, receiver: OTLPReceiver,
         stub: StubLLMServer) -> None:
     """The graph's top span (CHAIN, the conversation state in and out) is the agent call; its
-    nodes are steps, even `create_react_agent`'s node named "agent" (an AGENT span)."""
+    nodes are steps, even `create_react_agent`'s node named "agent" (an AGENT span), neither
+    scored nor counted as agent spans that could not be read."""
     cases = langgraph_cases(seed=21, count=8)
+    unreadable = unreadable_counts(gateway)
     sent, received = run_through_gateway("langchain_openinference", cases, venv_python, gateway,
                                          receiver, stub)
     kinds = {(s.name, s.attributes.get("openinference.span.kind")) for s in sent}
     assert {("lookup", "TOOL"), ("agent", "AGENT"), ("model", "CHAIN"), ("geo", "CHAIN")} <= kinds
     assert_scored(sent, received, {"geo"}, stub, [(c["question"], c["answer"]) for c in cases])
+    assert unreadable_counts(gateway) == unreadable  # node steps are not "unreadable agents"
 
 
 def test_langgraph_runs_are_scored_at_their_workflow_span_with_openllmetry(

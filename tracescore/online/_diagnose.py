@@ -25,7 +25,13 @@ from typing import Any
 
 from tracescore import _semconv as sc
 from tracescore.online import _messages
-from tracescore.online._recognise import BUILTINS, AgentMapping, Recogniser, recogniser_markers
+from tracescore.online._recognise import (
+    BUILTINS,
+    AgentMapping,
+    Recogniser,
+    is_step,
+    recogniser_markers,
+)
 
 _log = logging.getLogger("tracescore")
 
@@ -93,6 +99,8 @@ class Diagnoser:
         """Why this span, rejected by the chain, was not read; None when it looks like no agent
         call. Never raises."""
         try:
+            if is_step(attributes):
+                return None  # a step of a run scored at its top span, deliberately not read
             present = self.keys.intersection(attributes)
             for look in self._looks:
                 if look.keys.isdisjoint(present):

@@ -97,7 +97,7 @@ def _read_openinference(name: str, attributes: Mapping[str, Any]) -> RecognisedC
         return None
     raw_in = attributes.get(sc.OI_INPUT_VALUE)
     raw_out = attributes.get(sc.OI_OUTPUT_VALUE)
-    if raw_in is None or raw_out is None or _langgraph_step(attributes):
+    if raw_in is None or raw_out is None or is_step(attributes):
         return None
     chain = kind.upper() == sc.OI_KIND_CHAIN
     if chain and not all(isinstance(r, str) and '"messages"' in r for r in (raw_in, raw_out)):
@@ -112,8 +112,9 @@ def _read_openinference(name: str, attributes: Mapping[str, Any]) -> RecognisedC
     )
 
 
-def _langgraph_step(attributes: Mapping[str, Any]) -> bool:
-    """The span ran inside a node of a LangGraph graph (LangChain's run metadata names it)."""
+def is_step(attributes: Mapping[str, Any]) -> bool:
+    """A step inside an agent run, never an agent call of its own however it is marked: a span
+    that ran inside a node of a LangGraph graph (LangChain's run metadata names the node)."""
     metadata = attributes.get(sc.OI_METADATA)
     if not isinstance(metadata, str) or sc.LANGGRAPH_NODE not in metadata:
         return False
