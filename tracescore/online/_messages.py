@@ -172,13 +172,11 @@ def read_messages(raw: object) -> list[Message] | None:
 
 
 def _listed(value: object) -> object:
-    """The messages a recorded request or response holds: `{"messages": [...]}`, Gemini's
-    `{"contents": [...]}` (its system instruction first) and a model response's
-    `{"content": {message}}`; any other value as it is."""
+    """The messages a recorded request or response holds (`message_list` takes a `messages`
+    state first): Gemini's `{"contents": [...]}` (its system instruction first) and a model
+    response's `{"content": {message}}`; any other value as it is."""
     if not isinstance(value, Mapping):
         return value
-    if is_message_list(value.get("messages")):
-        return value["messages"]
     if is_message_list(value.get("contents")):
         config = value.get("config")
         system = value.get("system_instruction", config.get("system_instruction")

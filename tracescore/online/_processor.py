@@ -590,13 +590,13 @@ class ScoringSpanProcessor(SpanProcessor):
                     agent = self._contentless(span.name, attributes)
                     if agent is not None:
                         with self._traces_lock:
-                            trace.agent_spans.add(context.span_id)
+                            trace.agent_spans.add(context.span_id)  # its LLM calls: its own
                             calls = trace.llm_under(context.span_id)
                             container = trace.agents_below(context.span_id)
                         found = from_llm_calls(agent, calls)
                         if found is None and container:
                             return None  # it only contains agent spans
-                if found is not None and trace is not None:
+                elif found is not None and trace is not None:
                     with self._traces_lock:
                         trace.agent_spans.add(context.span_id)  # the LLM calls below are its own
             if found is None:

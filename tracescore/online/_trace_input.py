@@ -228,6 +228,8 @@ class TraceSpans:
                    for span_id in self.agent_spans if span_id != agent_id)
 
     def _below(self, span_id: int | None, agent_id: int, *, crossing: bool = False) -> bool:
+        """Whether `span_id` is `agent_id` or below it; without `crossing`, not below another
+        agent span on the way up."""
         parents, agents = self.parents, self.agent_spans
         parent = span_id
         depth = 0
@@ -242,15 +244,9 @@ class TraceSpans:
               content: Mapping[int, Mapping[str, str]] | None = None) -> list[Item]:
         """The items of `agent_id` itself and of the spans below it (any depth); `content`:
         tool arguments/results kept off the spans (capture off), by span id."""
-        parents = self.parents
         below = []
         for span_id, item in self.items.items():
-            parent: int | None = span_id
-            depth = 0
-            while parent is not None and parent != agent_id and depth < _MAX_DEPTH:
-                parent = parents.get(parent)
-                depth += 1
-            if parent == agent_id:
+            if self._below(span_id, agent_id, crossing=True):
                 kept = content.get(span_id) if content else None
                 below.append(item if kept is None else item.with_content(kept))
         return below
