@@ -398,3 +398,27 @@ def test_a_waiting_agent_span_goes_on_unscored_at_shutdown(
     assert event.name == sc.TS_UNSCORED
     assert {kv.key: kv.value.string_value for kv in event.attributes}[
         sc.TS_UNSCORED_REASON] == "shutdown"
+
+
+@pytest.mark.parametrize("instrumentation", INSTRUMENTATIONS)
+def test_inspect_reads_agent_spans_without_content_as_the_gateway_does(
+        instrumentation: str, venv: Path, model: StubLLMServer, gateway: GatewayProcess,
+        receiver: OTLPReceiver, stub: StubLLMServer, tmp_path: Path) -> None:
+    """`tracescore inspect` on the stored spans: each agent span is reported as scored with the
+    question and answer the gateway judged (read from its LLM calls); the OpenInference root
+    that only contains it is not reported."""
+    from click.testing import CliRunner
+
+    from tracescore.cli import main
+
+    _, sent, _, judged = gateway_run(instrumentation, venv, model, gateway, receiver, stub)
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text("\n".join(json.dumps(_request([span])) for span in sent) + "\n",
+                      encoding="utf-8")
+    result = CliRunner().invoke(main, ["inspect", str(traces), "--json"])
+    assert result.exit_code == 0, result.output
+    reports = json.loads(result.output)["agent_spans"]
+    assert sorted(r["span_id"] for r in reports) == sorted(
+        s.span_id for s in sent if is_agent_span(s))
+    assert all(r["scored"] for r in reports), reports
+    assert sorted((r["question"], r["answer"]) for r in reports) == sorted(judged)

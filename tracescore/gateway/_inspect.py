@@ -11,7 +11,7 @@ gateway uses, from every span of its trace) or why it would not be scored, with 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -20,16 +20,11 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from tracescore.gateway import _otlp
 from tracescore.gateway._trace_buffer import ITEM_MARKERS, BufferLimits, TraceBuffer
-from tracescore.online._diagnose import (
-    REASONS,
-    Diagnoser,
-    Unreadable,
-    answer_of,
-    question_of,
-    suggest_mapping,
-)
+from tracescore.online._diagnose import REASONS, Diagnoser, Unreadable, suggest_mapping
+from tracescore.online._llm_calls import ContentlessAgent, contentless_reader, from_llm_calls
 from tracescore.online._recognise import RecognisedCall, recognise, recogniser_markers
 from tracescore.online._trace_input import TraceLimits
+from tracescore.scoring._inputs import answer_text, question_text
 
 
 @dataclass(frozen=True)
@@ -64,7 +59,7 @@ class _Found:
     where: str
     span: Span
     attributes: Mapping[str, Any]
-    outcome: RecognisedCall | Unreadable
+    outcome: RecognisedCall | ContentlessAgent | Unreadable
 
 
 class Inspector:
@@ -72,9 +67,13 @@ class Inspector:
 
     def __init__(self, recognisers: Sequence[Any], *, keep_others: bool = False) -> None:
         self._chain = tuple(recognisers)
-        self._markers = recogniser_markers(self._chain)
+        # read as the gateway reads: the chain, then agent spans without content of their own
+        # (from the LLM calls below them, once every span is in), else why not
+        self._contentless = contentless_reader(self._chain)
+        self._markers = recogniser_markers(self._chain) | self._contentless.markers
         self._diagnose = Diagnoser(self._chain)
-        self._readable = self._diagnose.keys | ITEM_MARKERS
+        self._watched = self._markers | self._diagnose.keys
+        self._readable = self._watched | ITEM_MARKERS
         # every span of a trace until the end (no age limit): tool calls may come after the agent
         self._traces = TraceBuffer(TraceLimits(), BufferLimits(max_age_s=1.0), clock=lambda: 0.0)
         self._found: list[_Found] = []
@@ -99,11 +98,15 @@ class Inspector:
         attributes = (_otlp.attributes_of(span.attributes)
                       if not self._readable.isdisjoint(keys) else None)
         self._traces.add(span, attributes)
-        outcome: RecognisedCall | Unreadable | None = None
-        if attributes is not None and not self._diagnose.keys.isdisjoint(keys):
-            outcome = (recognise(span.name, attributes, self._chain)
-                       if not self._markers.isdisjoint(keys) else None)
-            if outcome is None:
+        outcome: RecognisedCall | ContentlessAgent | Unreadable | None = None
+        if attributes is not None and not self._watched.isdisjoint(keys):
+            if not self._markers.isdisjoint(keys):
+                outcome = recognise(span.name, attributes, self._chain)
+                if outcome is None and self._contentless:
+                    outcome = self._contentless(span.name, attributes)
+            if outcome is not None:
+                self._traces.mark_agent(span)  # the LLM calls below it are its own
+            else:
                 outcome = self._diagnose(span.name, attributes)
         if outcome is None:
             self.other_count += 1
@@ -115,10 +118,23 @@ class Inspector:
     def reports(self) -> list[SpanReport]:
         """A report per agent-like span, in the order they came."""
         with self._lock:
-            return [self._report(found) for found in self._found]
+            return [report for found in self._found if (report := self._report(found))]
 
-    def _report(self, found: _Found) -> SpanReport:
-        span, outcome = found.span, found.outcome
+    def _outcome(self, found: _Found) -> RecognisedCall | Unreadable | None:
+        """What the gateway makes of the span: an agent span without content is read from the
+        LLM calls below it, or unreadable; None for one that only contains agent spans."""
+        outcome = found.outcome
+        if not isinstance(outcome, ContentlessAgent):
+            return outcome
+        read = from_llm_calls(outcome, self._traces.llm_calls_of(found.span))
+        if read is not None or self._traces.agents_below(found.span):
+            return read
+        return self._diagnose(found.span.name, found.attributes)
+
+    def _report(self, found: _Found) -> SpanReport | None:
+        span, outcome = found.span, self._outcome(found)
+        if outcome is None:
+            return None
         trace_id, span_id = span.trace_id.hex(), span.span_id.hex()
         if isinstance(outcome, Unreadable):
             return SpanReport(
@@ -127,7 +143,10 @@ class Inspector:
                 attribute_keys=sorted(found.attributes),
                 mapping=suggest_mapping(outcome, span.name, found.attributes))
         trace = self._traces.input_of(span)
-        question, answer = question_of(outcome.input), answer_of(outcome.output)
+        # as the scorers read the call (its output is the answer text already: an answer
+        # that is JSON text stays that text)
+        question = _as_scorers_read(question_text, outcome.input)
+        answer = _as_scorers_read(answer_text, outcome.output)
         warnings = []
         if not question:
             warnings.append(f"{REASONS['no_question_text']}: scorers that read the question "
@@ -142,6 +161,15 @@ class Inspector:
             conversation=_earlier(outcome.input), ground_truth=outcome.ground_truth,
             tool_calls=[_tool_call(call) for call in trace.tool_calls],
             context=list(trace.context), warnings=warnings)
+
+
+def _as_scorers_read(read: Callable[[Any], str], value: object) -> str:
+    """The question or answer text the scorers get from a call's input or output ("" when
+    they find none)."""
+    try:
+        return read(value).strip()
+    except Exception:  # noqa: BLE001 - no text the scorers could find
+        return ""
 
 
 def _earlier(value: object) -> list[dict[str, str]]:
