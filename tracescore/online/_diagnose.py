@@ -145,20 +145,14 @@ def _mappings_of(recogniser: Recogniser) -> tuple[AgentMapping, ...]:
 def _mapping_look(mapping: AgentMapping, framework: str) -> _Look | None:
     """A mapping's conditions as a look (None for a mapping without any: it names no span)."""
     conditions = dict(mapping.attributes)
-    pattern = re.compile(mapping.span_name) if mapping.span_name is not None else None
-    if not conditions and pattern is None:
+    if not conditions and mapping.span_name is None:
         return None
     condition: dict[str, Any] = dict(conditions)
-    if pattern is not None:
-        condition["span_name"] = pattern.pattern
+    if mapping.span_name is not None:
+        condition["span_name"] = mapping.span_name
 
     def matches(name: str, attributes: Mapping[str, Any]) -> Mapping[str, Any] | None:
-        for key, expected in conditions.items():
-            if attributes.get(key) != expected:
-                return None
-        if pattern is not None and pattern.fullmatch(name) is None:
-            return None
-        return condition
+        return condition if mapping.applies(name, attributes) else None
 
     # its spans carry the condition keys; one named only by `span_name`, its input or output
     keys = frozenset(conditions) or frozenset({mapping.input, mapping.output})

@@ -157,9 +157,10 @@ def from_llm_calls(agent: ContentlessAgent, calls: Sequence[LlmCall]) -> Recogni
 
 
 def _applies(mapping: AgentMapping, attributes: Mapping[str, Any]) -> bool:
-    """Whether a mapped model-call span could be read by `mapping` (keys and conditions only)."""
+    """Whether a mapped model-call span could be read by `mapping` (keys and conditions only;
+    the span's name is not at hand here)."""
     return (mapping.input in attributes and mapping.output in attributes
-            and all(attributes.get(k) == v for k, v in mapping.attributes.items()))
+            and mapping.applies("", attributes))
 
 
 def _mapped(call: LlmCall) -> RecognisedCall | None:

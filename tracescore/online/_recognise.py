@@ -246,6 +246,14 @@ class AgentMapping:
     def markers(self) -> frozenset[str]:
         return frozenset({self.input})
 
+    def applies(self, name: str, attributes: Mapping[str, Any]) -> bool:
+        """Whether a span named `name` meets the conditions (`attributes`, `span_name`),
+        whatever it records."""
+        for key, expected in self.attributes.items():
+            if not _same(attributes.get(key, _MISSING), expected):
+                return False
+        return self._pattern is None or self._pattern.fullmatch(name) is not None
+
     def __call__(self, name: str, attributes: Mapping[str, Any], /) -> RecognisedCall | None:
         raw_in = attributes.get(self.input)
         if raw_in is None:
@@ -253,10 +261,7 @@ class AgentMapping:
         raw_out = attributes.get(self.output)
         if raw_out is None:
             return None
-        for key, expected in self.attributes.items():
-            if not _same(attributes.get(key, _MISSING), expected):
-                return None
-        if self._pattern is not None and self._pattern.fullmatch(name) is None:
+        if not self.applies(name, attributes):
             return None
         raw_in = _member(raw_in, self.input_field)  # decoded only for a span that matches
         raw_out = _member(raw_out, self.output_field)
