@@ -80,6 +80,16 @@ def _content(span: ReceivedSpan) -> ReceivedSpan:
     return replace(span, resource={}, protocol="", events=own)
 
 
+def post_otlp_json(http_port: int, lines: list[str], timeout_s: float = 30) -> None:
+    """Each OTLP/JSON export request of `lines` to a gateway's OTLP/HTTP receiver, taken (200)."""
+    for line in lines:
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{http_port}/v1/traces", data=line.encode(),
+            headers={"Content-Type": "application/json"}, method="POST")
+        with urllib.request.urlopen(request, timeout=timeout_s) as reply:
+            assert reply.status == 200
+
+
 def unreadable_counts(gateway: GatewayProcess) -> dict[tuple[str, str], int]:
     """The gateway's count of agent-like spans it could not read, per (framework, reason)."""
     with urllib.request.urlopen(f"http://127.0.0.1:{gateway.health_port}/metrics",

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import random
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _reach import post_otlp_json
 from click.testing import CliRunner
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -200,12 +200,8 @@ def test_the_gateway_scores_every_conventions_agent_spans_received_over_otlp_jso
         scorers=[tracescore.create_content_similarity_scorer()], isolation="thread",
         shutdown_timeout_s=10.0)).start()
     try:
-        for line in lines:
-            request = urllib.request.Request(
-                f"http://127.0.0.1:{gateway.http_port}/v1/traces", data=line.encode(),
-                headers={"Content-Type": "application/json"}, method="POST")
-            with urllib.request.urlopen(request, timeout=10) as reply:
-                assert reply.status == 200
+        assert gateway.http_port is not None
+        post_otlp_json(gateway.http_port, lines, timeout_s=10)
         spans = otlp_receiver.wait_for_spans(sent, timeout=60)
     finally:
         gateway.stop(timeout_s=5)

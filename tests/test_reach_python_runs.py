@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import random
 import tempfile
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _reach import assert_spans_scored, gateway_fixtures, judged_pairs
+from _reach import assert_spans_scored, gateway_fixtures, judged_pairs, post_otlp_json
 
 from tracescore.testing import GatewayProcess, OTLPReceiver, ReceivedSpan, StubLLMServer
 from tracescore.testing._conventions import export_convention
@@ -57,12 +56,7 @@ def run_through_gateway(run: str, cases: list[dict[str, Any]], gateway: GatewayP
         lines = export_convention(run, cases, Path(tmp) / "spans.jsonl").read_text().splitlines()
     receiver.clear()
     stub.clear()
-    for line in lines:
-        request = urllib.request.Request(
-            f"http://127.0.0.1:{gateway.http_port}/v1/traces", data=line.encode(),
-            headers={"Content-Type": "application/json"}, method="POST")
-        with urllib.request.urlopen(request, timeout=30) as reply:
-            assert reply.status == 200
+    post_otlp_json(gateway.http_port, lines)
     sent = [span for line in lines for span in spans_from_otlp_json(line)]
     return sent, receiver.wait_for_spans(len(sent), timeout=120)
 
