@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from tracescore import _semconv as sc
+from tracescore.online import _messages
 
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 _MESSAGE_EVENTS = {"gen_ai.system.message": "system", "gen_ai.user.message": "user",
@@ -63,7 +64,7 @@ def _message(role: str, content: object) -> dict[str, Any]:
     """One recorded message: its content as recorded (text, or JSON content parts), or a whole
     `{"role", "content"}` message when the event recorded one. Text that only looks like JSON
     (an answer that is JSON) stays text."""
-    value = _decoded(content)
+    value = _messages.decoded(content)
     if isinstance(value, Mapping) and ("content" in value or "parts" in value):
         return {"role": value.get("role", role), "content": value.get("content", value.get("parts"))}
     if isinstance(value, list) and value and all(
@@ -71,11 +72,3 @@ def _message(role: str, content: object) -> dict[str, Any]:
         return {"role": role, "content": value}
     return {"role": role, "content": content if content is not None else ""}
 
-
-def _decoded(content: object) -> object:
-    if isinstance(content, str) and content[:1] in ("[", "{"):
-        try:
-            return json.loads(content)
-        except ValueError:
-            return content
-    return content
