@@ -22,7 +22,7 @@ ANSWER_KEY = "geo.response"
 
 def main(kind: str, cases_file: str, out: str) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent / "rigs" / "agents"))
-    from _convention_agent import AGENT_NAME, _provider
+    from convention_agent import AGENT_NAME, _provider
     from openinference.instrumentation import OITracer, TraceConfig
 
     provider = _provider(out)
