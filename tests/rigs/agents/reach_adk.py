@@ -1,6 +1,6 @@
 """Run Google ADK and Strands Agents agents with a scripted model; their own telemetry exports the spans.
 
-Runs inside the side venv of tests/test_reach_adk_strands.py (where tracescore is not installed):
+Runs inside the side venv `rigs.side_envs.adk_strands_venv()` (where tracescore is not installed):
 
     python reach_adk.py FRAMEWORK CASES.json ENDPOINT TEE.jsonl
 
