@@ -20,9 +20,10 @@ test: $(STAMP) lint docs collector chromium side-envs
 	$(PY) -m pytest -q
 
 # the real libraries the tests run (agent frameworks, Phoenix) in cached side environments, built
-# several at once (minutes cold, instant when cached)
+# several at once (minutes cold, instant when cached). Like Phoenix below, they are the suite's rigs
+# (tests/rigs, not in the wheel), run as `python -m rigs.NAME` from tests/.
 side-envs: $(STAMP)
-	$(PY) -m tracescore.testing._side_envs
+	cd tests && $(abspath $(PY)) -m rigs.side_envs
 
 docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict --quiet
@@ -46,10 +47,10 @@ collector: $(STAMP)
 	$(PY) -m tracescore.testing._collector build
 
 phoenix: $(STAMP)
-	$(PY) -m tracescore.testing._phoenix serve
+	cd tests && $(abspath $(PY)) -m rigs.phoenix serve
 
 demo-phoenix: $(STAMP)
-	$(PY) -m tracescore.testing._phoenix demo
+	cd tests && $(abspath $(PY)) -m rigs.phoenix demo
 
 # headless Chromium for the browser test (Debian's package; needs root, skipped when installed)
 chromium:

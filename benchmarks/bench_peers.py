@@ -40,11 +40,10 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 VENVS = ROOT / ".bench-venvs"
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE), str(ROOT / "tests")]  # _common; the suite's rigs
 
 from _common import environment, interleaved, print_table, write_json
-
-from tracescore.testing._conventions import TRACELOOP_REQUIREMENTS
+from rigs.conventions import TRACELOOP_REQUIREMENTS
 
 QUESTION = "What is the capital of France, and how many people live there?"
 ANSWER = "Paris is the capital of France; about 2.1 million people live in the city proper."

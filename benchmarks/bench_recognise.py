@@ -1,7 +1,7 @@
 """Agent-span recognition: spans/s per convention, and what a span that is no agent call costs.
 
 The spans are the ones the real libraries export (OpenTelemetry's GenAI util, OpenInference,
-traceloop-sdk, pydantic-ai, the Vercel AI SDK under node; `tracescore.testing._conventions`,
+traceloop-sdk, pydantic-ai, the Vercel AI SDK under node; `tests/rigs/conventions.py`, its
 side venv and npm folder created on first use),
 decoded from OTLP JSON to attribute dicts as the gateway sees them. Timed interleaved in one
 run, through the whole built-in chain in its order (genai, openinference, traceloop,
@@ -24,11 +24,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]  # _common; the suite's rigs
 from _common import environment, interleaved, print_table, write_json
+from rigs.conventions import CONVENTIONS, convention_spans
 
 from tracescore.online._recognise import build_recognisers, recognise, recogniser_markers
-from tracescore.testing._conventions import CONVENTIONS, convention_spans
 
 QUESTION = "What is the capital of France, and how many people live there?"
 ANSWER = "Paris is the capital of France; about 2.1 million people live in the city proper."

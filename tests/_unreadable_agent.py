@@ -1,7 +1,7 @@
 """Agent spans OpenInference writes that tracescore cannot read: made by the real library.
 
-Runs in the conventions side venv (`tracescore.testing._conventions.conventions_venv()`), where
-tracescore is not installed; it reuses the JSON-lines exporter of `_convention_agent.py`:
+Runs in the conventions side venv (`rigs.conventions.conventions_venv()`), where
+tracescore is not installed; it reuses the JSON-lines exporter of `rigs/agents/convention_agent.py`:
 
     python _unreadable_agent.py KIND CASES.json OUT.jsonl
 
@@ -21,8 +21,8 @@ ANSWER_KEY = "geo.response"
 
 
 def main(kind: str, cases_file: str, out: str) -> int:
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tracescore" / "testing"))
-    from _convention_agent import AGENT_NAME, _provider
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "rigs" / "agents"))
+    from convention_agent import AGENT_NAME, _provider
     from openinference.instrumentation import OITracer, TraceConfig
 
     provider = _provider(out)

@@ -3,7 +3,7 @@ scored; their other spans are not.
 
 The spans come from OpenTelemetry's GenAI util, OpenInference, OpenLLMetry (traceloop-sdk) and
 pydantic-ai (format versions 5 and 2, and runs that continue a conversation) running in a side
-venv, and from the Vercel AI SDK (TypeScript) under node (`tracescore.testing._conventions`,
+venv, and from the Vercel AI SDK (TypeScript) under node (`rigs/conventions.py`,
 installed on first use), exported as OTLP JSON lines; no span here is written by hand.
 """
 
@@ -22,6 +22,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
+from rigs.conventions import CONVENTIONS, convention_spans, export_convention
 
 import tracescore
 from tracescore import _semconv as sc
@@ -29,7 +30,6 @@ from tracescore.cli import main
 from tracescore.online._recognise import BUILTINS
 from tracescore.scoring._inputs import answer_text, question_text
 from tracescore.testing import OTLPReceiver, ReceivedSpan, spans_from_otlp_json
-from tracescore.testing._conventions import CONVENTIONS, convention_spans, export_convention
 
 pytestmark = pytest.mark.slow  # installs the libraries in a side venv on first use (minutes)
 

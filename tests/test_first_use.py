@@ -168,4 +168,4 @@ def test_the_backends_page_runs_the_collector_make_collector_builds() -> None:
 def test_the_pages_name_no_private_module(page: Path) -> None:
     # the make targets' helpers (`python -m tracescore.testing._collector ...`) are commands, not API
     named = set(re.findall(r"tracescore(?:\.[a-z_]+)*\._[a-z_]+", page.read_text()))
-    assert named <= {"tracescore.testing._collector", "tracescore.testing._phoenix"}, named
+    assert named <= {"tracescore.testing._collector"}, named

@@ -1,7 +1,7 @@
 """`tracescore inspect` shows what would be scored of each agent span, or why not.
 
 On files the real libraries wrote (OpenTelemetry's GenAI util and OpenInference in the
-conventions venv, Mastra under node: `tracescore.testing._conventions`) every agent span would
+conventions venv, Mastra under node: `rigs/conventions.py`) every agent span would
 be scored with the question and answer of its call. An OpenInference AGENT span made by the real
 library that keeps its answer under its own key (tests/_unreadable_agent.py) is explained, and
 the mapping entry `inspect` prints, saved as the --config file, makes inspect and rescore read it.
@@ -59,7 +59,7 @@ def _reports(*args: str) -> list[dict[str, Any]]:
 # --- real libraries' files ------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def library_files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
-    from tracescore.testing._conventions import conventions_venv, export_convention
+    from rigs.conventions import conventions_venv, export_convention
 
     folder = tmp_path_factory.mktemp("inspect")
     readable = folder / "readable.jsonl"

@@ -17,7 +17,7 @@ import tarfile
 import venv
 import zipfile
 from email.parser import Parser
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 
@@ -65,8 +65,13 @@ def test_wheel_holds_the_package_its_license_and_entry_points(dist: tuple[Path, 
         metadata = Parser().parsestr(wheel.read(f"{info}/METADATA").decode())
         entry_points = wheel.read(f"{info}/entry_points.txt").decode()
     assert {"tracescore/__init__.py", "tracescore/py.typed", f"{info}/licenses/LICENSE",
-            "tracescore/testing/_convention_agent.mjs", "tracescore/scoring/stopwords_en.txt"} <= names
+            "tracescore/scoring/stopwords_en.txt"} <= names
     assert not [n for n in names if n.startswith(("tests/", "docs/", "benchmarks/"))]
+    # the suite's rigs (tests/rigs: Phoenix, rotel, Chromium, the side environments' agents) are
+    # not test helpers for users: none of them is shipped under tracescore/testing
+    shipped = {PurePosixPath(n).stem.lstrip("_") for n in names if n.startswith("tracescore/testing/")}
+    rigs = {p.stem for p in (ROOT / "tests" / "rigs").rglob("*") if p.suffix in (".py", ".mjs")}
+    assert {"phoenix", "convention_agent"} <= rigs and not shipped & rigs, shipped & rigs
     assert metadata["License-Expression"] == "Apache-2.0"
     assert metadata["License-File"] == "LICENSE"
     assert "Typing :: Typed" in metadata.get_all("Classifier", [])
@@ -80,6 +85,7 @@ def test_sdist_holds_docs_tests_examples_and_configs(dist: tuple[Path, str]) -> 
         names = {n.removeprefix(f"{NAME}/") for n in sdist.getnames()}
     expected = {"LICENSE", "README.md", "CHANGELOG.md", "pyproject.toml", "mkdocs.yml", "Makefile",
                 "docs/index.md", "docs/assets/overview.png", "tests/test_packaging.py",
+                "tests/rigs/agents/convention_agent.mjs",
                 "examples/minimal_agent.py", "collector_config/production.yaml",
                 "tracescore/__init__.py"}
     assert expected <= names

@@ -17,14 +17,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from rigs import phoenix as _phoenix
+from rigs.browser import Chromium
+from rigs.phoenix import PhoenixServer
 
 from tracescore import _semconv as sc
 from tracescore.cli import _demo_agent as demo
 from tracescore.cli._demo import PHOENIX_ANNOTATION
 from tracescore.cli._otlp import read_spans
-from tracescore.testing import _phoenix
-from tracescore.testing._browser import Chromium
-from tracescore.testing._phoenix import PhoenixServer
 
 DOCS_SCREENSHOT = Path(__file__).resolve().parent.parent / "docs" / "images" / "phoenix-annotations.png"
 ROWS_JS = """[...document.querySelectorAll('tbody tr')].map(row => row.innerText)

@@ -21,12 +21,13 @@ import grpc
 import pytest
 from _helpers import GEO_ANSWER as ANSWER
 from _helpers import geo_agent, geo_llm_and_judge, litellm_instrumented, shut_down_pipelines
+from rigs import phoenix as _phoenix
+from rigs.phoenix import PhoenixServer
 
 import tracescore
 from tracescore import _semconv as sc
 from tracescore.cli._otlp import read_spans
-from tracescore.testing import StubLLMServer, _phoenix
-from tracescore.testing._phoenix import PhoenixServer
+from tracescore.testing import StubLLMServer
 from tracescore.testing._tools import free_port
 
 PROJECT = "default"  # the test's spans come from the shared test provider, without a project name

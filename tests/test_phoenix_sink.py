@@ -18,6 +18,7 @@ import pytest
 from _helpers import GEO_ANSWER, geo_agent, geo_llm_and_judge, shut_down_pipelines
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rigs.phoenix import PhoenixServer
 
 import tracescore
 from tracescore import _semconv as sc
@@ -34,7 +35,6 @@ from tracescore.online._phoenix_sink import (
 from tracescore.online._sinks import ScoreRecord
 from tracescore.testing import OTLPReceiver, Reply, StubLLMServer
 from tracescore.testing._http import LoopbackServer, QuietHandler
-from tracescore.testing._phoenix import PhoenixServer
 from tracescore.testing._service import Service
 from tracescore.testing._tools import free_port
 

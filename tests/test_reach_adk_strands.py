@@ -1,7 +1,7 @@
 """Google ADK and Strands Agents, with their own OpenTelemetry tracing, come out scored through
 `tracescore serve` with the right question and answer; every other span passes through unchanged.
 
-The real libraries run in one cached side venv (`tracescore/testing/_reach_adk.py`) with a
+The real libraries run in one cached side venv (`rigs/agents/reach_adk.py`) with a
 scripted model that calls a tool and then answers, in conversations of several turns, with and
 without a system prompt; they export to a real gateway process, which forwards to the project's
 OTLP receiver and judges relevancy through litellm at the stub judge. The judge's requests show
@@ -32,6 +32,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
+from rigs.side_envs import adk_strands_venv
 from test_reach_node import assert_scored
 
 import tracescore
@@ -42,11 +43,10 @@ from tracescore.online._recognise import AgentMapping, recognise
 from tracescore.scoring._inputs import answer_text, question_text
 from tracescore.testing import GatewayProcess, OTLPReceiver, ReceivedSpan, StubLLMServer
 from tracescore.testing._decode import spans_from_otlp_json
-from tracescore.testing._side_envs import adk_strands_venv
 
 # One venv for both: ADK caps the OpenTelemetry SDK at 1.44, which Strands accepts; the OTLP
 # exporters are pinned to match it.
-RUNNER = Path(__file__).resolve().parent.parent / "tracescore" / "testing" / "_reach_adk.py"
+RUNNER = Path(__file__).resolve().parent / "rigs" / "agents" / "reach_adk.py"
 # run -> (framework, the environment a user sets for it)
 RUNS: dict[str, tuple[str, dict[str, str]]] = {
     "strands": ("strands", {}),  # span events gen_ai.system/user/assistant/tool.message, choice

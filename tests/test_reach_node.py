@@ -3,7 +3,7 @@ scored with the right question and answer; every other span passes through uncha
 
 Mastra (`@mastra/core` agents and workflows, exported by `@mastra/otel-exporter` over OTLP/gRPC
 and OTLP/HTTP) and the Vercel AI SDK 4, 5, 6 (`experimental_telemetry`) and 7 (`@ai-sdk/otel`,
-both integrations) run under node with their own mock models (`tracescore.testing._conventions`,
+both integrations) run under node with their own mock models (`rigs/conventions.py`,
 one cached npm folder), export to a real gateway process, which forwards to the project's OTLP
 receiver and judges relevancy through litellm at the stub judge. The judge's requests show what
 was judged: the question block must be the user's last question (no system prompt, no tool
@@ -22,14 +22,14 @@ from typing import Any
 
 import pytest
 from _reach import assert_spans_scored, gateway_fixtures, judged_pairs
+from rigs.conventions import conventions_node_prefix
 
 from tracescore.testing import GatewayProcess, OTLPReceiver, ReceivedSpan, StubLLMServer
-from tracescore.testing._conventions import conventions_node_prefix
 from tracescore.testing._decode import spans_from_otlp_json
 
 pytestmark = pytest.mark.slow  # installs the npm packages on first use (minutes)
 
-AGENT_SCRIPT = Path(__file__).resolve().parent.parent / "tracescore" / "testing" / "_convention_agent.mjs"
+AGENT_SCRIPT = Path(__file__).resolve().parent / "rigs" / "agents" / "convention_agent.mjs"
 _QUESTIONS = ["Which river flows through {}?", "What is the capital of {}?",
               "How old is the oldest bridge in {}?", "Name one museum in {}."]
 _PLACES = ["Vienna", "Kraków", "São Paulo", "Zürich", "Lyon", "Osaka", "Quito", "Tartu"]

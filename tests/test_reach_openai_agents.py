@@ -2,7 +2,7 @@
 
 Both instrumentations write agent spans without content of their own (OpenInference: AGENT spans
 with only `agent.name`; logfire: `Agent run: {name!r}` spans); the question and the answer are on
-the model-call spans below them. The real SDK (`tracescore.testing._reach_agents`, one cached
+the model-call spans below them. The real SDK (`rigs/agents/reach_agents.py`, one cached
 side venv) runs an agent with a tool against a chat-completions stub and exports over OTLP/HTTP to
 a real `tracescore serve`, which forwards to the project's OTLP receiver and judges relevancy
 through litellm at a stub judge. The judge's requests show what was judged: the question block
@@ -30,18 +30,18 @@ from opentelemetry import trace as trace_api
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from rigs.agents.reach_agents import INSTRUMENTATIONS
+from rigs.side_envs import reach_agents_venv
 
 import tracescore
 from tracescore import _semconv as sc
 from tracescore.testing import GatewayProcess, OTLPReceiver, ReceivedSpan, StubLLMServer
 from tracescore.testing._decode import spans_from_otlp_json
-from tracescore.testing._reach_agents import INSTRUMENTATIONS
-from tracescore.testing._side_envs import reach_agents_venv
 from tracescore.testing._stub_llm import Reply
 
 pytestmark = pytest.mark.slow  # installs the Agents SDK in a side venv on first use (minutes)
 
-RUNNER = Path(tracescore.__file__).parent / "testing" / "_reach_agents.py"
+RUNNER = Path(__file__).resolve().parent / "rigs" / "agents" / "reach_agents.py"
 LLM_WAIT_S = 1.0
 _QUESTIONS = ["Which river flows through {}?", "What is the capital of {}?",
               "How old is the oldest bridge in {}?", "Name one museum in {}."]

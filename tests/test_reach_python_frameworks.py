@@ -4,7 +4,7 @@ scored with the right question and answer; every other span passes through uncha
 LangChain / LangGraph agents (`langchain.agents.create_agent` and LangGraph's `create_react_agent`
 on LangChain's fake chat model, with a tool round, a system prompt and earlier turns, invoked or
 streamed; under OpenInference's and OpenLLMetry's instrumentations), CrewAI crews and LlamaIndex
-agents (OpenInference) run in one cached side venv (`tracescore.testing._python_frameworks`),
+agents (OpenInference) run in one cached side venv (`rigs/python_frameworks.py`),
 export over OTLP/HTTP to a real gateway process, which forwards to the project's OTLP receiver
 and judges relevancy through litellm at the stub judge. The judge's
 requests show what was judged (`test_reach_node`'s checks): the question block is the user's last
@@ -25,13 +25,13 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
+from rigs.python_frameworks import RUNNER, python_frameworks_venv
 from test_reach_node import assert_scored, generated_cases
 
 import tracescore
 from tracescore import _semconv as sc
 from tracescore.testing import GatewayProcess, OTLPReceiver, ReceivedSpan, StubLLMServer
 from tracescore.testing._decode import spans_from_otlp_json
-from tracescore.testing._python_frameworks import RUNNER, python_frameworks_venv
 
 pytestmark = pytest.mark.slow  # installs the frameworks in a side venv on first use (minutes)
 

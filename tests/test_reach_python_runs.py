@@ -5,7 +5,7 @@ rounds, streamed or not, continuing earlier turns; OpenTelemetry's GenAI helper 
 question (never a tool return, the system prompt or an earlier turn) and the final answer (never
 a tool call); every other span passes through unchanged.
 
-The libraries run in the conventions side venv (`tracescore.testing._conventions`), pydantic-ai
+The libraries run in the conventions side venv (`rigs/conventions.py`), pydantic-ai
 with its own `FunctionModel` (no network); the judge is real litellm at the stub of `_reach.py`.
 """
 
@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 from _reach import assert_spans_scored, gateway_fixtures, judged_pairs, post_otlp_json
+from rigs.conventions import export_convention
 
 from tracescore.testing import GatewayProcess, OTLPReceiver, ReceivedSpan, StubLLMServer
-from tracescore.testing._conventions import export_convention
 from tracescore.testing._decode import spans_from_otlp_json
 
 pytestmark = pytest.mark.slow  # installs the conventions side venv on first use (minutes)

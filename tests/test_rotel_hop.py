@@ -18,11 +18,11 @@ from _helpers import (
     shut_down_pipelines,
 )
 from opentelemetry import trace
+from rigs.rotel import RotelCollector
 
 import tracescore
 from tracescore import _semconv as sc
 from tracescore.testing import OTLPReceiver, StubLLMServer
-from tracescore.testing._rotel import RotelCollector
 
 QUESTION = "What is the capital of France?"
 

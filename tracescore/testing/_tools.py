@@ -1,21 +1,16 @@
-"""Shared helpers for the external test services: cached venvs outside the checkout, free ports, readiness."""
+"""Shared helpers for the external test services: the cache dir, free ports, readiness, stopping."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import os
-import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
-
-_READY_MARKER = ".tracescore-ready"
 
 
 def cache_dir() -> Path:
@@ -34,33 +29,6 @@ def _file_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def cached_venv(
-    name: str, requirement: str | list[str], *, python: str | None = None, quiet: bool = True
-) -> Path:
-    """A venv under cache_dir() with `requirement`(s) installed, created once and reused
-    (process-safe)."""
-    requirements = [requirement] if isinstance(requirement, str) else list(requirement)
-    venv = cache_dir() / name
-    with _file_lock(cache_dir() / f"{name}.lock"):
-        if (venv / _READY_MARKER).exists():
-            return venv
-        shutil.rmtree(venv, ignore_errors=True)  # a half-finished earlier attempt
-        base_python = python or getattr(sys, "_base_executable", None) or sys.executable
-        subprocess.run([base_python, "-m", "venv", str(venv)], check=True)
-        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check"]
-        if quiet:
-            pip.append("--quiet")
-        subprocess.run([*pip, *requirements], check=True)
-        (venv / _READY_MARKER).write_text("\n".join(requirements) + "\n")
-    return venv
-
-
-def pinned_venv(prefix: str, requirements: Sequence[str]) -> Path:
-    """The cached venv `{prefix}-{digest of the pins}` with `requirements` installed."""
-    digest = hashlib.sha256("\n".join(requirements).encode()).hexdigest()[:12]
-    return cached_venv(f"{prefix}-{digest}", list(requirements))
 
 
 def free_port() -> int:

@@ -1,8 +1,8 @@
 """Run Google ADK and Strands Agents agents with a scripted model; their own telemetry exports the spans.
 
-Runs inside the side venv of tests/test_reach_adk_strands.py (where tracescore is not installed):
+Runs inside the side venv `rigs.side_envs.adk_strands_venv()` (where tracescore is not installed):
 
-    python _reach_adk.py FRAMEWORK CASES.json ENDPOINT TEE.jsonl
+    python reach_adk.py FRAMEWORK CASES.json ENDPOINT TEE.jsonl
 
 FRAMEWORK is `adk` or `strands`; the telemetry options are the environment's (the test sets the
 variables a user would). ENDPOINT is `grpc://host:port` or `http://host:port` (OTLP); every span
@@ -21,7 +21,7 @@ import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any
 
-from _convention_agent import _exporter  # the sibling script's OTLP JSON lines exporter
+from convention_agent import _exporter  # the sibling script's OTLP JSON lines exporter
 
 Case = dict[str, Any]
 AGENT_NAME = "geo"

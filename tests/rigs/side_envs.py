@@ -1,7 +1,7 @@
 """Every cached side environment the test suite runs real libraries in, built several at once.
 
 The tests build each environment on first use (cached under `cache_dir()`, keyed by its pins);
-`python -m tracescore.testing._side_envs` (`make side-envs`, part of `make test`) builds the
+`python -m rigs.side_envs` from tests/ (`make side-envs`, part of `make test`) builds the
 missing ones up front, in parallel, so a fresh machine pays the installs once and side by side.
 """
 
@@ -13,8 +13,9 @@ from collections.abc import Callable
 from concurrent import futures
 from pathlib import Path
 
-from tracescore.testing import _conventions, _phoenix, _python_frameworks, _reach_agents
-from tracescore.testing._tools import pinned_venv
+from rigs import conventions, phoenix, python_frameworks
+from rigs.agents import reach_agents
+from rigs.venvs import pinned_venv
 
 # Google ADK and Strands Agents share one venv: ADK caps the OpenTelemetry SDK at 1.44, which
 # Strands accepts.
@@ -30,7 +31,7 @@ ADK_STRANDS_REQUIREMENTS: tuple[str, ...] = (
 
 def reach_agents_venv() -> Path:
     """The OpenAI Agents SDK with its OpenInference and logfire instrumentations."""
-    return pinned_venv("reach-agents-venv", _reach_agents.REQUIREMENTS)
+    return pinned_venv("reach-agents-venv", reach_agents.REQUIREMENTS)
 
 
 def adk_strands_venv() -> Path:
@@ -39,12 +40,12 @@ def adk_strands_venv() -> Path:
 
 
 BUILDERS: dict[str, Callable[[], Path]] = {
-    "conventions venv": _conventions.conventions_venv,
-    "conventions npm folder": _conventions.conventions_node_prefix,
+    "conventions venv": conventions.conventions_venv,
+    "conventions npm folder": conventions.conventions_node_prefix,
     "OpenAI Agents SDK venv": reach_agents_venv,
     "Google ADK and Strands venv": adk_strands_venv,
-    "LangChain, LangGraph, LlamaIndex and CrewAI venv": _python_frameworks.python_frameworks_venv,
-    "Phoenix venv": _phoenix.phoenix_venv,
+    "LangChain, LangGraph, LlamaIndex and CrewAI venv": python_frameworks.python_frameworks_venv,
+    "Phoenix venv": phoenix.phoenix_venv,
 }
 
 

@@ -1,9 +1,9 @@
 """Run one agent call through a real instrumentation library and write its spans as OTLP JSON lines.
 
-Runs inside the side venv of `_conventions.py` (where tracescore is not installed), so it imports
+Runs inside the side venv of `rigs/conventions.py` (where tracescore is not installed), so it imports
 only the instrumentation library and the OpenTelemetry SDK:
 
-    python _convention_agent.py CONVENTION CASES.json OUT.jsonl
+    python convention_agent.py CONVENTION CASES.json OUT.jsonl
 
 CASES.json is a list of {"question", "answer", "ground_truth" (optional)}: one agent call each.
 

@@ -1,7 +1,9 @@
 """Run Arize Phoenix locally for end-to-end tests and demos: a cached venv outside the checkout, free ports.
 
-    python -m tracescore.testing._phoenix serve   # install once, run Phoenix on :6006 until Ctrl-C
-    python -m tracescore.testing._phoenix demo    # the same, plus `tracescore demo` traffic sent to it
+    make phoenix        # install once, run Phoenix on :6006 until Ctrl-C
+    make demo-phoenix   # the same, plus `tracescore demo` traffic sent to it
+
+(they run `python -m rigs.phoenix serve` / `demo` in tests/).
 
 Both listen on loopback only: the UI and OTLP/HTTP on $PHOENIX_PORT (6006), OTLP/gRPC on
 $PHOENIX_GRPC_PORT (4317). A default port that is taken is replaced by a free one; a port set in
@@ -25,8 +27,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from rigs.venvs import cached_venv
 from tracescore.testing._service import ChildProcess
-from tracescore.testing._tools import cache_dir, cached_venv, free_port
+from tracescore.testing._tools import cache_dir, free_port
 
 PHOENIX_VERSION = os.environ.get("TRACESCORE_PHOENIX_VERSION", "20.26.1")
 DEFAULT_PORTS = {"PHOENIX_PORT": 6006, "PHOENIX_GRPC_PORT": 4317}
@@ -225,7 +228,7 @@ def _where_to_click(base_url: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """`install` the cached venv, `serve` Phoenix in the foreground, or run the `demo` against it."""
-    parser = argparse.ArgumentParser(prog="python -m tracescore.testing._phoenix")
+    parser = argparse.ArgumentParser(prog="python -m rigs.phoenix")
     parser.add_argument("command", choices=["install", "serve", "demo"])
     parser.add_argument("--port", type=int, help="UI and OTLP/HTTP (default $PHOENIX_PORT, 6006)")
     parser.add_argument("--grpc-port", type=int, help="OTLP/gRPC (default $PHOENIX_GRPC_PORT, 4317)")

@@ -3,7 +3,7 @@
 Runs inside its own side venv (`REQUIREMENTS`; tracescore is not installed there), so it imports
 only the Agents SDK, the instrumentation and the OpenTelemetry SDK:
 
-    python _reach_agents.py INSTRUMENTATION CASES.json MODEL_URL OTLP_URL TEE.jsonl
+    python reach_agents.py INSTRUMENTATION CASES.json MODEL_URL OTLP_URL TEE.jsonl
 
 INSTRUMENTATION is "openinference" (`openinference-instrumentation-openai-agents`) or "logfire"
 (`logfire.instrument_openai_agents()`, sending nothing to logfire's cloud). The agent's model is
@@ -40,7 +40,7 @@ Case = dict[str, Any]
 def _instrument(instrumentation: str, otlp_url: str, tee: str) -> Callable[[], None]:
     """Send the Agents SDK's spans through `instrumentation` to OTLP/HTTP and the tee; returns
     the function that flushes and shuts the export down."""
-    from _convention_agent import _exporter  # the sibling script: OTLP JSON lines
+    from convention_agent import _exporter  # the sibling script: OTLP JSON lines
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 

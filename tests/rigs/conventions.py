@@ -19,8 +19,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rigs.venvs import pinned_venv
 from tracescore.testing._decode import ReceivedSpan, spans_from_otlp_json
-from tracescore.testing._tools import _file_lock, cache_dir, pinned_venv
+from tracescore.testing._tools import _file_lock, cache_dir
 
 # traceloop-sdk with the OpenTelemetry pins it resolves with on PyPI (its instrumentation extras
 # pin the OpenTelemetry betas, so the SDK is pinned to match them); the peer benchmark uses it too.
@@ -69,7 +70,7 @@ NODE_PACKAGES: dict[str, str] = {
     "@opentelemetry/exporter-logs-otlp-proto": "0.218.0",
     "@opentelemetry/exporter-zipkin": "2.12.1",
 }
-# node runs of _convention_agent.mjs; more runs there (AI SDK 4, 5, 7 legacy, Mastra workflows and
+# node runs of agents/convention_agent.mjs; more runs there (AI SDK 4, 5, 7 legacy, Mastra workflows and
 # memory) are exercised through the gateway by tests/test_reach_node.py
 NODE_CONVENTIONS: tuple[str, ...] = ("vercel_ai", "vercel_ai_v6", "mastra")
 CONVENTIONS: tuple[str, ...] = (
@@ -78,8 +79,8 @@ CONVENTIONS: tuple[str, ...] = (
 )
 # more runs of the side venv's libraries, with cases of their own (tests/test_reach_python_runs.py)
 MORE_RUNS: tuple[str, ...] = ("pydantic_ai_tools", "genai_workflow")
-_AGENT_SCRIPT = Path(__file__).with_name("_convention_agent.py")
-_NODE_AGENT_SCRIPT = Path(__file__).with_name("_convention_agent.mjs")
+_AGENT_SCRIPT = Path(__file__).parent / "agents" / "convention_agent.py"
+_NODE_AGENT_SCRIPT = _AGENT_SCRIPT.with_suffix(".mjs")
 _READY = ".tracescore-ready"
 
 

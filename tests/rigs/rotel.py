@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from rigs.venvs import cached_venv
 from tracescore.testing._service import ChildProcess, LoopbackOTLP
-from tracescore.testing._tools import cached_venv, free_port, port_open
+from tracescore.testing._tools import free_port, port_open
 
 ROTEL_VERSION = os.environ.get("TRACESCORE_ROTEL_VERSION", "0.0.1a15")
 

@@ -1,9 +1,9 @@
 // Run agent calls through a TypeScript framework (a mock model from the library itself, no network)
 // and send the spans the framework made: as one OTLP JSON line appended to a file (the Collector file
 // exporter's format), or with the real OTLP exporters to a receiver.
-// Node counterpart of _convention_agent.py, run by _conventions.py in its cached npm folder:
+// Node counterpart of convention_agent.py, run by rigs/conventions.py in its cached npm folder:
 //
-//     node _convention_agent.mjs CONVENTION CASES.json OUT
+//     node convention_agent.mjs CONVENTION CASES.json OUT
 //
 // CONVENTION: vercel_ai (AI SDK 7, @ai-sdk/otel's GenAI spans), vercel_ai_v7_legacy (AI SDK 7,
 // LegacyOpenTelemetry), vercel_ai_v4 / _v5 / _v6 (experimental_telemetry), mastra (an Agent),

@@ -1,11 +1,11 @@
 """The cached side venv holding real Python agent frameworks and their instrumentations, for the
-reach tests (`tests/test_reach_python_frameworks.py`); `_reach_lc.py` runs inside it."""
+reach tests (`tests/test_reach_python_frameworks.py`); `agents/reach_lc.py` runs inside it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tracescore.testing._tools import pinned_venv
+from rigs.venvs import pinned_venv
 
 # One venv for the slice: LangChain / LangGraph with both instrumentations (OpenInference and
 # OpenLLMetry's), LlamaIndex and CrewAI with OpenInference's; these pins resolve together
@@ -27,7 +27,7 @@ REQUIREMENTS: tuple[str, ...] = (
     "opentelemetry-exporter-otlp-proto-http==1.45.2",
     "opentelemetry-exporter-otlp-proto-common==1.45.2",
 )
-RUNNER = Path(__file__).with_name("_reach_lc.py")
+RUNNER = Path(__file__).parent / "agents" / "reach_lc.py"
 
 
 def python_frameworks_venv() -> Path:

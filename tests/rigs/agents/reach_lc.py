@@ -1,9 +1,9 @@
 """Run agent calls through real Python agent frameworks and send their spans to an OTLP endpoint.
 
-Runs inside the side venv of `_python_frameworks.py` (where tracescore is not installed), so it
+Runs inside the side venv of `rigs/python_frameworks.py` (where tracescore is not installed), so it
 imports only the framework, its instrumentation and the OpenTelemetry SDK:
 
-    python _reach_lc.py FRAMEWORK CASES.json http://HOST:PORT TEE.jsonl
+    python reach_lc.py FRAMEWORK CASES.json http://HOST:PORT TEE.jsonl
 
 FRAMEWORK is one of `RUNNERS`. CASES.json is a list of {"question", "answer", "system"?,
 "tool"?: {"argument", "result"}, "history"?: [{"role", "content"}], "graph"?, "stream"?}: one
@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from _convention_agent import _exporter
+from convention_agent import _exporter
 
 AGENT_NAME = "geo"
 Case = dict[str, Any]
