@@ -34,7 +34,7 @@ def read_phoenix_labels(base_url: str, project: str, annotation: str, *,
     client = _Client(base_url, api_key or os.environ.get(ENV_API_KEY), timeout)
     calls: dict[str, tuple[FileSpan, Any]] = {}
     for raw in client.pages(f"/v1/projects/{quote(project, safe='')}/spans/otlpv1"):
-        span = parse_span(raw)
+        span = parse_span(_without_nulls(raw))
         call = recognise(span.name, span.attributes)
         if call is not None:
             calls[span.span_id] = (span, call)
@@ -73,6 +73,16 @@ def _labels(client: _Client, project: str, annotation: str, span_ids: list[str],
                 continue
             latest[str(span_id)] = found
     return latest
+
+
+def _without_nulls(node: Any) -> Any:
+    """OTLP JSON without the null members Phoenix writes (`"bool_value": null` beside the value
+    that is set)."""
+    if isinstance(node, dict):
+        return {k: _without_nulls(v) for k, v in node.items() if v is not None}
+    if isinstance(node, list):
+        return [_without_nulls(v) for v in node]
+    return node
 
 
 class _Client:
