@@ -16,7 +16,7 @@ h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:2rem}
 table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #d0d7de;padding:.3rem .6rem;
 text-align:left;vertical-align:top}th{background:#f6f8fa}.num{text-align:right}
 .pass{color:#1a7f37;font-weight:bold}.fail{color:#cf222e;font-weight:bold}
-.figs{display:flex;gap:2rem;flex-wrap:wrap;align-items:flex-start}
+.figs{display:flex;gap:3rem;flex-wrap:wrap;align-items:flex-start}figure{margin:0}
 """
 _CELL = 56  # px of one confusion matrix cell
 _PLOT = 320  # px of the scatter's square
