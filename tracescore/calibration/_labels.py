@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from tracescore._exceptions import ConfigurationError
@@ -118,10 +118,6 @@ class LabelSpace:
         """A human value as a code (a score becomes pass/fail at the threshold)."""
         return int(value >= self.threshold) if self.kind == "score" else int(value)
 
-    def passes(self, code: int) -> int:
-        """1 when a code counts as pass (the `pass_categories` best categories)."""
-        return int(code >= self.levels - self.pass_categories)
-
     def name(self, code: int) -> str:
         return self.categories[self.levels - 1 - code]
 
@@ -155,10 +151,6 @@ def resolve_space(labels: Sequence[Any], spec: LabelSpec | None, scorer_id: str)
     return LabelSpace(kind=kind, categories=categories, threshold=spec.threshold, cuts=cuts,
                       higher_is_worse=scorer_id in HIGHER_IS_WORSE if worse is None else worse,
                       label_scale=spec.label_scale, pass_categories=spec.pass_categories)
-
-
-def with_kind(spec: LabelSpec | None, kind: LabelKind) -> LabelSpec:
-    return replace(spec or LabelSpec(), kind=kind)
 
 
 def _infer(labels: Sequence[Any], label_scale: float) -> tuple[LabelKind, tuple[str, ...] | None]:

@@ -7,6 +7,7 @@ scorer fails on is an error (kept in the report) and does not count in the agree
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -223,6 +224,7 @@ def _score_all(scorer: Scorer, labelled: Sequence[tuple[int, Mapping[str, Any]]]
 
     done = 0
     latencies: list[float] = []
+    lock = threading.Lock()
 
     def one(pair: tuple[int, Mapping[str, Any]]) -> Any:
         nonlocal done
@@ -236,10 +238,11 @@ def _score_all(scorer: Scorer, labelled: Sequence[tuple[int, Mapping[str, Any]]]
         except Exception as exc:  # noqa: BLE001 - one failed item is data, not the end
             return exc
         finally:
-            latencies.append((time.perf_counter() - started) * 1000.0)
-            done += 1
-            if progress is not None:
-                progress(done, len(labelled))
+            with lock:
+                latencies.append((time.perf_counter() - started) * 1000.0)
+                done += 1
+                if progress is not None:
+                    progress(done, len(labelled))
 
     with ThreadPoolExecutor(max_workers=concurrency,
                             thread_name_prefix="tracescore-calibrate") as pool:

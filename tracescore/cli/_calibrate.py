@@ -130,9 +130,10 @@ def calibrate_command(dataset: Path | None, scorer: str, scorer_options: Sequenc
                          if categories else None, threshold=threshold,
                          cuts=_floats(cuts, "--cuts"), higher_is_worse=higher_is_worse,
                          label_scale=label_scale, pass_categories=pass_categories)
-        report = calibrate(data, built, labels=spec, label_key=label_column,
-                           concurrency=concurrency, min_kappa=min_kappa,
-                           kappa_weights=kappa_weights, resamples=resamples, seed=seed)
+        report = _with_progress(lambda progress: calibrate(
+            data, built, labels=spec, label_key=label_column, concurrency=concurrency,
+            min_kappa=min_kappa, kappa_weights=kappa_weights, resamples=resamples, seed=seed,
+            progress=progress))
     except ScorerError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_UNSCORED)
@@ -153,6 +154,20 @@ def calibrate_command(dataset: Path | None, scorer: str, scorer_options: Sequenc
         click.echo(f"FAILED: kappa {_num(report.gate_kappa)} is below --min-kappa "
                    f"{min_kappa:g}", err=True)
         sys.exit(EXIT_BELOW_KAPPA)
+
+
+def _with_progress(run: Any) -> CalibrationReport:
+    """`run(progress)` with a progress bar on stderr (hidden when it is no terminal)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from tracescore.cli import _render as render
+
+    columns = (TextColumn("Scoring"), BarColumn(), MofNCompleteColumn())
+    with Progress(*columns, console=render.console(stderr=True), transient=True) as bar:
+        task = bar.add_task("scoring", total=None)
+        report: CalibrationReport = run(
+            lambda done, total: bar.update(task, completed=done, total=total))
+    return report
 
 
 def _phoenix_items(url: str, project: str, annotation: str | None, label_column: str,
