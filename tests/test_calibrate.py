@@ -92,13 +92,13 @@ def test_kappa_weighted_kappa_and_confusion_matrix_match_a_computation_by_hand()
 def test_bootstrap_and_wilson_intervals_match_an_independent_computation() -> None:
     items, human, judge = _generated(300, seed=3)
     report = calibrate(items, _ScoreInOutput(), labels=LabelSpec(cuts=(0.7, 0.3)),
-                       resamples=2000, seed=1)
+                       resamples=1000, seed=1)
     interval = report.agreement.intervals["kappa"]
     # an independent percentile bootstrap of the hand-computed kappa (other random draws)
     rng = np.random.default_rng(12345)
     h, j = np.array(human), np.array(judge)
     draws = []
-    for _ in range(2000):
+    for _ in range(1000):
         pick = rng.integers(0, len(h), len(h))
         draws.append(_kappa(h[pick].tolist(), j[pick].tolist(), 3))
     low, high = np.percentile(draws, [2.5, 97.5])
