@@ -96,6 +96,10 @@ _EXPORTS: dict[str, str] = {
     "EvalSummary": "tracescore.evals",
     "ItemResult": "tracescore.evals",
     "ItemFailure": "tracescore.evals",
+    # calibration against human labels
+    "calibrate": "tracescore.calibration",
+    "CalibrationReport": "tracescore.calibration",
+    "LabelSpec": "tracescore.calibration",
     # errors
     "TracescoreError": "tracescore._exceptions",
     "ConfigurationError": "tracescore._exceptions",
@@ -109,6 +113,7 @@ __all__ = [
     "AgentMapping",
     "AnswerRelevancyScorer",
     "BiasScorer",
+    "CalibrationReport",
     "CompletenessScorer",
     "ConfigurationError",
     "ContentSimilarityScorer",
@@ -130,6 +135,7 @@ __all__ = [
     "JudgeUsage",
     "KeywordCoverageScorer",
     "LLMJudgeScorer",
+    "LabelSpec",
     "LiteLLMJudge",
     "OfflineJudge",
     "OnlineScorer",
@@ -154,6 +160,7 @@ __all__ = [
     "agent",
     "arun_evals",
     "build_recognisers",
+    "calibrate",
     "configure",
     "create_answer_relevancy_scorer",
     "create_bias_scorer",
@@ -207,6 +214,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from tracescore._config import set_content_capture
     from tracescore._exceptions import ConfigurationError, JudgeError, ScorerError, TracescoreError
     from tracescore._setup import TracescoreHandle, configure, flush, shutdown
+    from tracescore.calibration import CalibrationReport, LabelSpec, calibrate
     from tracescore.evals import (
         EvalResult,
         EvalSummary,

@@ -395,6 +395,14 @@ def _model(option: str | None) -> str:
     return judge_model(option)
 
 
+def _add_calibration_commands() -> None:
+    from tracescore.cli._calibrate import calibrate_command, sample_command
+
+    main.add_command(calibrate_command)
+    main.add_command(sample_command)
+
+
+_add_calibration_commands()
 
 if __name__ == "__main__":  # pragma: no cover
     main()

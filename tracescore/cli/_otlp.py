@@ -48,6 +48,11 @@ def read_spans(path: str | Path) -> list[FileSpan]:
     return spans
 
 
+def parse_span(raw: dict[str, Any], resource: dict[str, Any] | None = None) -> FileSpan:
+    """One span of OTLP JSON (a `spans` entry) as a FileSpan."""
+    return _span(raw, resource or {})
+
+
 def children_of(spans: list[FileSpan]) -> dict[str | None, list[FileSpan]]:
     """Spans grouped by parent span id (None: roots, including parents not in the file)."""
     ids = {s.span_id for s in spans}

@@ -1,0 +1,32 @@
+"""Calibration: how well a scorer agrees with human labels, and the files people label.
+
+    report = calibrate("labels.jsonl", "relevancy", judge_model="openai/gpt-4o-mini")
+    print(report.agreement.kappa, report.disagreements[:5])
+
+`sample_calls` draws scored agent calls from stored traces into a labelling file;
+`read_phoenix_labels` reads the labels people gave in Phoenix as a calibration dataset.
+"""
+
+from __future__ import annotations
+
+from tracescore.calibration._labels import LabelSpace, LabelSpec
+from tracescore.calibration._report import (
+    CalibrationError,
+    CalibrationReport,
+    CalibrationRow,
+    RunCost,
+    calibrate,
+)
+from tracescore.calibration._stats import Agreement, Interval
+
+__all__ = [
+    "Agreement",
+    "CalibrationError",
+    "CalibrationReport",
+    "CalibrationRow",
+    "Interval",
+    "LabelSpace",
+    "LabelSpec",
+    "RunCost",
+    "calibrate",
+]
