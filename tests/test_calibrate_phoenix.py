@@ -22,7 +22,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from tracescore.testing._phoenix import PhoenixServer
+from rigs.phoenix import PhoenixServer
 
 PROJECT = "support-bot"
 SCRIPT = Path(sys.executable).parent / "tracescore"
