@@ -14,9 +14,10 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Coroutine, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from tracescore._exceptions import ConfigurationError
+from tracescore.scoring._names import Declared, declare
 
 T = TypeVar("T")
 
@@ -144,6 +145,18 @@ class Scorer(ABC):
     id: str
     name: str
     uses_judge: bool
+    # A built-in scorer declares the names it is known by and its factory (a function of its
+    # module); the registry is filled from these. Your own scorers need neither.
+    aliases: ClassVar[tuple[str, ...]] = ()
+    factory: ClassVar[str | None] = None
+    named_by_user: ClassVar[bool] = False  # its id is the `name` it is built with
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("factory"):
+            declare(Declared(id=cls.id, aliases=cls.aliases, uses_judge=cls.uses_judge,
+                             named_by_user=cls.named_by_user, module=cls.__module__,
+                             factory=cls.__dict__["factory"]))
 
     @abstractmethod
     async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,

@@ -186,6 +186,7 @@ class BiasScorer(JudgedScorer):
 
     id = "bias"
     name = "Bias"
+    factory = "create_bias_scorer"
 
     def __init__(self, *, model: str | Judge, scale: float = 1, redact_judge_input: bool = True,
                  max_judge_input_chars: int = DEFAULT_MAX_JUDGE_INPUT_CHARS,

@@ -200,6 +200,7 @@ class ContextRelevanceScorer(JudgedScorer):
 
     id = "context-relevance"
     name = "Context Relevance"
+    factory = "create_context_relevance_scorer"
 
     def __init__(self, *, model: str | Judge, scale: float = 1,
                  context: Sequence[str] | None = None,

@@ -69,6 +69,7 @@ class FaithfulnessScorer(_claims.ClaimsScorer):
 
     id = "faithfulness"
     name = "Faithfulness"
+    factory = "create_faithfulness_scorer"
     system = SYSTEM
     verdicts_task = TASK_VERDICTS
     verdicts_instructions = _VERDICTS

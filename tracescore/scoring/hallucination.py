@@ -78,6 +78,7 @@ class HallucinationScorer(_claims.ClaimsScorer):
 
     id = "hallucination"
     name = "Hallucination"
+    factory = "create_hallucination_scorer"
     system = SYSTEM
     verdicts_task = TASK_VERDICTS
     verdicts_instructions = _VERDICTS

@@ -21,6 +21,7 @@ from tracescore.scoring._inputs import InputError, answer_text, question_text
 from tracescore.scoring._judge_api import Judge
 from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS
 from tracescore.scoring._judged import JudgedRun, JudgedScorer
+from tracescore.scoring._names import ALIASES
 from tracescore.scoring._offline import OfflineJudge
 from tracescore.scoring._prompting import round_score
 
@@ -36,13 +37,11 @@ def check_name(name: object) -> str:
     """Validate a scorer name: it becomes the scorer id, the evaluation name and the Phoenix
     annotation name, so 1-64 characters of letters, digits, `_`, `-`, `.`, starting with a
     letter, and not the name of a built-in scorer."""
-    from tracescore.scoring._registry import SCORER_ALIASES
-
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ConfigurationError(
             f"name must be 1-64 letters, digits, '_', '-' or '.', starting with a letter "
             f"(it becomes the scorer id), got {name!r}")
-    if name.lower().replace("_", "-") in SCORER_ALIASES:
+    if name.lower().replace("_", "-") in ALIASES:
         raise ConfigurationError(f"name {name!r} is the name of a built-in scorer; choose another")
     return name
 
@@ -79,7 +78,10 @@ def _check_threshold(threshold: object) -> float:
 class LLMJudgeScorer(JudgedScorer):
     """An LLM judges each response against `instructions` (see `create_llm_judge_scorer`)."""
 
+    id = "llm-judge"  # a scorer's own id is the `name` it is built with
     uses_judge = True
+    named_by_user = True
+    factory = "create_llm_judge_scorer"
 
     def __init__(self, *, name: str, instructions: str, model: str | Judge,
                  mode: Mode = "pass_fail", score_range: Sequence[float] | None = None,

@@ -70,6 +70,8 @@ class AnswerRelevancyScorer(JudgedScorer):
 
     id = "answer-relevancy"
     name = "Answer Relevancy"
+    aliases = ("relevancy",)
+    factory = "create_answer_relevancy_scorer"
 
     def __init__(self, *, model: str | Judge, uncertainty_weight: float = 0.3,
                  scale: float = 1, redact_judge_input: bool = True,

@@ -279,6 +279,8 @@ class ToolCallAccuracyLLMScorer(JudgedScorer):
 
     id = "llm-tool-call-accuracy"
     name = "Tool Call Accuracy (LLM)"
+    aliases = ("tool-call-accuracy-llm", "judged-tool-call-accuracy")
+    factory = "create_tool_call_accuracy_scorer_llm"
 
     def __init__(self, *, model: str | Judge, available_tools: Sequence[Any] | None = None,
                  redact_judge_input: bool = True,

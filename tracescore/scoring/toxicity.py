@@ -164,6 +164,7 @@ class ToxicityScorer(JudgedScorer):
 
     id = "toxicity"
     name = "Toxicity"
+    factory = "create_toxicity_scorer"
 
     def __init__(self, *, model: str | Judge, scale: float = 1, redact_judge_input: bool = True,
                  max_judge_input_chars: int = DEFAULT_MAX_JUDGE_INPUT_CHARS,
