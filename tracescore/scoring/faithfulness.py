@@ -81,7 +81,7 @@ class FaithfulnessScorer(_claims.ClaimsScorer):
     def label(self, score: float) -> str:
         return faithfulness_label(score, self.scale)
 
-    def score(self, verdicts: Sequence[Mapping[str, Any]]) -> float:
+    def verdict_score(self, verdicts: Sequence[Mapping[str, Any]]) -> float:
         return faithfulness_score(verdicts, self.scale)
 
     def without_context(self, run: JudgedRun, claims: list[str], source: str) -> ScoreResult:

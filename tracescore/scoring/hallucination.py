@@ -102,7 +102,7 @@ class HallucinationScorer(_claims.ClaimsScorer):
     def label(self, score: float) -> str:
         return hallucination_label(score, self.scale)
 
-    def score(self, verdicts: Sequence[Mapping[str, Any]]) -> float:
+    def verdict_score(self, verdicts: Sequence[Mapping[str, Any]]) -> float:
         return hallucination_score(verdicts, self.scale)
 
     def without_context(self, run: JudgedRun, claims: list[str], source: str) -> ScoreResult:

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from tracescore._exceptions import ConfigurationError
 from tracescore.scoring import _rubric_prompts as prompts
-from tracescore.scoring._base import STEP_SCORE, ScoreResult, ToolCall, new_run_id
+from tracescore.scoring._base import ScorerInput, ToolCall
 from tracescore.scoring._inputs import InputError, answer_text, question_text
 from tracescore.scoring._judge_api import Judge
 from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS
@@ -132,12 +132,12 @@ class LLMJudgeScorer(JudgedScorer):
         return (f"LLMJudgeScorer(name={self.name!r}, model={self.model!r}, mode={self.mode!r}, "
                 f"include={list(self.include)!r})")
 
-    async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
-                   run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
-                   context: Sequence[str] = ()) -> ScoreResult:
-        run = JudgedRun(self, run_id or new_run_id())
-        blocks = self._blocks(run, input, output, ground_truth, tool_calls, context)
+    def reference(self, call: ScorerInput) -> str | None:
+        return None  # the criterion is the user's: no reference knowledge for the judge
 
+    async def analyze(self, run: JudgedRun, call: ScorerInput, prepared: None) -> dict[str, Any]:
+        """One judge call: a reason and a verdict (or a number on the criterion's scale)."""
+        blocks = self._blocks(run, call)
         if self.mode == "pass_fail":
             request = prompts.verdict_request(self.instructions, blocks)
         else:
@@ -150,12 +150,15 @@ class LLMJudgeScorer(JudgedScorer):
         for key, value in reply.notes.items():
             analyze.setdefault(key, value)
         run.record("analyze", prompt=reply.prompt, result=analyze)
+        data: dict[str, Any] = reply.data
+        return data
 
-        try:
-            score = self._score(reply.data)
-        except Exception as exc:  # pragma: no cover - defensive: arithmetic on validated data
-            raise run.error(STEP_SCORE, f"{type(exc).__name__}: {exc}") from exc
-        return run.result(score, reply.data["reason"])
+    def score(self, analysis: dict[str, Any]) -> float:
+        return self._score(analysis)
+
+    def reason(self, analysis: dict[str, Any], score: float) -> str:
+        reason: str = analysis["reason"]  # the judge's own, written before its verdict
+        return reason
 
     def _score(self, data: dict[str, Any]) -> float:
         if self.mode == "pass_fail":
@@ -163,9 +166,10 @@ class LLMJudgeScorer(JudgedScorer):
         low, high = self.score_range
         return round_score((data["score"] - low) / (high - low))
 
-    def _blocks(self, run: JudgedRun, input: Any, output: Any, ground_truth: Any,
-                tool_calls: Sequence[ToolCall], context: Sequence[str]) -> dict[str, str | None]:
+    def _blocks(self, run: JudgedRun, call: ScorerInput) -> dict[str, str | None]:
         """Tag -> the judged text (redacted and capped), None for an included but absent part."""
+        input, output, ground_truth = call.input, call.output, call.ground_truth
+        tool_calls, context = call.tool_calls, call.context
         blocks: dict[str, str | None] = {}
         if "input" in self.include:
             blocks["input"] = run.judge_text(_text(input, question_text))
