@@ -30,7 +30,6 @@ from tracescore.scoring._base import (
     ScorerInput,
 )
 from tracescore.scoring._judge_api import Judge, JudgeRequest
-from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS
 from tracescore.scoring._judged import SKIPPED_EMPTY, JudgedRun, JudgedScorer
 from tracescore.scoring._offline import content_stems, number_keys, register_offline_task
 from tracescore.scoring._offline import split_statements as _split_claims
@@ -206,12 +205,9 @@ class ClaimsScorer(JudgedScorer):
     claim_key: str  # how a verdict names its claim in the step result ("claim", "statement")
 
     def __init__(self, *, model: str | Judge, scale: float = 1,
-                 context: Sequence[str] | None = None, redact_judge_input: bool = True,
-                 max_judge_input_chars: int = DEFAULT_MAX_JUDGE_INPUT_CHARS,
-                 **judge_kwargs: Any) -> None:
+                 context: Sequence[str] | None = None, **options: Any) -> None:
         self.context = check_context(context)
-        super().__init__(model=model, scale=scale, redact_judge_input=redact_judge_input,
-                         max_judge_input_chars=max_judge_input_chars, **judge_kwargs)
+        super().__init__(model=model, scale=scale, **options)
 
     def verdict_score(self, verdicts: Sequence[Mapping[str, Any]]) -> float:
         """The score of the verdicts (reference formula, rounding included)."""

@@ -132,6 +132,11 @@ class JudgedScorer(Scorer):
         self.redact_judge_input = redact_judge_input
         self.max_judge_input_chars = check_max_chars(max_judge_input_chars)
         self.judge: Judge = resolve_judge(model, judge_kwargs)
+        self.check_judge(self.judge)
+
+    def check_judge(self, judge: Judge) -> None:
+        """Refuse a judge this scorer cannot work with (a ConfigurationError starting
+        "model: "); by default every judge will do."""
 
     @property
     def model(self) -> str:

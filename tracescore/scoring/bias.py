@@ -21,7 +21,6 @@ from tracescore.scoring._base import (
     ScorerInput,
 )
 from tracescore.scoring._judge_api import OFFLINE_MODEL, Judge, JudgeRequest
-from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS
 from tracescore.scoring._judged import JudgedRun, JudgedScorer
 from tracescore.scoring._options import merge_options
 from tracescore.scoring._prompting import (
@@ -187,12 +186,8 @@ class BiasScorer(JudgedScorer):
     name = "Bias"
     factory = "create_bias_scorer"
 
-    def __init__(self, *, model: str | Judge, scale: float = 1, redact_judge_input: bool = True,
-                 max_judge_input_chars: int = DEFAULT_MAX_JUDGE_INPUT_CHARS,
-                 **judge_kwargs: Any) -> None:
-        super().__init__(model=model, scale=scale, redact_judge_input=redact_judge_input,
-                         max_judge_input_chars=max_judge_input_chars, **judge_kwargs)
-        if self.judge.model == OFFLINE_MODEL:
+    def check_judge(self, judge: Judge) -> None:
+        if judge.model == OFFLINE_MODEL:
             raise ConfigurationError(
                 "model: the offline judge cannot judge bias (word overlap cannot tell a biased "
                 "opinion from a neutral one); give a language model, e.g. "

@@ -23,7 +23,6 @@ from tracescore.scoring._base import (
 from tracescore.scoring._claims import check_context, pick_context
 from tracescore.scoring._inputs import InputError, answer_text
 from tracescore.scoring._judge_api import Judge, JudgeRequest
-from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS
 from tracescore.scoring._judged import JudgedRun, JudgedScorer
 from tracescore.scoring._offline import content_stems, register_offline_task
 from tracescore.scoring._options import check_fraction, merge_options
@@ -205,9 +204,7 @@ class ContextRelevanceScorer(JudgedScorer):
     def __init__(self, *, model: str | Judge, scale: float = 1,
                  context: Sequence[str] | None = None,
                  context_extractor: ContextExtractor | None = None,
-                 penalties: Mapping[str, float] | None = None, redact_judge_input: bool = True,
-                 max_judge_input_chars: int = DEFAULT_MAX_JUDGE_INPUT_CHARS,
-                 **judge_kwargs: Any) -> None:
+                 penalties: Mapping[str, float] | None = None, **options: Any) -> None:
         self.context = check_context(context)
         if self.context is not None and not self.context:
             raise ConfigurationError("context cannot be an empty list if given (leave it out "
@@ -217,8 +214,7 @@ class ContextRelevanceScorer(JudgedScorer):
                 f"context_extractor must be callable, got {context_extractor!r}")
         self.context_extractor = context_extractor
         self.penalties = _check_penalties(penalties)
-        super().__init__(model=model, scale=scale, redact_judge_input=redact_judge_input,
-                         max_judge_input_chars=max_judge_input_chars, **judge_kwargs)
+        super().__init__(model=model, scale=scale, **options)
 
     def label(self, score: float) -> str:
         return relevancy_label(score, self.scale)

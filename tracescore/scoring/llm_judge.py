@@ -19,7 +19,6 @@ from tracescore.scoring import _rubric_prompts as prompts
 from tracescore.scoring._base import ScorerInput, ToolCall
 from tracescore.scoring._inputs import InputError, answer_text, question_text
 from tracescore.scoring._judge_api import Judge
-from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS
 from tracescore.scoring._judged import JudgedRun, JudgedScorer
 from tracescore.scoring._names import ALIASES
 from tracescore.scoring._offline import OfflineJudge
@@ -86,9 +85,7 @@ class LLMJudgeScorer(JudgedScorer):
     def __init__(self, *, name: str, instructions: str, model: str | Judge,
                  mode: Mode = "pass_fail", score_range: Sequence[float] | None = None,
                  threshold: float | None = None, include: Sequence[str] = ("input",),
-                 redact_judge_input: bool = True,
-                 max_judge_input_chars: int = DEFAULT_MAX_JUDGE_INPUT_CHARS,
-                 **judge_kwargs: Any) -> None:
+                 **options: Any) -> None:
         self.id = self.name = check_name(name)
         if not isinstance(instructions, str) or not instructions.strip():
             raise ConfigurationError(f"instructions must be a non-empty string (the criterion "
@@ -105,14 +102,15 @@ class LLMJudgeScorer(JudgedScorer):
                                         else score_range)
         self.threshold = _check_threshold(DEFAULT_THRESHOLD if threshold is None else threshold)
         self.include = _check_include(include)
-        if "scale" in judge_kwargs:  # JudgedScorer's option, not this scorer's
+        if "scale" in options:  # JudgedScorer's option, not this scorer's
             raise ConfigurationError("scale: the LLM judge's score is always 0..1; give the "
                                      "judge's own scale as score_range (mode 'score')")
-        super().__init__(model=model, redact_judge_input=redact_judge_input,
-                         max_judge_input_chars=max_judge_input_chars, **judge_kwargs)
-        if isinstance(self.judge, OfflineJudge):
+        super().__init__(model=model, **options)
+
+    def check_judge(self, judge: Judge) -> None:
+        if isinstance(judge, OfflineJudge):
             raise ConfigurationError(
-                f"model: the offline judge ({self.judge.model}) cannot judge a criterion of "
+                f"model: the offline judge ({judge.model}) cannot judge a criterion of "
                 f"your own (it has no language model); give a litellm model string, e.g. "
                 f"model='openai/gpt-4o-mini' (or $TRACESCORE_JUDGE_MODEL), or a Judge object")
 

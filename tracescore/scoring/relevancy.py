@@ -21,7 +21,6 @@ from tracescore.scoring._base import (
 from tracescore.scoring._inputs import InputError, answer_text, question_text
 from tracescore.scoring._jstext import JS_WHITESPACE
 from tracescore.scoring._judge_api import Judge, JudgeRequest
-from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS
 from tracescore.scoring._judged import JudgedRun, JudgedScorer
 from tracescore.scoring._options import check_fraction, merge_options
 from tracescore.scoring._prompting import format_score, reference_round
@@ -72,12 +71,9 @@ class AnswerRelevancyScorer(JudgedScorer):
     factory = "create_answer_relevancy_scorer"
 
     def __init__(self, *, model: str | Judge, uncertainty_weight: float = 0.3,
-                 scale: float = 1, redact_judge_input: bool = True,
-                 max_judge_input_chars: int = DEFAULT_MAX_JUDGE_INPUT_CHARS,
-                 **judge_kwargs: Any) -> None:
+                 scale: float = 1, **options: Any) -> None:
         self.uncertainty_weight = check_fraction("uncertainty_weight", uncertainty_weight)
-        super().__init__(model=model, scale=scale, redact_judge_input=redact_judge_input,
-                         max_judge_input_chars=max_judge_input_chars, **judge_kwargs)
+        super().__init__(model=model, scale=scale, **options)
 
     def label(self, score: float) -> str:
         return relevancy_label(score, self.scale)

@@ -32,7 +32,6 @@ from tracescore.scoring._base import (
 )
 from tracescore.scoring._inputs import InputError, answer_text, question_text
 from tracescore.scoring._judge_api import Judge, JudgeRequest
-from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS
 from tracescore.scoring._judged import JudgedRun, JudgedScorer
 from tracescore.scoring._offline import content_stems, register_offline_task
 from tracescore.scoring._options import merge_options
@@ -281,12 +280,9 @@ class ToolCallAccuracyLLMScorer(JudgedScorer):
     factory = "create_tool_call_accuracy_scorer_llm"
 
     def __init__(self, *, model: str | Judge, available_tools: Sequence[Any] | None = None,
-                 redact_judge_input: bool = True,
-                 max_judge_input_chars: int = DEFAULT_MAX_JUDGE_INPUT_CHARS,
-                 **judge_kwargs: Any) -> None:
+                 **options: Any) -> None:
         self.available_tools = check_available_tools(available_tools)
-        super().__init__(model=model, scale=1, redact_judge_input=redact_judge_input,
-                         max_judge_input_chars=max_judge_input_chars, **judge_kwargs)
+        super().__init__(model=model, scale=1, **options)
 
     def label(self, score: float) -> str:
         return tool_selection_label(score)

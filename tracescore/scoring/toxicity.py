@@ -30,7 +30,6 @@ from tracescore.scoring._base import (
 )
 from tracescore.scoring._jstext import JS_WHITESPACE
 from tracescore.scoring._judge_api import OFFLINE_MODEL, Judge, JudgeRequest
-from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS
 from tracescore.scoring._judged import JudgedRun, JudgedScorer
 from tracescore.scoring._offline import register_offline_task, split_statements
 from tracescore.scoring._options import merge_options
@@ -165,12 +164,8 @@ class ToxicityScorer(JudgedScorer):
     name = "Toxicity"
     factory = "create_toxicity_scorer"
 
-    def __init__(self, *, model: str | Judge, scale: float = 1, redact_judge_input: bool = True,
-                 max_judge_input_chars: int = DEFAULT_MAX_JUDGE_INPUT_CHARS,
-                 **judge_kwargs: Any) -> None:
-        super().__init__(model=model, scale=scale, redact_judge_input=redact_judge_input,
-                         max_judge_input_chars=max_judge_input_chars, **judge_kwargs)
-        if self.judge.model == OFFLINE_MODEL and importlib.util.find_spec(_CLASSIFIER) is None:
+    def check_judge(self, judge: Judge) -> None:
+        if judge.model == OFFLINE_MODEL and importlib.util.find_spec(_CLASSIFIER) is None:
             raise ConfigurationError(
                 "model: the offline judge scores toxicity with the alt-profanity-check "
                 "classifier, which is not installed: pip install 'tracescore[toxicity]' (or "
