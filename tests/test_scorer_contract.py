@@ -11,7 +11,8 @@ import json
 from typing import Any
 
 import pytest
-from _helpers import live_scores
+from _helpers import SCORING_BUDGET_S, live_scores, shut_down_pipelines
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import tracescore
 from tracescore import (
@@ -24,6 +25,7 @@ from tracescore import (
     ScorerInput,
     ToolCall,
 )
+from tracescore import _semconv as sc
 from tracescore.scoring import JudgedRun, JudgeReply
 
 QUESTION, ANSWER = "What is the capital of France?", "Paris is the capital of France."
@@ -153,7 +155,41 @@ def test_the_new_way_gets_one_input_object_offline_and_online() -> None:
     item = {"input": QUESTION, "tool_calls": ["search"], "context": list(CONTEXT)}
     evals = tracescore.run_evals([item], [NewTrace()], target=lambda q: ANSWER)
     assert evals.scores == {"new-trace": 11}
-    assert live_scores([NewTrace()], QUESTION, ANSWER) == {"new-trace": 0.0}
+
+
+
+class JudgedNewTrace(NewTrace):
+    """The same, declared as calling a judge: online scoring runs it in the scoring process."""
+
+    id, uses_judge = "judged-new-trace", True
+
+
+@tracescore.tool(name="search")
+def search(query: str) -> str:
+    return ANSWER
+
+
+@tracescore.agent(name="geo")
+def geo(question: str) -> str:
+    return search(question)
+
+
+@pytest.mark.parametrize("isolation", ["auto", "thread"])
+def test_the_new_way_gets_the_live_calls_tool_calls_and_context(isolation: str) -> None:
+    exporter = InMemorySpanExporter()
+    handle = tracescore.configure(exporter=exporter, batch=False,
+                                  scorers=[NewTrace(), JudgedNewTrace(), OldTrace()],
+                                  online={"isolation": isolation})
+    try:
+        geo(QUESTION)
+        assert handle.flush(SCORING_BUDGET_S)
+    finally:
+        shut_down_pipelines()
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent geo"]
+    scores = {e.attributes[sc.TS_SCORER_ID]: e.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE]
+              for e in span.events if e.name == sc.GEN_AI_EVALUATION_RESULT}
+    # one tool call, and its result as context, whichever way the scorer is written
+    assert scores == {"new-trace": 11.0, "judged-new-trace": 11.0, "old-trace": 11.0}
 
 
 def test_a_judged_scorer_of_step_hooks_records_each_step() -> None:
