@@ -152,17 +152,16 @@ class LLMJudgeScorer(JudgedScorer):
         return data
 
     def score(self, analysis: dict[str, Any]) -> float:
-        return self._score(analysis)
-
-    def reason(self, analysis: dict[str, Any], score: float) -> str:
-        reason: str = analysis["reason"]  # the judge's own, written before its verdict
-        return reason
-
-    def _score(self, data: dict[str, Any]) -> float:
+        """1 or 0 for a verdict; a number normalised from the criterion's scale to 0..1."""
+        data = analysis
         if self.mode == "pass_fail":
             return 1.0 if data["verdict"] == prompts.PASS else 0.0
         low, high = self.score_range
         return round_score((data["score"] - low) / (high - low))
+
+    def reason(self, analysis: dict[str, Any], score: float) -> str:
+        reason: str = analysis["reason"]  # the judge's own, written before its verdict
+        return reason
 
     def _blocks(self, run: JudgedRun, call: ScorerInput) -> dict[str, str | None]:
         """Tag -> the judged text (redacted and capped), None for an included but absent part."""
