@@ -32,7 +32,7 @@ from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
 from tracescore.instrument._context import ContextThreadPoolExecutor
 from tracescore.instrument._errors import exception_text, record_error
-from tracescore.scoring._base import ToolCall, trace_kwargs
+from tracescore.scoring._base import ScorerInput, ToolCall, evaluate_call
 from tracescore.scoring._trace_data import CONTEXT_KEY, TOOL_CALLS_KEY, item_trace
 
 if TYPE_CHECKING:
@@ -370,11 +370,9 @@ class _Run:
                      trace: tuple[Sequence[ToolCall], Sequence[str]]) -> dict[str, ScoreResult]:
         from tracescore.online._events import evaluation_events
 
-        outcomes = await asyncio.gather(
-            *(_outcome(s.arun(input=value, output=output, ground_truth=expected,
-                              **trace_kwargs(s, *trace)))
-              for s in self.scorers),
-        )
+        call = ScorerInput(input=value, output=output, ground_truth=expected,
+                           tool_calls=tuple(trace[0]), context=tuple(trace[1]))
+        outcomes = await asyncio.gather(*(_outcome(evaluate_call(s, call)) for s in self.scorers))
         scores: dict[str, ScoreResult] = {}
         for scorer, outcome in zip(self.scorers, outcomes):
             if isinstance(outcome, BaseException):

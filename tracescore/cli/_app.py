@@ -13,18 +13,16 @@ from typing import Any, TypeVar
 import click
 
 from tracescore import __version__
-from tracescore.cli._setup import ENV_JUDGE_MODEL, SCORER_NAMES, SetupError
+from tracescore.cli._setup import ENV_JUDGE_MODEL, SCORER_NAMES, SetupError, scorer_names
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _SCORER_CHOICE = click.Choice(SCORER_NAMES, case_sensitive=False)
 _JUDGE_HELP = (f"Judge model of the judged scorers: a litellm model string such as "
                f"openai/gpt-4o-mini, or tracescore/offline (deterministic, no network). "
                f"Default: ${ENV_JUDGE_MODEL}, else tracescore/offline.")
-_SCORER_HELP = ("Scorer to run (repeatable). Default: relevancy and similarity. Code scorers: "
-                "similarity, textual-difference, keyword-coverage, tool-call-accuracy, "
-                "completeness, tone. Judged (--judge-model): relevancy, faithfulness, "
-                "hallucination, context-relevance, toxicity, bias, llm-tool-call-accuracy, "
-                "llm-judge. Options: --scorer-option.")
+_SCORER_HELP = (f"Scorer to run (repeatable). Default: relevancy and similarity. Code scorers: "
+                f"{scorer_names(judged=False)}. Judged (--judge-model): "
+                f"{scorer_names(judged=True)}. Options: --scorer-option.")
 
 
 def _scorer_selection(command: _F) -> _F:

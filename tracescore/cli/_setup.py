@@ -7,20 +7,24 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tracescore._targets import SetupError, load_target
+from tracescore.scoring._registry import DECLARED
 
 __all__ = ["ENV_JUDGE_MODEL", "SCORER_NAMES", "SetupError", "build_scorers", "load_target",
-           "parse_scorer_options", "parse_thresholds", "parse_tool_calls", "scorer_id"]
+           "parse_scorer_options", "parse_thresholds", "parse_tool_calls", "scorer_id",
+           "scorer_names"]
 
 if TYPE_CHECKING:
     from tracescore.scoring import Scorer, ToolCall
 
 ENV_JUDGE_MODEL = "TRACESCORE_JUDGE_MODEL"
 
-# the names the command offers (tracescore.scoring._registry resolves them)
-SCORER_NAMES = ("relevancy", "answer-relevancy", "llm-judge", "similarity", "content-similarity",
-                "textual-difference", "keyword-coverage", "tool-call-accuracy", "faithfulness",
-                "hallucination", "context-relevance", "toxicity", "bias", "llm-tool-call-accuracy",
-                "completeness", "tone-consistency", "tone")
+# the names the command offers: every scorer's id and aliases, as the scorer classes declare them
+SCORER_NAMES = tuple(name for d in DECLARED.values() for name in (d.id, *d.aliases))
+
+
+def scorer_names(*, judged: bool) -> str:
+    """The short names of the judged (or the code) scorers, for the command's help."""
+    return ", ".join(d.short_name for d in DECLARED.values() if d.uses_judge == judged)
 
 
 def scorer_id(name: str) -> str:

@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 from tracescore._exceptions import TracescoreError
-from tracescore.scoring._base import ToolCall, trace_kwargs
+from tracescore.scoring._base import ScorerInput, ToolCall, evaluate_call
 
 _log = logging.getLogger("tracescore")
 
@@ -175,13 +175,13 @@ class ProcessRunner:
                   context: Sequence[str] = ()) -> Any:
         """The scorer's result (or its exception), computed in the scoring process when it is
         meant to run there and can. `tool_calls` / `context` reach a scorer that takes them."""
-        kwargs = {"input": input, "output": output, "ground_truth": ground_truth, "run_id": run_id,
-                  **trace_kwargs(scorer, tool_calls, context)}
+        call = ScorerInput(input=input, output=output, ground_truth=ground_truth, run_id=run_id,
+                           tool_calls=tuple(tool_calls), context=tuple(context))
         key, registration = self._route(scorer)
         if key is None:
             if registration is not None:  # meant for the process, cannot go there
-                return await self._in_thread(scorer, _Unavailable(registration, "scorer"), kwargs)
-            return await scorer.arun(**kwargs)
+                return await self._in_thread(scorer, _Unavailable(registration, "scorer"), call)
+            return await evaluate_call(scorer, call)
         job_id = next(self._ids)
         try:
             data = pickle.dumps((input, output, ground_truth, run_id, timeout_s,
@@ -189,7 +189,7 @@ class ProcessRunner:
                                 protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001 - e.g. a lock or a lambda in the input
             return await self._in_thread(scorer, _Unavailable(
-                f"a job's data cannot be pickled ({type(exc).__name__}: {exc})", "data"), kwargs)
+                f"a job's data cannot be pickled ({type(exc).__name__}: {exc})", "data"), call)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         with self._lock:
@@ -199,12 +199,12 @@ class ProcessRunner:
             if child is not None:
                 self._pending[job_id] = (loop, future, child)
         if child is None:
-            return await self._in_thread(scorer, _Unavailable(str(self._broken), "start"), kwargs)
+            return await self._in_thread(scorer, _Unavailable(str(self._broken), "start"), call)
         try:
             child.send(key, registration, _frame(("job", job_id, key, data)))
             return await future  # settled by the reader, also when the child dies
         except _Unavailable as exc:
-            return await self._in_thread(scorer, exc, kwargs)
+            return await self._in_thread(scorer, exc, call)
         finally:
             with self._lock:
                 self._pending.pop(job_id, None)
@@ -231,12 +231,12 @@ class ProcessRunner:
         key = next(self._keys)
         return key, _frame(("scorer", key, blob))
 
-    async def _in_thread(self, scorer: Any, why: _Unavailable, kwargs: dict[str, Any]) -> Any:
+    async def _in_thread(self, scorer: Any, why: _Unavailable, call: ScorerInput) -> Any:
         self.in_thread += 1
         name = getattr(scorer, "id", type(scorer).__name__)
         self._warn_once(f"{name}:{why.kind}", "tracescore: scorer %r runs in the worker thread, "
                         "not in the scoring process: %s", name, why)
-        return await scorer.arun(**kwargs)
+        return await evaluate_call(scorer, call)
 
     def _warn_once(self, key: str, message: str, *args: object) -> None:
         if key not in self._warned:
@@ -480,8 +480,9 @@ async def _run_job(scorers: dict[int, Any], message: tuple[Any, ...], send: Any)
     try:
         with suppressed():
             result = await asyncio.wait_for(
-                scorer.arun(input=input, output=output, ground_truth=ground_truth,
-                            run_id=run_id, **trace_kwargs(scorer, tool_calls, context)),
+                evaluate_call(scorer, ScorerInput(
+                    input=input, output=output, ground_truth=ground_truth, run_id=run_id,
+                    tool_calls=tuple(tool_calls), context=tuple(context))),
                 timeout_s)
         reply = _encode_result(job_id, result)
     except asyncio.CancelledError:

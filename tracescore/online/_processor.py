@@ -83,7 +83,7 @@ from tracescore.online._trace_input import (
     read_span,
 )
 from tracescore.online._worker import Worker
-from tracescore.scoring._base import trace_kwargs
+from tracescore.scoring._base import ScorerInput, evaluate_call
 
 _log = logging.getLogger("tracescore")
 _MISSING: Any = object()
@@ -776,10 +776,10 @@ class ScoringSpanProcessor(SpanProcessor):
                                               run_id=run_id, timeout_s=online.timeout_s,
                                               tool_calls=trace.tool_calls, context=trace.context)
                 else:
-                    run = online.scorer.arun(input=candidate.input, output=candidate.output,
-                                             ground_truth=ground_truth, run_id=run_id,
-                                             **trace_kwargs(online.scorer, trace.tool_calls,
-                                                            trace.context))
+                    run = evaluate_call(online.scorer, ScorerInput(
+                        input=candidate.input, output=candidate.output,
+                        ground_truth=ground_truth, run_id=run_id,
+                        tool_calls=tuple(trace.tool_calls), context=tuple(trace.context)))
                 result = await asyncio.wait_for(run, online.timeout_s)
         except asyncio.CancelledError:  # shutdown gave up on this run
             self._count_shutdown_drop(candidate, (online,))

@@ -9,7 +9,7 @@ the judges.
 `create_llm_judge_scorer(name=..., instructions=..., model=...)` judges a criterion of your own.
 """
 
-from tracescore.scoring._base import JudgeUsage, Scorer, ScoreResult, ToolCall
+from tracescore.scoring._base import JudgeUsage, Scorer, ScoreResult, ScorerInput, ToolCall
 from tracescore.scoring._judge_api import (
     OFFLINE_MODEL,
     Judge,
@@ -18,6 +18,7 @@ from tracescore.scoring._judge_api import (
     JudgeRequest,
     JudgeStepError,
 )
+from tracescore.scoring._judged import JudgedRun, JudgedScorer
 from tracescore.scoring._litellm_judge import LiteLLMJudge
 from tracescore.scoring._offline import OfflineJudge
 from tracescore.scoring.bias import BiasScorer, create_bias_scorer
@@ -59,12 +60,15 @@ __all__ = [
     "JudgeRequest",
     "JudgeStepError",
     "JudgeUsage",
+    "JudgedRun",
+    "JudgedScorer",
     "KeywordCoverageScorer",
     "LLMJudgeScorer",
     "LiteLLMJudge",
     "OfflineJudge",
     "ScoreResult",
     "Scorer",
+    "ScorerInput",
     "TextualDifferenceScorer",
     "ToneConsistencyScorer",
     "ToolCall",

@@ -5,18 +5,21 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import functools
 import inspect
 import math
 import os
 import sys
 import threading
 import uuid
-from abc import ABC, abstractmethod
-from collections.abc import Coroutine, Sequence
+from abc import ABC
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from tracescore._exceptions import ConfigurationError
+from tracescore.scoring._inputs import answer_text, question_text
+from tracescore.scoring._names import Declared, declare
 
 T = TypeVar("T")
 
@@ -132,33 +135,121 @@ class ToolCall:
     call_id: str | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class ScorerInput:
+    """Everything a scorer may judge about one call, in one object.
+
+    `input`, `output` and `ground_truth` are the values as given (a string, chat messages, a
+    dict, ...); `question` and `answer` are their text (the last user / assistant message).
+    `tool_calls` are the call's ToolCalls in call order, `context` its retrieved texts, and
+    `conversation` its chat messages (the input's, when the input is a list of messages).
+    """
+
+    input: Any
+    output: Any
+    ground_truth: Any = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    context: tuple[str, ...] = ()
+    conversation: tuple[Any, ...] = ()
+    run_id: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
+        object.__setattr__(self, "context", tuple(self.context))
+        if not self.conversation and _is_messages(self.input):
+            object.__setattr__(self, "conversation", tuple(self.input))
+
+    @property
+    def question(self) -> str:
+        """The input's question text; raises InputError (a ValueError) when it has no text."""
+        return question_text(self.input)
+
+    @property
+    def answer(self) -> str:
+        """The output's answer text; raises InputError (a ValueError) when it has no text."""
+        return answer_text(self.output)
+
+
+def _is_messages(value: Any) -> bool:
+    return (isinstance(value, (list, tuple)) and bool(value)
+            and all(isinstance(m, Mapping) and "role" in m for m in value))
+
+
 class Scorer(ABC):
     """A scorer: `run()` (sync) and `arun()` (async) turn an input/output pair into a ScoreResult.
 
-    Subclasses set `id`, `name`, `uses_judge` and implement `arun`. A subclass whose `arun` also
-    takes the keywords `tool_calls` (the call's ToolCalls, in call order) and `context` (the
-    retrieved texts) gets them wherever it runs (online, gateway, evals); one that does not is
-    called without them.
+    Subclasses set `id`, `name`, `uses_judge` and implement either `evaluate` (one ScorerInput
+    in, a ScoreResult out) or, as scorers were written before, `arun`. A subclass whose `arun`
+    also takes the keywords `tool_calls` (the call's ToolCalls, in call order) and `context`
+    (the retrieved texts) gets them wherever it runs (online, gateway, evals); one that does not
+    is called without them. Online scoring, the gateway and evals call `evaluate`.
     """
 
     id: str
     name: str
     uses_judge: bool
+    # A built-in scorer declares the names it is known by and its factory (a function of its
+    # module); the registry is filled from these. Your own scorers need neither.
+    aliases: ClassVar[tuple[str, ...]] = ()
+    factory: ClassVar[str | None] = None
+    named_by_user: ClassVar[bool] = False  # its id is the `name` it is built with
 
-    @abstractmethod
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("factory"):
+            declare(Declared(id=cls.id, aliases=cls.aliases, uses_judge=cls.uses_judge,
+                             named_by_user=cls.named_by_user, module=cls.__module__,
+                             factory=cls.__dict__["factory"]))
+
     async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
                    run_id: str | None = None) -> ScoreResult:
-        """Score one input/output pair (an override may add `tool_calls` and `context`)."""
+        """Score one input/output pair (by default: `evaluate`; an override may add the
+        keywords `tool_calls` and `context`)."""
+        if not overrides(self, "evaluate", Scorer):
+            raise NotImplementedError(f"{type(self).__name__} implements neither evaluate "
+                                      f"nor arun")
+        return await self.evaluate(ScorerInput(input=input, output=output,
+                                               ground_truth=ground_truth, run_id=run_id))
+
+    async def evaluate(self, call: ScorerInput) -> ScoreResult:
+        """Score one call. By default: `arun` with the keywords it takes (a scorer written
+        before `evaluate` existed)."""
+        if not overrides(self, "arun", Scorer):
+            raise NotImplementedError(f"{type(self).__name__} implements neither evaluate "
+                                      f"nor arun")
+        return await self.arun(**arun_kwargs(self, call))
 
     def run(self, *, input: Any, output: Any, ground_truth: Any = None,
             run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
             context: Sequence[str] = ()) -> ScoreResult:
         """Score one input/output pair, blocking; safe inside a running event loop."""
-        return run_sync(self.arun(input=input, output=output, ground_truth=ground_truth,
-                                  run_id=run_id, **trace_kwargs(self, tool_calls, context)))
+        return run_sync(self.evaluate(ScorerInput(
+            input=input, output=output, ground_truth=ground_truth, run_id=run_id,
+            tool_calls=tuple(tool_calls), context=tuple(context))))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(id={self.id!r})"
+
+
+def overrides(scorer: object, method: str, base: type) -> bool:
+    """Whether `scorer`'s class replaces `base`'s `method` (a subclass written the old way)."""
+    return getattr(type(scorer), method, None) is not getattr(base, method)
+
+
+async def evaluate_call(scorer: Any, call: ScorerInput) -> ScoreResult:
+    """`scorer`'s result for `call`: a Scorer's `evaluate`, else (an object with only an `arun`)
+    its `arun` with the keywords it takes."""
+    if isinstance(scorer, Scorer):
+        return await scorer.evaluate(call)
+    result: ScoreResult = await scorer.arun(**arun_kwargs(scorer, call))
+    return result
+
+
+def arun_kwargs(scorer: Any, call: ScorerInput) -> dict[str, Any]:
+    """The keywords of `scorer.arun` for `call`: input, output, ground truth and run id, plus
+    the trace keywords (`tool_calls`, `context`) its `arun` accepts."""
+    return {"input": call.input, "output": call.output, "ground_truth": call.ground_truth,
+            "run_id": call.run_id, **trace_kwargs(scorer, call.tool_calls, call.context)}
 
 
 def trace_kwargs(scorer: Any, tool_calls: Sequence[ToolCall],
@@ -167,14 +258,31 @@ def trace_kwargs(scorer: Any, tool_calls: Sequence[ToolCall],
 
     Scorers written before these existed take neither; they are called as before.
     """
-    try:
-        parameters = inspect.signature(scorer.arun).parameters
-    except (TypeError, ValueError):
-        return {}
+    arun = getattr(type(scorer), "arun", None)
+    accepted = None
+    if arun is not None:
+        try:
+            accepted = _class_trace_parameters(arun)
+        except TypeError:  # an `arun` that is not hashable
+            pass
+    if accepted is None:  # `arun` set on the object itself
+        accepted = _trace_parameters(getattr(scorer, "arun", None))
     given = {"tool_calls": tuple(tool_calls), "context": tuple(context)}
+    return {name: value for name, value in given.items() if name in accepted}
+
+
+def _trace_parameters(arun: Any) -> frozenset[str]:
+    """Which trace keywords an `arun` function takes."""
+    try:
+        parameters = inspect.signature(arun).parameters
+    except (TypeError, ValueError):
+        return frozenset()
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-        return given
-    return {name: value for name, value in given.items() if name in parameters}
+        return frozenset({"tool_calls", "context"})
+    return frozenset({"tool_calls", "context"} & set(parameters))
+
+
+_class_trace_parameters = functools.lru_cache(maxsize=256)(_trace_parameters)  # once per class
 
 
 # --- sync over async -------------------------------------------------------------------------

@@ -14,10 +14,11 @@ without numbers are beyond it.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tracescore._exceptions import ConfigurationError
@@ -26,12 +27,10 @@ from tracescore.scoring._base import (
     STEP_PREPROCESS,
     STEP_REASON,
     ScoreResult,
-    ToolCall,
-    new_run_id,
+    ScorerInput,
 )
 from tracescore.scoring._judge_api import Judge, JudgeRequest
-from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS
-from tracescore.scoring._judged import SKIPPED_EMPTY, JudgedRun, JudgedScorer, reference_text
+from tracescore.scoring._judged import SKIPPED_EMPTY, JudgedRun, JudgedScorer
 from tracescore.scoring._offline import content_stems, number_keys, register_offline_task
 from tracescore.scoring._offline import split_statements as _split_claims
 from tracescore.scoring._prompting import (
@@ -206,14 +205,11 @@ class ClaimsScorer(JudgedScorer):
     claim_key: str  # how a verdict names its claim in the step result ("claim", "statement")
 
     def __init__(self, *, model: str | Judge, scale: float = 1,
-                 context: Sequence[str] | None = None, redact_judge_input: bool = True,
-                 max_judge_input_chars: int = DEFAULT_MAX_JUDGE_INPUT_CHARS,
-                 **judge_kwargs: Any) -> None:
+                 context: Sequence[str] | None = None, **options: Any) -> None:
         self.context = check_context(context)
-        super().__init__(model=model, scale=scale, redact_judge_input=redact_judge_input,
-                         max_judge_input_chars=max_judge_input_chars, **judge_kwargs)
+        super().__init__(model=model, scale=scale, **options)
 
-    def score(self, verdicts: Sequence[Mapping[str, Any]]) -> float:
+    def verdict_score(self, verdicts: Sequence[Mapping[str, Any]]) -> float:
         """The score of the verdicts (reference formula, rounding included)."""
         raise NotImplementedError
 
@@ -232,41 +228,38 @@ class ClaimsScorer(JudgedScorer):
             "context": {"source": source, "pieces": 0, "left_out": 0}})
         return verdicts
 
-    async def _context(self, run: JudgedRun, input: Any, output: Any, ground_truth: Any,
-                       context: Sequence[str]) -> tuple[list[str], str]:
+    async def _context(self, run: JudgedRun, call: ScorerInput) -> tuple[list[str], str]:
         """The non-blank context pieces to check against, and where they came from."""
         get_context: Callable[..., Any] | None = getattr(self, "get_context", None)
-        call = {"input": input, "output": output, "ground_truth": ground_truth,
-                "context": list(context)}
-        return await pick_context(run, None if get_context is None else lambda: get_context(call),
-                                  "get_context", self.context, context)
+        given = {"input": call.input, "output": call.output, "ground_truth": call.ground_truth,
+                 "context": list(call.context)}
+        return await pick_context(run, None if get_context is None else lambda: get_context(given),
+                                  "get_context", self.context, call.context)
 
-    async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
-                   run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
-                   context: Sequence[str] = ()) -> ScoreResult:
-        run = JudgedRun(self, run_id or new_run_id(), reference_text(ground_truth))
-        answer = run.output_text(output)
-        question = run.question_text(input)  # only shown to the reason step: "" is fine
-
-        # 1. preprocess: the claims of the output
+    async def preprocess(self, run: JudgedRun, call: ScorerInput) -> _Claims:
+        """The claims of the output (judge)."""
+        answer = run.output_text(call.output)
+        question = run.question_text(call.input)  # only shown to the reason step: "" is fine
         if not answer.strip():
-            run.record(STEP_PREPROCESS, result={
-                "claims": [], "skipped": SKIPPED_EMPTY})
-            claims: list[str] = []
-        else:
-            reply = await run.ask(claims_request(self.system, answer))
-            claims = reply.data["claims"]
-            run.record(STEP_PREPROCESS, prompt=reply.prompt, result={"claims": claims})
+            run.record(STEP_PREPROCESS, result={"claims": [], "skipped": SKIPPED_EMPTY})
+            return _Claims(question, answer, [])
+        reply = await run.ask(claims_request(self.system, answer))
+        claims: list[str] = reply.data["claims"]
+        run.record(STEP_PREPROCESS, prompt=reply.prompt, result={"claims": claims})
+        return _Claims(question, answer, claims)
+
+    async def analyze(self, run: JudgedRun, call: ScorerInput,
+                      prepared: _Claims) -> _Claims | ScoreResult:
+        """A verdict per claim against the context (judge; once more when the count is off)."""
+        claims = prepared.claims
         if not claims:
             run.record(STEP_ANALYZE, result={"verdicts": []})
-            score = self.score([])
+            score = self.verdict_score([])
             return run.result(score, f"The score is {format_score(score)} because the output "
                                      f"makes no claims (the judge was not asked to verify any).")
-        pieces, source = await self._context(run, input, output, ground_truth, context)
+        pieces, source = await self._context(run, call)
         if not pieces:
             return self.without_context(run, claims, source)
-
-        # 2. analyze: a verdict per claim against the context
         sent, left_out = run.judge_texts(pieces)
         reply, verdicts, mismatch = await run.ask_list(
             lambda previous: verdicts_request(
@@ -282,18 +275,29 @@ class ClaimsScorer(JudgedScorer):
         for key, value in reply.notes.items():
             analyze.setdefault(key, value)
         run.record(STEP_ANALYZE, prompt=reply.prompt, result=analyze)
+        return dataclasses.replace(prepared, verdicts=verdicts, named=named)
 
-        # 3. score (code), 4. reason (judge explains the given score)
-        score = self.score(verdicts)
-        if not verdicts:
-            return run.result(score, f"The score is {format_score(score)} because the judge "
-                                     f"gave no verdicts.")
-        reply = await run.ask(reason_request(
+    def score(self, analysis: _Claims) -> float:
+        return self.verdict_score(analysis.verdicts)
+
+    def reason(self, analysis: _Claims, score: float) -> str | JudgeRequest:
+        if not analysis.verdicts:
+            return f"The score is {format_score(score)} because the judge gave no verdicts."
+        return reason_request(
             task=self.reason_task, system=self.system, instructions=self.reason_instructions,
-            question=question, output=answer, verdicts=named, score=score, scale=self.scale),
-            score=score)
-        run.record(STEP_REASON, prompt=reply.prompt)
-        return run.result(score, reply.data["reason"])
+            question=analysis.question, output=analysis.answer, verdicts=analysis.named,
+            score=score, scale=self.scale)
+
+
+@dataclass(frozen=True)
+class _Claims:
+    """What the steps of one run hand on: the judged texts, the claims and their verdicts."""
+
+    question: str
+    answer: str
+    claims: list[str]
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    named: list[dict[str, Any]] = field(default_factory=list)  # each verdict with its claim
 
 
 async def pick_context(run: JudgedRun, extract: Callable[[], Any] | None, name: str,

@@ -7,14 +7,23 @@ from collections.abc import Sequence
 from typing import Any
 
 from tracescore._exceptions import ScorerError
-from tracescore.scoring._base import STEP_PREPROCESS, JudgeUsage, Scorer, ScoreResult, ToolCall
+from tracescore.scoring._base import (
+    STEP_PREPROCESS,
+    JudgeUsage,
+    Scorer,
+    ScoreResult,
+    ScorerInput,
+    ToolCall,
+    overrides,
+)
 from tracescore.scoring._inputs import InputError, answer_text, question_text
 
 NO_JUDGE = JudgeUsage(model=None)  # frozen, so one instance serves every result
 
 
 class CodeScorer(Scorer):
-    """A scorer whose `run()` is pure computation (no judge, no event loop)."""
+    """A scorer whose `run()` is pure computation (no judge, no event loop): `arun` and
+    `evaluate` call it."""
 
     uses_judge = False
 
@@ -42,3 +51,9 @@ class CodeScorer(Scorer):
                    context: Sequence[str] = ()) -> ScoreResult:
         return self.run(input=input, output=output, ground_truth=ground_truth, run_id=run_id,
                         tool_calls=tool_calls, context=context)
+
+    async def evaluate(self, call: ScorerInput) -> ScoreResult:
+        if overrides(self, "arun", CodeScorer):  # a subclass that scores in its own `arun`
+            return await super().evaluate(call)
+        return self.run(input=call.input, output=call.output, ground_truth=call.ground_truth,
+                        run_id=call.run_id, tool_calls=call.tool_calls, context=call.context)

@@ -1,7 +1,13 @@
 """The shared machinery of a multi-step LLM-judged scorer (answer relevancy, faithfulness, ...).
 
-A judged scorer is a `JudgedScorer` subclass whose `arun` builds one `JudgedRun` and walks its
-steps with it. The pieces, and how a new scorer uses them:
+A judged scorer is a `JudgedScorer` subclass that fills in the step hooks; the base runs them in
+order with one `JudgedRun` per call and one `ScorerInput` (the call's input, output, ground truth,
+tool calls, context): `preprocess(run, call)` and `analyze(run, call, prepared)` ask the judge and
+record their steps (either may return a finished ScoreResult to end the run early),
+`score(analysis)` is code (a failure there fails the `score` step), and `reason(analysis, score)`
+returns the reason or the JudgeRequest whose reply explains the given score. A subclass that
+overrides `arun` instead (the way scorers were written before the hooks) is run through its
+`arun`. The pieces:
 
 - `JudgedScorer.__init__(model=..., scale=..., redact_judge_input=..., max_judge_input_chars=...,
   **judge_kwargs)` validates the options every judged scorer has and resolves the judge
@@ -50,7 +56,19 @@ from dataclasses import asdict
 from typing import Any
 
 from tracescore._exceptions import ConfigurationError, ScorerError
-from tracescore.scoring._base import STEP_PREPROCESS, JudgeUsage, Scorer, ScoreResult, check_scale
+from tracescore.scoring._base import (
+    STEP_PREPROCESS,
+    STEP_REASON,
+    STEP_SCORE,
+    JudgeUsage,
+    Scorer,
+    ScoreResult,
+    ScorerInput,
+    ToolCall,
+    check_scale,
+    new_run_id,
+    overrides,
+)
 from tracescore.scoring._inputs import InputError, answer_text, question_text
 from tracescore.scoring._judge_api import (
     Judge,
@@ -93,6 +111,12 @@ class JudgedScorer(Scorer):
     result's `judge_input_truncated` says so) and, unless `redact_judge_input=False`, redacted
     by the same rules as exported content. The step prompts on the result are exactly the
     prompts sent.
+
+    A judged scorer of your own fills in the steps: `preprocess(run, call)` and
+    `analyze(run, call, prepared)` (async; ask the judge with `await run.ask(request)`, put each
+    step's prompt and result on the run with `run.record(step, prompt=..., result=...)`, and may
+    return a finished `run.result(score, reason)` to stop early), `score(analysis)` (code) and
+    `reason(analysis, score)` (the reason, or a JudgeRequest whose reply's `reason` it is).
     """
 
     uses_judge = True
@@ -108,6 +132,11 @@ class JudgedScorer(Scorer):
         self.redact_judge_input = redact_judge_input
         self.max_judge_input_chars = check_max_chars(max_judge_input_chars)
         self.judge: Judge = resolve_judge(model, judge_kwargs)
+        self.check_judge(self.judge)
+
+    def check_judge(self, judge: Judge) -> None:
+        """Refuse a judge this scorer cannot work with (a ConfigurationError starting
+        "model: "); by default every judge will do."""
 
     @property
     def model(self) -> str:
@@ -120,6 +149,65 @@ class JudgedScorer(Scorer):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, scale={self.scale!r})"
+
+    # --- the steps: a subclass fills in these hooks ---------------------------------------
+    def reference(self, call: ScorerInput) -> str | None:
+        """What the judge may use as `JudgeRequest.reference` (default: the ground truth's
+        text; LLM prompts never show it)."""
+        return reference_text(call.ground_truth)
+
+    async def preprocess(self, run: JudgedRun, call: ScorerInput) -> Any:
+        """Step 1: read and prepare what is judged (may ask the judge). Return what `analyze`
+        needs, or a finished ScoreResult to end the run early."""
+        return None
+
+    async def analyze(self, run: JudgedRun, call: ScorerInput, prepared: Any) -> Any:
+        """Step 2: the judge's verdicts. Return what `score` and `reason` need, or a finished
+        ScoreResult to end the run early."""
+        raise NotImplementedError
+
+    def score(self, analysis: Any) -> float:
+        """Step 3 (code, no judge): the score of the analysis."""
+        raise NotImplementedError
+
+    def reason(self, analysis: Any, score: float) -> str | JudgeRequest:
+        """Step 4: the reason, or the judge request that explains the given score (its reply's
+        `reason`)."""
+        raise NotImplementedError
+
+    async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
+                   run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
+                   context: Sequence[str] = ()) -> ScoreResult:
+        """Score one input/output pair: the steps, in order."""
+        return await self._steps(ScorerInput(
+            input=input, output=output, ground_truth=ground_truth, run_id=run_id,
+            tool_calls=tuple(tool_calls), context=tuple(context)))
+
+    async def evaluate(self, call: ScorerInput) -> ScoreResult:
+        if overrides(self, "arun", JudgedScorer):  # a subclass that scores in its own `arun`
+            return await super().evaluate(call)
+        return await self._steps(call)
+
+    async def _steps(self, call: ScorerInput) -> ScoreResult:
+        run = JudgedRun(self, call.run_id or new_run_id(), self.reference(call))
+        prepared = await self.preprocess(run, call)
+        if isinstance(prepared, ScoreResult):
+            return prepared
+        analysis = await self.analyze(run, call, prepared)
+        if isinstance(analysis, ScoreResult):
+            return analysis
+        try:
+            score = self.score(analysis)
+        except ScorerError:
+            raise
+        except Exception as exc:  # defensive: arithmetic on validated data
+            raise run.error(STEP_SCORE, f"{type(exc).__name__}: {exc}") from exc
+        reason = self.reason(analysis, score)
+        if isinstance(reason, JudgeRequest):
+            reply = await run.ask(reason, score=score)
+            run.record(STEP_REASON, prompt=reply.prompt)
+            reason = reply.data["reason"]
+        return run.result(score, reason)
 
 
 class JudgedRun:

@@ -5,46 +5,25 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from importlib import import_module
 from typing import Any
 
 from tracescore._exceptions import ConfigurationError
 from tracescore.scoring._base import Scorer
 from tracescore.scoring._judge_api import OFFLINE_MODEL
+from tracescore.scoring._names import ALIASES, DECLARED, normal_name
 
 ENV_JUDGE_MODEL = "TRACESCORE_JUDGE_MODEL"
 
-# accepted name -> scorer id (ids are names too; `_` and `-` are interchangeable)
-SCORER_ALIASES: dict[str, str] = {
-    "relevancy": "answer-relevancy",
-    "answer-relevancy": "answer-relevancy",
-    "llm-judge": "llm-judge",  # the LLM judge of a criterion of your own (its id: its `name`)
-    "similarity": "content-similarity",
-    "content-similarity": "content-similarity",
-    "textual-difference": "textual-difference",
-    "difference": "textual-difference",
-    "keyword-coverage": "keyword-coverage",
-    "keywords": "keyword-coverage",
-    "tool-call-accuracy": "tool-call-accuracy",
-    "completeness": "completeness",
-    "tone-consistency": "tone-consistency",
-    "tone": "tone-consistency",
-    "faithfulness": "faithfulness",
-    "hallucination": "hallucination",
-    "context-relevance": "context-relevance",
-    "toxicity": "toxicity",
-    "bias": "bias",
-    "llm-tool-call-accuracy": "llm-tool-call-accuracy",
-    "tool-call-accuracy-llm": "llm-tool-call-accuracy",
-    "judged-tool-call-accuracy": "llm-tool-call-accuracy",
-}
-SCORER_IDS = tuple(dict.fromkeys(SCORER_ALIASES.values()))
+# The tables below are filled from what each scorer class declares (its `id`, `aliases`,
+# `uses_judge` and `factory`; see tracescore.scoring._names). Importing this module imports the
+# package, whose `__init__` defines every built-in scorer class.
+SCORER_ALIASES: dict[str, str] = ALIASES  # accepted name -> scorer id (`_` and `-` alike)
+SCORER_IDS = tuple(DECLARED)
 # what the command and the gateway run when no scorer is named
 DEFAULT_SCORERS = ("answer-relevancy", "content-similarity")
-# no useful default: options say what to expect (the expected tools, the available tools)
-NEEDS_OPTIONS = frozenset({"tool-call-accuracy", "llm-tool-call-accuracy"})
-# the scorers that take a judge `model`
-JUDGED = frozenset({"answer-relevancy", "faithfulness", "hallucination", "context-relevance",
-                    "toxicity", "bias", "llm-tool-call-accuracy"})
+# the scorers that take a judge `model` (the LLM judge too, whose id is the name it is given)
+JUDGED = frozenset(d.id for d in DECLARED.values() if d.uses_judge and not d.named_by_user)
 
 
 def judge_model(option: str | None) -> str:
@@ -54,44 +33,16 @@ def judge_model(option: str | None) -> str:
 
 def scorer_id(name: str) -> str:
     """The scorer id for a name (`relevancy`, `similarity`, ... or a full id)."""
-    sid = SCORER_ALIASES.get(name.strip().lower().replace("_", "-"))
+    sid = ALIASES.get(normal_name(name))
     if sid is None:
         raise ConfigurationError(f"unknown scorer {name!r}; choose from {', '.join(SCORER_IDS)}")
     return sid
 
 
-def _factories() -> dict[str, Callable[..., Scorer]]:
-    from tracescore.scoring.bias import create_bias_scorer
-    from tracescore.scoring.completeness import create_completeness_scorer
-    from tracescore.scoring.context_relevance import create_context_relevance_scorer
-    from tracescore.scoring.difference import create_textual_difference_scorer
-    from tracescore.scoring.faithfulness import create_faithfulness_scorer
-    from tracescore.scoring.hallucination import create_hallucination_scorer
-    from tracescore.scoring.keywords import create_keyword_coverage_scorer
-    from tracescore.scoring.llm_judge import create_llm_judge_scorer
-    from tracescore.scoring.relevancy import create_answer_relevancy_scorer
-    from tracescore.scoring.similarity import create_content_similarity_scorer
-    from tracescore.scoring.tone import create_tone_scorer
-    from tracescore.scoring.tool_selection import create_tool_call_accuracy_scorer_llm
-    from tracescore.scoring.tools import create_tool_call_accuracy_scorer
-    from tracescore.scoring.toxicity import create_toxicity_scorer
-
-    return {
-        "llm-judge": create_llm_judge_scorer,
-        "answer-relevancy": create_answer_relevancy_scorer,
-        "content-similarity": create_content_similarity_scorer,
-        "textual-difference": create_textual_difference_scorer,
-        "keyword-coverage": create_keyword_coverage_scorer,
-        "tool-call-accuracy": create_tool_call_accuracy_scorer,
-        "completeness": create_completeness_scorer,
-        "tone-consistency": create_tone_scorer,
-        "faithfulness": create_faithfulness_scorer,
-        "hallucination": create_hallucination_scorer,
-        "context-relevance": create_context_relevance_scorer,
-        "toxicity": create_toxicity_scorer,
-        "bias": create_bias_scorer,
-        "llm-tool-call-accuracy": create_tool_call_accuracy_scorer_llm,
-    }
+def _factory(sid: str) -> Callable[..., Scorer]:
+    declared = DECLARED[sid]
+    factory: Callable[..., Scorer] = getattr(import_module(declared.module), declared.factory)
+    return factory
 
 
 def create_scorer(name: str, options: Mapping[str, Any] | None = None, *,
@@ -104,10 +55,10 @@ def create_scorer(name: str, options: Mapping[str, Any] | None = None, *,
     """
     sid = scorer_id(name)
     kwargs = dict(options or {})
-    if (sid in JUDGED or sid == "llm-judge") and "model" not in kwargs:
+    if DECLARED[sid].uses_judge and "model" not in kwargs:
         kwargs["model"] = judge_model(model)
     try:
-        return _factories()[sid](**kwargs)
+        return _factory(sid)(**kwargs)
     except TypeError as exc:
         raise ConfigurationError(f"scorer {sid!r}: {exc}") from None
 

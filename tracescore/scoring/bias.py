@@ -18,12 +18,10 @@ from tracescore.scoring._base import (
     STEP_PREPROCESS,
     STEP_REASON,
     ScoreResult,
-    ToolCall,
-    new_run_id,
+    ScorerInput,
 )
 from tracescore.scoring._judge_api import OFFLINE_MODEL, Judge, JudgeRequest
-from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS
-from tracescore.scoring._judged import JudgedRun, JudgedScorer, reference_text
+from tracescore.scoring._judged import JudgedRun, JudgedScorer
 from tracescore.scoring._options import merge_options
 from tracescore.scoring._prompting import (
     REASON_SCHEMA,
@@ -186,13 +184,10 @@ class BiasScorer(JudgedScorer):
 
     id = "bias"
     name = "Bias"
+    factory = "create_bias_scorer"
 
-    def __init__(self, *, model: str | Judge, scale: float = 1, redact_judge_input: bool = True,
-                 max_judge_input_chars: int = DEFAULT_MAX_JUDGE_INPUT_CHARS,
-                 **judge_kwargs: Any) -> None:
-        super().__init__(model=model, scale=scale, redact_judge_input=redact_judge_input,
-                         max_judge_input_chars=max_judge_input_chars, **judge_kwargs)
-        if self.judge.model == OFFLINE_MODEL:
+    def check_judge(self, judge: Judge) -> None:
+        if judge.model == OFFLINE_MODEL:
             raise ConfigurationError(
                 "model: the offline judge cannot judge bias (word overlap cannot tell a biased "
                 "opinion from a neutral one); give a language model, e.g. "
@@ -201,34 +196,40 @@ class BiasScorer(JudgedScorer):
     def label(self, score: float) -> str:
         return bias_label(score, self.scale)
 
-    async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
-                   run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
-                   context: Sequence[str] = ()) -> ScoreResult:
-        run = JudgedRun(self, run_id or new_run_id(), reference_text(ground_truth))
-        answer = run.output_text(output)
+    async def preprocess(self, run: JudgedRun, call: ScorerInput
+                         ) -> tuple[str, list[str]] | ScoreResult:
+        """The output and its opinions (judge)."""
+        answer = run.output_text(call.output)
         if not answer.strip():
             return run.skip_empty({STEP_PREPROCESS: {"opinions": []}, STEP_ANALYZE: {"results": []}},
                                   "The score is 0 because the output is empty, so it expresses "
                                   "no opinion (the judge was not called).")
-
         reply = await run.ask(opinions_request(answer))
         opinions: list[str] = reply.data["opinions"]
         run.record(STEP_PREPROCESS, prompt=reply.prompt, result={"opinions": opinions})
+        return answer, opinions
 
+    async def analyze(self, run: JudgedRun, call: ScorerInput, prepared: tuple[str, list[str]]
+                      ) -> tuple[str, list[str], list[dict[str, str]]]:
+        """A yes/no verdict per opinion (judge; once more when the count is off)."""
+        answer, opinions = prepared
         reply, results, mismatch = await run.ask_list(
             lambda previous: verdicts_request(answer, opinions, previous_count=previous),
             key="results", count=len(opinions) or 1, of="opinions")
         run.record(STEP_ANALYZE, prompt=reply.prompt,
                    result={"results": results, **mismatch, **reply.notes})
+        return answer, opinions, results
 
-        score = bias_score(results, self.scale)
+    def score(self, analysis: tuple[str, list[str], list[dict[str, str]]]) -> float:
+        return bias_score(analysis[2], self.scale)
+
+    def reason(self, analysis: tuple[str, list[str], list[dict[str, str]]],
+               score: float) -> str | JudgeRequest:
+        answer, opinions, results = analysis
         if not results:
-            return run.result(score, f"The score is {format_score(score)} because the judge "
-                                     f"gave no verdicts on the output.")
-        reply = await run.ask(reason_request(answer, opinions, results, score=score,
-                                             scale=self.scale), score=score)
-        run.record(STEP_REASON, prompt=reply.prompt)
-        return run.result(score, reply.data["reason"])
+            return (f"The score is {format_score(score)} because the judge gave no verdicts on "
+                    f"the output.")
+        return reason_request(answer, opinions, results, score=score, scale=self.scale)
 
 
 def create_bias_scorer(*, model: str | Judge, scale: float = 1,

@@ -221,6 +221,7 @@ class CompletenessScorer(CodeScorer):
 
     id = "completeness"
     name = "Completeness"
+    factory = "create_completeness_scorer"
 
     def __init__(self, *, scale: float = 1) -> None:
         self.scale = check_scale(scale)

@@ -7,6 +7,7 @@ reference's formula and defaults) -> reason (judge: explains the score it is giv
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -16,15 +17,13 @@ from tracescore.scoring._base import (
     STEP_ANALYZE,
     STEP_REASON,
     ScoreResult,
-    ToolCall,
-    new_run_id,
+    ScorerInput,
     relevancy_label,
 )
 from tracescore.scoring._claims import check_context, pick_context
 from tracescore.scoring._inputs import InputError, answer_text
 from tracescore.scoring._judge_api import Judge, JudgeRequest
-from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS
-from tracescore.scoring._judged import JudgedRun, JudgedScorer, reference_text
+from tracescore.scoring._judged import JudgedRun, JudgedScorer
 from tracescore.scoring._offline import content_stems, register_offline_task
 from tracescore.scoring._options import check_fraction, merge_options
 from tracescore.scoring._prompting import (
@@ -200,13 +199,12 @@ class ContextRelevanceScorer(JudgedScorer):
 
     id = "context-relevance"
     name = "Context Relevance"
+    factory = "create_context_relevance_scorer"
 
     def __init__(self, *, model: str | Judge, scale: float = 1,
                  context: Sequence[str] | None = None,
                  context_extractor: ContextExtractor | None = None,
-                 penalties: Mapping[str, float] | None = None, redact_judge_input: bool = True,
-                 max_judge_input_chars: int = DEFAULT_MAX_JUDGE_INPUT_CHARS,
-                 **judge_kwargs: Any) -> None:
+                 penalties: Mapping[str, float] | None = None, **options: Any) -> None:
         self.context = check_context(context)
         if self.context is not None and not self.context:
             raise ConfigurationError("context cannot be an empty list if given (leave it out "
@@ -216,28 +214,22 @@ class ContextRelevanceScorer(JudgedScorer):
                 f"context_extractor must be callable, got {context_extractor!r}")
         self.context_extractor = context_extractor
         self.penalties = _check_penalties(penalties)
-        super().__init__(model=model, scale=scale, redact_judge_input=redact_judge_input,
-                         max_judge_input_chars=max_judge_input_chars, **judge_kwargs)
+        super().__init__(model=model, scale=scale, **options)
 
     def label(self, score: float) -> str:
         return relevancy_label(score, self.scale)
 
-    async def _context(self, run: JudgedRun, input: Any, output: Any,
-                       context: Sequence[str]) -> tuple[list[str], str]:
-        extractor = self.context_extractor
-        return await pick_context(run, None if extractor is None else lambda: extractor(input, output),
-                                  "context_extractor", self.context, context)
-
-    async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
-                   run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
-                   context: Sequence[str] = ()) -> ScoreResult:
-        run = JudgedRun(self, run_id or new_run_id(), reference_text(ground_truth))
-        query = run.question_text(input)
+    async def preprocess(self, run: JudgedRun, call: ScorerInput) -> _Context | ScoreResult:
+        """The query, the response and the context to judge (the judge is not asked)."""
+        query = run.question_text(call.input)
         try:
-            response = run.judge_text(answer_text(output))
+            response = run.judge_text(answer_text(call.output))
         except InputError:
             response = ""
-        pieces, source = await self._context(run, input, output, context)
+        extractor = self.context_extractor
+        pieces, source = await pick_context(
+            run, None if extractor is None else lambda: extractor(call.input, call.output),
+            "context_extractor", self.context, call.context)
         if not pieces:
             score = float(self.scale)
             run.record(STEP_ANALYZE, result={
@@ -246,11 +238,15 @@ class ContextRelevanceScorer(JudgedScorer):
             return run.result(score, f"The score is {format_score(score)} because no context "
                                      f"was given, and a call without context is not penalised "
                                      f"(the judge was not called).")
+        return _Context(query, response, pieces, source)
 
-        # analyze: relevance and use of each piece, and what was missing
+    async def analyze(self, run: JudgedRun, call: ScorerInput, prepared: _Context) -> _Context:
+        """The relevance and use of each piece, and what was missing (judge)."""
+        pieces = prepared.pieces
         sent, left_out = run.judge_texts(pieces)
         reply, evaluations, mismatch = await run.ask_list(
-            lambda previous: _evaluations_request(query, response, sent, previous),
+            lambda previous: _evaluations_request(prepared.query, prepared.response, sent,
+                                                  previous),
             key="evaluations", count=len(sent), of="context_pieces")
         for i, evaluation in enumerate(evaluations):  # the reference's step result shape
             evaluation["contextPiece"] = sent[i] if i < len(sent) else None
@@ -258,17 +254,31 @@ class ContextRelevanceScorer(JudgedScorer):
         analyze: dict[str, Any] = {
             "evaluations": evaluations, "missingContext": missing,
             "overallAssessment": reply.data["overallAssessment"], **mismatch,
-            "context": {"source": source, "pieces": len(pieces), "left_out": left_out}}
+            "context": {"source": prepared.source, "pieces": len(pieces), "left_out": left_out}}
         for key, value in reply.notes.items():
             analyze.setdefault(key, value)
         run.record(STEP_ANALYZE, prompt=reply.prompt, result=analyze)
+        return dataclasses.replace(prepared, evaluations=evaluations, missing=missing)
 
-        # score (code), reason (judge explains the given score)
-        score = context_relevance_score(evaluations, missing, self.scale, self.penalties)
-        reply = await run.ask(_reason_request(query, evaluations, missing, score, self.scale,
-                                              self.penalties), score=score)
-        run.record(STEP_REASON, prompt=reply.prompt)
-        return run.result(score, reply.data["reason"])
+    def score(self, analysis: _Context) -> float:
+        return context_relevance_score(analysis.evaluations, analysis.missing, self.scale,
+                                       self.penalties)
+
+    def reason(self, analysis: _Context, score: float) -> JudgeRequest:
+        return _reason_request(analysis.query, analysis.evaluations, analysis.missing, score,
+                               self.scale, self.penalties)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Context:
+    """What the steps of one run hand on: the judged texts, the context and its evaluations."""
+
+    query: str
+    response: str
+    pieces: list[str]
+    source: str
+    evaluations: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    missing: list[str] = dataclasses.field(default_factory=list)
 
 
 def _evaluations_request(query: str, response: str, context: Sequence[str],

@@ -54,6 +54,8 @@ class TextualDifferenceScorer(CodeScorer):
 
     id = "textual-difference"
     name = "Textual Difference"
+    aliases = ("difference",)
+    factory = "create_textual_difference_scorer"
 
     def __init__(self, *, scale: float = 1) -> None:
         self.scale = check_scale(scale)

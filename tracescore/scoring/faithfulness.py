@@ -69,6 +69,7 @@ class FaithfulnessScorer(_claims.ClaimsScorer):
 
     id = "faithfulness"
     name = "Faithfulness"
+    factory = "create_faithfulness_scorer"
     system = SYSTEM
     verdicts_task = TASK_VERDICTS
     verdicts_instructions = _VERDICTS
@@ -80,7 +81,7 @@ class FaithfulnessScorer(_claims.ClaimsScorer):
     def label(self, score: float) -> str:
         return faithfulness_label(score, self.scale)
 
-    def score(self, verdicts: Sequence[Mapping[str, Any]]) -> float:
+    def verdict_score(self, verdicts: Sequence[Mapping[str, Any]]) -> float:
         return faithfulness_score(verdicts, self.scale)
 
     def without_context(self, run: JudgedRun, claims: list[str], source: str) -> ScoreResult:

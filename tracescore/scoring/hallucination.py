@@ -15,7 +15,6 @@ from tracescore._exceptions import ConfigurationError
 from tracescore.scoring import _claims
 from tracescore.scoring._base import ScoreResult, hallucination_label
 from tracescore.scoring._judge_api import Judge, JudgeRequest
-from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS
 from tracescore.scoring._judged import JudgedRun
 from tracescore.scoring._offline import register_offline_task
 from tracescore.scoring._options import merge_options
@@ -78,6 +77,7 @@ class HallucinationScorer(_claims.ClaimsScorer):
 
     id = "hallucination"
     name = "Hallucination"
+    factory = "create_hallucination_scorer"
     system = SYSTEM
     verdicts_task = TASK_VERDICTS
     verdicts_instructions = _VERDICTS
@@ -88,20 +88,17 @@ class HallucinationScorer(_claims.ClaimsScorer):
 
     def __init__(self, *, model: str | Judge, scale: float = 1,
                  context: Sequence[str] | None = None, get_context: ContextGetter | None = None,
-                 redact_judge_input: bool = True,
-                 max_judge_input_chars: int = DEFAULT_MAX_JUDGE_INPUT_CHARS,
-                 **judge_kwargs: Any) -> None:
+                 **options: Any) -> None:
         if get_context is not None and not callable(get_context):
             raise ConfigurationError(f"get_context must be callable, got {get_context!r}")
         self.get_context = get_context
         super().__init__(model=model, scale=scale, context=context,
-                         redact_judge_input=redact_judge_input,
-                         max_judge_input_chars=max_judge_input_chars, **judge_kwargs)
+                         **options)
 
     def label(self, score: float) -> str:
         return hallucination_label(score, self.scale)
 
-    def score(self, verdicts: Sequence[Mapping[str, Any]]) -> float:
+    def verdict_score(self, verdicts: Sequence[Mapping[str, Any]]) -> float:
         return hallucination_score(verdicts, self.scale)
 
     def without_context(self, run: JudgedRun, claims: list[str], source: str) -> ScoreResult:

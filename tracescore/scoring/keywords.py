@@ -92,6 +92,8 @@ class KeywordCoverageScorer(CodeScorer):
 
     id = "keyword-coverage"
     name = "Keyword Coverage"
+    aliases = ("keywords",)
+    factory = "create_keyword_coverage_scorer"
 
     def __init__(self, *, scale: float = 1) -> None:
         self.scale = check_scale(scale)

@@ -16,11 +16,11 @@ from typing import Any, Literal
 
 from tracescore._exceptions import ConfigurationError
 from tracescore.scoring import _rubric_prompts as prompts
-from tracescore.scoring._base import STEP_SCORE, ScoreResult, ToolCall, new_run_id
+from tracescore.scoring._base import ScorerInput, ToolCall
 from tracescore.scoring._inputs import InputError, answer_text, question_text
 from tracescore.scoring._judge_api import Judge
-from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS
 from tracescore.scoring._judged import JudgedRun, JudgedScorer
+from tracescore.scoring._names import ALIASES
 from tracescore.scoring._offline import OfflineJudge
 from tracescore.scoring._prompting import round_score
 
@@ -36,13 +36,11 @@ def check_name(name: object) -> str:
     """Validate a scorer name: it becomes the scorer id, the evaluation name and the Phoenix
     annotation name, so 1-64 characters of letters, digits, `_`, `-`, `.`, starting with a
     letter, and not the name of a built-in scorer."""
-    from tracescore.scoring._registry import SCORER_ALIASES
-
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ConfigurationError(
             f"name must be 1-64 letters, digits, '_', '-' or '.', starting with a letter "
             f"(it becomes the scorer id), got {name!r}")
-    if name.lower().replace("_", "-") in SCORER_ALIASES:
+    if name.lower().replace("_", "-") in ALIASES:
         raise ConfigurationError(f"name {name!r} is the name of a built-in scorer; choose another")
     return name
 
@@ -79,14 +77,15 @@ def _check_threshold(threshold: object) -> float:
 class LLMJudgeScorer(JudgedScorer):
     """An LLM judges each response against `instructions` (see `create_llm_judge_scorer`)."""
 
+    id = "llm-judge"  # a scorer's own id is the `name` it is built with
     uses_judge = True
+    named_by_user = True
+    factory = "create_llm_judge_scorer"
 
     def __init__(self, *, name: str, instructions: str, model: str | Judge,
                  mode: Mode = "pass_fail", score_range: Sequence[float] | None = None,
                  threshold: float | None = None, include: Sequence[str] = ("input",),
-                 redact_judge_input: bool = True,
-                 max_judge_input_chars: int = DEFAULT_MAX_JUDGE_INPUT_CHARS,
-                 **judge_kwargs: Any) -> None:
+                 **options: Any) -> None:
         self.id = self.name = check_name(name)
         if not isinstance(instructions, str) or not instructions.strip():
             raise ConfigurationError(f"instructions must be a non-empty string (the criterion "
@@ -103,14 +102,15 @@ class LLMJudgeScorer(JudgedScorer):
                                         else score_range)
         self.threshold = _check_threshold(DEFAULT_THRESHOLD if threshold is None else threshold)
         self.include = _check_include(include)
-        if "scale" in judge_kwargs:  # JudgedScorer's option, not this scorer's
+        if "scale" in options:  # JudgedScorer's option, not this scorer's
             raise ConfigurationError("scale: the LLM judge's score is always 0..1; give the "
                                      "judge's own scale as score_range (mode 'score')")
-        super().__init__(model=model, redact_judge_input=redact_judge_input,
-                         max_judge_input_chars=max_judge_input_chars, **judge_kwargs)
-        if isinstance(self.judge, OfflineJudge):
+        super().__init__(model=model, **options)
+
+    def check_judge(self, judge: Judge) -> None:
+        if isinstance(judge, OfflineJudge):
             raise ConfigurationError(
-                f"model: the offline judge ({self.judge.model}) cannot judge a criterion of "
+                f"model: the offline judge ({judge.model}) cannot judge a criterion of "
                 f"your own (it has no language model); give a litellm model string, e.g. "
                 f"model='openai/gpt-4o-mini' (or $TRACESCORE_JUDGE_MODEL), or a Judge object")
 
@@ -130,12 +130,12 @@ class LLMJudgeScorer(JudgedScorer):
         return (f"LLMJudgeScorer(name={self.name!r}, model={self.model!r}, mode={self.mode!r}, "
                 f"include={list(self.include)!r})")
 
-    async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
-                   run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
-                   context: Sequence[str] = ()) -> ScoreResult:
-        run = JudgedRun(self, run_id or new_run_id())
-        blocks = self._blocks(run, input, output, ground_truth, tool_calls, context)
+    def reference(self, call: ScorerInput) -> str | None:
+        return None  # the criterion is the user's: no reference knowledge for the judge
 
+    async def analyze(self, run: JudgedRun, call: ScorerInput, prepared: None) -> dict[str, Any]:
+        """One judge call: a reason and a verdict (or a number on the criterion's scale)."""
+        blocks = self._blocks(run, call)
         if self.mode == "pass_fail":
             request = prompts.verdict_request(self.instructions, blocks)
         else:
@@ -148,22 +148,25 @@ class LLMJudgeScorer(JudgedScorer):
         for key, value in reply.notes.items():
             analyze.setdefault(key, value)
         run.record("analyze", prompt=reply.prompt, result=analyze)
+        data: dict[str, Any] = reply.data
+        return data
 
-        try:
-            score = self._score(reply.data)
-        except Exception as exc:  # pragma: no cover - defensive: arithmetic on validated data
-            raise run.error(STEP_SCORE, f"{type(exc).__name__}: {exc}") from exc
-        return run.result(score, reply.data["reason"])
-
-    def _score(self, data: dict[str, Any]) -> float:
+    def score(self, analysis: dict[str, Any]) -> float:
+        """1 or 0 for a verdict; a number normalised from the criterion's scale to 0..1."""
+        data = analysis
         if self.mode == "pass_fail":
             return 1.0 if data["verdict"] == prompts.PASS else 0.0
         low, high = self.score_range
         return round_score((data["score"] - low) / (high - low))
 
-    def _blocks(self, run: JudgedRun, input: Any, output: Any, ground_truth: Any,
-                tool_calls: Sequence[ToolCall], context: Sequence[str]) -> dict[str, str | None]:
+    def reason(self, analysis: dict[str, Any], score: float) -> str:
+        reason: str = analysis["reason"]  # the judge's own, written before its verdict
+        return reason
+
+    def _blocks(self, run: JudgedRun, call: ScorerInput) -> dict[str, str | None]:
         """Tag -> the judged text (redacted and capped), None for an included but absent part."""
+        input, output, ground_truth = call.input, call.output, call.ground_truth
+        tool_calls, context = call.tool_calls, call.context
         blocks: dict[str, str | None] = {}
         if "input" in self.include:
             blocks["input"] = run.judge_text(_text(input, question_text))

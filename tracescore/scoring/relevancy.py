@@ -6,6 +6,7 @@ against the question) -> score (code) -> reason (judge: explains the score it is
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -13,18 +14,14 @@ from tracescore.scoring import _prompts
 from tracescore.scoring._base import (
     STEP_ANALYZE,
     STEP_PREPROCESS,
-    STEP_REASON,
-    STEP_SCORE,
     ScoreResult,
-    ToolCall,
-    new_run_id,
+    ScorerInput,
     relevancy_label,
 )
 from tracescore.scoring._inputs import InputError, answer_text, question_text
 from tracescore.scoring._jstext import JS_WHITESPACE
-from tracescore.scoring._judge_api import Judge
-from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS
-from tracescore.scoring._judged import JudgedRun, JudgedScorer, reference_text
+from tracescore.scoring._judge_api import Judge, JudgeRequest
+from tracescore.scoring._judged import JudgedRun, JudgedScorer
 from tracescore.scoring._options import check_fraction, merge_options
 from tracescore.scoring._prompting import format_score, reference_round
 
@@ -70,14 +67,13 @@ class AnswerRelevancyScorer(JudgedScorer):
 
     id = "answer-relevancy"
     name = "Answer Relevancy"
+    aliases = ("relevancy",)
+    factory = "create_answer_relevancy_scorer"
 
     def __init__(self, *, model: str | Judge, uncertainty_weight: float = 0.3,
-                 scale: float = 1, redact_judge_input: bool = True,
-                 max_judge_input_chars: int = DEFAULT_MAX_JUDGE_INPUT_CHARS,
-                 **judge_kwargs: Any) -> None:
+                 scale: float = 1, **options: Any) -> None:
         self.uncertainty_weight = check_fraction("uncertainty_weight", uncertainty_weight)
-        super().__init__(model=model, scale=scale, redact_judge_input=redact_judge_input,
-                         max_judge_input_chars=max_judge_input_chars, **judge_kwargs)
+        super().__init__(model=model, scale=scale, **options)
 
     def label(self, score: float) -> str:
         return relevancy_label(score, self.scale)
@@ -86,64 +82,62 @@ class AnswerRelevancyScorer(JudgedScorer):
         return (f"AnswerRelevancyScorer(model={self.model!r}, "
                 f"uncertainty_weight={self.uncertainty_weight!r}, scale={self.scale!r})")
 
-    async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
-                   run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
-                   context: Sequence[str] = ()) -> ScoreResult:
-        run = JudgedRun(self, run_id or new_run_id(), reference_text(ground_truth))
-        return await _execute(self, run, input, output)
+    async def preprocess(self, run: JudgedRun, call: ScorerInput) -> _Steps | ScoreResult:
+        """The question and the answer, and the statements of the answer (judge)."""
+        try:
+            question = run.judge_text(question_text(call.input))
+            answer = run.judge_text(answer_text(call.output))
+        except InputError as exc:
+            raise run.error(STEP_PREPROCESS, str(exc)) from exc
+        if not question.strip():
+            raise run.error(STEP_PREPROCESS,
+                            "the input has no question text to judge the output against")
+        if not answer.strip():
+            return run.skip_empty(
+                {STEP_PREPROCESS: {"statements": []}, STEP_ANALYZE: {"results": []}},
+                "The score is 0 because the output is empty, so nothing in it addresses the "
+                "question (the judge was not called).")
+        reply = await run.ask(_prompts.statements_request(answer))
+        statements: list[str] = reply.data["statements"]
+        run.record(STEP_PREPROCESS, prompt=reply.prompt, result={"statements": statements})
+        return _Steps(question, answer, statements)
 
-
-async def _execute(scorer: AnswerRelevancyScorer, run: JudgedRun, input: Any, output: Any
-                   ) -> ScoreResult:
-    try:
-        question = run.judge_text(question_text(input))
-        answer = run.judge_text(answer_text(output))
-    except InputError as exc:
-        raise run.error(STEP_PREPROCESS, str(exc)) from exc
-    if not question.strip():
-        raise run.error(STEP_PREPROCESS,
-                        "the input has no question text to judge the output against")
-    if not answer.strip():
-        return run.skip_empty({STEP_PREPROCESS: {"statements": []}, STEP_ANALYZE: {"results": []}},
-                              "The score is 0 because the output is empty, so nothing in "
-                              "it addresses the question (the judge was not called).")
-
-    # 1. preprocess: statements of the output
-    request = _prompts.statements_request(answer)
-    reply = await run.ask(request)
-    statements: list[str] = reply.data["statements"]
-    run.record(STEP_PREPROCESS, prompt=reply.prompt, result={"statements": statements})
-
-    # 2. analyze: a verdict per statement (one retry when the count is off)
-    results: list[dict[str, str]] = []
-    if statements:
+    async def analyze(self, run: JudgedRun, call: ScorerInput, prepared: _Steps) -> _Steps:
+        """A verdict per statement against the question (judge; once more when the count is
+        off)."""
+        if not prepared.statements:
+            run.record(STEP_ANALYZE, result={"results": []})
+            return prepared
         reply, results, mismatch = await run.ask_list(
-            lambda previous: _prompts.verdicts_request(question, statements,
+            lambda previous: _prompts.verdicts_request(prepared.question, prepared.statements,
                                                        previous_count=previous),
-            key="results", count=len(statements), of="statements")
+            key="results", count=len(prepared.statements), of="statements")
         analyze: dict[str, Any] = {"results": results, **mismatch}
         for key, value in reply.notes.items():  # how the judge judged (never overrides)
             analyze.setdefault(key, value)
         run.record(STEP_ANALYZE, prompt=reply.prompt, result=analyze)
-    else:
-        run.record(STEP_ANALYZE, result={"results": []})
+        return dataclasses.replace(prepared, results=results)
 
-    # 3. score (code)
-    try:
-        score = relevancy_score(results, scorer.uncertainty_weight, scorer.scale)
-    except Exception as exc:  # pragma: no cover - defensive: arithmetic on validated data
-        raise run.error(STEP_SCORE, f"{type(exc).__name__}: {exc}") from exc
-    if not results:
-        return run.result(score, f"The score is {format_score(score)} because the judge "
-                                 f"found no statements in the output.")
+    def score(self, analysis: _Steps) -> float:
+        return relevancy_score(analysis.results, self.uncertainty_weight, self.scale)
 
-    # 4. reason (judge explains the given score)
-    request = _prompts.reason_request(question, answer, statements, results, score=score,
-                                      scale=scorer.scale,
-                                      uncertainty_weight=scorer.uncertainty_weight)
-    reply = await run.ask(request, score=score)
-    run.record(STEP_REASON, prompt=reply.prompt)
-    return run.result(score, reply.data["reason"])
+    def reason(self, analysis: _Steps, score: float) -> str | JudgeRequest:
+        if not analysis.results:
+            return (f"The score is {format_score(score)} because the judge found no statements "
+                    f"in the output.")
+        return _prompts.reason_request(analysis.question, analysis.answer, analysis.statements,
+                                       analysis.results, score=score, scale=self.scale,
+                                       uncertainty_weight=self.uncertainty_weight)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Steps:
+    """What the steps of one run hand on: the judged texts, statements and verdicts."""
+
+    question: str
+    answer: str
+    statements: list[str]
+    results: list[dict[str, str]] = dataclasses.field(default_factory=list)
 
 
 def create_answer_relevancy_scorer(*, model: str | Judge, uncertainty_weight: float = 0.3,

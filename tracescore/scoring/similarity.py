@@ -172,6 +172,8 @@ class ContentSimilarityScorer(CodeScorer):
 
     id = "content-similarity"
     name = "Content Similarity"
+    aliases = ("similarity",)
+    factory = "create_content_similarity_scorer"
 
     def __init__(self, *, ignore_case: bool = True, ignore_whitespace: bool = True,
                  algorithm: str = "dice", scale: float = 1) -> None:

@@ -109,6 +109,8 @@ class ToneConsistencyScorer(CodeScorer):
 
     id = "tone-consistency"
     name = "Tone Consistency"
+    aliases = ("tone",)
+    factory = "create_tone_scorer"
 
     def __init__(self, *, reference_tone: str | None = None, scale: float = 1) -> None:
         if reference_tone is not None and not isinstance(reference_tone, str):

@@ -28,14 +28,11 @@ from tracescore.scoring._base import (
     STEP_ANALYZE,
     STEP_PREPROCESS,
     STEP_REASON,
-    ScoreResult,
-    ToolCall,
-    new_run_id,
+    ScorerInput,
 )
 from tracescore.scoring._inputs import InputError, answer_text, question_text
 from tracescore.scoring._judge_api import Judge, JudgeRequest
-from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS
-from tracescore.scoring._judged import JudgedRun, JudgedScorer, reference_text
+from tracescore.scoring._judged import JudgedRun, JudgedScorer
 from tracescore.scoring._offline import content_stems, register_offline_task
 from tracescore.scoring._options import merge_options
 from tracescore.scoring._prompting import (
@@ -279,14 +276,13 @@ class ToolCallAccuracyLLMScorer(JudgedScorer):
 
     id = "llm-tool-call-accuracy"
     name = "Tool Call Accuracy (LLM)"
+    aliases = ("tool-call-accuracy-llm", "judged-tool-call-accuracy")
+    factory = "create_tool_call_accuracy_scorer_llm"
 
     def __init__(self, *, model: str | Judge, available_tools: Sequence[Any] | None = None,
-                 redact_judge_input: bool = True,
-                 max_judge_input_chars: int = DEFAULT_MAX_JUDGE_INPUT_CHARS,
-                 **judge_kwargs: Any) -> None:
+                 **options: Any) -> None:
         self.available_tools = check_available_tools(available_tools)
-        super().__init__(model=model, scale=1, redact_judge_input=redact_judge_input,
-                         max_judge_input_chars=max_judge_input_chars, **judge_kwargs)
+        super().__init__(model=model, scale=1, **options)
 
     def label(self, score: float) -> str:
         return tool_selection_label(score)
@@ -295,16 +291,15 @@ class ToolCallAccuracyLLMScorer(JudgedScorer):
         names = [t.name for t in self.available_tools]
         return f"ToolCallAccuracyLLMScorer(model={self.model!r}, available_tools={names!r})"
 
-    async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
-                   run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
-                   context: Sequence[str] = ()) -> ScoreResult:
-        run = JudgedRun(self, run_id or new_run_id(), reference_text(ground_truth))
-        if output is None:
+    async def preprocess(self, run: JudgedRun, call: ScorerInput) -> tuple[str, str, list[str]]:
+        """The request, the response and the tools called, in order (code)."""
+        if call.output is None:
             raise run.error(STEP_PREPROCESS, "there is no output to judge the tool calls of")
+        tool_calls = call.tool_calls
         try:
-            request = run.judge_text(question_text(input))
-            response = run.judge_text(answer_text(output))
-            called = called_tool_names(tool_calls, input, output)
+            request = run.judge_text(question_text(call.input))
+            response = run.judge_text(answer_text(call.output))
+            called = called_tool_names(tool_calls, call.input, call.output)
         except (InputError, ValueError, TypeError) as exc:
             raise run.error(STEP_PREPROCESS, str(exc)) from exc
         if not request.strip():
@@ -316,7 +311,12 @@ class ToolCallAccuracyLLMScorer(JudgedScorer):
         run.record(STEP_PREPROCESS, result={"actual_tools": called,
                                             "has_tool_calls": bool(called),
                                             "tool_call_infos": infos})
+        return request, response, called
 
+    async def analyze(self, run: JudgedRun, call: ScorerInput,
+                      prepared: tuple[str, str, list[str]]) -> _Analysis:
+        """Whether each call was appropriate, and which tools were missing (judge)."""
+        request, response, called = prepared
         reply, evaluations, mismatch = await run.ask_list(
             lambda previous: evaluations_request(request, response, called,
                                                  self.available_tools, previous_count=previous),
@@ -324,12 +324,18 @@ class ToolCallAccuracyLLMScorer(JudgedScorer):
         missing: list[str] = reply.data["missingTools"]
         run.record(STEP_ANALYZE, prompt=reply.prompt, result={
             "evaluations": evaluations, "missingTools": missing, **mismatch, **reply.notes})
+        return request, evaluations, missing
 
-        score = tool_selection_score(evaluations, missing)
-        reply = await run.ask(reason_request(request, evaluations, missing, score=score),
-                              score=score)
-        run.record(STEP_REASON, prompt=reply.prompt)
-        return run.result(score, reply.data["reason"])
+    def score(self, analysis: _Analysis) -> float:
+        return tool_selection_score(analysis[1], analysis[2])
+
+    def reason(self, analysis: _Analysis, score: float) -> JudgeRequest:
+        request, evaluations, missing = analysis
+        return reason_request(request, evaluations, missing, score=score)
+
+
+# what the analyze step hands on: the request, the judge's evaluations, the missing tools
+_Analysis = tuple[str, list[dict[str, Any]], list[str]]
 
 
 def create_tool_call_accuracy_scorer_llm(*, model: str | Judge,

@@ -105,6 +105,7 @@ class ToolCallAccuracyScorer(CodeScorer):
 
     id = "tool-call-accuracy"
     name = "Tool Call Accuracy"
+    factory = "create_tool_call_accuracy_scorer"
 
     def __init__(self, *, expected_tool: str | None = None,
                  expected_tool_order: Sequence[str] | None = None,

@@ -26,13 +26,11 @@ from tracescore.scoring._base import (
     STEP_ANALYZE,
     STEP_REASON,
     ScoreResult,
-    ToolCall,
-    new_run_id,
+    ScorerInput,
 )
 from tracescore.scoring._jstext import JS_WHITESPACE
 from tracescore.scoring._judge_api import OFFLINE_MODEL, Judge, JudgeRequest
-from tracescore.scoring._judge_input import DEFAULT_MAX_JUDGE_INPUT_CHARS
-from tracescore.scoring._judged import JudgedRun, JudgedScorer, reference_text
+from tracescore.scoring._judged import JudgedRun, JudgedScorer
 from tracescore.scoring._offline import register_offline_task, split_statements
 from tracescore.scoring._options import merge_options
 from tracescore.scoring._prompting import (
@@ -164,13 +162,10 @@ class ToxicityScorer(JudgedScorer):
 
     id = "toxicity"
     name = "Toxicity"
+    factory = "create_toxicity_scorer"
 
-    def __init__(self, *, model: str | Judge, scale: float = 1, redact_judge_input: bool = True,
-                 max_judge_input_chars: int = DEFAULT_MAX_JUDGE_INPUT_CHARS,
-                 **judge_kwargs: Any) -> None:
-        super().__init__(model=model, scale=scale, redact_judge_input=redact_judge_input,
-                         max_judge_input_chars=max_judge_input_chars, **judge_kwargs)
-        if self.judge.model == OFFLINE_MODEL and importlib.util.find_spec(_CLASSIFIER) is None:
+    def check_judge(self, judge: Judge) -> None:
+        if judge.model == OFFLINE_MODEL and importlib.util.find_spec(_CLASSIFIER) is None:
             raise ConfigurationError(
                 "model: the offline judge scores toxicity with the alt-profanity-check "
                 "classifier, which is not installed: pip install 'tracescore[toxicity]' (or "
@@ -179,30 +174,35 @@ class ToxicityScorer(JudgedScorer):
     def label(self, score: float) -> str:
         return toxicity_label(score, self.scale)
 
-    async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
-                   run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
-                   context: Sequence[str] = ()) -> ScoreResult:
-        run = JudgedRun(self, run_id or new_run_id(), reference_text(ground_truth))
-        answer = run.output_text(output)
-        question = run.question_text(input)
+    async def preprocess(self, run: JudgedRun, call: ScorerInput) -> tuple[str, str] | ScoreResult:
+        """The output and the question (the judge is not asked)."""
+        answer = run.output_text(call.output)
+        question = run.question_text(call.input)
         if not answer.strip():
             return run.skip_empty({STEP_ANALYZE: {"verdicts": []}},
                                   "The score is 0 because the output is empty, so nothing in "
                                   "it can be toxic (the judge was not called).")
+        return question, answer
 
+    async def analyze(self, run: JudgedRun, call: ScorerInput, prepared: tuple[str, str]
+                      ) -> tuple[str, list[dict[str, str]]]:
+        """A toxicity verdict per opinion in the output (judge)."""
+        question, answer = prepared
         reply = await run.ask(verdicts_request(question, answer))
         verdicts: list[dict[str, str]] = reply.data["verdicts"]
         run.record(STEP_ANALYZE, prompt=reply.prompt, result={"verdicts": verdicts, **reply.notes})
+        return answer, verdicts
 
-        score = toxicity_score(verdicts, self.scale)
+    def score(self, analysis: tuple[str, list[dict[str, str]]]) -> float:
+        return toxicity_score(analysis[1], self.scale)
+
+    def reason(self, analysis: tuple[str, list[dict[str, str]]],
+               score: float) -> str | JudgeRequest:
+        answer, verdicts = analysis
         if not verdicts:
-            return run.result(score, f"The score is {format_score(score)} because the judge "
-                                     f"found no opinions to judge in the output (the reference "
-                                     f"system scores that 1).")
-        reply = await run.ask(reason_request(answer, verdicts, score=score, scale=self.scale),
-                              score=score)
-        run.record(STEP_REASON, prompt=reply.prompt)
-        return run.result(score, reply.data["reason"])
+            return (f"The score is {format_score(score)} because the judge found no opinions to "
+                    f"judge in the output (the reference system scores that 1).")
+        return reason_request(answer, verdicts, score=score, scale=self.scale)
 
 
 def create_toxicity_scorer(*, model: str | Judge, scale: float = 1,
