@@ -383,7 +383,7 @@ def memory_under_overload(
     interval = 1.0 / rate
     quick_agent(QUESTION)  # one run first: the scoring process is up, litellm imported
     processor.force_flush(60_000)
-    isolation = processor._isolation  # the scoring process's memory counts too
+    isolation = processor._core.isolation  # the scoring process's memory counts too
 
     def scoring_process() -> list[int]:
         pid = isolation.child_pid if isolation is not None else None

@@ -37,6 +37,7 @@ from tracescore._content import serialize
 from tracescore._exceptions import ConfigurationError, ScorerError
 from tracescore.instrument._calls import AgentCall, notify_agent_call
 from tracescore.online import OnlineScorer, ScoringSpanProcessor, _processor
+from tracescore.online._hold import HoldTable
 from tracescore.online._sampling import is_sampled
 from tracescore.scoring._base import JudgeUsage, Scorer, ScoreResult
 
@@ -533,18 +534,15 @@ class _GatedDownstream(SimpleSpanProcessor):
 
 
 class _AnnouncedWaits:
-    """The processor's `_released` condition, announcing when someone starts waiting on it."""
+    """The hold table's `wait_released`, announcing when someone starts waiting on it."""
 
-    def __init__(self, condition: threading.Condition) -> None:
-        self._condition = condition
+    def __init__(self, held: HoldTable) -> None:
+        self._wait_released = held.wait_released
         self.waiting = threading.Event()
 
-    def wait_for(self, predicate: Callable[[], bool], timeout: float | None = None) -> bool:
+    def __call__(self, timeout: float) -> bool:
         self.waiting.set()
-        return self._condition.wait_for(predicate, timeout)
-
-    def notify_all(self) -> None:
-        self._condition.notify_all()
+        return self._wait_released(timeout)
 
 
 def test_shutdown_does_not_close_downstream_under_a_span_being_released(make) -> None:
@@ -553,7 +551,8 @@ def test_shutdown_does_not_close_downstream_under_a_span_being_released(make) ->
     downstream = _GatedDownstream(exporter)
     h = make([LengthScorer(gate=threading.Event())], downstream=downstream, max_wait_s=0.05,
              shutdown_timeout_s=0.1)
-    waits = h.processor._released = _AnnouncedWaits(h.processor._released)
+    held = h.processor._core.held
+    waits = held.wait_released = _AnnouncedWaits(held)
     span = h.call()
     assert downstream.exporting.wait(20)
     closing = threading.Thread(target=h.processor.shutdown)
@@ -923,7 +922,7 @@ def test_forked_child_is_not_blocked_by_locks_another_parent_thread_held_at_fork
     # or budget's lock at the moment of fork; that thread does not exist in the child.
     h = make([OnlineScorer(LengthScorer(), rate_limit_per_minute=1000, budget_usd_per_hour=5)])
     online = h.processor.scorers[0]
-    locks = [h.processor._metrics._lock, online._limiter._lock, online._budget._lock]
+    locks = [h.processor._core.metrics._lock, online._limiter._lock, online._budget._lock]
     holding, release = threading.Event(), threading.Event()
 
     def hold() -> None:

@@ -11,8 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import Event, ReadableSpan
@@ -23,6 +22,7 @@ from opentelemetry.util.types import AttributeValue
 
 from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
+from tracescore.online._records import ResultSink
 
 _log = logging.getLogger("tracescore")
 
@@ -136,36 +136,6 @@ def _is_noop(provider: object) -> bool:
 
 
 # --- result sinks: scorer results delivered outside the OTLP pipeline ------------------------------
-@dataclass(frozen=True, slots=True)
-class ScoreRecord:
-    """One scorer run on one span, as a result sink receives it.
-
-    `attributes` are those of the run's `gen_ai.evaluation.result` event (score, label,
-    explanation under content capture, judge usage, `error.type` for a failed run).
-    """
-
-    trace_id: int
-    span_id: int
-    scorer_id: str
-    scorer_name: str
-    judged: bool
-    scorer_version: str
-    attributes: Mapping[str, AttributeValue]
-
-
-class ResultSink(Protocol):
-    """A destination of score records. `emit` never blocks nor raises; the processor that owns
-    the sink flushes and shuts it down with itself, and reports its `stats()`."""
-
-    def emit(self, record: ScoreRecord) -> None: ...
-
-    def force_flush(self, timeout_s: float = 30.0) -> bool: ...
-
-    def shutdown(self, timeout_s: float = 30.0) -> None: ...
-
-    def stats(self) -> dict[str, int]: ...
-
-
 def _phoenix() -> ResultSink:
     from tracescore.online._phoenix_sink import PhoenixSink
 
