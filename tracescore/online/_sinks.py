@@ -67,16 +67,8 @@ def carrier_span(evaluated: ReadableSpan, scorer_name: str, events: Sequence[Eve
         trace_flags=TraceFlags(TraceFlags.SAMPLED),
         trace_state=parent.trace_state,
     )
-    attributes: dict[str, AttributeValue] = {
-        sc.TS_EVALUATION_CARRIER: True,
-        sc.TS_EVALUATED_SPAN_ID: trace.format_span_id(parent.span_id),
-    }
-    if agent_name:
-        attributes[sc.GEN_AI_AGENT_NAME] = agent_name
-    result_attrs = events[0][1] if events else {}
-    error_type = result_attrs.get(sc.ERROR_TYPE)
-    if error_type is not None:
-        attributes[sc.ERROR_TYPE] = error_type
+    attributes = carrier_attributes(parent.span_id, events, agent_name)
+    error_type = attributes.get(sc.ERROR_TYPE)
     return ReadableSpan(
         name=f"{sc.EVALUATION_SPAN_PREFIX} {scorer_name}",
         context=context,
@@ -91,6 +83,21 @@ def carrier_span(evaluated: ReadableSpan, scorer_name: str, events: Sequence[Eve
         end_time=max(end_ns, start_ns),
         instrumentation_scope=SCOPE,
     )
+
+
+def carrier_attributes(evaluated_span_id: int, events: Sequence[EventPayload],
+                       agent_name: str | None) -> dict[str, AttributeValue]:
+    """The attributes of a carrier span (both front doors build one)."""
+    attributes: dict[str, AttributeValue] = {
+        sc.TS_EVALUATION_CARRIER: True,
+        sc.TS_EVALUATED_SPAN_ID: trace.format_span_id(evaluated_span_id),
+    }
+    if agent_name:
+        attributes[sc.GEN_AI_AGENT_NAME] = agent_name
+    error_type = (events[0][1] if events else {}).get(sc.ERROR_TYPE)
+    if error_type is not None:
+        attributes[sc.ERROR_TYPE] = error_type
+    return attributes
 
 
 def emit_log_records(evaluated: SpanContext, events: Sequence[EventPayload],
