@@ -33,7 +33,13 @@ from tracescore.gateway import _otlp
 from tracescore.gateway._journal import HELD, PASS, Entry, Journal
 from tracescore.gateway._metrics import GatewayMetrics
 from tracescore.gateway._split import split_request
-from tracescore.gateway._trace_buffer import ITEM_MARKERS, TraceCollector, buffer_from, collect
+from tracescore.gateway._trace_buffer import (
+    ITEM_MARKERS,
+    TraceCollector,
+    at,
+    buffer_from,
+    collect,
+)
 from tracescore.instrument._calls import AgentCall
 from tracescore.online import _diagnose as diagnose
 from tracescore.online import _metrics as reasons
@@ -267,7 +273,8 @@ class Engine:
                     if call is None:
                         self._unreadable(span.name, readable_attributes)
                         continue
-                    self.traces.mark_agent(*_otlp.key_of(span))  # its LLM calls: its own
+                    # the LLM calls below it are its own
+                    self.traces.mark_agent(*at(self.traces, _otlp.key_of(span)))
                     key = _otlp.key_of(span)
                     if key not in held and key not in waiting:
                         found.append((rs, ss, span, index, call))
@@ -279,10 +286,11 @@ class Engine:
         kept = []
         for rs, ss, span, index, call in found:
             if isinstance(call, ContentlessAgent):
-                read = from_llm_calls(call, self.traces.llm_calls_of(*_otlp.key_of(span)))
+                trace, span_id = at(self.traces, _otlp.key_of(span))
+                read = from_llm_calls(call, self.traces.llm_calls_of(trace, span_id))
                 if read is not None:
                     call = read
-                elif self.traces.agents_below(*_otlp.key_of(span)):
+                elif self.traces.agents_below(trace, span_id):
                     continue
             kept.append((rs, ss, span, index, call))
         return kept
@@ -387,7 +395,7 @@ class Engine:
             candidates = [(key, entry) for key, entry in self._waiting.items()
                           if key[0] in trace_ids]
         for key, entry in candidates:
-            call = from_llm_calls(entry.agent, self.traces.llm_calls_of(*key))
+            call = from_llm_calls(entry.agent, self.traces.llm_calls_of(*at(self.traces, key)))
             if call is None:
                 continue
             with self._lock:
@@ -422,11 +430,11 @@ class Engine:
         try:
             span = _otlp.only_span(entry.single)
             key = _otlp.key_of(span)
-            call = from_llm_calls(entry.agent, self.traces.llm_calls_of(*key))
+            call = from_llm_calls(entry.agent, self.traces.llm_calls_of(*at(self.traces, key)))
             if call is not None:
                 self._offer(entry.row, entry.single, call, self.traces.input_of(*key))
                 return
-            if self.traces.agents_below(*key):  # it only contains agent spans
+            if self.traces.agents_below(*at(self.traces, key)):  # it only contains agent spans
                 self._output.put(() if entry.row is None else (entry.row,),
                                  entry.single.SerializeToString(), 1)
                 return

@@ -19,7 +19,13 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from tracescore.gateway import _otlp
-from tracescore.gateway._trace_buffer import ITEM_MARKERS, BufferLimits, TraceCollector, collect
+from tracescore.gateway._trace_buffer import (
+    ITEM_MARKERS,
+    BufferLimits,
+    TraceCollector,
+    at,
+    collect,
+)
 from tracescore.online._diagnose import REASONS, Diagnoser, Unreadable, suggest_mapping
 from tracescore.online._llm_calls import ContentlessAgent, contentless_reader, from_llm_calls
 from tracescore.online._recognise import RecognisedCall, recognise, recogniser_markers
@@ -106,7 +112,8 @@ class Inspector:
                 if outcome is None and self._contentless:
                     outcome = self._contentless(span.name, attributes)
             if outcome is not None:
-                self._traces.mark_agent(*_otlp.key_of(span))  # the LLM calls below it are its own
+                # the LLM calls below it are its own
+                self._traces.mark_agent(*at(self._traces, _otlp.key_of(span)))
             else:
                 outcome = self._diagnose(span.name, attributes)
         if outcome is None:
@@ -127,8 +134,9 @@ class Inspector:
         outcome = found.outcome
         if not isinstance(outcome, ContentlessAgent):
             return outcome
-        read = from_llm_calls(outcome, self._traces.llm_calls_of(*_otlp.key_of(found.span)))
-        if read is not None or self._traces.agents_below(*_otlp.key_of(found.span)):
+        trace, span_id = at(self._traces, _otlp.key_of(found.span))
+        read = from_llm_calls(outcome, self._traces.llm_calls_of(trace, span_id))
+        if read is not None or self._traces.agents_below(trace, span_id):
             return read
         return self._diagnose(found.span.name, found.attributes)
 

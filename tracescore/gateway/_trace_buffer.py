@@ -20,9 +20,9 @@ from tracescore import _semconv as sc
 from tracescore.gateway import _otlp
 from tracescore.online._collector import BufferLimits, TraceCollector, collector_from
 from tracescore.online._llm_calls import LLM_MARKERS, read_llm_call
-from tracescore.online._trace_input import read_span
+from tracescore.online._trace_input import TraceSpans, read_span
 
-__all__ = ["ITEM_MARKERS", "BufferLimits", "TraceCollector", "buffer_from", "collect"]
+__all__ = ["ITEM_MARKERS", "BufferLimits", "TraceCollector", "at", "buffer_from", "collect"]
 
 _log = logging.getLogger("tracescore.gateway")
 _STATUS_ERROR = 2
@@ -50,6 +50,11 @@ def collect(traces: TraceCollector, span: Span, attributes: Mapping[str, Any] | 
         traces.skipped += 1
         if traces.skipped == 1:
             _log.warning("tracescore: could not read a span for the trace buffer", exc_info=True)
+
+
+def at(traces: TraceCollector, key: tuple[int, int]) -> tuple[TraceSpans | None, int]:
+    """(the kept trace of `key`, its span id): what `TraceCollector`'s questions take."""
+    return traces.trace(key[0]), key[1]
 
 
 def buffer_from(options: Mapping[str, Any] | None) -> TraceCollector:

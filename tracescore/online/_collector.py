@@ -4,13 +4,14 @@ One collector for both front doors; each reads its own span type into what is ke
 link, tool/context `Item`, `LlmCall`) and passes plain ids:
 
 - in process (`ScoringSpanProcessor`), a trace is `open`ed when one of its agent spans starts
-  and forgotten once its last open agent span has ended (`close`): only traces with an agent call
+  and forgotten once its last open agent span has ended (`end`): only traces with an agent call
   running are kept;
 - the gateway `add`s every span of the traces a scorer may sample as they arrive (tool calls may
   come before or after their agent span) and relies on the bounds (`BufferLimits`: traces,
   bytes, age) to forget them.
 
-An agent call then asks for the items recorded below its span (`items_under`, `input_of`), the
+An agent call then asks, with its trace (`trace`, or what `end` returned), for the items
+recorded below its span (`items_under`, `input_of`), the
 LLM calls below it (an agent span without content of its own is read from them), and whether it
 only contains other agent spans (`agents_below`). Thread-safe; never decodes recorded text.
 """
@@ -86,6 +87,11 @@ class TraceCollector:
     def __len__(self) -> int:
         return len(self._traces)
 
+    @property
+    def kept(self) -> Mapping[int, TraceSpans]:
+        """The traces kept, by id (read only; an empty one is the hot paths' cheap test)."""
+        return self._traces
+
     def __contains__(self, trace_id: object) -> bool:
         return trace_id in self._traces
 
@@ -109,74 +115,81 @@ class TraceCollector:
             trace.agents.add(agent_id)
 
     def add(self, trace_id: int, span_id: int, parent_id: int | None, item: Item | None,
-            llm: LlmCall | None = None, *, create: bool = True) -> bool:
-        """Remember one finished span; `create`: start keeping its trace if it is not kept yet
-        (else a span of a trace not kept is ignored). True when it was kept."""
-        cost = (_SPAN_BYTES + (item.chars if item is not None else 0)
-                + (llm.chars if llm is not None else 0))
+            llm: LlmCall | None = None) -> None:
+        """Remember one finished span (the trace is kept from now on if it was not)."""
         with self._lock:
             trace = self._traces.get(trace_id)
             if trace is None:
-                if not create:
-                    return False
                 trace = self._new(trace_id)
-            dropped = trace.dropped
-            trace.add(span_id, parent_id, item, self.limits.max_spans, llm)
-            if trace.dropped == dropped:
-                self._costs[trace_id] += cost
-                self._bytes += cost
-            self._evict()
-        return True
+            self._add(trace, trace_id, span_id, parent_id, item, llm)
 
-    def is_open(self, trace_id: int, span_id: int) -> bool:
-        """Whether `span_id` is an agent span `open`ed and not `close`d yet."""
-        trace = self._traces.get(trace_id)
-        return trace is not None and span_id in trace.agents
-
-    def close(self, trace_id: int, agent_id: int) -> None:
-        """An `open`ed agent span ended and was read: forget its trace if no other is open."""
+    def end(self, trace_id: int, span_id: int, parent_id: int | None, item: Item | None,
+            llm: LlmCall | None = None) -> TraceSpans | None:
+        """Remember one finished span of a trace kept since an agent span of it was `open`ed
+        (spans of other traces are ignored). When it is such an agent span: its trace (forgotten
+        here once no other agent span of it is open; ask `items_under` & co. with it)."""
         with self._lock:
             trace = self._traces.get(trace_id)
             if trace is None:
-                return
-            trace.agents.discard(agent_id)
+                return None
+            self._add(trace, trace_id, span_id, parent_id, item, llm)
+            if span_id not in trace.agents:
+                return None
+            trace.agents.discard(span_id)
             if not trace.agents:
                 self._forget(trace_id)
+            return trace
 
-    def mark_agent(self, trace_id: int, span_id: int) -> None:
+    def trace(self, trace_id: int) -> TraceSpans | None:
+        """The spans of `trace_id` kept so far (to ask `items_under` & co.), None if none."""
+        return self._traces.get(trace_id)
+
+    def mark_agent(self, trace: TraceSpans | None, span_id: int) -> None:
         """`span_id` is an agent call: the LLM calls below it are its own, not an outer agent's."""
-        with self._lock:
-            trace = self._traces.get(trace_id)
-            if trace is not None:
+        if trace is not None:
+            with self._lock:
                 trace.agent_spans.add(span_id)
 
-    def agents_below(self, trace_id: int, span_id: int) -> bool:
+    def agents_below(self, trace: TraceSpans | None, span_id: int) -> bool:
         """Whether an agent span was seen below `span_id` (marked with `mark_agent`)."""
+        if trace is None:
+            return False
         with self._lock:
-            trace = self._traces.get(trace_id)
-            return trace is not None and trace.agents_below(span_id)
+            return trace.agents_below(span_id)
 
-    def llm_calls_of(self, trace_id: int, span_id: int) -> list[LlmCall]:
+    def llm_calls_of(self, trace: TraceSpans | None, span_id: int) -> list[LlmCall]:
         """The LLM calls recorded below the agent span `span_id` so far."""
+        if trace is None:
+            return []
         with self._lock:
-            trace = self._traces.get(trace_id)
-            return [] if trace is None else trace.llm_under(span_id)
+            return trace.llm_under(span_id)
 
-    def items_under(self, trace_id: int, span_id: int,
+    def items_under(self, trace: TraceSpans | None, span_id: int,
                     content: Mapping[int, Mapping[str, str]] | None = None
                     ) -> tuple[list[Item], bool]:
         """The items recorded at and below `span_id` so far, as recorded (decode them with
-        `gather`), and whether the trace lost spans to `TraceLimits.max_spans`."""
+        `decoded`), and whether the trace lost spans to `TraceLimits.max_spans`."""
+        if trace is None:
+            return [], False
         with self._lock:
-            trace = self._traces.get(trace_id)
-            if trace is None:
-                return [], False
             return trace.under(span_id, content), trace.dropped > 0
 
     def input_of(self, trace_id: int, span_id: int) -> TraceInput:
         """The tool calls and context recorded below the agent span `span_id` so far."""
-        items, dropped = self.items_under(trace_id, span_id)
+        items, dropped = self.items_under(self._traces.get(trace_id), span_id)
         return decoded(items, dropped, self.limits)
+
+    def _add(self, trace: TraceSpans, trace_id: int, span_id: int, parent_id: int | None,
+             item: Item | None, llm: LlmCall | None) -> None:
+        """(Caller holds the lock.)"""
+        dropped = trace.dropped
+        trace.add(span_id, parent_id, item, self.limits.max_spans, llm)
+        if trace.dropped == dropped:
+            cost = (_SPAN_BYTES + (item.chars if item is not None else 0)
+                    + (llm.chars if llm is not None else 0))
+            self._costs[trace_id] += cost
+            self._bytes += cost
+        self._evict()
 
     def _new(self, trace_id: int) -> TraceSpans:
         trace = self._traces[trace_id] = TraceSpans(self._clock())
@@ -190,7 +203,7 @@ class TraceCollector:
     def _evict(self) -> None:
         """Forget the oldest traces past the bounds (caller holds the lock)."""
         traces, bounds = self._traces, self.bounds
-        too_old = self._clock() - bounds.max_age_s
+        too_old = self._clock() - bounds.max_age_s if bounds.max_age_s != math.inf else -math.inf
         while traces:
             oldest_id = next(iter(traces))
             if (len(traces) <= bounds.max_traces and self._bytes <= bounds.max_bytes

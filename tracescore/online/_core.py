@@ -28,7 +28,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from tracescore import _semconv as sc
@@ -80,7 +80,7 @@ class Call:
     agent: str | None
     scorers: tuple[OnlineScorer, ...]
     trace: TraceInput | None = None  # tool calls and context (decoded by the first run)
-    items: list[Item] = field(default_factory=list)  # as recorded, decoded in the worker
+    items: list[Item] | None = None  # as recorded, decoded in the worker
     dropped: bool = False  # its trace had more spans than `TraceLimits.max_spans`
 
 
@@ -293,7 +293,7 @@ class ScoringCore:
         trace = call.trace
         if trace is None:
             try:
-                trace = decoded(call.items, call.dropped, self.trace_limits)
+                trace = decoded(call.items or [], call.dropped, self.trace_limits)
             except Exception:  # noqa: BLE001 - scored without them rather than not at all
                 self.log_once("trace_input", "tracescore: could not read an agent call's tool "
                               "calls and context", exc_info=True)

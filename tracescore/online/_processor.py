@@ -68,6 +68,7 @@ from tracescore.online._trace_input import (
     Item,
     TraceInput,
     TraceLimits,
+    TraceSpans,
     as_trace_limits,
     read_span,
 )
@@ -161,6 +162,7 @@ class ScoringSpanProcessor(SpanProcessor):
         self._last_owner: object = _MISSING
         # traces with an agent call running that a scorer may sample: their tool/context spans
         self._traces = in_process(self._core.trace_limits, self._max_candidates)
+        self._kept = self._traces.kept  # empty: no agent call running that a scorer may sample
 
     @property
     def scorers(self) -> tuple[OnlineScorer, ...]:
@@ -195,18 +197,15 @@ class ScoringSpanProcessor(SpanProcessor):
             on_ending(span)
 
     def on_end(self, span: ReadableSpan) -> None:
-        agent = self._track_end(span) if self._traces else False
-        candidate = None
+        trace = self._track_end(span) if self._kept else None
         if self._candidates or self._recognisers:  # else: no candidate possible, export at once
-            candidate = self._candidate_of(span, agent)
-            if candidate is not None and (agent or candidate.added):
-                self._collect(span, agent, candidate)
-        if agent:
-            self._traces.close(span.context.trace_id, span.context.span_id)
-        if candidate is not None:
-            self._core.submit(_key(span), candidate.call, span)
-        else:
-            self._downstream.on_end(span)
+            candidate = self._candidate_of(span, trace)
+            if candidate is not None:
+                if (trace is not None and (trace.items or trace.dropped)) or candidate.added:
+                    self._collect(span, trace, candidate)
+                self._core.submit(_key(span), candidate.call, span)
+                return
+        self._downstream.on_end(span)
 
     # --- tool calls and context of agent calls (sampled traces only) ----------------------------
     def _track_start(self, span: Span, trace_id: int, span_id: int) -> None:
@@ -223,11 +222,11 @@ class ScoringSpanProcessor(SpanProcessor):
             return  # run_evals scores its own calls (its item span, and agents inside it)
         self._traces.open(trace_id, span_id)
 
-    def _track_end(self, span: ReadableSpan) -> bool:
-        """Remember a finished span of a collected trace; whether `span` is its agent."""
+    def _track_end(self, span: ReadableSpan) -> TraceSpans | None:
+        """Remember a finished span of a collected trace; the trace when `span` is its agent."""
         context = span.context
-        if context is None or context.trace_id not in self._traces:
-            return False
+        if context is None or context.trace_id not in self._kept:
+            return None
         try:
             attributes = _attributes_of(span)
             item = read_span(span.name, attributes, span.start_time or 0,
@@ -238,32 +237,33 @@ class ScoringSpanProcessor(SpanProcessor):
                                 "span", exc_info=True)
             item = llm = None
         parent = span.parent
-        self._traces.add(context.trace_id, context.span_id,
-                         parent.span_id if parent is not None else None, item, llm, create=False)
-        return self._traces.is_open(context.trace_id, context.span_id)
+        return self._traces.end(context.trace_id, context.span_id,
+                                parent.span_id if parent is not None else None, item, llm)
 
-    def _collect(self, span: ReadableSpan, agent: bool, candidate: _Candidate) -> None:
+    def _collect(self, span: ReadableSpan, trace: TraceSpans | None,
+                 candidate: _Candidate) -> None:
         """Give `candidate` the items of the spans inside its call (decoded later, in the worker)."""
         try:
             call = candidate.call
             items = [Item(at, None, (text,), len(text)) for at, text in candidate.added]
-            if agent:
-                found, call.dropped = self._traces.items_under(
-                    span.context.trace_id, span.context.span_id, candidate.tool_content)
+            if trace is not None:
+                found, call.dropped = self._traces.items_under(trace, span.context.span_id,
+                                                               candidate.tool_content)
                 items.extend(found)
             call.items = items
         except Exception:  # noqa: BLE001 - scored without them rather than not at all
             self._core.log_once("trace_input", "tracescore: could not collect an agent call's "
                                 "tool calls and context", exc_info=True)
 
-    def _candidate_of(self, span: ReadableSpan, agent: bool = False) -> _Candidate | None:
+    def _candidate_of(self, span: ReadableSpan, trace: TraceSpans | None = None
+                      ) -> _Candidate | None:
         candidate = None
         if self._candidates:
             context = span.context
             if context is not None:
                 candidate = self._candidates.pop((context.trace_id, context.span_id), None)
         if candidate is None and self._recognisers:
-            candidate = self._recognised_candidate(span, agent)
+            candidate = self._recognised_candidate(span, trace)
         return candidate
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
@@ -391,11 +391,10 @@ class ScoringSpanProcessor(SpanProcessor):
             self._core.metrics.unreadable(found.framework, found.reason)
             diagnose.note(found, name, attributes)
 
-    def _recognised_candidate(self, span: ReadableSpan, agent: bool = False
+    def _recognised_candidate(self, span: ReadableSpan, trace: TraceSpans | None = None
                               ) -> _Candidate | None:
         """A candidate from another instrumentation's agent span (opt-in: `recognise`); an
-        agent span without content of its own is read from the LLM calls of its trace below it
-        (`agent`: its trace is collected)."""
+        agent span without content of its own is read from the LLM calls of `trace` below it."""
         try:
             context = span.context
             if context is None or not context.trace_flags.sampled:
@@ -415,17 +414,17 @@ class ScoringSpanProcessor(SpanProcessor):
                     attributes = with_event_content(
                         attributes, ((e.name, e.attributes) for e in span.events))
                 found = recognise(span.name, attributes, self._recognisers)
-                trace_id, span_id = context.trace_id, context.span_id
-                if found is None and agent and self._contentless:
+                span_id = context.span_id
+                if found is None and trace is not None and self._contentless:
                     contentless = self._contentless(span.name, attributes)
                     if contentless is not None:
-                        self._traces.mark_agent(trace_id, span_id)  # its LLM calls: its own
+                        self._traces.mark_agent(trace, span_id)  # its LLM calls: its own
                         found = from_llm_calls(contentless,
-                                               self._traces.llm_calls_of(trace_id, span_id))
-                        if found is None and self._traces.agents_below(trace_id, span_id):
+                                               self._traces.llm_calls_of(trace, span_id))
+                        if found is None and self._traces.agents_below(trace, span_id):
                             return None  # it only contains agent spans
-                elif found is not None and agent:
-                    self._traces.mark_agent(trace_id, span_id)  # the LLM calls below: its own
+                elif found is not None and trace is not None:
+                    self._traces.mark_agent(trace, span_id)  # the LLM calls below: its own
             if found is None:
                 self._unreadable(span.name, attributes)
                 return None
