@@ -72,9 +72,11 @@ from tracescore.online._trace_input import (
     as_trace_limits,
     read_span,
 )
+from tracescore.scoring._base import trace_kwargs
 
 _log = logging.getLogger("tracescore")
 _MISSING: Any = object()
+_NEVER = 1 << 56  # above every trace's randomness
 
 
 @dataclass(slots=True)
@@ -149,6 +151,12 @@ class ScoringSpanProcessor(SpanProcessor):
         self._diagnose = Diagnoser(self._recognisers)  # agent-like spans the chain cannot read
         self._watched = self._any_markers | self._diagnose.keys
         self._min_threshold = self._core.threshold
+        # traces are collected only where a scorer that reads tool calls or context (or an agent
+        # span read from its LLM calls) may sample: the lowest rejection threshold among those
+        readers = [o._threshold for o in online if _reads_trace(o.scorer)]
+        if self._contentless:
+            readers.append(self._min_threshold)
+        self._trace_threshold = min(readers, default=_NEVER)
         self._max_candidates = max(1024, 4 * queue_size)
         self._init_state()
         self._shutdown = False
@@ -183,7 +191,7 @@ class ScoringSpanProcessor(SpanProcessor):
             self._owners.add(owner)
         context = span.context
         if (context is not None and context.trace_flags & 1
-                and context.trace_id & RANDOMNESS_MASK >= self._min_threshold):
+                and context.trace_id & RANDOMNESS_MASK >= self._trace_threshold):
             try:
                 self._track_start(span, context.trace_id, context.span_id)
             except Exception:  # noqa: BLE001 - never into the user's code: scored without them
@@ -556,6 +564,11 @@ def _error_of(span: ReadableSpan, attributes: Mapping[str, Any]) -> str | None:
     if status is None or status.status_code is not trace_api.StatusCode.ERROR:
         return None if error_type_ is None else str(error_type_)
     return status.description or (str(error_type_) if error_type_ is not None else "error")
+
+
+def _reads_trace(scorer: Any) -> bool:
+    """Whether `scorer` takes the tool calls or context of the call it scores."""
+    return bool(trace_kwargs(scorer, (), ()))
 
 
 def _key(span: ReadableSpan) -> tuple[int, int]:
