@@ -36,8 +36,9 @@ from tracescore import _semconv as sc
 from tracescore._content import serialize
 from tracescore._exceptions import ConfigurationError, ScorerError
 from tracescore.instrument._calls import AgentCall, notify_agent_call
-from tracescore.online import OnlineScorer, ScoringSpanProcessor, _processor
+from tracescore.online import OnlineScorer, ScoringSpanProcessor
 from tracescore.online._hold import HoldTable
+from tracescore.online._listener import LISTENERS
 from tracescore.online._sampling import is_sampled
 from tracescore.scoring._base import JudgeUsage, Scorer, ScoreResult
 
@@ -139,7 +140,7 @@ def make() -> Iterator[Callable[..., Harness]]:
     yield factory
     for harness in made:
         harness.close()
-    live = _processor._live()
+    live = LISTENERS.live()
     assert not any(h.processor in live for h in made)  # shutdown unregistered them
 
 
@@ -246,21 +247,21 @@ def test_the_listener_filter_wants_at_span_start_only_what_a_scorer_may_sample(m
     h = make([OnlineScorer(LengthScorer("a"), rate=0.3), OnlineScorer(LengthScorer("b"), rate=0.1)])
     spans = [h.tracer.start_span("invoke_agent helper") for _ in range(300)]
     try:
-        wanted = {s.get_span_context().span_id for s in spans if _processor._wants_call(s)}
+        wanted = {s.get_span_context().span_id for s in spans if LISTENERS.wants_call(s)}
         expected = {s.get_span_context().span_id for s in spans
                     if is_sampled(s.get_span_context().trace_id, 0.3)}
         assert wanted == expected and 30 < len(wanted) < 150  # the higher rate decides
         assert any(_calls.wants_agent_call(s) for s in spans)
         token = otel_context.attach(otel_context.set_value(sc.CTX_EVAL_RUN_ID, "eval-run"))
         try:  # inside run_evals the eval scores its calls itself
-            assert not any(_processor._wants_call(s) for s in spans)
+            assert not any(LISTENERS.wants_call(s) for s in spans)
         finally:
             otel_context.detach(token)
     finally:
         for s in spans:
             s.end()
     off = make([LengthScorer()], sampler=ALWAYS_OFF)
-    assert not _processor._wants_call(off.tracer.start_span("invoke_agent helper"))
+    assert not LISTENERS.wants_call(off.tracer.start_span("invoke_agent helper"))
 
 
 def test_nested_rates_score_subsets_of_each_other(make) -> None:
@@ -856,7 +857,7 @@ def test_online_scorer_validates_at_construction(kwargs: dict[str, Any], message
 
 
 def test_processor_validates_at_construction() -> None:
-    before = _processor._live()
+    before = LISTENERS.live()
     downstream = SimpleSpanProcessor(InMemorySpanExporter())
     with pytest.raises(ConfigurationError, match="non-empty string `id`"):
         ScoringSpanProcessor(downstream, [object()])
@@ -870,7 +871,7 @@ def test_processor_validates_at_construction() -> None:
         ScoringSpanProcessor(downstream, [LengthScorer()], max_wait_s=0)
     with pytest.raises(ConfigurationError, match="downstream SpanProcessor"):
         ScoringSpanProcessor(object(), [LengthScorer()])  # type: ignore[arg-type]
-    assert _processor._live() == before  # nothing half-built was registered
+    assert LISTENERS.live() == before  # nothing half-built was registered
 
 
 def test_a_single_scorer_is_accepted_and_defaults_are_span_sink_rate_one() -> None:
@@ -957,11 +958,11 @@ def test_the_agent_call_listener_lives_only_while_a_processor_does() -> None:
     from tracescore.instrument import _calls
 
     processor = ScoringSpanProcessor(SimpleSpanProcessor(InMemorySpanExporter()), LengthScorer())
-    assert _processor._on_agent_call in _calls._listeners
+    assert LISTENERS.on_agent_call in _calls._listeners
     processor.shutdown()
-    assert processor not in _processor._live()
-    if not _processor._live():  # no other test left a processor running
-        assert _processor._on_agent_call not in _calls._listeners
+    assert processor not in LISTENERS.live()
+    if not LISTENERS.live():  # no other test left a processor running
+        assert LISTENERS.on_agent_call not in _calls._listeners
 
 
 class _BrokenResultScorer(LengthScorer):

@@ -3,8 +3,8 @@
 A thin adapter around `ScoringCore` (`_core`), which chooses, runs and delivers the scorers and
 holds spans for the span sink. This module does what is specific to SDK spans:
 
-- the agent-call listener (`_on_agent_call`, shared by all processors) decides sampling for our
-  own `@agent` calls as they finish (no I/O) and stashes a candidate by span id;
+- `_consider`, called by the agent-call listener all processors share (`_listener`), decides
+  sampling for our own `@agent` calls as they finish (no I/O) and stashes a candidate by span id;
 - `on_start` / `on_end` feed the `TraceCollector` with the spans of traces a scorer may sample
   (tool calls and context of the agent calls in them) and read other instrumentations' agent
   spans (`recognise`);
@@ -14,18 +14,16 @@ holds spans for the span sink. This module does what is specific to SDK spans:
 
 Every span reaches the downstream processor exactly once, whatever happens to its scoring.
 
-(Over 450 lines: the public class's documentation and the shared listener registry, which the
-hot path reads as module globals, stay with the adapter they serve.)
+(About 500 lines: the public class documents its thirteen options; what remains is the SDK side
+only: the intake of our own calls, reading other instrumentations' spans, `offer`.)
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import os
 import threading
 import time
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,8 +37,6 @@ from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
 from tracescore.instrument._calls import (
     AgentCall,
-    add_agent_call_listener,
-    remove_agent_call_listener,
 )
 from tracescore.online import _diagnose as diagnose
 from tracescore.online._collector import in_process
@@ -49,6 +45,7 @@ from tracescore.online._delivery import ScoreRun
 from tracescore.online._diagnose import Diagnoser
 from tracescore.online._event_content import with_event_content
 from tracescore.online._events import EventPayload
+from tracescore.online._listener import LISTENERS
 from tracescore.online._llm_calls import contentless_reader, from_llm_calls, read_llm_call
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._options import OnlineScorer, ProcessorOptions, as_online_scorers
@@ -160,7 +157,7 @@ class ScoringSpanProcessor(SpanProcessor):
         self._max_candidates = max(1024, 4 * queue_size)
         self._init_state()
         self._shutdown = False
-        _register(self)
+        LISTENERS.register(self)
 
     def _init_state(self) -> None:
         # keyed by (trace id, span id): span ids need only be unique within their trace
@@ -298,7 +295,7 @@ class ScoringSpanProcessor(SpanProcessor):
             if self._shutdown:
                 return
             self._shutdown = self._core.closing = True
-        _unregister(self)
+        LISTENERS.unregister(self)
         with self._lock:
             orphans = list(self._candidates.values())
             self._candidates.clear()
@@ -475,77 +472,6 @@ class ScoringSpanProcessor(SpanProcessor):
         self._init_state()
         self._owners, self._last_owner = owners, last
         self._core.after_fork()
-
-
-# --- the agent-call listener shared by all processors ---------------------------------------------
-# A tuple of weak references: iterating it is cheap on the hot path (a WeakSet is not), and a
-# processor dropped without shutdown does not stay alive because of us.
-_active: tuple[weakref.ref[ScoringSpanProcessor], ...] = ()
-_registry_lock = threading.Lock()
-
-
-def _live() -> list[ScoringSpanProcessor]:
-    return [p for p in (ref() for ref in _active) if p is not None]
-
-
-# (the `_active` it was computed for, the lowest sampling threshold of its live processors)
-_lowest: tuple[tuple[weakref.ref[ScoringSpanProcessor], ...], int] = ((), 1 << 56)
-
-
-def _wants_call(span: trace_api.Span) -> bool:
-    """Filter of the shared listener, run when an agent span starts (cheap, no I/O): could any
-    processor sample this call? Calls made inside `run_evals` are left to the eval."""
-    global _lowest
-    active, lowest = _lowest
-    if active is not _active:
-        active = _active
-        lowest = min((p._min_threshold for p in _live()), default=1 << 56)
-        _lowest = (active, lowest)
-    context = span.get_span_context()
-    return bool(
-        context.trace_flags & 1  # not sampled by the tracer: never scored
-        and context.trace_id & RANDOMNESS_MASK >= lowest
-        and otel_context.get_value(sc.CTX_EVAL_RUN_ID) is None
-    )
-
-
-def _on_agent_call(call: AgentCall) -> None:
-    for ref in _active:
-        processor = ref()
-        if processor is None:
-            continue
-        try:
-            processor._consider(call)
-        except Exception:  # noqa: BLE001
-            _log.warning("tracescore: online scoring could not consider an agent call",
-                         exc_info=True)
-
-
-def _register(processor: ScoringSpanProcessor) -> None:
-    global _active
-    with _registry_lock:
-        _active = (*(weakref.ref(p) for p in _live() if p is not processor),
-                   weakref.ref(processor))
-    add_agent_call_listener(_on_agent_call, _wants_call)
-
-
-def _unregister(processor: ScoringSpanProcessor) -> None:
-    global _active
-    with _registry_lock:
-        _active = tuple(weakref.ref(p) for p in _live() if p is not processor)
-        if not _active:
-            remove_agent_call_listener(_on_agent_call)
-
-
-def _after_fork_in_child() -> None:
-    global _registry_lock
-    _registry_lock = threading.Lock()
-    for processor in _live():
-        processor._after_fork()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 # --- helpers ----------------------------------------------------------------------------------------
