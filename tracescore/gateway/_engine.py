@@ -14,6 +14,9 @@ agent span's scorers get the tool calls and context recorded by the spans of its
 arrived before it (or with it). An agent span without content of its own (`_llm_calls`) is read
 from the LLM calls below it in that buffer; when they have not all arrived yet it is journaled
 and waits for them, at most `trace.llm_wait_s`, then goes on unscored (reason `no_llm_calls`).
+
+(About 520 lines: routing, the hold table and the waits for LLM calls share one lock and the
+duplicate checks across them; apart they would pass it around.)
 """
 
 from __future__ import annotations
