@@ -36,7 +36,7 @@ from tracescore import _semconv as sc
 from tracescore._content import serialize
 from tracescore._exceptions import ConfigurationError, ScorerError
 from tracescore.instrument._calls import AgentCall, notify_agent_call
-from tracescore.online import OnlineScorer, ScoringSpanProcessor
+from tracescore.online import OnlineScorer, RecognisedCall, ScoringSpanProcessor
 from tracescore.online._hold import HoldTable
 from tracescore.online._listener import LISTENERS
 from tracescore.online._sampling import is_sampled
@@ -191,6 +191,31 @@ def test_sampled_span_is_held_then_exported_once_with_its_score_events(make) -> 
     assert exported.end_time is not None and exported.status.status_code.name == "UNSET"
     stats = h.processor.stats()
     assert (stats["sampled"], stats["scored"], stats["failed"], stats["held"]) == (1, 1, 0, 0)
+
+
+def test_offered_spans_are_scored_or_marked_unscored_and_exported_once(make) -> None:
+    # spans read elsewhere: offer() scores a recognised one, offer_unscored() says why not
+    h = make([OnlineScorer(LengthScorer(), agents=["reader"])])
+    provider = TracerProvider()  # not the harness's: these spans never reach on_end
+    memory = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("elsewhere")
+    for name in ("invoke_agent reader", "invoke_agent other", "invoke_agent mute"):
+        tracer.start_span(name, attributes={sc.GEN_AI_AGENT_NAME: name.split()[1]}).end()
+    read, other, mute = memory.get_finished_spans()
+    call = RecognisedCall(convention="genai", agent="reader", input="q?", output="hello world")
+    assert h.processor.offer(read, call)
+    assert not h.processor.offer(other, RecognisedCall("genai", "other", "q?", "hello"))
+    h.processor.offer_unscored(mute, "reader", "no_llm_calls")
+    assert h.flush()
+    by_name = {s.name: s for s in h.spans()}
+    assert len(h.spans()) == 3
+    assert results(by_name["invoke_agent reader"])[0][sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.1
+    assert by_name["invoke_agent other"].events == ()
+    (why,) = unscored(by_name["invoke_agent mute"])
+    assert why[sc.TS_UNSCORED_REASON] == "no_llm_calls" and why[sc.TS_SCORER_ID] == "length"
+    stats = h.processor.stats()
+    assert (stats["sampled"], stats["scored"], stats["dropped.no_llm_calls"]) == (1, 1, 1)
 
 
 def test_held_span_is_not_exported_before_its_score(make) -> None:

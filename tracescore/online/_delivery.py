@@ -26,6 +26,7 @@ from opentelemetry.trace import SpanContext, TraceFlags
 from tracescore.online._events import EventPayload, error_type
 from tracescore.online._hold import HoldTable, Key
 from tracescore.online._metrics import OnlineMetrics
+from tracescore.online._options import OnlineScorer
 from tracescore.online._records import ResultSink, ScoreRecord
 from tracescore.online._sinks import emit_log_records
 
@@ -38,7 +39,7 @@ class ScoreRun:
 
     key: Key  # (trace id, span id) of the evaluated span
     item: Any  # what the front door gave for it (an SDK span, a one-span OTLP request)
-    online: Any  # the OnlineScorer
+    online: OnlineScorer
     agent: str | None
     events: list[EventPayload]
     error: BaseException | None

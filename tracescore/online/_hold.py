@@ -18,6 +18,7 @@ from typing import Any
 
 from tracescore.online import _metrics as reasons
 from tracescore.online._events import EventPayload
+from tracescore.online._options import OnlineScorer
 
 Key = tuple[int, int]
 
@@ -29,7 +30,7 @@ class Held:
     key: Key
     item: Any
     agent: str | None
-    waiting: dict[str, Any]  # scorer id -> OnlineScorer
+    waiting: dict[str, OnlineScorer]  # by scorer id
     deadline: float
     events: list[EventPayload] = field(default_factory=list)
 
@@ -54,7 +55,8 @@ class HoldTable:
     def __len__(self) -> int:
         return len(self._held)
 
-    def hold(self, key: Key, item: Any, agent: str | None, waiting: dict[str, Any]) -> bool:
+    def hold(self, key: Key, item: Any, agent: str | None,
+             waiting: dict[str, OnlineScorer]) -> bool:
         """Hold `item` until the scorers `waiting` settle; False when the table is full."""
         with self._lock:
             if len(self._held) >= self._max_held:

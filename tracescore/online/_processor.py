@@ -312,9 +312,9 @@ class ScoringSpanProcessor(SpanProcessor):
         self._core.stop_isolation(wait)
 
     def offer(self, span: ReadableSpan, call: RecognisedCall, trace: TraceInput = EMPTY) -> bool:
-        """Score a finished span recognised as an agent call outside this process (the gateway,
-        `tracescore rescore`): sampling, filters, limits, holding and sinks as for in-process
-        calls. `trace`: the call's tool calls and context, read by the caller from the spans of
+        """Score a finished span recognised as an agent call outside this process (e.g. read
+        from another service's export): sampling, filters, limits, holding and sinks as for
+        in-process calls. `trace`: the call's tool calls and context, read by the caller from the spans of
         its trace. True when a scorer took it; else the span went downstream at once. Never
         raises.
         """
