@@ -39,7 +39,6 @@ import subprocess
 import sys
 import threading
 import time
-import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -65,7 +64,7 @@ from opentelemetry.sdk.trace.export import (
 import tracescore
 from tracescore.instrument._calls import add_agent_call_listener, remove_agent_call_listener
 from tracescore.online import OnlineScorer, ScoringSpanProcessor
-from tracescore.online import _processor as online_processor
+from tracescore.online._listener import LISTENERS
 from tracescore.scoring import JudgeUsage, Scorer, ScoreResult
 
 QUESTION = "What is the capital of France?"
@@ -104,12 +103,10 @@ _switch = _Switch()
 def activate(processor: ScoringSpanProcessor | None) -> None:
     """Route spans (and agent calls) to `processor` only; None = tracing alone."""
     if processor is None:
-        online_processor._active = ()
-        remove_agent_call_listener(online_processor._on_agent_call)
+        LISTENERS.only(None)
         _switch.delegate = SimpleSpanProcessor(_Discard())
     else:
-        online_processor._active = (weakref.ref(processor),)
-        add_agent_call_listener(online_processor._on_agent_call, online_processor._wants_call)
+        LISTENERS.only(processor)
         _switch.delegate = processor
 
 
@@ -383,7 +380,7 @@ def memory_under_overload(
     interval = 1.0 / rate
     quick_agent(QUESTION)  # one run first: the scoring process is up, litellm imported
     processor.force_flush(60_000)
-    isolation = processor._isolation  # the scoring process's memory counts too
+    isolation = processor._core.isolation  # the scoring process's memory counts too
 
     def scoring_process() -> list[int]:
         pid = isolation.child_pid if isolation is not None else None

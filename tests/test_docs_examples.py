@@ -20,7 +20,7 @@ from _helpers import geo_llm_and_judge, shut_down_pipelines
 from pytest_examples import CodeExample, EvalExample, find_examples
 
 import tracescore
-from tracescore.online import _processor
+from tracescore.online._listener import LISTENERS
 from tracescore.testing import OTLPReceiver, StubLLMServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,13 +54,13 @@ def docs_world(
         monkeypatch.setenv(name, stub_llm.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", otlp_receiver.http_endpoint)
-    live_before = _processor._live()
+    live_before = LISTENERS.live()
     yield _World(otlp_receiver, stub_llm)
     shut_down_pipelines()
     # a block that builds its own provider and ScoringSpanProcessor leaves it registered (the
     # provider's atexit hook keeps it alive); registered, it makes the agent-call filter of
     # every later test want calls at its rate
-    for processor in _processor._live():
+    for processor in LISTENERS.live():
         if not any(processor is before for before in live_before):
             processor.shutdown()
     tracescore.uninstrument_litellm()

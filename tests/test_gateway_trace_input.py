@@ -33,7 +33,7 @@ from tracescore import _semconv as sc
 from tracescore.gateway import Gateway, load_gateway_config
 from tracescore.gateway._engine import Engine
 from tracescore.gateway._metrics import GatewayMetrics
-from tracescore.gateway._trace_buffer import BufferLimits, TraceBuffer
+from tracescore.gateway._trace_buffer import BufferLimits, TraceCollector, collect
 from tracescore.online import OnlineScorer
 from tracescore.online._sampling import is_sampled
 from tracescore.testing import OTLPReceiver
@@ -179,7 +179,7 @@ def test_only_traces_a_scorer_may_sample_are_buffered(rate: float, seed: int) ->
         spans = memory.get_finished_spans()
         engine.accept(_request(spans))
         kept = {span.context.trace_id for span in spans if is_sampled(span.context.trace_id, rate)}
-        assert set(engine.traces._traces) == kept
+        assert set(engine.traces.trace_ids()) == kept
     finally:
         engine.shutdown(5)
 
@@ -201,19 +201,19 @@ def _span_request(trace_id: int, span_id: int, text: str) -> ExportTraceServiceR
 def test_the_buffer_stays_within_its_bounds_dropping_the_oldest_first(
         texts: list[str], max_traces: int, max_bytes: int, steps: list[float]) -> None:
     now = [0.0]
-    buffer = TraceBuffer(bounds=BufferLimits(max_traces=max_traces, max_bytes=max_bytes,
-                                             max_age_s=10.0), clock=lambda: now[0])
+    buffer = TraceCollector(bounds=BufferLimits(max_traces=max_traces, max_bytes=max_bytes,
+                                                max_age_s=10.0), clock=lambda: now[0])
     added: list[int] = []
     for index, (text, step) in enumerate(zip(texts, steps)):
         now[0] += step
         trace_id = index + 1
         span = _span_request(trace_id, 2 * trace_id, text).resource_spans[0].scope_spans[0].spans[0]
-        buffer.add(span)
+        collect(buffer, span)
         added.append(trace_id)
         assert buffer.traces <= max_traces and buffer.bytes <= max_bytes
-        kept = list(buffer._traces)
+        kept = buffer.trace_ids()
         assert kept == added[len(added) - len(kept):]  # a suffix: the oldest went first
-        assert all(now[0] - buffer._traces[t].created <= 10.0 for t in kept)
+        assert all((buffer.age_of(t) or 0.0) <= 10.0 for t in kept)
     assert buffer.evicted == len(texts) - buffer.traces
 
 

@@ -36,7 +36,9 @@ from tracescore import _semconv as sc
 from tracescore._content import serialize
 from tracescore._exceptions import ConfigurationError, ScorerError
 from tracescore.instrument._calls import AgentCall, notify_agent_call
-from tracescore.online import OnlineScorer, ScoringSpanProcessor, _processor
+from tracescore.online import OnlineScorer, RecognisedCall, ScoringSpanProcessor
+from tracescore.online._hold import HoldTable
+from tracescore.online._listener import LISTENERS
 from tracescore.online._sampling import is_sampled
 from tracescore.scoring._base import JudgeUsage, Scorer, ScoreResult
 
@@ -138,7 +140,7 @@ def make() -> Iterator[Callable[..., Harness]]:
     yield factory
     for harness in made:
         harness.close()
-    live = _processor._live()
+    live = LISTENERS.live()
     assert not any(h.processor in live for h in made)  # shutdown unregistered them
 
 
@@ -189,6 +191,31 @@ def test_sampled_span_is_held_then_exported_once_with_its_score_events(make) -> 
     assert exported.end_time is not None and exported.status.status_code.name == "UNSET"
     stats = h.processor.stats()
     assert (stats["sampled"], stats["scored"], stats["failed"], stats["held"]) == (1, 1, 0, 0)
+
+
+def test_offered_spans_are_scored_or_marked_unscored_and_exported_once(make) -> None:
+    # spans read elsewhere: offer() scores a recognised one, offer_unscored() says why not
+    h = make([OnlineScorer(LengthScorer(), agents=["reader"])])
+    provider = TracerProvider()  # not the harness's: these spans never reach on_end
+    memory = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("elsewhere")
+    for name in ("invoke_agent reader", "invoke_agent other", "invoke_agent mute"):
+        tracer.start_span(name, attributes={sc.GEN_AI_AGENT_NAME: name.split()[1]}).end()
+    read, other, mute = memory.get_finished_spans()
+    call = RecognisedCall(convention="genai", agent="reader", input="q?", output="hello world")
+    assert h.processor.offer(read, call)
+    assert not h.processor.offer(other, RecognisedCall("genai", "other", "q?", "hello"))
+    h.processor.offer_unscored(mute, "reader", "no_llm_calls")
+    assert h.flush()
+    by_name = {s.name: s for s in h.spans()}
+    assert len(h.spans()) == 3
+    assert results(by_name["invoke_agent reader"])[0][sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.1
+    assert by_name["invoke_agent other"].events == ()
+    (why,) = unscored(by_name["invoke_agent mute"])
+    assert why[sc.TS_UNSCORED_REASON] == "no_llm_calls" and why[sc.TS_SCORER_ID] == "length"
+    stats = h.processor.stats()
+    assert (stats["sampled"], stats["scored"], stats["dropped.no_llm_calls"]) == (1, 1, 1)
 
 
 def test_held_span_is_not_exported_before_its_score(make) -> None:
@@ -245,21 +272,21 @@ def test_the_listener_filter_wants_at_span_start_only_what_a_scorer_may_sample(m
     h = make([OnlineScorer(LengthScorer("a"), rate=0.3), OnlineScorer(LengthScorer("b"), rate=0.1)])
     spans = [h.tracer.start_span("invoke_agent helper") for _ in range(300)]
     try:
-        wanted = {s.get_span_context().span_id for s in spans if _processor._wants_call(s)}
+        wanted = {s.get_span_context().span_id for s in spans if LISTENERS.wants_call(s)}
         expected = {s.get_span_context().span_id for s in spans
                     if is_sampled(s.get_span_context().trace_id, 0.3)}
         assert wanted == expected and 30 < len(wanted) < 150  # the higher rate decides
         assert any(_calls.wants_agent_call(s) for s in spans)
         token = otel_context.attach(otel_context.set_value(sc.CTX_EVAL_RUN_ID, "eval-run"))
         try:  # inside run_evals the eval scores its calls itself
-            assert not any(_processor._wants_call(s) for s in spans)
+            assert not any(LISTENERS.wants_call(s) for s in spans)
         finally:
             otel_context.detach(token)
     finally:
         for s in spans:
             s.end()
     off = make([LengthScorer()], sampler=ALWAYS_OFF)
-    assert not _processor._wants_call(off.tracer.start_span("invoke_agent helper"))
+    assert not LISTENERS.wants_call(off.tracer.start_span("invoke_agent helper"))
 
 
 def test_nested_rates_score_subsets_of_each_other(make) -> None:
@@ -533,18 +560,15 @@ class _GatedDownstream(SimpleSpanProcessor):
 
 
 class _AnnouncedWaits:
-    """The processor's `_released` condition, announcing when someone starts waiting on it."""
+    """The hold table's `wait_released`, announcing when someone starts waiting on it."""
 
-    def __init__(self, condition: threading.Condition) -> None:
-        self._condition = condition
+    def __init__(self, held: HoldTable) -> None:
+        self._wait_released = held.wait_released
         self.waiting = threading.Event()
 
-    def wait_for(self, predicate: Callable[[], bool], timeout: float | None = None) -> bool:
+    def __call__(self, timeout: float) -> bool:
         self.waiting.set()
-        return self._condition.wait_for(predicate, timeout)
-
-    def notify_all(self) -> None:
-        self._condition.notify_all()
+        return self._wait_released(timeout)
 
 
 def test_shutdown_does_not_close_downstream_under_a_span_being_released(make) -> None:
@@ -553,7 +577,8 @@ def test_shutdown_does_not_close_downstream_under_a_span_being_released(make) ->
     downstream = _GatedDownstream(exporter)
     h = make([LengthScorer(gate=threading.Event())], downstream=downstream, max_wait_s=0.05,
              shutdown_timeout_s=0.1)
-    waits = h.processor._released = _AnnouncedWaits(h.processor._released)
+    held = h.processor._core.held
+    waits = held.wait_released = _AnnouncedWaits(held)
     span = h.call()
     assert downstream.exporting.wait(20)
     closing = threading.Thread(target=h.processor.shutdown)
@@ -857,7 +882,7 @@ def test_online_scorer_validates_at_construction(kwargs: dict[str, Any], message
 
 
 def test_processor_validates_at_construction() -> None:
-    before = _processor._live()
+    before = LISTENERS.live()
     downstream = SimpleSpanProcessor(InMemorySpanExporter())
     with pytest.raises(ConfigurationError, match="non-empty string `id`"):
         ScoringSpanProcessor(downstream, [object()])
@@ -871,7 +896,7 @@ def test_processor_validates_at_construction() -> None:
         ScoringSpanProcessor(downstream, [LengthScorer()], max_wait_s=0)
     with pytest.raises(ConfigurationError, match="downstream SpanProcessor"):
         ScoringSpanProcessor(object(), [LengthScorer()])  # type: ignore[arg-type]
-    assert _processor._live() == before  # nothing half-built was registered
+    assert LISTENERS.live() == before  # nothing half-built was registered
 
 
 def test_a_single_scorer_is_accepted_and_defaults_are_span_sink_rate_one() -> None:
@@ -923,7 +948,7 @@ def test_forked_child_is_not_blocked_by_locks_another_parent_thread_held_at_fork
     # or budget's lock at the moment of fork; that thread does not exist in the child.
     h = make([OnlineScorer(LengthScorer(), rate_limit_per_minute=1000, budget_usd_per_hour=5)])
     online = h.processor.scorers[0]
-    locks = [h.processor._metrics._lock, online._limiter._lock, online._budget._lock]
+    locks = [h.processor._core.metrics._lock, online._limiter._lock, online._budget._lock]
     holding, release = threading.Event(), threading.Event()
 
     def hold() -> None:
@@ -958,11 +983,11 @@ def test_the_agent_call_listener_lives_only_while_a_processor_does() -> None:
     from tracescore.instrument import _calls
 
     processor = ScoringSpanProcessor(SimpleSpanProcessor(InMemorySpanExporter()), LengthScorer())
-    assert _processor._on_agent_call in _calls._listeners
+    assert LISTENERS.on_agent_call in _calls._listeners
     processor.shutdown()
-    assert processor not in _processor._live()
-    if not _processor._live():  # no other test left a processor running
-        assert _processor._on_agent_call not in _calls._listeners
+    assert processor not in LISTENERS.live()
+    if not LISTENERS.live():  # no other test left a processor running
+        assert LISTENERS.on_agent_call not in _calls._listeners
 
 
 class _BrokenResultScorer(LengthScorer):

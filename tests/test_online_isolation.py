@@ -168,7 +168,7 @@ def test_real_scorers_run_in_the_scoring_process_and_score_the_span(pipeline: Pi
     (probe_result,) = results(pipeline.wait_exported(probe)).values()
     child_pid = probe_result[sc.GEN_AI_EVALUATION_SCORE_VALUE]
     assert child_pid not in (os.getpid(), 0)
-    assert child_pid == pipeline.processor._isolation.child_pid
+    assert child_pid == pipeline.processor._core.isolation.child_pid
     stats = pipeline.processor.stats()
     assert stats["scored"] >= 3 and stats["in_thread"] == 0
 
@@ -204,10 +204,10 @@ def test_an_unpicklable_job_runs_in_the_worker_thread(pipeline: Pipeline) -> Non
 def test_a_killed_child_fails_its_runs_and_the_next_call_restarts_it(pipeline: Pipeline) -> None:
     pipeline.call("probe", "warm")  # make sure a child is up
     assert pipeline.processor.force_flush(30_000)
-    old = pipeline.processor._isolation.child_pid
+    old = pipeline.processor._core.isolation.child_pid
     assert old is not None
     stalled = pipeline.call("probe", "stall")
-    wait_until(lambda: bool(pipeline.processor._isolation._pending))
+    wait_until(lambda: bool(pipeline.processor._core.isolation._pending))
     time.sleep(0.2)  # let the job reach the child
     os.kill(old, signal.SIGKILL)
     (result,) = results(pipeline.wait_exported(stalled)).values()
@@ -228,7 +228,7 @@ def test_shutdown_stops_the_child_and_exports_held_spans() -> None:
     own = Pipeline(shutdown_timeout_s=0.5)
     own.call("probe", "hi")
     assert own.processor.force_flush(60_000)
-    child = own.processor._isolation._child
+    child = own.processor._core.isolation._child
     assert child.process.poll() is None
     stalled = own.call("probe", "stall")
     wait_until(lambda: own.processor.stats()["running"] == 1)
@@ -250,7 +250,7 @@ def test_a_scorer_printing_to_stdout_does_not_garble_the_results(pipeline: Pipel
     span = pipeline.call("probe", "print")
     assert pipeline.processor.force_flush(30_000)
     (result,) = results(pipeline.wait_exported(span)).values()
-    assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] == pipeline.processor._isolation.child_pid
+    assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] == pipeline.processor._core.isolation.child_pid
 
 
 def test_auto_isolates_judged_scorers_and_keeps_the_others_in_the_worker_thread() -> None:
@@ -260,7 +260,7 @@ def test_auto_isolates_judged_scorers_and_keeps_the_others_in_the_worker_thread(
         assert own.processor.force_flush(30_000)
         scores = {name: r[sc.GEN_AI_EVALUATION_SCORE_VALUE]
                   for name, r in results(own.wait_exported(span)).items()}
-        child_pid = own.processor._isolation.child_pid
+        child_pid = own.processor._core.isolation.child_pid
         assert scores == {"judged-probe": child_pid, "probe": os.getpid()}
         assert own.processor.stats()["in_thread"] == 0  # by design, not as a fallback
     finally:
@@ -274,7 +274,7 @@ def test_thread_isolation_starts_no_process() -> None:
         assert own.processor.force_flush(30_000)
         (result,) = results(own.wait_exported(span)).values()
         assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] == os.getpid()
-        assert own.processor._isolation is None
+        assert own.processor._core.isolation is None
     finally:
         own.provider.shutdown()
 
@@ -301,7 +301,7 @@ def test_a_forked_process_starts_its_own_scoring_process_and_releases_the_parent
     span = own.call("any", "warm")
     assert own.processor.force_flush(30_000)
     own.wait_exported(span)
-    parent_child = own.processor._isolation._child
+    parent_child = own.processor._core.isolation._child
     reply_r, reply_w = os.pipe()
     hold_r, hold_w = os.pipe()
     pid = os.fork()
@@ -322,7 +322,7 @@ def test_a_forked_process_starts_its_own_scoring_process_and_releases_the_parent
         reported = int(os.read(reply_r, 64) or b"0")
         assert reported not in (0, os.getpid(), pid, parent_child.process.pid)
         # the fork still lives, yet the parent's scoring process sees EOF and exits by itself
-        own.processor._isolation.stop(timeout=10)
+        own.processor._core.isolation.stop(timeout=10)
         assert parent_child.process.returncode == 0
     finally:
         os.close(hold_w)
@@ -386,7 +386,7 @@ def test_a_run_that_times_out_is_stopped_in_the_scoring_process_too(tmp_path: Pa
         (result,) = results(own.wait_exported(span)).values()
         assert result[sc.ERROR_TYPE] == "TimeoutError"
         wait_until(marker.exists)  # no run keeps going there after we gave up on it
-        assert int(marker.read_text()) == own.processor._isolation.child_pid
+        assert int(marker.read_text()) == own.processor._core.isolation.child_pid
     finally:
         own.provider.shutdown()
 
@@ -409,7 +409,7 @@ def test_a_result_the_parent_cannot_load_fails_that_run_only() -> None:
         good = own.call("any", "hi")  # the same scoring process still answers
         assert own.processor.force_flush(30_000)
         (result,) = results(own.wait_exported(good)).values()
-        assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] == own.processor._isolation.child_pid
+        assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] == own.processor._core.isolation.child_pid
     finally:
         own.provider.shutdown()
 
@@ -418,7 +418,7 @@ def test_shutdown_is_bounded_when_a_job_is_stuck_on_its_way_to_the_child() -> No
     own = Pipeline(shutdown_timeout_s=0.5, scorers=[ProbeScorer()])
     own.call("any", "warm")
     assert own.processor.force_flush(30_000)
-    process = own.processor._isolation._child.process
+    process = own.processor._core.isolation._child.process
     os.kill(process.pid, signal.SIGSTOP)  # reads nothing more: the pipe fills, the send blocks
     try:
         stuck = own.call("any", "x" * 4_000_000)
@@ -441,7 +441,7 @@ def test_a_send_cut_short_by_shutdown_fails_as_such_even_before_the_child_is_rea
     own = Pipeline(shutdown_timeout_s=0.5, scorers=[ProbeScorer()])
     span = own.call("any", "x" * 4_000_000)
     wait_until(lambda: own.processor.stats()["running"] == 1)
-    worker = own.processor._worker._thread
+    worker = own.processor._core.worker._thread
     own.provider.shutdown()
     worker.join(30)  # the worker finishes the run the shutdown cut short
     assert own.processor.stats()["in_thread"] == 0  # not run here after the shutdown
@@ -463,7 +463,7 @@ def test_what_the_interpreter_prints_before_the_channel_opens_is_skipped(
         span = own.call("any", "hi")
         assert own.processor.force_flush(30_000)
         (result,) = results(own.wait_exported(span)).values()
-        assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] == own.processor._isolation.child_pid
+        assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] == own.processor._core.isolation.child_pid
     finally:
         own.provider.shutdown()
 
@@ -480,9 +480,9 @@ def test_a_child_that_dies_while_starting_is_retried_then_given_up_on(
             assert own.processor.force_flush(30_000)
             (result,) = results(own.wait_exported(span)).values()
             assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] == os.getpid()  # scored, here
-            wait_until(lambda: own.processor._isolation._child is None)  # reader saw it die
+            wait_until(lambda: own.processor._core.isolation._child is None)  # reader saw it die
         assert len(started) == 3  # a later start may succeed; a third failure is final
-        assert "3 times (last exit code 3)" in str(own.processor._isolation._broken)
+        assert "3 times (last exit code 3)" in str(own.processor._core.isolation._broken)
     finally:
         own.provider.shutdown()
 
@@ -515,7 +515,7 @@ def test_a_child_that_stops_reading_stalls_no_other_scoring() -> None:
     warm = own.call("any", "hi")
     assert own.processor.force_flush(30_000)
     own.wait_exported(warm)
-    child_pid = own.processor._isolation.child_pid
+    child_pid = own.processor._core.isolation.child_pid
     assert child_pid is not None
     os.kill(child_pid, signal.SIGSTOP)  # reads nothing from now on
     try:

@@ -32,7 +32,7 @@ from tracescore.online._phoenix_sink import (
     PhoenixSink,
     annotation,
 )
-from tracescore.online._sinks import ScoreRecord
+from tracescore.online._records import ScoreRecord
 from tracescore.testing import OTLPReceiver, Reply, StubLLMServer
 from tracescore.testing._http import LoopbackServer, QuietHandler
 from tracescore.testing._service import Service
@@ -473,7 +473,7 @@ def test_shutdown_with_a_hanging_phoenix_counts_what_it_could_not_send() -> None
                                            sinks="phoenix")],
             sinks={"phoenix": sink}, shutdown_timeout_s=1.0, isolation="thread")
         for span_id in range(1, 4):
-            processor._call_sink(sink, "emit", _record(span_id))
+            sink.emit(_record(span_id))  # as the processor delivers it
         assert server.arrived.wait(20)
         processor.shutdown()  # bounded by shutdown_timeout_s, not by Phoenix
         stats = processor.stats()

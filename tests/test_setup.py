@@ -386,13 +386,13 @@ def test_configure_in_a_forked_child_while_a_parent_thread_held_the_setup_lock()
 
 def test_configure_refused_for_a_non_sdk_global_provider_leaves_nothing_running(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from tracescore.online import _processor
+    from tracescore.online._listener import LISTENERS
 
     exporter = InMemorySpanExporter()
     monkeypatch.setattr(_setup.trace, "get_tracer_provider", trace.NoOpTracerProvider)
-    live_before = _processor._live()
+    live_before = LISTENERS.live()
     with pytest.raises(ConfigurationError, match="not an SDK TracerProvider"):
         tracescore.configure(exporter=exporter, scorers=_GatedScorer(threading.Event()),
                              capture_content=False)
-    assert _processor._live() == live_before  # no scoring processor left listening
+    assert LISTENERS.live() == live_before  # no scoring processor left listening
     assert content_settings().capture is True

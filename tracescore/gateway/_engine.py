@@ -2,17 +2,21 @@
 
 Each request is split once: spans that no recogniser can match, or whose trace no scorer
 samples, stay in the request and go on as they came (serialized protobuf, never turned into SDK
-objects); recognised agent spans are offered to the same `ScoringSpanProcessor` in-process
-scoring uses, and leave with the events it adds. A request with nothing to hold is first offered
+objects); recognised agent spans are handed, as one-span protobuf requests, to the same
+`ScoringCore` in-process scoring uses (the engine keeps them in its own hold table, `_held`),
+and leave with the events it writes back onto them. A request with nothing to hold is first offered
 to `send_inline` (the next hop takes it before the acknowledgement: no journal write at all);
 everything else is journaled before it is acknowledged and removed from the journal once the
 next hop has it.
 
-Spans of traces a scorer may sample also feed a bounded per-trace buffer (`TraceBuffer`): an
+Spans of traces a scorer may sample also feed a bounded `TraceCollector` (`_trace_buffer`): an
 agent span's scorers get the tool calls and context recorded by the spans of its trace that
 arrived before it (or with it). An agent span without content of its own (`_llm_calls`) is read
 from the LLM calls below it in that buffer; when they have not all arrived yet it is journaled
 and waits for them, at most `trace.llm_wait_s`, then goes on unscored (reason `no_llm_calls`).
+
+(About 520 lines: routing, the hold table and the waits for LLM calls share one lock and the
+duplicate checks across them; apart they would pass it around.)
 """
 
 from __future__ import annotations
@@ -24,27 +28,41 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from opentelemetry.context import Context
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from tracescore import _semconv as sc
+from tracescore._exceptions import ConfigurationError
 from tracescore.gateway import _otlp
 from tracescore.gateway._journal import HELD, PASS, Entry, Journal
 from tracescore.gateway._metrics import GatewayMetrics
 from tracescore.gateway._split import split_request
-from tracescore.gateway._trace_buffer import ITEM_MARKERS, TraceBuffer, buffer_from
+from tracescore.gateway._trace_buffer import (
+    ITEM_MARKERS,
+    TraceCollector,
+    at,
+    buffer_from,
+    collect,
+)
+from tracescore.instrument._calls import AgentCall
 from tracescore.online import _diagnose as diagnose
 from tracescore.online import _metrics as reasons
+from tracescore.online._core import Call, ScoringCore
+from tracescore.online._delivery import ScoreRun
 from tracescore.online._diagnose import Diagnoser
 from tracescore.online._event_content import with_event_content
+from tracescore.online._events import EventPayload
 from tracescore.online._llm_calls import ContentlessAgent, contentless_reader, from_llm_calls
-from tracescore.online._processor import ScoringSpanProcessor
+from tracescore.online._metrics import OnlineMetrics
+from tracescore.online._options import OnlineScorer, ProcessorOptions, as_online_scorers
 from tracescore.online._recognise import RecognisedCall, recognise, recogniser_markers
+from tracescore.online._sampling import RANDOMNESS_MASK
+from tracescore.online._sinks import SCOPE, carrier_attributes
 from tracescore.online._trace_input import EMPTY, TraceInput
 
 _log = logging.getLogger("tracescore.gateway")
+
+
+_Item = tuple[int | None, ExportTraceServiceRequest]  # what the core holds: journal row, span
 
 
 class Output(Protocol):
@@ -82,7 +100,7 @@ class Engine:
         raw = known | self._diagnose.keys | self._contentless.raw_markers(known)
         self._marker_bytes = tuple(m.encode() for m in raw)
         self._watched = self._markers | self._diagnose.keys  # keys of spans read or diagnosed
-        self.traces: TraceBuffer = buffer_from(trace_options)
+        self.traces: TraceCollector = buffer_from(trace_options)
         self._output = output
         self._send_inline = send_inline  # True: the next hop has it (nothing held in it)
         self._max_bytes = max_request_bytes  # requests out are split under it (None: never)
@@ -91,19 +109,25 @@ class Engine:
         self._pass_through = pass_through  # False: only agent spans come out (rescore)
         self.offered = 0  # agent spans offered for scoring
         self._lock = threading.Lock()
-        # agent spans inside the processor: key -> (journal row or None, one-span request)
-        self._held: dict[_otlp.SpanKey, tuple[int | None, ExportTraceServiceRequest]] = {}
+        # agent spans inside the core: key -> (journal row or None, one-span request)
+        self._held: dict[_otlp.SpanKey, _Item] = {}
         # agent spans without content waiting for their LLM calls, in deadline order
         self._waiting: dict[_otlp.SpanKey, _Waiting] = {}
         self._waited = threading.Condition(self._lock)
         self._timer: threading.Thread | None = None
         self._closed = False
-        self._max_waiting = int((processor_options or {}).get("max_held_spans", 2048))
-        self.processor = ScoringSpanProcessor(
-            _Downstream(self), scorers, meter_provider=meter_provider,
-            logger_provider=logger_provider, **dict(processor_options or {}),
-        )
-        self._threshold = min(s._threshold for s in self.processor.scorers)
+        online = as_online_scorers(scorers)
+        if not online:
+            raise ConfigurationError("ScoringSpanProcessor needs at least one scorer")
+        options = ProcessorOptions(**dict(processor_options or {}))
+        self._max_waiting = options.max_held_spans
+        self.core = ScoringCore(online, options, export=self._finished, carrier=self._carrier,
+                                trace_limits=self.traces.limits,
+                                metrics=OnlineMetrics(meter_provider),
+                                logger_provider=logger_provider)
+        self._threshold = self.core.threshold
+        # attributes are decoded for the filters only when a scorer has one
+        self._filtered = any(o._filtered for o in online)
 
     @property
     def held(self) -> int:
@@ -169,7 +193,8 @@ class Engine:
               ) -> list[tuple[ExportTraceServiceRequest, RecognisedCall, TraceInput]]:
         """One-span requests of the agent spans found (offered now unless `offer` is False),
         with what the spans of their traces recorded so far."""
-        singles = [(_otlp.single_request(rs, ss, span), call, self.traces.input_of(span))
+        singles = [(_otlp.single_request(rs, ss, span), call,
+                    self.traces.input_of(*_otlp.key_of(span)))
                    for rs, ss, span, _, call in found]
         if offer:
             for single, call, trace in singles:
@@ -193,7 +218,7 @@ class Engine:
         return replayed
 
     def flush(self, timeout_s: float) -> bool:
-        return self.processor.force_flush(int(timeout_s * 1000))
+        return self.core.flush(max(0.0, timeout_s))
 
     def shutdown(self, timeout_s: float) -> None:
         """Bounded wait for scoring, then every held span goes out (unscored ones with a reason)."""
@@ -204,7 +229,11 @@ class Engine:
             self._waited.notify_all()
         for entry in waiting:  # read with what arrived, else unscored
             self._settle_waiting(entry, reasons.SHUTDOWN)
-        self.processor.shutdown(int(timeout_s * 1000))
+        if self.core.closing:
+            return
+        wait = min(self.core.options.shutdown_timeout_s, max(0.0, timeout_s) * 0.8)
+        self.core.close(wait)
+        self.core.stop_isolation(wait)
 
     # --- internals ----------------------------------------------------------------------------
     def _agent_spans(self, request: ExportTraceServiceRequest, raw: bytes | None
@@ -233,7 +262,7 @@ class Engine:
                     keys = {kv.key for kv in span.attributes}
                     attributes = (_otlp.attributes_of(span.attributes)
                                   if not readable.isdisjoint(keys) else None)
-                    self.traces.add(span, attributes)
+                    collect(self.traces, span, attributes)
                     if waiting:
                         touched.add(int.from_bytes(span.trace_id, "big"))
                     if watched.isdisjoint(keys):
@@ -247,7 +276,8 @@ class Engine:
                     if call is None:
                         self._unreadable(span.name, readable_attributes)
                         continue
-                    self.traces.mark_agent(span)  # the LLM calls below it are its own
+                    # the LLM calls below it are its own
+                    self.traces.mark_agent(*at(self.traces, _otlp.key_of(span)))
                     key = _otlp.key_of(span)
                     if key not in held and key not in waiting:
                         found.append((rs, ss, span, index, call))
@@ -259,10 +289,11 @@ class Engine:
         kept = []
         for rs, ss, span, index, call in found:
             if isinstance(call, ContentlessAgent):
-                read = from_llm_calls(call, self.traces.llm_calls_of(span))
+                trace, span_id = at(self.traces, _otlp.key_of(span))
+                read = from_llm_calls(call, self.traces.llm_calls_of(trace, span_id))
                 if read is not None:
                     call = read
-                elif self.traces.agents_below(span):
+                elif self.traces.agents_below(trace, span_id):
                     continue
             kept.append((rs, ss, span, index, call))
         return kept
@@ -290,8 +321,34 @@ class Engine:
                 return
             self._held[key] = (row, single)
             self.offered += 1
-        if self.processor.offer(_otlp.readable_span(rs, ss, span), call, trace):
+        if self._score(key, span, (row, single), call, trace):
             self._metrics.add("held")
+
+    def _score(self, key: _otlp.SpanKey, span: Any, item: _Item, call: RecognisedCall,
+               trace: TraceInput) -> bool:
+        """Hand a recognised agent span to the core: True when a scorer took it; else it goes
+        on at once. Never raises."""
+        chosen: tuple[OnlineScorer, ...] = ()
+        try:
+            randomness = key[0] & RANDOMNESS_MASK
+            if not self.core.closing and randomness >= self._threshold:
+                attributes = _otlp.attributes_of(span.attributes) if self._filtered else {}
+                agent_call = AgentCall(
+                    span=None,  # type: ignore[arg-type]  # no SDK span at the gateway
+                    name=call.agent, input=call.input, output=call.output,
+                    ground_truth=call.ground_truth, attributes=attributes,
+                )
+                chosen = self.core.choose(agent_call, randomness)
+        except Exception:  # noqa: BLE001
+            self.core.log_once("offer", "tracescore: could not consider an offered agent span",
+                               exc_info=True)
+            chosen = ()
+        if not chosen:
+            self.core.export(item, ())
+            return False
+        self.core.submit(key, Call(call.input, call.output, call.ground_truth, call.agent,
+                                   chosen, trace), item)
+        return True
 
     def _replay_held(self, entry: Entry) -> None:
         single = ExportTraceServiceRequest.FromString(entry.body)
@@ -341,14 +398,13 @@ class Engine:
             candidates = [(key, entry) for key, entry in self._waiting.items()
                           if key[0] in trace_ids]
         for key, entry in candidates:
-            span = _otlp.only_span(entry.single)
-            call = from_llm_calls(entry.agent, self.traces.llm_calls_of(span))
+            call = from_llm_calls(entry.agent, self.traces.llm_calls_of(*at(self.traces, key)))
             if call is None:
                 continue
             with self._lock:
                 if self._waiting.pop(key, None) is None:
                     continue  # its wait ended meanwhile
-            self._offer(entry.row, entry.single, call, self.traces.input_of(span))
+            self._offer(entry.row, entry.single, call, self.traces.input_of(*key))
 
     def _expire_waiting(self) -> None:
         """The timer thread: agent spans whose wait is over go on, read or unscored."""
@@ -376,11 +432,12 @@ class Engine:
         raises (the timer thread must outlive any span)."""
         try:
             span = _otlp.only_span(entry.single)
-            call = from_llm_calls(entry.agent, self.traces.llm_calls_of(span))
+            key = _otlp.key_of(span)
+            call = from_llm_calls(entry.agent, self.traces.llm_calls_of(*at(self.traces, key)))
             if call is not None:
-                self._offer(entry.row, entry.single, call, self.traces.input_of(span))
+                self._offer(entry.row, entry.single, call, self.traces.input_of(*key))
                 return
-            if self.traces.agents_below(span):  # it only contains agent spans
+            if self.traces.agents_below(*at(self.traces, key)):  # it only contains agent spans
                 self._output.put(() if entry.row is None else (entry.row,),
                                  entry.single.SerializeToString(), 1)
                 return
@@ -399,43 +456,59 @@ class Engine:
 
     def _unscored(self, row: int | None, single: ExportTraceServiceRequest,
                   agent: ContentlessAgent, reason: str) -> None:
-        """Forward an agent span that cannot be read, with the processor's 'unscored' events."""
-        rs = single.resource_spans[0]
-        ss = rs.scope_spans[0]
-        span = ss.spans[0]
+        """Forward an agent span that cannot be read, with an 'unscored' event per scorer that
+        would have sampled it (trace id, `agents` and `attributes` filters), each counted as
+        dropped with `reason`."""
+        span = _otlp.only_span(single)
         key = _otlp.key_of(span)
         with self._lock:
             if key in self._held:  # already on its way
                 self._output.put(() if row is None else (row,), single.SerializeToString(), 1)
                 return
             self._held[key] = (row, single)
-        self.processor.offer_unscored(_otlp.readable_span(rs, ss, span), agent.agent, reason)
+        scorers: dict[str, OnlineScorer] = {}
+        try:
+            scorers = self.core.would_sample(key[0] & RANDOMNESS_MASK, agent.agent,
+                                             _otlp.attributes_of(span.attributes))
+        except Exception:  # noqa: BLE001 - forwarded as it is rather than not at all
+            self.core.log_once("offer", "tracescore: could not consider an offered agent span",
+                               exc_info=True)
+        self.core.unscored((row, single), scorers, reason, agent.agent)
 
     def _journal_add(self, rows: list[tuple[int, int, bytes]]) -> tuple[int, ...]:
         if self._journal is None:
             return ()
         return tuple(self._journal.add(rows))
 
-    def _finished(self, span: ReadableSpan) -> None:
-        """A span back from the processor: a held one with its new events, or a carrier span."""
-        context = span.context
-        key = (context.trace_id, context.span_id) if context is not None else (0, 0)
+    def _finished(self, item: _Item, events: Sequence[EventPayload]) -> None:
+        """A span back from the core, with the events that landed on it: it goes on."""
+        row, single = item
+        span = _otlp.only_span(single)
         with self._lock:
-            entry = self._held.pop(key, None)
-        events = span.events
+            self._held.pop(_otlp.key_of(span), None)
+        if events:
+            self._count_cost(events)
+            _otlp.add_events(span, events, span.end_time_unix_nano or time.time_ns())
+        self._output.put(() if row is None else (row,), single.SerializeToString(), 1)
+
+    def _carrier(self, run: ScoreRun, end_ns: int) -> None:
+        """A carrier span beside the evaluated one: goes on at once (not journaled)."""
+        _, single = run.item
+        self._count_cost(run.events)
+        request = _otlp.carrier_request(
+            single, f"{sc.EVALUATION_SPAN_PREFIX} {run.online.scorer_name}",
+            carrier_attributes(run.key[1], run.events, run.agent), run.events,
+            start_ns=run.start_ns, end_ns=end_ns, scope=SCOPE.name)
+        self._output.put((), request.SerializeToString(), 1)
+
+    def _count_cost(self, events: Sequence[EventPayload]) -> None:
         cost = 0.0
-        for event in events:
-            value = (event.attributes or {}).get(sc.TS_JUDGE_COST_USD)
-            if event.name == sc.GEN_AI_EVALUATION_RESULT and isinstance(value, (int, float)):
+        for name, attributes in events:
+            value = attributes.get(sc.TS_JUDGE_COST_USD)
+            if name == sc.GEN_AI_EVALUATION_RESULT and isinstance(value, (int, float)):
                 cost += float(value)
         if cost:
             self._metrics.add("judge_cost_usd", cost)
-        if entry is None:
-            self._output.put((), encode_spans([span]).SerializeToString(), 1)
-            return
-        row, single = entry
-        _otlp.add_events(_otlp.only_span(single), events)
-        self._output.put(() if row is None else (row,), single.SerializeToString(), 1)
 
 
 def _readable(span: Any, attributes: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -447,22 +520,3 @@ def _readable(span: Any, attributes: Mapping[str, Any] | None) -> Mapping[str, A
         return attributes
     return with_event_content(attributes, ((e.name, e.attributes) for e in span.events),
                               _otlp.attributes_of)
-
-
-class _Downstream(SpanProcessor):
-    """The processor's export side: hands finished spans back to the engine."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-
-    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        pass
-
-    def on_end(self, span: ReadableSpan) -> None:
-        self._engine._finished(span)
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return True
-
-    def shutdown(self) -> None:
-        pass

@@ -232,7 +232,7 @@ class Gateway:
     def prometheus(self) -> str:
         extra: dict[str, float] = {}
         if self._engine is not None:
-            for key, value in self._engine.processor.stats().items():
+            for key, value in self._engine.core.stats().items():
                 extra[f"scoring_{key.replace('.', '_')}"] = value
         return self.metrics.prometheus(extra)
 

@@ -19,7 +19,13 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from tracescore.gateway import _otlp
-from tracescore.gateway._trace_buffer import ITEM_MARKERS, BufferLimits, TraceBuffer
+from tracescore.gateway._trace_buffer import (
+    ITEM_MARKERS,
+    BufferLimits,
+    TraceCollector,
+    at,
+    collect,
+)
 from tracescore.online._diagnose import REASONS, Diagnoser, Unreadable, suggest_mapping
 from tracescore.online._llm_calls import ContentlessAgent, contentless_reader, from_llm_calls
 from tracescore.online._recognise import RecognisedCall, recognise, recogniser_markers
@@ -75,7 +81,8 @@ class Inspector:
         self._watched = self._markers | self._diagnose.keys
         self._readable = self._watched | ITEM_MARKERS
         # every span of a trace until the end (no age limit): tool calls may come after the agent
-        self._traces = TraceBuffer(TraceLimits(), BufferLimits(max_age_s=1.0), clock=lambda: 0.0)
+        self._traces = TraceCollector(TraceLimits(), BufferLimits(max_age_s=1.0),
+                                      clock=lambda: 0.0)
         self._found: list[_Found] = []
         self._keep_others = keep_others
         self.others: list[tuple[str, str]] = []  # (where, span name) with `keep_others`
@@ -97,7 +104,7 @@ class Inspector:
         keys = {kv.key for kv in span.attributes}
         attributes = (_otlp.attributes_of(span.attributes)
                       if not self._readable.isdisjoint(keys) else None)
-        self._traces.add(span, attributes)
+        collect(self._traces, span, attributes)
         outcome: RecognisedCall | ContentlessAgent | Unreadable | None = None
         if attributes is not None and not self._watched.isdisjoint(keys):
             if not self._markers.isdisjoint(keys):
@@ -105,7 +112,8 @@ class Inspector:
                 if outcome is None and self._contentless:
                     outcome = self._contentless(span.name, attributes)
             if outcome is not None:
-                self._traces.mark_agent(span)  # the LLM calls below it are its own
+                # the LLM calls below it are its own
+                self._traces.mark_agent(*at(self._traces, _otlp.key_of(span)))
             else:
                 outcome = self._diagnose(span.name, attributes)
         if outcome is None:
@@ -126,8 +134,9 @@ class Inspector:
         outcome = found.outcome
         if not isinstance(outcome, ContentlessAgent):
             return outcome
-        read = from_llm_calls(outcome, self._traces.llm_calls_of(found.span))
-        if read is not None or self._traces.agents_below(found.span):
+        trace, span_id = at(self._traces, _otlp.key_of(found.span))
+        read = from_llm_calls(outcome, self._traces.llm_calls_of(trace, span_id))
+        if read is not None or self._traces.agents_below(trace, span_id):
             return read
         return self._diagnose(found.span.name, found.attributes)
 
@@ -142,7 +151,7 @@ class Inspector:
                 reason=outcome.reason, why=outcome.description,
                 attribute_keys=sorted(found.attributes),
                 mapping=suggest_mapping(outcome, span.name, found.attributes))
-        trace = self._traces.input_of(span)
+        trace = self._traces.input_of(*_otlp.key_of(span))
         # as the scorers read the call (its output is the answer text already: an answer
         # that is JSON text stays that text)
         question = _as_scorers_read(question_text, outcome.input)

@@ -1,29 +1,26 @@
-"""OTLP protobuf spans <-> what the scoring engine reads: attributes, SDK spans, added events.
+"""OTLP protobuf spans <-> what the scoring core reads: ids, attributes, added events, carriers.
 
-The gateway keeps every received span as protobuf and forwards it as such; only spans that may
-be agent calls are read here, into a light `ReadableSpan` (no events) the processor can hold.
+The gateway keeps every received span as protobuf and forwards it as such; only the attributes
+of spans that may be agent calls are decoded, and the core's events are written back onto them.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import Event, ReadableSpan
-from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 
 from tracescore.online._sampling import RANDOMNESS_MASK
 
 SpanKey = tuple[int, int]
-_KINDS = {1: SpanKind.INTERNAL, 2: SpanKind.SERVER, 3: SpanKind.CLIENT, 4: SpanKind.PRODUCER,
-          5: SpanKind.CONSUMER}
-_STATUS = {0: StatusCode.UNSET, 1: StatusCode.OK, 2: StatusCode.ERROR}
+_KIND_INTERNAL = 1
+_STATUS_ERROR = 2
+_ids = RandomIdGenerator()
 
 
 def key_of(span: Span) -> SpanKey:
@@ -66,38 +63,42 @@ def attributes_of(pairs: Sequence[KeyValue]) -> dict[str, Any]:
     return {kv.key: value_of(kv.value) for kv in pairs}
 
 
-def readable_span(resource_spans: ResourceSpans, scope_spans: ScopeSpans, span: Span
-                  ) -> ReadableSpan:
-    """An SDK span with the protobuf span's identity, name, times and attributes, no events:
-    what the processor holds; the events it adds are put back on the protobuf span."""
-    trace_id, span_id = key_of(span)
-    context = SpanContext(trace_id, span_id, is_remote=False,
-                          trace_flags=TraceFlags(TraceFlags.SAMPLED))
-    parent = None
-    if span.parent_span_id:
-        parent = SpanContext(trace_id, int.from_bytes(span.parent_span_id, "big"), is_remote=True)
-    scope = scope_spans.scope
-    return ReadableSpan(
-        name=span.name,
-        context=context,
-        parent=parent,
-        resource=Resource(attributes_of(resource_spans.resource.attributes)),
-        attributes=attributes_of(span.attributes),
-        kind=_KINDS.get(span.kind, SpanKind.INTERNAL),
-        status=Status(_STATUS.get(span.status.code, StatusCode.UNSET),
-                      span.status.message or None),
-        start_time=span.start_time_unix_nano,
-        end_time=span.end_time_unix_nano,
-        instrumentation_scope=InstrumentationScope(scope.name, scope.version or None),
-    )
-
-
-def add_events(span: Span, events: Sequence[Event]) -> None:
-    """Append SDK events (the processor's score events) to a protobuf span."""
-    for event in events:
-        added = span.events.add(name=event.name, time_unix_nano=event.timestamp)
-        for key, value in (event.attributes or {}).items():
+def add_events(span: Span, events: Sequence[tuple[str, Mapping[str, Any]]],
+               time_ns: int) -> None:
+    """Append events (name, attributes), timestamped `time_ns`, to a protobuf span."""
+    for name, attributes in events:
+        added = span.events.add(name=name, time_unix_nano=time_ns)
+        for key, value in attributes.items():
             set_value(added.attributes.add(key=key).value, value)
+
+
+def carrier_request(evaluated: ExportTraceServiceRequest, name: str,
+                    attributes: Mapping[str, Any], events: Sequence[tuple[str, Mapping[str, Any]]],
+                    *, start_ns: int, end_ns: int, scope: str) -> ExportTraceServiceRequest:
+    """A request carrying a carrier span: a child of the only span of `evaluated` (same
+    resource), linked to it, with `attributes` and `events`; status error with `error.type`."""
+    source = evaluated.resource_spans[0]
+    parent = only_span(evaluated)
+    request = ExportTraceServiceRequest()
+    rs = request.resource_spans.add()
+    rs.resource.attributes.extend(source.resource.attributes)
+    ss = rs.scope_spans.add()
+    ss.scope.name = scope
+    span = ss.spans.add(trace_id=parent.trace_id, span_id=_random_span_id(),
+                        parent_span_id=parent.span_id, name=name, kind=_KIND_INTERNAL,
+                        start_time_unix_nano=start_ns,
+                        end_time_unix_nano=max(end_ns, start_ns))
+    for key, value in attributes.items():
+        set_value(span.attributes.add(key=key).value, value)
+    add_events(span, events, end_ns)
+    span.links.add(trace_id=parent.trace_id, span_id=parent.span_id)
+    if "error.type" in attributes:
+        span.status.code = _STATUS_ERROR
+    return request
+
+
+def _random_span_id() -> bytes:
+    return _ids.generate_span_id().to_bytes(8, "big")
 
 
 def single_request(resource_spans: ResourceSpans, scope_spans: ScopeSpans, span: Span

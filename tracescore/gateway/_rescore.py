@@ -145,7 +145,7 @@ def rescore(paths: Sequence[Path], *, scorers: Sequence[Any], recognisers: Seque
                 progress(done, total)
     finally:
         engine.shutdown(timeout_s)
-    stats = engine.processor.stats()
+    stats = engine.core.stats()
     missing = {online.scorer_id: MissingReference(watch.missing, watch.fallback,
                                                   watch.has_reference)
                for online, watch in watched if watch is not None and watch.missing}

@@ -28,7 +28,7 @@ from typing import Any
 from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
 from tracescore._suppress import suppressed
-from tracescore.online._sinks import ScoreRecord
+from tracescore.online._records import ScoreRecord
 
 _log = logging.getLogger("tracescore")
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import Event, ReadableSpan
@@ -23,6 +22,7 @@ from opentelemetry.util.types import AttributeValue
 
 from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
+from tracescore.online._records import ResultSink
 
 _log = logging.getLogger("tracescore")
 
@@ -67,16 +67,8 @@ def carrier_span(evaluated: ReadableSpan, scorer_name: str, events: Sequence[Eve
         trace_flags=TraceFlags(TraceFlags.SAMPLED),
         trace_state=parent.trace_state,
     )
-    attributes: dict[str, AttributeValue] = {
-        sc.TS_EVALUATION_CARRIER: True,
-        sc.TS_EVALUATED_SPAN_ID: trace.format_span_id(parent.span_id),
-    }
-    if agent_name:
-        attributes[sc.GEN_AI_AGENT_NAME] = agent_name
-    result_attrs = events[0][1] if events else {}
-    error_type = result_attrs.get(sc.ERROR_TYPE)
-    if error_type is not None:
-        attributes[sc.ERROR_TYPE] = error_type
+    attributes = carrier_attributes(parent.span_id, events, agent_name)
+    error_type = attributes.get(sc.ERROR_TYPE)
     return ReadableSpan(
         name=f"{sc.EVALUATION_SPAN_PREFIX} {scorer_name}",
         context=context,
@@ -91,6 +83,21 @@ def carrier_span(evaluated: ReadableSpan, scorer_name: str, events: Sequence[Eve
         end_time=max(end_ns, start_ns),
         instrumentation_scope=SCOPE,
     )
+
+
+def carrier_attributes(evaluated_span_id: int, events: Sequence[EventPayload],
+                       agent_name: str | None) -> dict[str, AttributeValue]:
+    """The attributes of a carrier span (both front doors build one)."""
+    attributes: dict[str, AttributeValue] = {
+        sc.TS_EVALUATION_CARRIER: True,
+        sc.TS_EVALUATED_SPAN_ID: trace.format_span_id(evaluated_span_id),
+    }
+    if agent_name:
+        attributes[sc.GEN_AI_AGENT_NAME] = agent_name
+    error_type = (events[0][1] if events else {}).get(sc.ERROR_TYPE)
+    if error_type is not None:
+        attributes[sc.ERROR_TYPE] = error_type
+    return attributes
 
 
 def emit_log_records(evaluated: SpanContext, events: Sequence[EventPayload],
@@ -136,36 +143,6 @@ def _is_noop(provider: object) -> bool:
 
 
 # --- result sinks: scorer results delivered outside the OTLP pipeline ------------------------------
-@dataclass(frozen=True, slots=True)
-class ScoreRecord:
-    """One scorer run on one span, as a result sink receives it.
-
-    `attributes` are those of the run's `gen_ai.evaluation.result` event (score, label,
-    explanation under content capture, judge usage, `error.type` for a failed run).
-    """
-
-    trace_id: int
-    span_id: int
-    scorer_id: str
-    scorer_name: str
-    judged: bool
-    scorer_version: str
-    attributes: Mapping[str, AttributeValue]
-
-
-class ResultSink(Protocol):
-    """A destination of score records. `emit` never blocks nor raises; the processor that owns
-    the sink flushes and shuts it down with itself, and reports its `stats()`."""
-
-    def emit(self, record: ScoreRecord) -> None: ...
-
-    def force_flush(self, timeout_s: float = 30.0) -> bool: ...
-
-    def shutdown(self, timeout_s: float = 30.0) -> None: ...
-
-    def stats(self) -> dict[str, int]: ...
-
-
 def _phoenix() -> ResultSink:
     from tracescore.online._phoenix_sink import PhoenixSink
 

@@ -245,6 +245,14 @@ async def evaluate_call(scorer: Any, call: ScorerInput) -> ScoreResult:
     return result
 
 
+def reads_trace(scorer: Any) -> bool:
+    """Whether `scorer` takes the tool calls or context of the call it scores: a Scorer that
+    implements `evaluate` (its ScorerInput carries them), or an `arun` that takes them."""
+    if isinstance(scorer, Scorer) and overrides(scorer, "evaluate", Scorer):
+        return True
+    return bool(trace_kwargs(scorer, (), ()))
+
+
 def arun_kwargs(scorer: Any, call: ScorerInput) -> dict[str, Any]:
     """The keywords of `scorer.arun` for `call`: input, output, ground truth and run id, plus
     the trace keywords (`tool_calls`, `context`) its `arun` accepts."""

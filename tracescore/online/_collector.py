@@ -1,0 +1,238 @@
+"""`TraceCollector`: the spans of the traces a scorer may sample, for the agent calls in them.
+
+One collector for both front doors; each reads its own span type into what is kept here (parent
+link, tool/context `Item`, `LlmCall`) and passes plain ids:
+
+- in process (`ScoringSpanProcessor`), a trace is `open`ed when one of its agent spans starts
+  and forgotten once its last open agent span has ended (`end`): only traces with an agent call
+  running are kept;
+- the gateway `add`s every span of the traces a scorer may sample as they arrive (tool calls may
+  come before or after their agent span) and relies on the bounds (`BufferLimits`: traces,
+  bytes, age) to forget them.
+
+An agent call then asks, with its trace (`trace`, or what `end` returned), for the items
+recorded below its span (`items_under`, `input_of`), the
+LLM calls below it (an agent span without content of its own is read from them), and whether it
+only contains other agent spans (`agents_below`). Thread-safe; never decodes recorded text.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tracescore._exceptions import ConfigurationError
+from tracescore.online._llm_calls import LlmCall
+from tracescore.online._trace_input import (
+    EMPTY,
+    Item,
+    TraceInput,
+    TraceLimits,
+    TraceSpans,
+    gather,
+)
+
+_SPAN_BYTES = 64  # what remembering one span costs besides its recorded text (links, ids)
+
+
+@dataclass(frozen=True)
+class BufferLimits:
+    """Bounds of the whole collector (per-call and per-trace bounds are `TraceLimits`)."""
+
+    max_traces: int = 10_000
+    max_bytes: int = 64 * 1024 * 1024
+    max_age_s: float = 60.0
+    llm_wait_s: float = 2.0  # longest an agent span without content waits for its LLM calls
+
+    def __post_init__(self) -> None:
+        for name in ("max_traces", "max_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigurationError(f"trace.{name} must be an integer >= 0, got {value!r}")
+        age = self.max_age_s
+        if isinstance(age, bool) or not isinstance(age, (int, float)) or age <= 0:
+            raise ConfigurationError(f"trace.max_age_s must be a number > 0, got {age!r}")
+        wait = self.llm_wait_s
+        if isinstance(wait, bool) or not isinstance(wait, (int, float)) or wait < 0:
+            raise ConfigurationError(f"trace.llm_wait_s must be a number >= 0, got {wait!r}")
+
+
+class TraceCollector:
+    """Recorded items of recent traces, by trace id; thread-safe."""
+
+    def __init__(self, limits: TraceLimits | None = None, bounds: BufferLimits | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.limits = limits or TraceLimits()
+        self.bounds = bounds or BufferLimits()
+        self._clock = clock
+        self._traces: dict[int, TraceSpans] = {}
+        self._costs: dict[int, int] = {}  # bytes charged per trace
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.evicted = 0  # traces forgotten to stay within the bounds
+        self.skipped = 0  # spans that could not be read (counted by the readers)
+
+    @property
+    def traces(self) -> int:
+        return len(self._traces)
+
+    @property
+    def bytes(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._traces)
+
+    @property
+    def kept(self) -> Mapping[int, TraceSpans]:
+        """The traces kept, by id (read only; an empty one is the hot paths' cheap test)."""
+        return self._traces
+
+    def __contains__(self, trace_id: object) -> bool:
+        return trace_id in self._traces
+
+    def trace_ids(self) -> list[int]:
+        """The traces kept, oldest first."""
+        with self._lock:
+            return list(self._traces)
+
+    def age_of(self, trace_id: int) -> float | None:
+        """Seconds since `trace_id` was first seen (None: not kept)."""
+        trace = self._traces.get(trace_id)
+        return None if trace is None else self._clock() - trace.created
+
+    def open(self, trace_id: int, agent_id: int) -> None:
+        """An agent span started: keep its trace's spans until it `close`s."""
+        with self._lock:
+            trace = self._traces.get(trace_id)
+            if trace is None:
+                trace = self._new(trace_id)
+                self._evict()
+            trace.agents.add(agent_id)
+
+    def add(self, trace_id: int, span_id: int, parent_id: int | None, item: Item | None,
+            llm: LlmCall | None = None) -> None:
+        """Remember one finished span (the trace is kept from now on if it was not)."""
+        with self._lock:
+            trace = self._traces.get(trace_id)
+            if trace is None:
+                trace = self._new(trace_id)
+            self._add(trace, trace_id, span_id, parent_id, item, llm)
+
+    def end(self, trace_id: int, span_id: int, parent_id: int | None, item: Item | None,
+            llm: LlmCall | None = None) -> TraceSpans | None:
+        """Remember one finished span of a trace kept since an agent span of it was `open`ed
+        (spans of other traces are ignored). When it is such an agent span: its trace (forgotten
+        here once no other agent span of it is open; ask `items_under` & co. with it)."""
+        with self._lock:
+            trace = self._traces.get(trace_id)
+            if trace is None:
+                return None
+            self._add(trace, trace_id, span_id, parent_id, item, llm)
+            if span_id not in trace.agents:
+                return None
+            trace.agents.discard(span_id)
+            if not trace.agents:
+                self._forget(trace_id)
+            return trace
+
+    def trace(self, trace_id: int) -> TraceSpans | None:
+        """The spans of `trace_id` kept so far (to ask `items_under` & co.), None if none."""
+        return self._traces.get(trace_id)
+
+    def mark_agent(self, trace: TraceSpans | None, span_id: int) -> None:
+        """`span_id` is an agent call: the LLM calls below it are its own, not an outer agent's."""
+        if trace is not None:
+            with self._lock:
+                trace.agent_spans.add(span_id)
+
+    def agents_below(self, trace: TraceSpans | None, span_id: int) -> bool:
+        """Whether an agent span was seen below `span_id` (marked with `mark_agent`)."""
+        if trace is None:
+            return False
+        with self._lock:
+            return trace.agents_below(span_id)
+
+    def llm_calls_of(self, trace: TraceSpans | None, span_id: int) -> list[LlmCall]:
+        """The LLM calls recorded below the agent span `span_id` so far."""
+        if trace is None:
+            return []
+        with self._lock:
+            return trace.llm_under(span_id)
+
+    def items_under(self, trace: TraceSpans | None, span_id: int,
+                    content: Mapping[int, Mapping[str, str]] | None = None
+                    ) -> tuple[list[Item], bool]:
+        """The items recorded at and below `span_id` so far, as recorded (decode them with
+        `decoded`), and whether the trace lost spans to `TraceLimits.max_spans`."""
+        if trace is None:
+            return [], False
+        with self._lock:
+            return trace.under(span_id, content), trace.dropped > 0
+
+    def input_of(self, trace_id: int, span_id: int) -> TraceInput:
+        """The tool calls and context recorded below the agent span `span_id` so far."""
+        items, dropped = self.items_under(self._traces.get(trace_id), span_id)
+        return decoded(items, dropped, self.limits)
+
+    def _add(self, trace: TraceSpans, trace_id: int, span_id: int, parent_id: int | None,
+             item: Item | None, llm: LlmCall | None) -> None:
+        """(Caller holds the lock.)"""
+        dropped = trace.dropped
+        trace.add(span_id, parent_id, item, self.limits.max_spans, llm)
+        if trace.dropped == dropped:
+            cost = (_SPAN_BYTES + (item.chars if item is not None else 0)
+                    + (llm.chars if llm is not None else 0))
+            self._costs[trace_id] += cost
+            self._bytes += cost
+        self._evict()
+
+    def _new(self, trace_id: int) -> TraceSpans:
+        trace = self._traces[trace_id] = TraceSpans(self._clock())
+        self._costs[trace_id] = 0
+        return trace
+
+    def _forget(self, trace_id: int) -> None:
+        del self._traces[trace_id]
+        self._bytes -= self._costs.pop(trace_id, 0)
+
+    def _evict(self) -> None:
+        """Forget the oldest traces past the bounds (caller holds the lock)."""
+        traces, bounds = self._traces, self.bounds
+        too_old = self._clock() - bounds.max_age_s if bounds.max_age_s != math.inf else -math.inf
+        while traces:
+            oldest_id = next(iter(traces))
+            if (len(traces) <= bounds.max_traces and self._bytes <= bounds.max_bytes
+                    and traces[oldest_id].created >= too_old):
+                break
+            self._forget(oldest_id)
+            self.evicted += 1
+
+
+def decoded(items: list[Item], dropped: bool, limits: TraceLimits) -> TraceInput:
+    """`items` decoded within `limits`; `dropped`: the trace lost spans (then truncated)."""
+    if not items and not dropped:
+        return EMPTY
+    found = gather(items, limits)
+    if dropped and not found.truncated:
+        return TraceInput(found.tool_calls, found.context, True)
+    return found
+
+
+def collector_from(options: Mapping[str, Any] | None) -> TraceCollector:
+    """A collector from the gateway's `trace:` settings (TraceLimits and BufferLimits fields)."""
+    options = dict(options or {})
+    limits = {k: options.pop(k) for k in ("max_tool_calls", "max_chars", "max_spans")
+              if k in options}
+    return TraceCollector(TraceLimits(**limits), BufferLimits(**options))
+
+
+def in_process(limits: TraceLimits, max_traces: int) -> TraceCollector:
+    """A collector for in-process agent calls: bounded in traces only (an agent call may run
+    for long and its trace is forgotten when it ends)."""
+    return TraceCollector(limits, BufferLimits(max_traces=max_traces, max_bytes=1 << 62,
+                                               max_age_s=math.inf))
