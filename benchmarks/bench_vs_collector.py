@@ -13,13 +13,17 @@ Rates: two fixed offered rates, then a ladder of higher ones up to the highest r
 sustain (every span arrives, the generator keeps its pace). The middles run in alternating order,
 several rounds each: the machine may be shared, so medians and the rounds' spread are printed.
 
-    python benchmarks/bench_vs_collector.py [--quick] [--json PATH] [--rates 2000,4800]
+`--profile` (needs `py-spy` installed) records the gateway's threads while they hold the GIL
+during one more run at the first rate and prints where that time goes, by part of the path.
+
+    python benchmarks/bench_vs_collector.py [--quick] [--json PATH] [--rates 2000,4800] [--profile]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -73,6 +77,40 @@ def offer(binary: Path, address: str, pid: int, sink: Sink, rate: int, seconds: 
             "cpu_us_per_span": 1e6 * cpu / arrived if arrived else 0.0}
 
 
+# where a sampled stack's time goes: the first part whose frames it contains (order matters)
+_PARTS = (
+    ("forwarder: gRPC client call (grpcio)", ("tracescore/gateway/_forward.py", "grpc/_channel.py")),
+    ("forwarder: hand-off, bookkeeping", ("tracescore/gateway/_forward.py",)),
+    ("gateway: decode, marker scan, count, metrics", ("tracescore/gateway/",)),
+    ("gRPC server (grpcio: polling, thread pool)", ("grpc/_server.py",)),
+    ("other", ("",)),
+)
+
+
+def profile(binary: Path, gateway: Any, sink: Sink, rate: int, seconds: float
+            ) -> dict[str, float] | None:
+    """% of the gateway's GIL-holding samples per part of the path (py-spy), or None."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    if not Path(spy).exists():
+        print("(no py-spy: `pip install py-spy` for --profile)")
+        return None
+    with tempfile.NamedTemporaryFile(suffix=".txt") as out:
+        recorder = subprocess.Popen(
+            [spy, "record", "--pid", str(gateway.pid), "--threads", "--gil", "--nonblocking",
+             "-r", "250", "-f", "raw", "-o", out.name, "-d", str(round(seconds + 1))],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        offer(binary, gateway.address, gateway.pid, sink, rate, seconds)
+        recorder.wait(seconds + 30)
+        lines = Path(out.name).read_text().splitlines()
+    shares = dict.fromkeys((name for name, _ in _PARTS), 0)
+    for line in lines:
+        stack, _, samples = line.rpartition(" ")
+        part = next(name for name, needles in _PARTS if all(n in stack for n in needles))
+        shares[part] += int(samples)
+    total = sum(shares.values()) or 1
+    return {name: 100 * count / total for name, count in shares.items()}
+
+
 def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     rates = [run["spans_per_cpu_s"] for run in runs]
     return {"spans_per_cpu_s": statistics.median(rates), "min": min(rates), "max": max(rates),
@@ -108,6 +146,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, help="rounds per rate (default 2 quick, 4 full)")
     parser.add_argument("--seconds", type=float, help="seconds per run (default 5 quick, 10)")
     parser.add_argument("--no-ladder", action="store_true", help="only the fixed rates")
+    parser.add_argument("--profile", action="store_true", help="profile the gateway (py-spy)")
     args = parser.parse_args()
     rounds = args.rounds or (2 if args.quick else 4)
     seconds = args.seconds or (5.0 if args.quick else 10.0)
@@ -139,6 +178,9 @@ def main() -> None:
             if highest is not None:
                 results["highest_sustained"] = {"rate": highest,
                                                 **results["rates"][str(highest)]}
+            if args.profile:
+                first = int(args.rates.split(",")[0])
+                results["profile"] = profile(binary, middles[GATEWAY], sink, first, seconds)
         finally:
             for middle in middles.values():
                 middle.close()
@@ -158,6 +200,10 @@ def main() -> None:
                       f"{rounds} alternating rounds at the fixed rates)")
     highest = results.get("highest_sustained")
     print(f"highest offered rate both sustain: {highest['rate'] if highest else 'none tried'}")
+    if results.get("profile"):
+        print_table([[part, share] for part, share in results["profile"].items()],
+                    ["part of the gateway's path", "% of GIL-holding samples"],
+                    title="Where the gateway's Python time goes (py-spy --gil, all threads)")
     write_json(args.json, results)
 
 
