@@ -13,6 +13,8 @@ Rates: two fixed offered rates, then a ladder of higher ones up to the highest r
 sustain (every span arrives, the generator keeps its pace). The middles run in alternating order,
 several rounds each: the machine may be shared, so medians and the rounds' spread are printed.
 
+`--plain` adds a third middle: a plain Python pass-through on grpcio (each request forwarded on
+the receiving thread; no journal, no recognition), what the transport alone costs.
 `--profile` (needs `py-spy` installed) records the gateway's threads while they hold the GIL
 during one more run at the first rate and prints where that time goes, by part of the path.
 
@@ -34,12 +36,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import environment, print_table, write_json
-from bench_gateway import Collector, GatewayUnderTest, Sink, _cpu_s
+from bench_gateway import Collector, GatewayUnderTest, PlainPassThrough, Sink, _cpu_s
 
 WORKERS = 4
 SPANS_PER_TRACE = 10  # a root and 9 children
 GATEWAY = "tracescore serve"
 COLLECTOR = "otelcol"
+PLAIN = "plain grpcio"  # --plain: forward on the receiving thread, nothing else (the floor)
 LADDER = (8000, 12000, 16000, 24000, 32000)
 
 
@@ -126,7 +129,7 @@ def compare(binary: Path, middles: dict[str, Any], sink: Sink, rate: int, second
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in middles}
     names = list(middles)
     for r in range(rounds):
-        for name in names[r % 2:] + names[:r % 2]:
+        for name in names[r % len(names):] + names[:r % len(names)]:
             middle = middles[name]
             runs[name].append(offer(binary, middle.address, middle.pid, sink, rate, seconds))
     result: dict[str, Any] = {name: _summary(found) for name, found in runs.items()}
@@ -135,6 +138,9 @@ def compare(binary: Path, middles: dict[str, Any], sink: Sink, rate: int, second
     result["ratio"] = result[GATEWAY]["spans_per_cpu_s"] / result[COLLECTOR]["spans_per_cpu_s"]
     result["ratio_min"], result["ratio_max"] = min(per_round), max(per_round)
     result["sustained"] = result[GATEWAY]["sustained"] and result[COLLECTOR]["sustained"]
+    if PLAIN in result:
+        result["plain_ratio"] = (result[PLAIN]["spans_per_cpu_s"]
+                                 / result[COLLECTOR]["spans_per_cpu_s"])
     return result
 
 
@@ -147,6 +153,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, help="seconds per run (default 5 quick, 10)")
     parser.add_argument("--no-ladder", action="store_true", help="only the fixed rates")
     parser.add_argument("--profile", action="store_true", help="profile the gateway (py-spy)")
+    parser.add_argument("--plain", action="store_true", help="add a plain grpcio pass-through")
     args = parser.parse_args()
     rounds = args.rounds or (2 if args.quick else 4)
     seconds = args.seconds or (5.0 if args.quick else 10.0)
@@ -163,6 +170,8 @@ def main() -> None:
         try:
             middles[GATEWAY] = GatewayUnderTest(sink, Path(tmp), core)
             middles[COLLECTOR] = Collector(otelcol, sink, Path(tmp), core)
+            if args.plain:
+                middles[PLAIN] = PlainPassThrough(sink, core)
             for middle in middles.values():  # connections up, code paths warm
                 offer(binary, middle.address, middle.pid, sink, 2000, 1.0)
             for rate in (int(r) for r in args.rates.split(",")):
@@ -198,6 +207,11 @@ def main() -> None:
                 title=f"Pass-through per CPU-second, middle pinned to one core (telemetrygen "
                       f"{WORKERS} workers, {SPANS_PER_TRACE}-span traces, {seconds:g} s runs, "
                       f"{rounds} alternating rounds at the fixed rates)")
+    plain = [[int(rate), found[PLAIN]["spans_per_cpu_s"], found["plain_ratio"]]
+             for rate, found in results["rates"].items() if PLAIN in found]
+    if plain:
+        print_table(plain, ["offered spans/s", "plain grpcio spans/CPU-s", "plain / otelcol"],
+                    title="The transport alone: a plain Python pass-through on grpcio")
     highest = results.get("highest_sustained")
     print(f"highest offered rate both sustain: {highest['rate'] if highest else 'none tried'}")
     if results.get("profile"):
