@@ -6,7 +6,7 @@ DIST ?= dist
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: venv side-envs test demo bench lint docs docs-serve phoenix demo-phoenix collector chromium wheel clean
+.PHONY: venv side-envs test demo bench lint docs docs-serve phoenix demo-phoenix collector telemetrygen chromium wheel clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,10 @@ bench: $(STAMP)
 # The OpenTelemetry Collector built from collector/builder-config.yaml (needs Go; cached, minutes cold).
 collector: $(STAMP)
 	$(PY) -m tracescore.testing._collector build
+
+# The contrib repo's load generator at the same release (the gateway benchmark's sender; cached).
+telemetrygen: $(STAMP)
+	$(PY) -m tracescore.testing._collector telemetrygen
 
 phoenix: $(STAMP)
 	cd tests && $(abspath $(PY)) -m rigs.phoenix serve

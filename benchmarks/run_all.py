@@ -53,6 +53,7 @@ BENCHMARKS: dict[str, str] = {
     "recognise": "bench_recognise.py",
     "export": "bench_export.py",
     "gateway": "bench_gateway.py",
+    "vs_collector": "bench_vs_collector.py",
     "redact": "bench_redact.py",
     "offline_judges": "bench_offline_judges.py",
 }
@@ -168,6 +169,15 @@ HEADLINES: list[Headline] = [
     Headline("gateway", "gateway added p99, span not held (journal sync=normal)",
              ("pass_through", "tracescore serve, journal sync=normal", "added_p99_ms"), "ms",
              "<", 5.0),
+    *(
+        Headline("vs_collector", f"gateway / collector spans per CPU-second, {rate} spans/s "
+                 "offered (telemetrygen)", ("rates", rate, "ratio"), "x", ">=", 1.0)
+        for rate in ("2000", "4800")
+    ),
+    Headline("vs_collector", "gateway / collector spans per CPU-second, highest rate both "
+             "sustain", ("highest_sustained", "ratio"), "x", ">=", 1.0),
+    Headline("vs_collector", "highest offered rate both sustain without loss",
+             ("highest_sustained", "rate"), "spans/s"),
     *(
         Headline("gateway", f"gateway scoring throughput, {n}", ("scoring", n, "ratio"),
                  "% ideal", ">=", 90.0)

@@ -212,7 +212,9 @@ class Forwarder:
         self._max_backoff = max_backoff_s
         self._stuck_after = stuck_after_s
         self._items: deque[_Item] = deque()
-        self._cond = threading.Condition()
+        lock = threading.RLock()
+        self._cond = threading.Condition(lock)  # items queued, or stopping: the senders wake
+        self._emptied = threading.Condition(lock)  # nothing pending any more: drain() wakes
         self._pending = 0  # spans queued or being sent
         self._stopping = False
         self._threads = [threading.Thread(target=self._run, name=f"tracescore-forward-{i}",
@@ -311,7 +313,6 @@ class Forwarder:
             self._shrink(direct.count)
             final = self._settled(outcome, direct.count, passed_back=not direct.adopted)
             adopted, ids = direct.adopted, direct.ids
-            self._cond.notify_all()
         direct.done.set()
         if adopted and ids is not None:
             if final:
@@ -327,7 +328,7 @@ class Forwarder:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False
-                self._cond.wait(min(remaining, 0.1))
+                self._emptied.wait(min(remaining, 0.1))
         return True
 
     def stop(self, timeout_s: float = 5.0) -> None:
@@ -349,9 +350,12 @@ class Forwarder:
         self._pending += count
 
     def _shrink(self, count: int) -> None:
+        """(Holding the lock.) Wakes drain() when nothing is left, not the senders: they wait
+        for items, and waking them after every send cost two thread switches a request."""
         self._pending -= count
         if not self._pending:
             self._pending_since = None
+            self._emptied.notify_all()
 
     def _add(self, item: _Item) -> None:
         self._items.append(item)
@@ -416,7 +420,6 @@ class Forwarder:
         self._remove(ids)
         with self._cond:
             self._shrink(count)
-            self._cond.notify_all()
 
     def _remove(self, ids: list[int] | tuple[int, ...]) -> None:
         if self._journal is not None and ids:

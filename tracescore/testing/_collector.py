@@ -2,10 +2,14 @@
 
     python -m tracescore.testing._collector build              # build once into the cache, print the path
     python -m tracescore.testing._collector validate FILE...   # `otelcol validate` each config
+    python -m tracescore.testing._collector telemetrygen       # the load generator, built once
 
 The binary is built with the OpenTelemetry Collector Builder from upstream Go modules (needs `go`
 and the Go module proxy) into cache_dir()/otelcol-<manifest hash>/ and reused while the manifest
 is unchanged. `TRACESCORE_OTELCOL=/path/to/otelcol` uses a binary you already have instead.
+The contrib repo's load generator `telemetrygen`, at the same release (the gateway benchmark's
+sender), is built the same way into cache_dir()/telemetrygen-<release>/ (`TRACESCORE_TELEMETRYGEN`
+names one you have).
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from tracescore.testing._tools import _file_lock, cache_dir, free_port, port_ope
 BUILDER_VERSION = "v0.161.0"  # the builder release matching the manifest's collector release
 MANIFEST = Path(__file__).resolve().parents[2] / "collector" / "builder-config.yaml"
 _BINARY_NAME = "otelcol-tracescore"
+# the load generator, from the contrib release the manifest pins (the builder's release too)
+TELEMETRYGEN_MODULE = "github.com/open-telemetry/opentelemetry-collector-contrib/cmd/telemetrygen"
 _READY_MARKER = ".tracescore-ready"
 _SIGNAL_SETTLE_S = 0.5
 # The collector's own telemetry would bind :8888 in every instance; tests run many at once.
@@ -103,6 +109,25 @@ def collector_binary(manifest: Path = MANIFEST) -> Path:
         shutil.move(str(source / _BINARY_NAME), binary)
         shutil.rmtree(source, ignore_errors=True)
         (home / _READY_MARKER).write_text(manifest.read_text())
+    return binary
+
+
+def telemetrygen_binary() -> Path:
+    """`telemetrygen` at the pinned contrib release, built on first use (a minute; process-safe)."""
+    if explicit := os.environ.get("TRACESCORE_TELEMETRYGEN"):
+        return Path(explicit)
+    home = cache_dir() / f"telemetrygen-{BUILDER_VERSION}"
+    binary = home / "telemetrygen"
+    with _file_lock(cache_dir() / f"{home.name}.lock"):
+        if (home / _READY_MARKER).exists() and binary.exists():
+            return binary
+        shutil.rmtree(home, ignore_errors=True)
+        home.mkdir(parents=True)
+        env = {**os.environ, "GOBIN": str(home),
+               "GOFLAGS": os.environ.get("GOFLAGS", "-buildvcs=false")}
+        _run([_go(), "install", f"{TELEMETRYGEN_MODULE}@{BUILDER_VERSION}"],
+             log=home / "build.log", cwd=home, env=env)
+        (home / _READY_MARKER).write_text(f"{TELEMETRYGEN_MODULE}@{BUILDER_VERSION}\n")
     return binary
 
 
@@ -186,11 +211,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tracescore.testing._collector")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("build", help="build the collector into the cache and print its path")
+    commands.add_parser("telemetrygen", help="build telemetrygen into the cache, print its path")
     validate = commands.add_parser("validate", help="`otelcol validate` each config file")
     validate.add_argument("configs", nargs="+", type=Path)
     args = parser.parse_args(argv)
     if args.command == "build":
         print(collector_binary())
+        return 0
+    if args.command == "telemetrygen":
+        print(telemetrygen_binary())
         return 0
     failed = 0
     for config in args.configs:
