@@ -95,7 +95,7 @@ def profile(binary: Path, gateway: Any, sink: Sink, rate: int, seconds: float
     """% of the gateway's GIL-holding samples per part of the path (py-spy), or None."""
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     if not Path(spy).exists():
-        print("(no py-spy: `pip install py-spy` for --profile)")
+        print("(no py-spy: `make venv` installs it with the dev extra)")
         return None
     with tempfile.NamedTemporaryFile(suffix=".txt") as out:
         recorder = subprocess.Popen(
