@@ -30,26 +30,39 @@ _MARK_BYTES = 160  # room for the attributes that mark a cut span
 
 def span_size(span: ReadableSpan) -> int:
     """Estimated bytes of `span` in an OTLP request (without its resource)."""
-    size = SPAN_OVERHEAD + len(span.name) + attributes_size(getattr(span, "_attributes", None)
-                                                            or span.attributes)
-    if span.status.description:
-        size += _bytes(span.status.description)
-    for event in getattr(span, "_events", None) or span.events:
-        size += _ITEM_OVERHEAD + 16 + len(event.name) + attributes_size(event.attributes)
-    for link in span.links:
-        size += _ITEM_OVERHEAD + 32 + attributes_size(link.attributes)
+    # the SDK's own containers where present: its `events` and `links` properties copy them
+    # under a lock on every read, even when empty
+    size = SPAN_OVERHEAD + len(span.name) + attributes_size(_field(span, "_attributes", "attributes"))
+    description = span.status.description
+    if description:
+        size += _bytes(description)
+    events = _field(span, "_events", "events")
+    if events:
+        for event in events:
+            size += _ITEM_OVERHEAD + 16 + len(event.name) + attributes_size(event.attributes)
+    links = _field(span, "_links", "links")
+    if links:
+        for link in links:
+            size += _ITEM_OVERHEAD + 32 + attributes_size(link.attributes)
     return size
+
+
+def _field(span: ReadableSpan, private: str, public: str) -> Any:
+    """`span`'s SDK container `private` (no copy), else its public property `public`."""
+    value = getattr(span, private, None)
+    return getattr(span, public) if value is None else value
 
 
 def attributes_size(attributes: Attributes | Mapping[str, Any]) -> int:
     if not attributes:
         return 0
-    size = 0
-    for key, value in _plain(attributes).items():
+    plain = _plain(attributes)
+    size = _ITEM_OVERHEAD * len(plain)
+    for key, value in plain.items():
         if value.__class__ is str and value.isascii():  # the common case, inline
-            size += _ITEM_OVERHEAD + len(key) + len(value)
+            size += len(key) + len(value)
         else:
-            size += _ITEM_OVERHEAD + len(key) + _value_size(value)
+            size += len(key) + _value_size(value)
     return size
 
 
