@@ -30,27 +30,27 @@ _MARK_BYTES = 160  # room for the attributes that mark a cut span
 
 def span_size(span: ReadableSpan) -> int:
     """Estimated bytes of `span` in an OTLP request (without its resource)."""
-    # the SDK's own containers where present: its `events` and `links` properties copy them
-    # under a lock on every read, even when empty
-    size = SPAN_OVERHEAD + len(span.name) + attributes_size(_field(span, "_attributes", "attributes"))
+    # the SDK's own containers where present: its `attributes`, `events` and `links` properties
+    # copy or wrap them on every read (events and links under a lock, even when empty)
+    attributes = getattr(span, "_attributes", None)
+    size = SPAN_OVERHEAD + len(span.name) + attributes_size(
+        span.attributes if attributes is None else attributes)
     description = span.status.description
     if description:
         size += _bytes(description)
-    events = _field(span, "_events", "events")
-    if events:
+    events = getattr(span, "_events", None)
+    if events is None:
+        events = span.events
+    if events:  # only then iterate: the SDK's list takes a lock to iterate
         for event in events:
             size += _ITEM_OVERHEAD + 16 + len(event.name) + attributes_size(event.attributes)
-    links = _field(span, "_links", "links")
+    links = getattr(span, "_links", None)
+    if links is None:
+        links = span.links
     if links:
         for link in links:
             size += _ITEM_OVERHEAD + 32 + attributes_size(link.attributes)
     return size
-
-
-def _field(span: ReadableSpan, private: str, public: str) -> Any:
-    """`span`'s SDK container `private` (no copy), else its public property `public`."""
-    value = getattr(span, private, None)
-    return getattr(span, public) if value is None else value
 
 
 def attributes_size(attributes: Attributes | Mapping[str, Any]) -> int:
