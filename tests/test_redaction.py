@@ -292,7 +292,7 @@ def test_redaction_is_idempotent_on_its_own_output() -> None:
     assert redact(once) == once
 
 
-_NO_DIGITS = st.text(st.characters(blacklist_categories=("Nd",)), max_size=30)
+_NO_DIGITS = st.text(st.characters(exclude_categories=["Nd"]), max_size=30)
 
 
 @_PROPERTY
