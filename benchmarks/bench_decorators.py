@@ -211,9 +211,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--calls", type=int, default=None, help="calls per round and case")
     parser.add_argument("--json", dest="json_path", default=None, help="write figures here")
     args = parser.parse_args(argv)
-    # Many short rounds: the interleaving then spreads a busy host's noise evenly over the cases.
-    rounds = args.rounds or (5 if args.quick else 11)
-    calls = args.calls or (1_000 if args.quick else 5_000)
+    # Many short rounds: the interleaving then spreads a busy host's noise evenly over the cases,
+    # and each round's ratios compare cases timed moments apart.
+    rounds = args.rounds or (9 if args.quick else 31)
+    calls = args.calls or (500 if args.quick else 1_000)
 
     exporter = _DiscardExporter()
     switch = _Switch(_processors(exporter))
@@ -244,7 +245,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             key = f"{function} | {processor}"
             figures[key] = {"cpu_ns": cpu[f"{flavour} {key}"], "wall_ns": wall[f"{flavour} {key}"]}
         results[flavour] = figures
-        ratios = _ratios(figures)
+        ratios = _ratios({key: {"cpu": cpu_samples[f"{flavour} {key}"],
+                                "wall": wall_samples[f"{flavour} {key}"]} for key in figures})
         results[flavour]["ratios"] = ratios
         for key, figure in figures.items():
             if key != "ratios":
@@ -255,8 +257,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         rows,
         ["function", "function | span processor", "process CPU us/call", "wall us/call",
          "CPU vs baseline", "wall vs baseline", "CPU vs own SDK setup"],
-        title=f"Decorator cost (median of {rounds} interleaved rounds x {calls} calls; baseline: "
-              "the same-attribute hand-written span under the same span processor)",
+        title=f"Decorator cost (median of {rounds} interleaved rounds x {calls} calls; ratios: "
+              "median of the per-round ratios to the baseline, the same-attribute hand-written "
+              "span under the same span processor)",
     )
     for flavour in ("sync", "async"):
         for key, target in _TARGETS.items():
@@ -282,22 +285,27 @@ _OWN_SETUP = {"tracescore | configure(batch=False)": "simple",
               "tracescore | configure(batch=True)": "batch"}
 
 
-def _ratios(figures: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+def _ratios(rounds: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, float]]:
     """Each case over the same-attr span under the same processor (CPU and wall); the
     configure() cases also over the same-attr span under the user's own SDK processor
-    (`*_vs_own_setup`); + openinference over tracescore."""
+    (`*_vs_own_setup`); + openinference over tracescore. Each ratio is the median of the
+    per-round ratios: cases of one round ran moments apart, under the same load."""
+
+    def paired(a: list[float], b: list[float]) -> float:
+        return statistics.median(x / y for x, y in zip(a, b))
+
     out: dict[str, dict[str, float]] = {}
-    for key, figure in figures.items():
+    for key, figure in rounds.items():
         function, processor = key.split(" | ")
         base = "tracescore | simple" if function == "tracescore+oi" else f"same-attr | {processor}"
         if key != base:
-            out[key] = {clock: figure[f"{clock}_ns"] / figures[base][f"{clock}_ns"]
+            out[key] = {clock: paired(figure[clock], rounds[base][clock])
                         for clock in ("cpu", "wall")}
         own = _OWN_SETUP.get(key) or _OWN_SETUP.get(key.replace("same-attr", "tracescore"))
         if own is not None:
             out.setdefault(key, {}).update(
-                {f"{clock}_vs_own_setup": figure[f"{clock}_ns"]
-                 / figures[f"same-attr | {own}"][f"{clock}_ns"] for clock in ("cpu", "wall")})
+                {f"{clock}_vs_own_setup": paired(figure[clock], rounds[f"same-attr | {own}"][clock])
+                 for clock in ("cpu", "wall")})
     return out
 
 

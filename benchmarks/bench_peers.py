@@ -29,6 +29,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -319,7 +320,9 @@ def _child(sdk: str, rounds: int, calls: int, out: Path) -> None:
     for key, fn in [*raw.items(), ("sync sdk", sync_fn), ("async sdk", async_fn)]:
         cases[key] = _call(fn, key.startswith("async"))
     before = exporter.counts[expected]
-    medians = {clock: interleaved(cases, rounds=rounds, n=calls, clock=clock, settle=settle)
+    samples: dict[str, dict[str, list[float]]] = {"process": {}, "wall": {}}
+    medians = {clock: interleaved(cases, rounds=rounds, n=calls, clock=clock, settle=settle,
+                                  samples=samples[clock])
                for clock in ("process", "wall")}
     exported = exporter.counts[expected] - before
     result = {
@@ -333,6 +336,7 @@ def _child(sdk: str, rounds: int, calls: int, out: Path) -> None:
         "expected_span_name": expected,
         "spans_exported_while_timing": exported,
         "medians_ns": medians,
+        "rounds_ns": samples,
     }
     out.write_text(json.dumps(result), "utf-8")
 
@@ -400,20 +404,23 @@ def _run_child(sdk: str, python: Path, rounds: int, calls: int) -> dict[str, Any
 
 def _summarise(child: dict[str, Any]) -> dict[str, Any]:
     """Per flavour and clock ("cpu": process CPU, every thread; "wall"): ns per call of the bare
-    function, both raw spans and the SDK's decorator, and the decorator over each raw span."""
-    out: dict[str, Any] = {k: child[k] for k in child if k != "medians_ns"}
+    function, both raw spans and the SDK's decorator (medians over rounds), and the decorator
+    over each raw span (median of the per-round ratios: one round's cases ran moments apart)."""
+    out: dict[str, Any] = {k: child[k] for k in child if k not in ("medians_ns", "rounds_ns")}
     for flavour in ("sync", "async"):
         figures: dict[str, Any] = {}
         for clock, name in (("cpu", "process"), ("wall", "wall")):
-            m = child["medians_ns"][name]
-            sdk, simple, batch = (m[f"{flavour} {k}"] for k in ("sdk", "raw simple", "raw batch"))
+            m, r = child["medians_ns"][name], child["rounds_ns"][name]
+            sdk = r[f"{flavour} sdk"]
             figures[clock] = {
                 "bare_ns": m[f"{flavour} bare"],
-                "raw_simple_ns": simple,
-                "raw_batch_ns": batch,
-                "sdk_ns": sdk,
-                "ratio_to_raw_batch": sdk / batch,
-                "ratio_to_raw_simple": sdk / simple,
+                "raw_simple_ns": m[f"{flavour} raw simple"],
+                "raw_batch_ns": m[f"{flavour} raw batch"],
+                "sdk_ns": m[f"{flavour} sdk"],
+                "ratio_to_raw_batch": statistics.median(
+                    a / b for a, b in zip(sdk, r[f"{flavour} raw batch"])),
+                "ratio_to_raw_simple": statistics.median(
+                    a / b for a, b in zip(sdk, r[f"{flavour} raw simple"])),
             }
         out[flavour] = figures
     return out
