@@ -65,7 +65,7 @@ def _overhead(ax: Any, peers: dict[str, Any] | None) -> None:
         _missing(ax, title)
         return
     names = list(sdks)
-    colors = [OURS if n == "tracescore" else PEER for n in names]
+    colors = [OURS if n.startswith("tracescore") else PEER for n in names]
     for i, flavour in enumerate(("sync", "async")):
         values = [_get(sdks[n], flavour, "cpu", "ratio_to_raw_batch") or 0.0 for n in names]
         _paired_bars(ax, i, values, "{:.2f}", color=colors, hatch="" if i == 0 else "//")
