@@ -292,6 +292,18 @@ def test_redaction_is_idempotent_on_its_own_output() -> None:
     assert redact(once) == once
 
 
+_NO_DIGITS = st.text(st.characters(exclude_categories=["Nd"]), max_size=30)
+
+
+@_PROPERTY
+@given(before=_NO_DIGITS, after=_NO_DIGITS, separator=st.sampled_from(["", " ", "-"]))
+def test_card_numbers_are_redacted_in_ascii_and_non_ascii_text(
+        before: str, after: str, separator: str) -> None:
+    card = separator.join(["4111", "1111", "1111", "1111"])
+    redacted = redact(f"{before} | {card} | {after}")
+    assert card not in redacted and "[REDACTED:card_number]" in redacted
+
+
 # --- the published list ------------------------------------------------------------------------
 
 _DOC_PAGES = [Path(__file__).parent.parent / "docs" / "guarantees.md",

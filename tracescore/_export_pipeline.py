@@ -96,8 +96,7 @@ class GuardedExporter(SpanExporter):
             _log.exception("tracescore: could not prepare %d spans for export", len(spans))
             self._count(failed=len(spans))
             return SpanExportResult.FAILURE
-        self._count(truncated=truncated)
-        outcome = SpanExportResult.SUCCESS
+        exported = failed = 0
         for request in requests:
             try:
                 result = self.exporter.export(request)
@@ -105,11 +104,11 @@ class GuardedExporter(SpanExporter):
                 _log.exception("tracescore: exporter %s raised", type(self.exporter).__name__)
                 result = SpanExportResult.FAILURE
             if result is SpanExportResult.SUCCESS or result is None:  # None: an exporter without a result
-                self._count(exported=len(request), requests=1)
+                exported += len(request)
             else:
-                self._count(failed=len(request), requests=1)
-                outcome = SpanExportResult.FAILURE
-        return outcome
+                failed += len(request)
+        self._count(exported=exported, failed=failed, truncated=truncated, requests=len(requests))
+        return SpanExportResult.FAILURE if failed else SpanExportResult.SUCCESS
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return self.exporter.force_flush(timeout_millis)
@@ -140,15 +139,22 @@ class GuardedExporter(SpanExporter):
             failed, self._unreported_failures = self._unreported_failures, 0
             return failed
 
-    def _count(self, **counts: int) -> None:
+    def _count(self, *, exported: int = 0, failed: int = 0, truncated: int = 0,
+               requests: int = 0) -> None:
         with self._lock:
-            for key, value in counts.items():
-                self._counts[key] += value
-            self._unreported_failures += counts.get("failed", 0)
+            counts = self._counts
+            counts["exported"] += exported
+            counts["failed"] += failed
+            counts["truncated"] += truncated
+            counts["requests"] += requests
+            self._unreported_failures += failed
 
     def _requests(self, spans: Sequence[ReadableSpan]) -> tuple[list[list[ReadableSpan]], int]:
         """`spans` capped and grouped into requests of at most max_request_bytes (estimated)."""
         limits = self._limits
+        if len(spans) == 1:  # one span always fits one request (a span is capped below a request)
+            capped = cap_span(spans[0], limits.max_span_bytes)[0]
+            return [[capped]], int(capped is not spans[0])
         requests: list[list[ReadableSpan]] = []
         current: list[ReadableSpan] = []
         size = 0

@@ -338,6 +338,7 @@ def _trie(words: set[str]) -> str:
 _WORDS = {t for rule in RULES if rule.triggers is not _DIGITS for t in rule.triggers}
 _TRIGGER = re.compile(_trie(_WORDS))
 _FOUR_DIGITS = re.compile(r"\d{4}")
+_ASCII_DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= b <= 0x39 else b for b in range(256))
 # the trigger words found in a text select the rules to run (a word covered by a shorter one
 # is found as the shorter one)
 _GATES: tuple[tuple[Rule, frozenset[str]], ...] = tuple(
@@ -349,7 +350,7 @@ _GATES: tuple[tuple[Rule, frozenset[str]], ...] = tuple(
 def apply_rules(text: str) -> str:
     """`text` with every rule applied (each match replaced by its `[REDACTED:…]` label)."""
     lowered = text.lower()
-    digits = _FOUR_DIGITS.search(text) is not None
+    digits = _has_four_digits(text)
     if _TRIGGER.search(lowered) is None:
         if not digits:
             return text  # the common case: nothing any rule could match
@@ -362,6 +363,14 @@ def apply_rules(text: str) -> str:
             if len(text) != len(lowered):
                 lowered = text.lower()
     return text
+
+
+def _has_four_digits(text: str) -> bool:
+    """Whether `text` has four digits in a row; ASCII text is checked by a byte translation,
+    several times faster than the regex scan it spares."""
+    if text.isascii():
+        return b"0000" in text.encode("ascii").translate(_ASCII_DIGITS_AS_ZERO)
+    return _FOUR_DIGITS.search(text) is not None
 
 
 def rules_markdown() -> str:

@@ -30,26 +30,39 @@ _MARK_BYTES = 160  # room for the attributes that mark a cut span
 
 def span_size(span: ReadableSpan) -> int:
     """Estimated bytes of `span` in an OTLP request (without its resource)."""
-    size = SPAN_OVERHEAD + len(span.name) + attributes_size(getattr(span, "_attributes", None)
-                                                            or span.attributes)
-    if span.status.description:
-        size += _bytes(span.status.description)
-    for event in getattr(span, "_events", None) or span.events:
-        size += _ITEM_OVERHEAD + 16 + len(event.name) + attributes_size(event.attributes)
-    for link in span.links:
-        size += _ITEM_OVERHEAD + 32 + attributes_size(link.attributes)
+    # the SDK's own containers where present: its `attributes`, `events` and `links` properties
+    # copy or wrap them on every read (events and links under a lock, even when empty)
+    attributes = getattr(span, "_attributes", None)
+    size = SPAN_OVERHEAD + len(span.name) + attributes_size(
+        span.attributes if attributes is None else attributes)
+    description = span.status.description
+    if description:
+        size += _bytes(description)
+    events = getattr(span, "_events", None)
+    if events is None:
+        events = span.events
+    if events:  # only then iterate: the SDK's list takes a lock to iterate
+        for event in events:
+            size += _ITEM_OVERHEAD + 16 + len(event.name) + attributes_size(event.attributes)
+    links = getattr(span, "_links", None)
+    if links is None:
+        links = span.links
+    if links:
+        for link in links:
+            size += _ITEM_OVERHEAD + 32 + attributes_size(link.attributes)
     return size
 
 
 def attributes_size(attributes: Attributes | Mapping[str, Any]) -> int:
     if not attributes:
         return 0
-    size = 0
-    for key, value in _plain(attributes).items():
+    plain = _plain(attributes)
+    size = _ITEM_OVERHEAD * len(plain)
+    for key, value in plain.items():
         if value.__class__ is str and value.isascii():  # the common case, inline
-            size += _ITEM_OVERHEAD + len(key) + len(value)
+            size += len(key) + len(value)
         else:
-            size += _ITEM_OVERHEAD + len(key) + _value_size(value)
+            size += len(key) + _value_size(value)
     return size
 
 
