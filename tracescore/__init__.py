@@ -104,7 +104,7 @@ _EXPORTS: dict[str, str] = {
     "TracescoreError": "tracescore._exceptions",
     "ConfigurationError": "tracescore._exceptions",
     "JudgeError": "tracescore._exceptions",
-    "JudgeAuthenticationError": "tracescore.scoring",
+    "JudgeAuthenticationError": "tracescore._exceptions",
     "ScorerError": "tracescore._exceptions",
 }
 

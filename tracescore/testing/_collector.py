@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from tracescore._exceptions import CollectorBuildError
 from tracescore.testing._service import ChildProcess, LoopbackOTLP
 from tracescore.testing._tools import _file_lock, cache_dir, free_port, port_open, tail
 
@@ -30,10 +31,6 @@ _READY_MARKER = ".tracescore-ready"
 _SIGNAL_SETTLE_S = 0.5
 # The collector's own telemetry would bind :8888 in every instance; tests run many at once.
 QUIET_TELEMETRY = {"service::telemetry::metrics::level": "none"}
-
-
-class CollectorBuildError(RuntimeError):
-    """The collector could not be built (no Go toolchain, module download or compile failure)."""
 
 
 def _manifest_hash(manifest: Path) -> str:
