@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tracescore._env import JUDGE_MODEL
 from tracescore._targets import SetupError, load_target
 
 __all__ = ["ENV_JUDGE_MODEL", "SCORER_NAMES", "SetupError", "build_scorers", "load_target",
@@ -14,7 +15,7 @@ __all__ = ["ENV_JUDGE_MODEL", "SCORER_NAMES", "SetupError", "build_scorers", "lo
 if TYPE_CHECKING:
     from tracescore.scoring import Scorer, ToolCall
 
-ENV_JUDGE_MODEL = "TRACESCORE_JUDGE_MODEL"
+ENV_JUDGE_MODEL = JUDGE_MODEL.name
 
 # the names the command offers (tracescore.scoring._registry resolves them)
 SCORER_NAMES = ("relevancy", "answer-relevancy", "llm-judge", "similarity", "content-similarity",

@@ -26,13 +26,11 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from tracescore import _env
 from tracescore._endpoints import check_endpoint
 from tracescore._exceptions import ConfigurationError
 from tracescore.gateway._split import MIN_MAX_BATCH_BYTES
 
-ENV_CONFIG = "TRACESCORE_GATEWAY_CONFIG"
-ENV_TOKEN = "TRACESCORE_GATEWAY_TOKEN"
-ENV_JUDGE_MODEL = "TRACESCORE_JUDGE_MODEL"
 PROTOCOLS = ("grpc", "http/protobuf")
 COMPRESSIONS = ("gzip", "none")
 _SCORER_KEYS = ("scorer", "options", "rate", "agents", "attributes", "rate_limit_per_minute",
@@ -236,8 +234,8 @@ _PROCESSOR_KEYS = {"max_wait_s", "max_held_spans", "queue_size", "concurrency", 
 
 # environment variable -> key path
 _ENV: dict[str, str] = {
-    ENV_TOKEN: "receivers.bearer_token",
-    ENV_JUDGE_MODEL: "scoring.judge_model",
+    _env.GATEWAY_TOKEN.name: "receivers.bearer_token",
+    _env.JUDGE_MODEL.name: "scoring.judge_model",
     "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "exporter.endpoint",
     "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "exporter.protocol",
     "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "exporter.headers",
@@ -263,7 +261,7 @@ def load_gateway_config(path: str | os.PathLike[str] | None = None,
     """
     env = os.environ if environ is None else environ
     values: dict[str, Any] = {}
-    path = path or env.get(ENV_CONFIG) or None
+    path = path or _env.GATEWAY_CONFIG.raw(env)
     if path is not None:
         values.update(_flatten(_read_yaml(Path(path)), ""))
     for var, key in _ENV.items():

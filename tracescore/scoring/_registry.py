@@ -3,15 +3,15 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tracescore._env import JUDGE_MODEL
 from tracescore._exceptions import ConfigurationError
 from tracescore.scoring._base import Scorer
 from tracescore.scoring._judge_api import OFFLINE_MODEL
 
-ENV_JUDGE_MODEL = "TRACESCORE_JUDGE_MODEL"
+ENV_JUDGE_MODEL = JUDGE_MODEL.name
 
 # accepted name -> scorer id (ids are names too; `_` and `-` are interchangeable)
 SCORER_ALIASES: dict[str, str] = {
@@ -49,7 +49,7 @@ JUDGED = frozenset({"answer-relevancy", "faithfulness", "hallucination", "contex
 
 def judge_model(option: str | None) -> str:
     """The judge model: the option, else $TRACESCORE_JUDGE_MODEL, else the offline judge."""
-    return option or os.environ.get(ENV_JUDGE_MODEL) or OFFLINE_MODEL
+    return option or JUDGE_MODEL.get() or OFFLINE_MODEL
 
 
 def scorer_id(name: str) -> str:

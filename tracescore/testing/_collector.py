@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from tracescore._env import OTELCOL
 from tracescore._exceptions import CollectorBuildError
 from tracescore.testing._service import ChildProcess, LoopbackOTLP
 from tracescore.testing._tools import _file_lock, cache_dir, free_port, port_open, tail
@@ -74,7 +75,7 @@ def _builder(go: str, env: Mapping[str, str], log: Path) -> Path:
 
 def collector_binary(manifest: Path = MANIFEST) -> Path:
     """The collector built from `manifest`, building it on first use (minutes; process-safe)."""
-    if explicit := os.environ.get("TRACESCORE_OTELCOL"):
+    if explicit := OTELCOL.raw():
         return Path(explicit)
     if not manifest.is_file():
         raise CollectorBuildError(
