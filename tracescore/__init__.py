@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from tracescore._version import __version__
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
@@ -106,7 +106,7 @@ _EXPORTS: dict[str, str] = {
     "TracescoreError": "tracescore._exceptions",
     "ConfigurationError": "tracescore._exceptions",
     "JudgeError": "tracescore._exceptions",
-    "JudgeAuthenticationError": "tracescore.scoring",
+    "JudgeAuthenticationError": "tracescore._exceptions",
     "ScorerError": "tracescore._exceptions",
 }
 

@@ -4,11 +4,9 @@ Environment variables (read once, lazily, on first use):
 
 - ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``: ``false``/``NO_CONTENT`` turn capture off;
   ``true``/``SPAN_ONLY``/``SPAN_AND_EVENT``/``EVENT_ONLY`` turn it on.
-- ``TRACESCORE_CAPTURE_CONTENT``: boolean; wins over the OTel variable when both are set.
-- ``TRACESCORE_MAX_CONTENT_LENGTH``: positive integer, characters kept per captured value.
-- ``TRACESCORE_REDACT``: boolean, built-in redaction of secrets, emails and card numbers.
-- ``TRACESCORE_OPENINFERENCE``: boolean, agent spans also carry OpenInference ``input.value`` /
-  ``output.value`` (the input and output columns of Phoenix and other OpenInference backends).
+- ``TRACESCORE_CAPTURE_CONTENT`` (wins over the OTel variable when both are set),
+  ``TRACESCORE_MAX_CONTENT_LENGTH``, ``TRACESCORE_REDACT``, ``TRACESCORE_OPENINFERENCE``: defined,
+  with their defaults, in ``tracescore._env``.
 
 A bad value warns (``RuntimeWarning``) and falls back to the default.
 """
@@ -17,26 +15,24 @@ from __future__ import annotations
 
 import os
 import threading
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from tracescore import _env
 from tracescore._exceptions import ConfigurationError
 
 ENV_OTEL_CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-ENV_CAPTURE = "TRACESCORE_CAPTURE_CONTENT"
-ENV_MAX_LENGTH = "TRACESCORE_MAX_CONTENT_LENGTH"
-ENV_REDACT = "TRACESCORE_REDACT"
-ENV_OPENINFERENCE = "TRACESCORE_OPENINFERENCE"
+ENV_CAPTURE = _env.CAPTURE_CONTENT.name
+ENV_MAX_LENGTH = _env.MAX_CONTENT_LENGTH.name
+ENV_REDACT = _env.REDACT.name
+ENV_OPENINFERENCE = _env.OPENINFERENCE.name
 
-DEFAULT_CAPTURE = True
-DEFAULT_MAX_LENGTH = 8192
-DEFAULT_REDACT = True
-DEFAULT_OPENINFERENCE = False  # costs a second serialization per agent call (bench_decorators)
+DEFAULT_CAPTURE = _env.CAPTURE_CONTENT.default
+DEFAULT_MAX_LENGTH = _env.MAX_CONTENT_LENGTH.default
+DEFAULT_REDACT = _env.REDACT.default
+DEFAULT_OPENINFERENCE = _env.OPENINFERENCE.default
 
-_TRUE = frozenset({"1", "true", "yes", "on"})
-_FALSE = frozenset({"0", "false", "no", "off"})
 _OTEL_ON = frozenset({"true", "span_only", "span_and_event", "event_only"})
 _OTEL_OFF = frozenset({"false", "no_content"})
 
@@ -57,27 +53,6 @@ _lock = threading.Lock()
 _settings: ContentSettings | None = None
 
 
-def _warn(var: str, value: str, expected: str, fallback: object) -> None:
-    warnings.warn(
-        f"tracescore: ignoring {var}={value!r} (expected {expected}); using {fallback!r}",
-        RuntimeWarning,
-        stacklevel=4,
-    )
-
-
-def _env_bool(var: str, default: bool) -> bool:
-    raw = os.environ.get(var)
-    if raw is None or not raw.strip():
-        return default
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    _warn(var, raw, "true or false", default)
-    return default
-
-
 def _env_capture() -> bool:
     default = DEFAULT_CAPTURE
     raw = os.environ.get(ENV_OTEL_CAPTURE)
@@ -89,36 +64,22 @@ def _env_capture() -> bool:
         elif value in _OTEL_OFF:
             capture = False
         else:
-            _warn(
+            _env.warn_ignored(
                 ENV_OTEL_CAPTURE,
                 raw,
                 "true, false, NO_CONTENT, SPAN_ONLY, SPAN_AND_EVENT or EVENT_ONLY",
                 default,
             )
-    return _env_bool(ENV_CAPTURE, capture)
-
-
-def _env_max_length() -> int:
-    raw = os.environ.get(ENV_MAX_LENGTH)
-    if raw is None or not raw.strip():
-        return DEFAULT_MAX_LENGTH
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        value = 0
-    if value <= 0:
-        _warn(ENV_MAX_LENGTH, raw, "a positive integer", DEFAULT_MAX_LENGTH)
-        return DEFAULT_MAX_LENGTH
-    return value
+    return _env.CAPTURE_CONTENT.get(capture)
 
 
 def settings_from_env() -> ContentSettings:
     """Settings as the environment describes them (bad values warn and fall back)."""
     return ContentSettings(
         capture=_env_capture(),
-        max_length=_env_max_length(),
-        redact=_env_bool(ENV_REDACT, DEFAULT_REDACT),
-        openinference=_env_bool(ENV_OPENINFERENCE, DEFAULT_OPENINFERENCE),
+        max_length=_env.MAX_CONTENT_LENGTH.get(),
+        redact=_env.REDACT.get(),
+        openinference=_env.OPENINFERENCE.get(),
     )
 
 
@@ -193,22 +154,3 @@ def reset_content_settings() -> ContentSettings:
         _settings = settings_from_env()
         return _settings
 
-
-def env_flag(var: str, default: bool) -> bool:
-    """A boolean environment variable; a bad value warns and gives `default`."""
-    return _env_bool(var, default)
-
-
-def env_int(var: str, default: int, minimum: int) -> int:
-    """An integer environment variable >= `minimum`; a bad value warns and gives `default`."""
-    raw = os.environ.get(var)
-    if raw is None or not raw.strip():
-        return default
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        value = minimum - 1
-    if value < minimum:
-        _warn(var, raw, f"an integer >= {minimum}", default)
-        return default
-    return value

@@ -9,16 +9,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tracescore._exceptions import ConfigurationError
+from tracescore._exceptions import ConfigurationError, DatasetError
 from tracescore._jsonl import json_lines
 from tracescore.scoring._trace_data import CONTEXT_KEY, TOOL_CALLS_KEY, item_trace
 
 _JSONL_SUFFIXES = {".jsonl", ".ndjson"}
 _LIST_KEYS = ("items", "data", "examples")
-
-
-class DatasetError(Exception):
-    """A dataset file that cannot be used; the message names the file and, where known, the line."""
 
 
 def load_dataset(path: str | Path) -> list[dict[str, Any]]:

@@ -23,10 +23,10 @@ from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach,
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
+from tracescore._env import MAX_REQUEST_BYTES, MAX_SPAN_BYTES
 from tracescore._exceptions import ConfigurationError
 from tracescore._span_cap import (
     DEFAULT_MAX_SPAN_BYTES,
-    ENV_MAX_SPAN_BYTES,
     MIN_MAX_SPAN_BYTES,
     attributes_size,
     cap_span,
@@ -34,9 +34,8 @@ from tracescore._span_cap import (
 
 _log = logging.getLogger(__name__)
 
-DEFAULT_MAX_REQUEST_BYTES = 3 << 20  # 3 MiB: room under the Collector's 4 MiB gRPC limit
-MIN_MAX_REQUEST_BYTES = 64 << 10
-ENV_MAX_REQUEST_BYTES = "TRACESCORE_MAX_REQUEST_BYTES"
+DEFAULT_MAX_REQUEST_BYTES = MAX_REQUEST_BYTES.default  # 3 MiB: under the Collector's 4 MiB (gRPC)
+MIN_MAX_REQUEST_BYTES = MAX_REQUEST_BYTES.minimum or 1
 _RESOURCE_OVERHEAD = 64  # resource and scope framing in one request
 _MAX_QUEUE = 2048  # the SDK's BatchSpanProcessor defaults
 _MAX_BATCH = 512
@@ -55,14 +54,12 @@ class ExportLimits:
     def resolve(cls, max_span_bytes: int | None, max_request_bytes: int | None) -> ExportLimits:
         """Arguments (validated, ConfigurationError) over the environment (bad values warn) over defaults.
         A span is never allowed to be larger than a request."""
-        from tracescore._config import env_int
-
         span = _check("max_span_bytes", max_span_bytes, MIN_MAX_SPAN_BYTES)
         request = _check("max_request_bytes", max_request_bytes, MIN_MAX_REQUEST_BYTES)
         if span is None:
-            span = env_int(ENV_MAX_SPAN_BYTES, DEFAULT_MAX_SPAN_BYTES, MIN_MAX_SPAN_BYTES)
+            span = MAX_SPAN_BYTES.get()
         if request is None:
-            request = env_int(ENV_MAX_REQUEST_BYTES, DEFAULT_MAX_REQUEST_BYTES, MIN_MAX_REQUEST_BYTES)
+            request = MAX_REQUEST_BYTES.get()
         return cls(max_span_bytes=min(span, request), max_request_bytes=request)
 
 

@@ -10,6 +10,8 @@ from typing import Any
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
+from tracescore._exceptions import OtlpJsonError
+
 # OTLP/JSON writes ids as hex, while protobuf's JSON mapping expects base64 for bytes fields.
 _ID_KEYS = {
     "traceId": 32,
@@ -33,10 +35,6 @@ def _ids_to_base64(node: Any) -> Any:
     if isinstance(node, list):
         return [_ids_to_base64(item) for item in node]
     return node
-
-
-class OtlpJsonError(ValueError):
-    """The text is not OTLP/JSON; the message says what is wrong, in one line."""
 
 
 def parse_otlp_json(data: str | bytes | dict[str, Any], message: Message) -> Message:

@@ -481,10 +481,10 @@ def _register_atexit() -> None:
 
 def _handle_sigterm(wanted: bool | None) -> None:
     from tracescore import _signals
-    from tracescore._config import env_flag
+    from tracescore._env import FLUSH_ON_SIGTERM
 
     if wanted is None:
-        wanted = env_flag(_signals.ENV_FLUSH_ON_SIGTERM, _signals.DEFAULT_FLUSH_ON_SIGTERM)
+        wanted = FLUSH_ON_SIGTERM.get()
     if wanted:
         _signals.install(_on_sigterm)
     else:

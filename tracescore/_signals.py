@@ -18,9 +18,6 @@ from typing import Any
 
 _log = logging.getLogger(__name__)
 
-ENV_FLUSH_ON_SIGTERM = "TRACESCORE_FLUSH_ON_SIGTERM"
-DEFAULT_FLUSH_ON_SIGTERM = True
-
 # on_term(chained): chained=True when the application's handler runs next (flush only: the app may
 # keep working while it drains), False when the default action ends the process next (shut down).
 _on_term: Callable[[bool], None] | None = None

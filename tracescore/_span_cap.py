@@ -15,10 +15,10 @@ from opentelemetry.sdk.util import BoundedList
 from opentelemetry.util.types import Attributes
 
 from tracescore import _semconv as sc
+from tracescore._env import MAX_SPAN_BYTES
 
-DEFAULT_MAX_SPAN_BYTES = 1 << 20  # 1 MiB
-MIN_MAX_SPAN_BYTES = 4096
-ENV_MAX_SPAN_BYTES = "TRACESCORE_MAX_SPAN_BYTES"
+DEFAULT_MAX_SPAN_BYTES = MAX_SPAN_BYTES.default  # 1 MiB
+MIN_MAX_SPAN_BYTES = MAX_SPAN_BYTES.minimum or 1
 
 SPAN_OVERHEAD = 128  # ids, times, kind, status, scope and framing of one span
 _ITEM_OVERHEAD = 16  # tag and length bytes around one attribute, event or list element (upper bound)

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tracescore._exceptions import SetupError
 
-class SetupError(Exception):
-    """An option that cannot be turned into a working object; the message says why."""
+__all__ = ["SetupError", "load_target"]
 
 
 def load_target(spec: str) -> Any:

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import click
 
-from tracescore import __version__
+from tracescore._version import __version__
 from tracescore.cli._setup import ENV_JUDGE_MODEL, SCORER_NAMES, SetupError, scorer_names
 
 _F = TypeVar("_F", bound=Callable[..., Any])

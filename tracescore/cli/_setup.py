@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tracescore._env import JUDGE_MODEL
 from tracescore._targets import SetupError, load_target
 from tracescore.scoring._registry import DECLARED
 
@@ -16,7 +17,7 @@ __all__ = ["ENV_JUDGE_MODEL", "SCORER_NAMES", "SetupError", "build_scorers", "lo
 if TYPE_CHECKING:
     from tracescore.scoring import Scorer, ToolCall
 
-ENV_JUDGE_MODEL = "TRACESCORE_JUDGE_MODEL"
+ENV_JUDGE_MODEL = JUDGE_MODEL.name
 
 # the names the command offers: every scorer's id and aliases, as the scorer classes declare them
 SCORER_NAMES = tuple(name for d in DECLARED.values() for name in (d.id, *d.aliases))

@@ -6,7 +6,19 @@
 
 from __future__ import annotations
 
-from tracescore.gateway._config import GatewayConfig, load_gateway_config
+from tracescore.gateway._config import (
+    ExporterConfig,
+    GatewayConfig,
+    JournalConfig,
+    LimitsConfig,
+    ReceiversConfig,
+    ScoringConfig,
+    TelemetryConfig,
+    TlsConfig,
+    load_gateway_config,
+)
 from tracescore.gateway._gateway import Gateway
 
-__all__ = ["Gateway", "GatewayConfig", "load_gateway_config"]
+__all__ = ["ExporterConfig", "Gateway", "GatewayConfig", "JournalConfig", "LimitsConfig",
+           "ReceiversConfig", "ScoringConfig", "TelemetryConfig", "TlsConfig",
+           "load_gateway_config"]

@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from tracescore._endpoints import grpc_target
+from tracescore._version import __version__
 from tracescore.gateway._config import GatewayConfig
 
 # signal -> (gRPC exporter module, HTTP exporter module, class name in both, HTTP path)
@@ -69,8 +70,6 @@ def _url(endpoint: str, path: str) -> str:
 
 def _resource() -> Any:
     from opentelemetry.sdk.resources import Resource
-
-    from tracescore import __version__
 
     return Resource.create({"service.name": "tracescore-gateway",
                             "service.version": __version__})

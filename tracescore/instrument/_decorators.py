@@ -25,6 +25,7 @@ from tracescore._config import ContentSettings, content_settings
 from tracescore._content import cap_name, serialize
 from tracescore._exceptions import ConfigurationError
 from tracescore._suppress import _KEY as _SUPPRESS_KEY
+from tracescore._version import __version__
 from tracescore.instrument import _calls, _openinference
 from tracescore.instrument._errors import record_error
 from tracescore.instrument._span_messages import (
@@ -59,8 +60,6 @@ def _tracer() -> Tracer:
     cached = _tracer_cache
     if cached is not None and cached[0] is provider:
         return cached[1]
-    from tracescore import __version__
-
     tracer = trace.get_tracer("tracescore", __version__, tracer_provider=provider)
     _tracer_cache = (provider, tracer)
     return tracer

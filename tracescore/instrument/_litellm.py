@@ -21,6 +21,7 @@ from opentelemetry.trace import Span, SpanKind
 from tracescore import _semconv as sc
 from tracescore._content import cap_name
 from tracescore._suppress import is_suppressed
+from tracescore._version import __version__
 from tracescore.instrument._errors import record_error
 
 if TYPE_CHECKING:
@@ -75,8 +76,6 @@ def uninstrument_litellm() -> None:
 
 
 def _tracer() -> trace.Tracer:
-    from tracescore import __version__
-
     return trace.get_tracer("tracescore", __version__)
 
 

@@ -147,6 +147,4 @@ def scorer_version(scorer: Any) -> str:
     version = getattr(scorer, "version", None)
     if version is not None:
         return str(version)
-    from tracescore import __version__
-
     return f"tracescore {__version__}"

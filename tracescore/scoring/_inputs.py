@@ -13,6 +13,10 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tracescore._exceptions import InputError
+
+__all__ = ["InputError", "answer_text", "question_text"]
+
 USER = "user"
 ASSISTANT = "assistant"
 
@@ -20,10 +24,6 @@ _USER_KEYS = ("prompt", "question", "query", "input", "text", "content", "messag
 _ASSISTANT_KEYS = ("text", "content", "answer", "output", "response", "completion", "message")
 _TEXT_PART_TYPES = {"text", "input_text", "output_text"}
 _MAX_DEPTH = 8
-
-
-class InputError(ValueError):
-    """The value holds no usable text; the message says what was found instead."""
 
 
 def question_text(value: Any) -> str:

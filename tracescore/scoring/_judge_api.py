@@ -11,8 +11,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from tracescore._exceptions import JudgeError
+from tracescore._exceptions import JudgeAuthenticationError, JudgeStepError
 from tracescore.scoring._base import JudgeUsage
+
+__all__ = ["OFFLINE_MODEL", "Judge", "JudgeAuthenticationError", "JudgeReply", "JudgeRequest",
+           "JudgeStepError"]
 
 OFFLINE_MODEL = "tracescore/offline"  # the model name of the offline judge
 
@@ -63,24 +66,3 @@ class Judge(Protocol):
     async def judge(self, request: JudgeRequest) -> JudgeReply:
         """Answer one step; raise JudgeStepError when no valid reply can be had."""
         ...
-
-
-class JudgeStepError(JudgeError):
-    """A judge step failed for good; carries the step name and the usage spent on it."""
-
-    def __init__(self, message: str, *, step: str, model: str | None, usage: JudgeUsage,
-                 raw_reply: str | None = None, retryable: bool = False,
-                 prompt: str | None = None) -> None:
-        super().__init__(f"judge {model!r} failed at step {step!r}: {message}", model=model,
-                         raw_reply=raw_reply, retryable=retryable)
-        self.step = step
-        self.usage = usage
-        self.prompt = prompt
-
-
-class JudgeAuthenticationError(JudgeStepError):
-    """The judge's API key is missing, invalid or refused (never retried).
-
-    Every run would fail the same way, so scorers raise it as it is rather than as a
-    `ScorerError` of one step.
-    """

@@ -3,17 +3,17 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from importlib import import_module
 from typing import Any
 
+from tracescore._env import JUDGE_MODEL
 from tracescore._exceptions import ConfigurationError
 from tracescore.scoring._base import Scorer
 from tracescore.scoring._judge_api import OFFLINE_MODEL
 from tracescore.scoring._names import ALIASES, DECLARED, normal_name
 
-ENV_JUDGE_MODEL = "TRACESCORE_JUDGE_MODEL"
+ENV_JUDGE_MODEL = JUDGE_MODEL.name
 
 # The tables below are filled from what each scorer class declares (its `id`, `aliases`,
 # `uses_judge` and `factory`; see tracescore.scoring._names). Importing this module imports the
@@ -28,7 +28,7 @@ JUDGED = frozenset(d.id for d in DECLARED.values() if d.uses_judge and not d.nam
 
 def judge_model(option: str | None) -> str:
     """The judge model: the option, else $TRACESCORE_JUDGE_MODEL, else the offline judge."""
-    return option or os.environ.get(ENV_JUDGE_MODEL) or OFFLINE_MODEL
+    return option or JUDGE_MODEL.get() or OFFLINE_MODEL
 
 
 def scorer_id(name: str) -> str:

@@ -117,7 +117,7 @@ class LLMJudgeScorer(JudgedScorer):
     @property
     def version(self) -> str:
         """Changes when the criterion or how it is judged changes (results name it)."""
-        from tracescore import __version__
+        from tracescore._version import __version__
 
         spec = json.dumps([self.instructions, self.mode, self.score_range, self.threshold,
                            self.include])

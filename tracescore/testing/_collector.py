@@ -24,6 +24,8 @@ import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from tracescore._env import OTELCOL, TELEMETRYGEN
+from tracescore._exceptions import CollectorBuildError
 from tracescore.testing._service import ChildProcess, LoopbackOTLP
 from tracescore.testing._tools import _file_lock, cache_dir, free_port, port_open, tail
 
@@ -36,10 +38,6 @@ _READY_MARKER = ".tracescore-ready"
 _SIGNAL_SETTLE_S = 0.5
 # The collector's own telemetry would bind :8888 in every instance; tests run many at once.
 QUIET_TELEMETRY = {"service::telemetry::metrics::level": "none"}
-
-
-class CollectorBuildError(RuntimeError):
-    """The collector could not be built (no Go toolchain, module download or compile failure)."""
 
 
 def _manifest_hash(manifest: Path) -> str:
@@ -83,7 +81,7 @@ def _builder(go: str, env: Mapping[str, str], log: Path) -> Path:
 
 def collector_binary(manifest: Path = MANIFEST) -> Path:
     """The collector built from `manifest`, building it on first use (minutes; process-safe)."""
-    if explicit := os.environ.get("TRACESCORE_OTELCOL"):
+    if explicit := OTELCOL.raw():
         return Path(explicit)
     if not manifest.is_file():
         raise CollectorBuildError(
@@ -114,7 +112,7 @@ def collector_binary(manifest: Path = MANIFEST) -> Path:
 
 def telemetrygen_binary() -> Path:
     """`telemetrygen` at the pinned contrib release, built on first use (a minute; process-safe)."""
-    if explicit := os.environ.get("TRACESCORE_TELEMETRYGEN"):
+    if explicit := TELEMETRYGEN.raw():
         return Path(explicit)
     home = cache_dir() / f"telemetrygen-{BUILDER_VERSION}"
     binary = home / "telemetrygen"

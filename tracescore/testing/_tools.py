@@ -12,10 +12,12 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from tracescore._env import CACHE_DIR
+
 
 def cache_dir() -> Path:
     """$TRACESCORE_CACHE_DIR, else $XDG_CACHE_HOME/tracescore, else ~/.cache/tracescore."""
-    if explicit := os.environ.get("TRACESCORE_CACHE_DIR"):
+    if explicit := CACHE_DIR.raw():
         return Path(explicit)
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tracescore"
 
