@@ -1,6 +1,6 @@
 """The package's layers (docs/architecture.md): every import of a tracescore module, at module
 level or inside a function, goes to the same layer or one below, and no modules import each
-other in a circle."""
+other in a circle. Imports under `if TYPE_CHECKING:` are annotations only and are not counted."""
 
 from __future__ import annotations
 
@@ -43,7 +43,13 @@ MODULES = _modules()
 def _imported(name: str, path: Path) -> Iterator[tuple[str, int]]:
     """(module of tracescore imported, line) for every import in `path`, lazy ones included."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    typing_only = {id(inner) for node in ast.walk(tree)
+                   if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+                   for inner in ast.walk(node)}
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):

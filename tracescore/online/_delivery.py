@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from opentelemetry.trace import SpanContext, TraceFlags
 
+from tracescore._version import __version__
 from tracescore.online._events import EventPayload, error_type
 from tracescore.online._hold import HoldTable, Key
 from tracescore.online._metrics import OnlineMetrics
