@@ -21,6 +21,7 @@ from tracescore.scoring._judge_api import (
 from tracescore.scoring._judged import JudgedRun, JudgedScorer
 from tracescore.scoring._litellm_judge import LiteLLMJudge
 from tracescore.scoring._offline import OfflineJudge
+from tracescore.scoring._runs import Expectation, ExpectedStep, Run, Step, Turn
 from tracescore.scoring.bias import BiasScorer, create_bias_scorer
 from tracescore.scoring.completeness import CompletenessScorer, create_completeness_scorer
 from tracescore.scoring.context_relevance import (
@@ -44,6 +45,12 @@ from tracescore.scoring.tool_selection import (
 )
 from tracescore.scoring.tools import ToolCallAccuracyScorer, create_tool_call_accuracy_scorer
 from tracescore.scoring.toxicity import ToxicityScorer, create_toxicity_scorer
+from tracescore.scoring.trajectory import (
+    TrajectoryAccuracyScorer,
+    TrajectoryScorer,
+    create_trajectory_accuracy_scorer,
+    create_trajectory_scorer,
+)
 
 __all__ = [
     "OFFLINE_MODEL",
@@ -52,6 +59,8 @@ __all__ = [
     "CompletenessScorer",
     "ContentSimilarityScorer",
     "ContextRelevanceScorer",
+    "Expectation",
+    "ExpectedStep",
     "FaithfulnessScorer",
     "HallucinationScorer",
     "Judge",
@@ -66,15 +75,20 @@ __all__ = [
     "LLMJudgeScorer",
     "LiteLLMJudge",
     "OfflineJudge",
+    "Run",
     "ScoreResult",
     "Scorer",
     "ScorerInput",
+    "Step",
     "TextualDifferenceScorer",
     "ToneConsistencyScorer",
     "ToolCall",
     "ToolCallAccuracyLLMScorer",
     "ToolCallAccuracyScorer",
     "ToxicityScorer",
+    "TrajectoryAccuracyScorer",
+    "TrajectoryScorer",
+    "Turn",
     "create_answer_relevancy_scorer",
     "create_bias_scorer",
     "create_completeness_scorer",
@@ -89,4 +103,6 @@ __all__ = [
     "create_tool_call_accuracy_scorer",
     "create_tool_call_accuracy_scorer_llm",
     "create_toxicity_scorer",
+    "create_trajectory_accuracy_scorer",
+    "create_trajectory_scorer",
 ]
