@@ -14,7 +14,7 @@ import {
 const FACTORIES = {
   "trajectory-accuracy": (model, options) => createTrajectoryAccuracyScorerCode(options),
   trajectory: (model, options) => createTrajectoryScorerCode(options),
-  "trajectory-accuracy-llm": (model, options) =>
+  "llm-trajectory-accuracy": (model, options) =>
     createTrajectoryAccuracyScorerLLM({ model, ...options }),
   "multi-turn-judge": (model, options) => createMultiTurnJudgeScorer({ model, ...options }),
 };

@@ -33,6 +33,7 @@ from tracescore.scoring.faithfulness import FaithfulnessScorer, create_faithfuln
 from tracescore.scoring.hallucination import HallucinationScorer, create_hallucination_scorer
 from tracescore.scoring.keywords import KeywordCoverageScorer, create_keyword_coverage_scorer
 from tracescore.scoring.llm_judge import LLMJudgeScorer, create_llm_judge_scorer
+from tracescore.scoring.multi_turn import MultiTurnJudgeScorer, create_multi_turn_judge_scorer
 from tracescore.scoring.relevancy import AnswerRelevancyScorer, create_answer_relevancy_scorer
 from tracescore.scoring.similarity import (
     ContentSimilarityScorer,
@@ -50,6 +51,10 @@ from tracescore.scoring.trajectory import (
     TrajectoryScorer,
     create_trajectory_accuracy_scorer,
     create_trajectory_scorer,
+)
+from tracescore.scoring.trajectory_llm import (
+    TrajectoryAccuracyLLMScorer,
+    create_trajectory_accuracy_scorer_llm,
 )
 
 __all__ = [
@@ -74,6 +79,7 @@ __all__ = [
     "KeywordCoverageScorer",
     "LLMJudgeScorer",
     "LiteLLMJudge",
+    "MultiTurnJudgeScorer",
     "OfflineJudge",
     "Run",
     "ScoreResult",
@@ -86,6 +92,7 @@ __all__ = [
     "ToolCallAccuracyLLMScorer",
     "ToolCallAccuracyScorer",
     "ToxicityScorer",
+    "TrajectoryAccuracyLLMScorer",
     "TrajectoryAccuracyScorer",
     "TrajectoryScorer",
     "Turn",
@@ -98,11 +105,13 @@ __all__ = [
     "create_hallucination_scorer",
     "create_keyword_coverage_scorer",
     "create_llm_judge_scorer",
+    "create_multi_turn_judge_scorer",
     "create_textual_difference_scorer",
     "create_tone_scorer",
     "create_tool_call_accuracy_scorer",
     "create_tool_call_accuracy_scorer_llm",
     "create_toxicity_scorer",
     "create_trajectory_accuracy_scorer",
+    "create_trajectory_accuracy_scorer_llm",
     "create_trajectory_scorer",
 ]

@@ -10,44 +10,17 @@ and `createTrajectoryScorerCode` of @mastra/evals 1.10.2); the arithmetic is in
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from tracescore._exceptions import ConfigurationError, ScorerError
-from tracescore.scoring._base import (
-    STEP_PREPROCESS,
-    Scorer,
-    ScoreResult,
-    ScorerInput,
-    ToolCall,
-    new_run_id,
-    run_sync,
-)
+from tracescore.scoring._base import STEP_PREPROCESS, ScoreResult, ScorerInput, new_run_id
 from tracescore.scoring._code import NO_JUDGE
-from tracescore.scoring._runs import ORDERINGS, Expectation, Run, as_expectation, as_run, as_turns
+from tracescore.scoring._runs import ORDERINGS, Expectation, as_expectation
+from tracescore.scoring._scoped import ScopedScorer
 from tracescore.scoring._trajectory_checks import blacklisted, compare, evaluate
 
 DEFAULT_WEIGHTS = {"accuracy": 0.4, "efficiency": 0.3, "tool_failures": 0.2, "blacklist": 0.1}
-
-
-class ScopedScorer(Scorer):
-    """A run or conversation scorer: `run()` also takes the run, its expected trajectory and a
-    conversation's turns (lists of names or objects, as in a dataset, or their objects)."""
-
-    scope = "run"
-
-    def run(self, *, input: Any = None, output: Any = None, ground_truth: Any = None,
-            run_id: str | None = None, tool_calls: Sequence[ToolCall] = (),
-            context: Sequence[str] = (), trajectory: Run | Sequence[Any] | None = None,
-            expected_trajectory: Any = None, turns: Sequence[Any] = ()) -> ScoreResult:
-        """Score one run or conversation, blocking; safe inside a running event loop."""
-        return run_sync(self.evaluate(ScorerInput(
-            input=input, output=output, ground_truth=ground_truth, run_id=run_id,
-            tool_calls=tuple(tool_calls), context=tuple(context),
-            run=None if trajectory is None else as_run(trajectory, "trajectory"),
-            expected_trajectory=None if expected_trajectory is None
-            else as_expectation(expected_trajectory, "expected_trajectory"),
-            turns=as_turns(turns, "turns") if turns else ())))
 
 
 def _expectation(value: Any, name: str) -> Expectation | None:
@@ -64,6 +37,7 @@ class TrajectoryAccuracyScorer(ScopedScorer):
     id = "trajectory-accuracy"
     name = "Trajectory Accuracy"
     uses_judge = False
+    scope = "run"
     factory = "create_trajectory_accuracy_scorer"
 
     def __init__(self, *, expected_trajectory: Any = None, ordering: str = "relaxed",
@@ -118,6 +92,7 @@ class TrajectoryScorer(ScopedScorer):
     id = "trajectory"
     name = "Trajectory"
     uses_judge = False
+    scope = "run"
     factory = "create_trajectory_scorer"
 
     def __init__(self, *, defaults: Any = None,
