@@ -31,6 +31,9 @@ class _Unset:
     def __repr__(self) -> str:
         return "UNSET"
 
+    def __reduce__(self) -> str:
+        return "_UNSET"  # unpickled as this module's one instance
+
 
 _UNSET: Any = _Unset()  # an expected step that does not constrain its arguments
 

@@ -32,7 +32,7 @@ from tracescore.scoring._prompting import (
     reference_round,
     validate_reason,
 )
-from tracescore.scoring._runs import ExpectedStep, Run, as_expectation
+from tracescore.scoring._runs import as_expectation, as_run
 from tracescore.scoring._scoped import (
     ScopedScorer,
     expected_json,
@@ -175,8 +175,7 @@ class TrajectoryAccuracyLLMScorer(ScopedScorer, JudgedScorer):
                     "expected_steps": None if steps is None else expected_json(steps),
                     "has_steps": bool(trajectory.steps)}
         run.record(STEP_PREPROCESS, result=prepared)
-        return {**prepared, "run": trajectory, "expected": steps,
-                "request": run.judge_text(text_of(call.input, _question)),
+        return {**prepared, "request": run.judge_text(text_of(call.input, _question)),
                 "answer": run.judge_text(text_of(call.output))}
 
     async def analyze(self, run: JudgedRun, call: ScorerInput,
@@ -193,7 +192,7 @@ class TrajectoryAccuracyLLMScorer(ScopedScorer, JudgedScorer):
         reply = await run.ask(JudgeRequest(
             step=STEP_ANALYZE, task=TASK_STEPS, system=SYSTEM, prompt=prompt,
             schema_name="trajectory_steps", schema=STEPS_SCHEMA, validate=validate_steps,
-            data={"run": prepared["run"], "expected": prepared["expected"]}))
+            data={"run": prepared["actual_steps"], "expected": expected}))
         run.record(STEP_ANALYZE, prompt=reply.prompt, result={**reply.data, **reply.notes})
         return {**reply.data, "request": prepared["request"]}
 
@@ -234,8 +233,8 @@ def create_trajectory_accuracy_scorer_llm(*, model: str | Judge, expected_trajec
 
 # --- the offline judge's version (needs the expected steps) -----------------------------------
 def _offline_steps(request: JudgeRequest) -> tuple[dict[str, Any], dict[str, Any]]:
-    run: Run = request.data["run"]
-    expected: tuple[ExpectedStep, ...] = request.data["expected"]
+    run = as_run(request.data["run"], "run")
+    expected = as_expectation(request.data["expected"] or [], "expected").steps or ()
     names = {e.name for e in expected}
     in_order: set[int] = set()
     matched: set[int] = set()
