@@ -59,6 +59,15 @@ def conversation_turns(call: ScorerInput) -> tuple[Turn, ...]:
     return (Turn(input=call.input, output=call.output),)
 
 
+def history_messages(turns: Sequence[Turn]) -> list[dict[str, Any]]:
+    """Turns as chat messages: each turn's user message, then its answer."""
+    messages: list[dict[str, Any]] = []
+    for turn in turns:
+        messages.append({"role": "user", "content": text_of(turn.input, question_text)})
+        messages.append({"role": "assistant", "content": text_of(turn.output)})
+    return messages
+
+
 def turns_json(turns: Sequence[Turn]) -> list[dict[str, str]]:
     """The turns as a judge reads them: user message and agent answer, in order."""
     return [{"user": text_of(t.input, question_text), "agent": text_of(t.output)} for t in turns]
