@@ -59,7 +59,7 @@ def test_each_scorer_declares_what_it_judges() -> None:
 
 
 def test_run_evals_scores_expected_trajectories_of_each_item() -> None:
-    items = [
+    items: list[dict[str, Any]] = [
         {"input": "Refund order 7", "tool_calls": ["lookup_order", "refund"],
          "expected_trajectory": ["lookup_order", "refund"]},
         {"input": "Refund order 8", "expected_trajectory": ["lookup_order", "refund"],
