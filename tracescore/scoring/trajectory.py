@@ -130,9 +130,9 @@ def _reason(score: float, result: dict[str, Any]) -> str:
     accuracy, efficiency, black = result["accuracy"], result["efficiency"], result["blacklist"]
     failures, nested = result["tool_failures"], result["nested"] or []
     if black is not None and black["score"] == 0:
-        broken = [f"tools {', '.join(black['violated_tools'])}"] if black["violated_tools"] else []
-        broken += [" then ".join(s) for s in black["violated_sequences"]]
-        return f"Score {score}: the run used what it must not: {'; '.join(broken)}."
+        broken = [f"forbidden tool {t}" for t in black["violated_tools"]]
+        broken += [f"forbidden sequence {' then '.join(s)}" for s in black["violated_sequences"]]
+        return f"Score {score}: the run used {'; '.join(broken)}."
     if blacklisted(nested):
         names = [n["step_name"] for n in nested if blacklisted([n])]
         return f"Score {score}: a forbidden tool was used inside {', '.join(names)}."
@@ -152,7 +152,8 @@ def _reason(score: float, result: dict[str, Any]) -> str:
             text += f", repeated identical calls: {len(efficiency['redundant_calls'])}"
         parts.append(text)
     if failures["patterns"]:
-        parts.append(f"{failures['total_retries']} retries of failing tools")
+        retries = failures["total_retries"]
+        parts.append(f"{retries} {'retry' if retries == 1 else 'retries'} of a failing tool")
     if nested:
         parts.append("nested: " + ", ".join(f"{n['step_name']} {n['score']}" for n in nested))
     return "; ".join(parts) + "."
