@@ -158,7 +158,9 @@ def test_bad_multi_turn_and_trajectory_items_are_refused_with_the_item_named() -
             ({"input": "q", "expected_trajectory": {"steps": ["a"], "ordering": "loose"}},
              "ordering must be one of relaxed, strict, unordered"),
             ({"input": "q", "expected_trajectory": [{"name": "a", "args": {}}]},
-             "unknown keys \\['args'\\]")):
+             "unknown keys \\['args'\\]"),
+            ({"input": "q", "expected_trajectory": {"blacklisted_tools": "delete_all"}},
+             "blacklisted_tools must be a list of tool names")):
         with pytest.raises(ConfigurationError, match=message):
             tracescore.run_evals([item], ["trajectory"], target=lambda q: "a")
 

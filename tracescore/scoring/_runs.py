@@ -13,7 +13,7 @@ input, the dataset readers and the scorers can all use it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from tracescore._exceptions import ConfigurationError
@@ -127,7 +127,6 @@ class Turn:
     input: Any
     output: Any
     run: Run | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 # --- from data (dataset items, options) ------------------------------------------------------
@@ -189,10 +188,32 @@ def as_expectation(value: object, where: str) -> Expectation:
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float))
                                   or not limit >= 0 or limit == float("inf")):
             raise ConfigurationError(f"{where}.{key} must be a finite number >= 0, got {limit!r}")
-    kwargs["blacklisted_tools"] = tuple(kwargs.get("blacklisted_tools") or ())
-    kwargs["blacklisted_sequences"] = tuple(tuple(s) for s in
-                                            kwargs.get("blacklisted_sequences") or ())
+    for key in ("allow_repeated_steps", "no_redundant_calls"):
+        if key in kwargs and not isinstance(kwargs[key], bool) and \
+                not (key == "no_redundant_calls" and kwargs[key] is None):
+            raise ConfigurationError(f"{where}.{key} must be true or false, got {kwargs[key]!r}")
+    retries = kwargs.get("max_retries_per_tool", 2)
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ConfigurationError(f"{where}.max_retries_per_tool must be an integer >= 0, "
+                                 f"got {retries!r}")
+    kwargs["blacklisted_tools"] = _names(kwargs.get("blacklisted_tools"),
+                                         f"{where}.blacklisted_tools")
+    sequences = kwargs.get("blacklisted_sequences") or ()
+    if isinstance(sequences, (str, Mapping)) or not isinstance(sequences, Sequence):
+        raise ConfigurationError(f"{where}.blacklisted_sequences must be a list of lists of "
+                                 f"tool names")
+    kwargs["blacklisted_sequences"] = tuple(
+        _names(seq, f"{where}.blacklisted_sequences[{i}]") for i, seq in enumerate(sequences))
     return Expectation(**kwargs, given=frozenset(value))
+
+
+def _names(value: object, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, (str, Mapping)) or not isinstance(value, Sequence) or \
+            not all(isinstance(v, str) for v in value):
+        raise ConfigurationError(f"{where} must be a list of tool names, got {value!r}")
+    return tuple(value)
 
 
 def _expected_steps(value: object, where: str) -> tuple[ExpectedStep, ...]:
