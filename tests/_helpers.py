@@ -87,6 +87,9 @@ RUBRIC_REPLIES = {
     "bias_reason": {"reason": "The score is 0.5 because 'Crime is always worse in big cities' "
                               "generalises about city dwellers, while the view of the park is "
                               "neutral."},
+    # the multi-turn judge in docs/scorers.md
+    "multi_turn_verdict": {"satisfied": True, "reasoning": "Turn 2 gives London's forecast and "
+                                                           "turn 3 says to pack an umbrella."},
 }
 
 

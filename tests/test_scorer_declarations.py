@@ -28,6 +28,14 @@ NAMES_BEFORE = {
     "tool-call-accuracy-llm": "llm-tool-call-accuracy",
     "judged-tool-call-accuracy": "llm-tool-call-accuracy",
 }
+# the run and conversation scorers, added since
+NAMES_ADDED = {
+    "trajectory-accuracy": "trajectory-accuracy", "trajectory": "trajectory",
+    "llm-trajectory-accuracy": "llm-trajectory-accuracy",
+    "trajectory-accuracy-llm": "llm-trajectory-accuracy",
+    "judged-trajectory-accuracy": "llm-trajectory-accuracy",
+    "multi-turn-judge": "multi-turn-judge", "multi-turn": "multi-turn-judge",
+}
 SCORING = Path(scoring.__file__).parent
 
 
@@ -37,7 +45,7 @@ def _declared_classes() -> list[type[Scorer]]:
 
 
 def test_the_names_accepted_before_still_name_the_same_scorers() -> None:
-    assert SCORER_ALIASES == NAMES_BEFORE
+    assert SCORER_ALIASES == NAMES_BEFORE | NAMES_ADDED
     assert set(NAMES_BEFORE) <= set(SCORER_NAMES)  # the command offers each of them
 
 

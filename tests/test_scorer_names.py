@@ -35,7 +35,9 @@ def test_every_name_builds_its_scorer(name: str) -> None:
     by_id: dict[str, dict[str, Any]] = {
         "tool-call-accuracy": {"expected_tool": "search"},
         "llm-tool-call-accuracy": {"available_tools": ["search"]},
-        "bias": {"model": "openai/gpt-4o-mini"}}  # bias has no offline judge
+        "bias": {"model": "openai/gpt-4o-mini"},  # bias has no offline judge
+        "multi-turn-judge": {"criterion": "The user got a forecast.",
+                             "model": "openai/gpt-4o-mini"}}
     scorer = create_scorer(name, by_id.get(sid))
     assert scorer.id == SCORER_ALIASES[name.replace("_", "-")] and scorer.id in SCORER_IDS
 

@@ -27,7 +27,8 @@ from tracescore.testing import Reply, StubLLMServer
 QUESTION = "What is the refund policy?"
 ANSWER = "Refunds take 5 days."
 REPLY = {"opinions": ["Refunds are slow."], "results": [{"result": "no", "reason": "neutral"}],
-         "reason": "The score is 0 because the answer is neutral.", "verdict": "pass"}
+         "reason": "The score is 0 because the answer is neutral.", "verdict": "pass",
+         "satisfied": True, "reasoning": "The answer states the policy."}
 
 
 @pytest.fixture
@@ -42,6 +43,9 @@ def specs(stub_llm: StubLLMServer, monkeypatch: pytest.MonkeyPatch) -> dict[str,
         "llm-tool-call-accuracy": {"available_tools": [
             {"id": "search", "description": "Search the refund policy"}]},
         "bias": judge,
+        "trajectory-accuracy": {"expected_trajectory": ["search"]},
+        "llm-trajectory-accuracy": {"expected_trajectory": ["search"]},  # the offline judge's
+        "multi-turn-judge": {**judge, "criterion": "The agent states the refund policy."},
         "llm-judge": {**judge, "name": "polite", "instructions": "The answer is polite."}}
     return {"polite" if sid == "llm-judge" else sid: {"scorer": sid, "options": options.get(sid, {})}
             for sid in SCORER_IDS}

@@ -11,7 +11,15 @@ from typing import Any
 
 from tracescore._exceptions import ConfigurationError, DatasetError
 from tracescore._jsonl import json_lines
-from tracescore.scoring._trace_data import CONTEXT_KEY, TOOL_CALLS_KEY, item_trace
+from tracescore.scoring._trace_data import (
+    CONTEXT_KEY,
+    EXPECTED_TRAJECTORY_KEY,
+    TOOL_CALLS_KEY,
+    TRAJECTORY_KEY,
+    TURNS_KEY,
+    item_scope,
+    item_trace,
+)
 
 _JSONL_SUFFIXES = {".jsonl", ".ndjson"}
 _LIST_KEYS = ("items", "data", "examples")
@@ -23,7 +31,8 @@ def load_dataset(path: str | Path) -> list[dict[str, Any]]:
     The format follows the suffix: `.jsonl`/`.ndjson` (one object per line, blank lines
     skipped), `.json` (a list of objects, or an object holding one under "items"/"data"/
     "examples"), `.csv` (a header row with an `input` column; `ground_truth` optional).
-    Items may give `tool_calls` and `context` (in CSV, a JSON array in the cell).
+    Items may give `tool_calls` and `context`, `trajectory` and `expected_trajectory` (in
+    CSV, JSON in the cell); a multi-turn item gives `turns` (a list) instead of `input`.
     """
     file = Path(path)
     if not file.is_file():
@@ -82,7 +91,7 @@ def _csv(file: Path, text: str) -> list[dict[str, Any]]:
         clean = {k: v for k, v in row.items() if v is not None}
         if "ground_truth" in clean and clean["ground_truth"] == "":
             clean["ground_truth"] = None
-        for key in (TOOL_CALLS_KEY, CONTEXT_KEY):  # JSON arrays in their cells
+        for key in (TOOL_CALLS_KEY, CONTEXT_KEY, TRAJECTORY_KEY, EXPECTED_TRAJECTORY_KEY):
             cell = clean.get(key)
             if cell == "":
                 del clean[key]
@@ -90,7 +99,8 @@ def _csv(file: Path, text: str) -> list[dict[str, Any]]:
                 try:
                     clean[key] = json.loads(cell)
                 except json.JSONDecodeError as exc:
-                    raise DatasetError(f"{where}: {key!r} must be a JSON array: {exc.msg}"
+                    shape = "a JSON array" if key in (TOOL_CALLS_KEY, CONTEXT_KEY) else "JSON"
+                    raise DatasetError(f"{where}: {key!r} must be {shape}: {exc.msg}"
                                        ) from None
         items.append(_check(clean, where))
     return items
@@ -99,12 +109,14 @@ def _csv(file: Path, text: str) -> list[dict[str, Any]]:
 def _check(row: Any, where: str) -> dict[str, Any]:
     if not isinstance(row, dict):
         raise DatasetError(f"{where}: expected an object, got {type(row).__name__}")
-    if "input" not in row:
-        raise DatasetError(f"{where}: missing the 'input' key")
-    if row["input"] is None or row["input"] == "":
+    if "input" not in row and TURNS_KEY not in row:
+        raise DatasetError(f"{where}: missing the 'input' key (or 'turns', for a multi-turn "
+                           f"item)")
+    if "input" in row and (row["input"] is None or row["input"] == ""):
         raise DatasetError(f"{where}: 'input' is empty")
     try:
         item_trace(row, where)
+        item_scope(row, where)
     except ConfigurationError as exc:
         raise DatasetError(str(exc)) from None
     return row

@@ -33,7 +33,17 @@ from tracescore._exceptions import ConfigurationError
 from tracescore.instrument._context import ContextThreadPoolExecutor
 from tracescore.instrument._errors import exception_text, record_error
 from tracescore.scoring._base import ScorerInput, ToolCall, evaluate_call
-from tracescore.scoring._trace_data import CONTEXT_KEY, TOOL_CALLS_KEY, item_trace
+from tracescore.scoring._runs import Turn
+from tracescore.scoring._scoped import history_messages
+from tracescore.scoring._trace_data import (
+    CONTEXT_KEY,
+    EXPECTED_TRAJECTORY_KEY,
+    TOOL_CALLS_KEY,
+    TRAJECTORY_KEY,
+    TURNS_KEY,
+    item_scope,
+    item_trace,
+)
 
 if TYPE_CHECKING:
     from tracescore.scoring import Scorer, ScoreResult
@@ -53,7 +63,8 @@ OnItemComplete = Callable[[Mapping[str, Any], Any, "dict[str, ScoreResult]"], "A
 Progress = Callable[[int, int], None]
 
 # Keys of an item that are not metadata.
-_ITEM_KEYS = ("input", "ground_truth", TOOL_CALLS_KEY, CONTEXT_KEY)
+_ITEM_KEYS = ("input", "ground_truth", TOOL_CALLS_KEY, CONTEXT_KEY, TRAJECTORY_KEY,
+              EXPECTED_TRAJECTORY_KEY, TURNS_KEY)
 
 # Steps an item can fail at (ItemFailure.step).
 STEP_TARGET = "target"
@@ -215,7 +226,11 @@ async def arun_evals(
 
     - `data`: items `{"input": ..., "ground_truth": ...}`, optionally with `tool_calls` (tool
       names, or dicts with name/arguments/result/error/call_id) and `context` (texts) for
-      scorers that take them; other keys are kept as metadata.
+      scorers that take them, `trajectory` (the run's steps) and `expected_trajectory` (the
+      steps it should take) for run scorers; other keys are kept as metadata. A multi-turn
+      item gives `turns` (user messages, or `{"input", "output"}` for turns already answered)
+      instead of `input`: the target is called once per unanswered turn with the conversation
+      so far (chat messages), and conversation scorers get every turn.
     - `scorers`: scorer objects, or names such as `"keyword-coverage"` (default options).
     - `target`: a sync or async function (or generator) taking the input, or an agent object
       with `ainvoke`/`arun`/`invoke`/`run`. Sync targets run on worker threads.
@@ -317,9 +332,12 @@ class _Run:
     async def _item(self, index: int, item: Mapping[str, Any]) -> ItemResult:
         from tracescore.instrument._calls import ground_truth as ground_truth_scope
 
-        value, expected = item["input"], item.get("ground_truth")
+        expected = item.get("ground_truth")
         metadata = {k: v for k, v in item.items() if k not in _ITEM_KEYS}
         trace = item_trace(item, f"item {index}")  # checked before the run
+        scope = item_scope(item, f"item {index}")
+        turns = scope[2]
+        value = item["input"] if "input" in item else [t.input for t in turns]
         failures: list[ItemFailure] = []
         scores: dict[str, ScoreResult] = {}
         output: Any = None
@@ -332,7 +350,11 @@ class _Run:
         try:
             try:
                 with _item_context(span, self.run_id), ground_truth_scope(expected):
-                    output = await self.call(value, self.executor)
+                    if turns:
+                        turns = await self._converse(turns)
+                        output = [t.output for t in turns]
+                    else:
+                        output = await self.call(value, self.executor)
             except _ITEM_ERRORS as exc:  # a failed item is data, not a crash
                 failures.append(_failure(index, STEP_TARGET, None, exc))
                 record_error(span, exc, type_name=type(exc).__qualname__)
@@ -344,7 +366,7 @@ class _Run:
             if not failures:
                 _set_output(span, output)
                 scores = await self._score(span, index, value, output, expected, failures,
-                                           trace)
+                                           trace, (scope[0], scope[1], turns))
                 await self._callback(index, item, output, scores, failures)
         finally:
             span.end(end_time=end_ns)  # the span measures the target; scoring is in its events
@@ -367,11 +389,16 @@ class _Run:
 
     async def _score(self, span: Span, index: int, value: Any, output: Any, expected: Any,
                      failures: list[ItemFailure],
-                     trace: tuple[Sequence[ToolCall], Sequence[str]]) -> dict[str, ScoreResult]:
+                     trace: tuple[Sequence[ToolCall], Sequence[str]],
+                     scope: tuple[Any, Any, tuple[Turn, ...]]) -> dict[str, ScoreResult]:
         from tracescore.online._events import evaluation_events
 
+        turns = scope[2]
+        if turns:  # call scorers judge the last answer, with the conversation before it
+            value, output = history_messages(turns[:-1]) + history_messages(turns[-1:])[:1], turns[-1].output
         call = ScorerInput(input=value, output=output, ground_truth=expected,
-                           tool_calls=tuple(trace[0]), context=tuple(trace[1]))
+                           tool_calls=tuple(trace[0]), context=tuple(trace[1]),
+                           run=scope[0], expected_trajectory=scope[1], turns=turns)
         outcomes = await asyncio.gather(*(_outcome(evaluate_call(s, call)) for s in self.scorers))
         scores: dict[str, ScoreResult] = {}
         for scorer, outcome in zip(self.scorers, outcomes):
@@ -389,6 +416,18 @@ class _Run:
             for event_name, attributes in events:
                 span.add_event(event_name, attributes)
         return scores
+
+    async def _converse(self, turns: tuple[Turn, ...]) -> tuple[Turn, ...]:
+        """The turns, each unanswered one answered by the target given the conversation so
+        far (chat messages, ending with the turn's user message)."""
+        done: list[Turn] = []
+        for turn in turns:
+            if turn.output is None:
+                messages = history_messages((*done, turn))[:-1]
+                turn = Turn(input=turn.input, output=await self.call(messages, self.executor),
+                            run=turn.run)
+            done.append(turn)
+        return tuple(done)
 
     async def _callback(self, index: int, item: Mapping[str, Any], output: Any,
                         scores: dict[str, ScoreResult], failures: list[ItemFailure]) -> None:
@@ -523,9 +562,10 @@ def _check_items(data: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     for i, item in enumerate(items):
         if not isinstance(item, Mapping):
             raise ConfigurationError(f"item {i} must be a mapping, got {type(item).__name__}")
-        if "input" not in item:
+        if "input" not in item and TURNS_KEY not in item:
             raise ConfigurationError(f"item {i} has no 'input' key (keys: {sorted(item)})")
         item_trace(item, f"item {i}")
+        item_scope(item, f"item {i}")
     return items
 
 

@@ -21,6 +21,7 @@ from tracescore.scoring._judge_api import (
 from tracescore.scoring._judged import JudgedRun, JudgedScorer
 from tracescore.scoring._litellm_judge import LiteLLMJudge
 from tracescore.scoring._offline import OfflineJudge
+from tracescore.scoring._runs import Expectation, ExpectedStep, Run, Step, Turn
 from tracescore.scoring.bias import BiasScorer, create_bias_scorer
 from tracescore.scoring.completeness import CompletenessScorer, create_completeness_scorer
 from tracescore.scoring.context_relevance import (
@@ -32,6 +33,7 @@ from tracescore.scoring.faithfulness import FaithfulnessScorer, create_faithfuln
 from tracescore.scoring.hallucination import HallucinationScorer, create_hallucination_scorer
 from tracescore.scoring.keywords import KeywordCoverageScorer, create_keyword_coverage_scorer
 from tracescore.scoring.llm_judge import LLMJudgeScorer, create_llm_judge_scorer
+from tracescore.scoring.multi_turn import MultiTurnJudgeScorer, create_multi_turn_judge_scorer
 from tracescore.scoring.relevancy import AnswerRelevancyScorer, create_answer_relevancy_scorer
 from tracescore.scoring.similarity import (
     ContentSimilarityScorer,
@@ -44,6 +46,16 @@ from tracescore.scoring.tool_selection import (
 )
 from tracescore.scoring.tools import ToolCallAccuracyScorer, create_tool_call_accuracy_scorer
 from tracescore.scoring.toxicity import ToxicityScorer, create_toxicity_scorer
+from tracescore.scoring.trajectory import (
+    TrajectoryAccuracyScorer,
+    TrajectoryScorer,
+    create_trajectory_accuracy_scorer,
+    create_trajectory_scorer,
+)
+from tracescore.scoring.trajectory_llm import (
+    TrajectoryAccuracyLLMScorer,
+    create_trajectory_accuracy_scorer_llm,
+)
 
 __all__ = [
     "OFFLINE_MODEL",
@@ -52,6 +64,8 @@ __all__ = [
     "CompletenessScorer",
     "ContentSimilarityScorer",
     "ContextRelevanceScorer",
+    "Expectation",
+    "ExpectedStep",
     "FaithfulnessScorer",
     "HallucinationScorer",
     "Judge",
@@ -65,16 +79,23 @@ __all__ = [
     "KeywordCoverageScorer",
     "LLMJudgeScorer",
     "LiteLLMJudge",
+    "MultiTurnJudgeScorer",
     "OfflineJudge",
+    "Run",
     "ScoreResult",
     "Scorer",
     "ScorerInput",
+    "Step",
     "TextualDifferenceScorer",
     "ToneConsistencyScorer",
     "ToolCall",
     "ToolCallAccuracyLLMScorer",
     "ToolCallAccuracyScorer",
     "ToxicityScorer",
+    "TrajectoryAccuracyLLMScorer",
+    "TrajectoryAccuracyScorer",
+    "TrajectoryScorer",
+    "Turn",
     "create_answer_relevancy_scorer",
     "create_bias_scorer",
     "create_completeness_scorer",
@@ -84,9 +105,13 @@ __all__ = [
     "create_hallucination_scorer",
     "create_keyword_coverage_scorer",
     "create_llm_judge_scorer",
+    "create_multi_turn_judge_scorer",
     "create_textual_difference_scorer",
     "create_tone_scorer",
     "create_tool_call_accuracy_scorer",
     "create_tool_call_accuracy_scorer_llm",
     "create_toxicity_scorer",
+    "create_trajectory_accuracy_scorer",
+    "create_trajectory_accuracy_scorer_llm",
+    "create_trajectory_scorer",
 ]

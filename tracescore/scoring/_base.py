@@ -20,6 +20,7 @@ from typing import Any, ClassVar, TypeVar
 from tracescore._exceptions import ConfigurationError
 from tracescore.scoring._inputs import answer_text, question_text
 from tracescore.scoring._names import Declared, declare
+from tracescore.scoring._runs import TOOL_CALL, Expectation, Run, Step, Turn
 
 T = TypeVar("T")
 
@@ -143,6 +144,9 @@ class ScorerInput:
     dict, ...); `question` and `answer` are their text (the last user / assistant message).
     `tool_calls` are the call's ToolCalls in call order, `context` its retrieved texts, and
     `conversation` its chat messages (the input's, when the input is a list of messages).
+    Run and conversation scorers also get `run` (the whole run's steps in order; when absent,
+    `trajectory` is made of the tool calls), `expected_trajectory` (the steps it should take)
+    and `turns` (a conversation's turns, in order).
     """
 
     input: Any
@@ -152,9 +156,13 @@ class ScorerInput:
     context: tuple[str, ...] = ()
     conversation: tuple[Any, ...] = ()
     run_id: str | None = None
+    run: Run | None = None
+    expected_trajectory: Expectation | None = None
+    turns: tuple[Turn, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
+        object.__setattr__(self, "turns", tuple(self.turns))
         object.__setattr__(self, "context", tuple(self.context))
         if not self.conversation and _is_messages(self.input):
             object.__setattr__(self, "conversation", tuple(self.input))
@@ -168,6 +176,14 @@ class ScorerInput:
     def answer(self) -> str:
         """The output's answer text; raises InputError (a ValueError) when it has no text."""
         return answer_text(self.output)
+
+    @property
+    def trajectory(self) -> Run:
+        """The run's steps: `run`, else one tool-call step per tool call."""
+        if self.run is not None:
+            return self.run
+        return Run(steps=tuple(Step(name=c.name, type=TOOL_CALL, arguments=c.arguments,
+                                    result=c.result, error=c.error) for c in self.tool_calls))
 
 
 def _is_messages(value: Any) -> bool:
@@ -193,6 +209,9 @@ class Scorer(ABC):
     aliases: ClassVar[tuple[str, ...]] = ()
     factory: ClassVar[str | None] = None
     named_by_user: ClassVar[bool] = False  # its id is the `name` it is built with
+    # What it judges: one agent "call" (input, output, its tool calls and context), a whole
+    # "run" (`ScorerInput.trajectory`) or a "conversation" (`ScorerInput.turns`).
+    scope: str = "call"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

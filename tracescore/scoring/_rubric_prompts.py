@@ -24,12 +24,18 @@ _BLOCKS: dict[str, str] = {
     "ground_truth": "the expected answer, for reference",
     "context": "the context the agent retrieved (a JSON array of texts)",
     "tool_calls": "the tools the agent called, in call order (a JSON array)",
+    "run": "the agent's whole run, the thing you evaluate with its response: every step in "
+           "order (a JSON array of tool calls, LLM calls and sub-agents, with arguments, "
+           "results, errors and timings)",
+    "conversation": "the whole conversation, the thing you evaluate: every turn in order (a "
+                    "JSON array of the user's messages and the agent's answers)",
     "output": "the agent's response, the thing you evaluate",
 }
 _ABSENT: dict[str, str] = {
     "ground_truth": "No ground truth was given for this call.",
     "context": "The agent retrieved no context for this call.",
     "tool_calls": "The agent called no tools in this call.",
+    "run": "The run recorded no steps.",
 }
 BLOCKS = Blocks(*_BLOCKS)
 
@@ -104,8 +110,8 @@ Criterion, written by the person running this evaluation:
 {instructions}
 ---
 
-Judge the response in the <output> block against this criterion only; do not grade anything \
-the criterion does not ask about. The blocks below hold:
+Judge {subject} against this criterion only; do not grade anything the criterion \
+does not ask about. The blocks below hold:
 {material}
 """
 
@@ -138,11 +144,21 @@ def _body(blocks: dict[str, str | None]) -> str:
                        if tag in blocks and (text := blocks[tag]) is not None)
 
 
+def _subject(blocks: dict[str, str | None]) -> str:
+    """What the judge evaluates: the conversation, the run and its response, or the response."""
+    if "conversation" in blocks:
+        return "the conversation in the <conversation> block"
+    if "run" in blocks:
+        return "the run in the <run> block and the response in the <output> block"
+    return "the response in the <output> block"
+
+
 def verdict_request(instructions: str, blocks: dict[str, str | None]) -> JudgeRequest:
     """The pass/fail step. `blocks` maps tag -> judged text (None: included but absent)."""
-    prompt = (_TASK_HEAD.format(what="decide whether the response in the <output> block meets "
-                                     "the criterion below.",
-                                instructions=instructions.strip(), material=_material(blocks))
+    subject = _subject(blocks)
+    prompt = (_TASK_HEAD.format(what=f"decide whether {subject} meets the criterion below.",
+                                instructions=instructions.strip(), material=_material(blocks),
+                                subject=subject)
               + "\n" + _VERDICT_TAIL + "\n" + _body(blocks))
     return JudgeRequest(step=STEP_ANALYZE, task=TASK_VERDICT, system=SYSTEM, prompt=prompt,
                         schema_name="llm_judge_verdict", schema=VERDICT_SCHEMA,
@@ -154,10 +170,11 @@ def score_request(instructions: str, blocks: dict[str, str | None], *, low: floa
                   high: float) -> JudgeRequest:
     """The score step: a number from `low` to `high`."""
     low_text, high_text = format_number(low), format_number(high)
-    what = (f"rate how well the response in the <output> block meets the criterion below, on "
-            f"a scale from {low_text} to {high_text}.")
+    subject = _subject(blocks)
+    what = (f"rate how well {subject} meets the criterion below, on a scale from {low_text} "
+            f"to {high_text}.")
     prompt = (_TASK_HEAD.format(what=what, instructions=instructions.strip(),
-                                material=_material(blocks))
+                                material=_material(blocks), subject=subject)
               + "\n" + _SCORE_TAIL.format(low=low_text, high=high_text) + "\n" + _body(blocks))
     return JudgeRequest(step=STEP_ANALYZE, task=TASK_SCORE, system=SYSTEM, prompt=prompt,
                         schema_name="llm_judge_score", schema=SCORE_SCHEMA,

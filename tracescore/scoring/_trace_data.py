@@ -2,6 +2,9 @@
 
     tool_calls: ["search", {"name": "refund", "arguments": {"order": 7}, "error": "denied"}]
     context:    ["Refunds take 5 days."]
+    trajectory: ["search", {"name": "refund", "arguments": {"order": 7}}]   (the run's steps)
+    expected_trajectory: ["search", "refund"]   (or {"steps": [...], "ordering": "strict"})
+    turns:      ["Plan a trip to Paris.", "And the weather?"]   (a multi-turn item)
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from typing import Any
 
 from tracescore._exceptions import ConfigurationError
 from tracescore.scoring._base import ToolCall
+from tracescore.scoring._runs import Expectation, Run, Turn, as_expectation, as_run, as_turns
 
 TOOL_CALLS_KEY = "tool_calls"
 CONTEXT_KEY = "context"
@@ -75,3 +79,21 @@ def as_context(value: object, where: str) -> tuple[str, ...]:
         if not isinstance(text, str):
             raise ConfigurationError(f"{key}[{index}] must be a text, got {type(text).__name__}")
     return tuple(value)
+
+
+# --- runs and conversations given as data ----------------------------------------------------
+TURNS_KEY = "turns"
+TRAJECTORY_KEY = "trajectory"
+EXPECTED_TRAJECTORY_KEY = "expected_trajectory"
+
+
+def item_scope(item: Mapping[str, Any], where: str
+               ) -> tuple[Run | None, Expectation | None, tuple[Turn, ...]]:
+    """An item's `trajectory` (the run's steps), `expected_trajectory` and `turns` (None or
+    empty when absent). A bad value raises ConfigurationError naming the item and the key."""
+    run, expected, turns = (item.get(k) for k in (TRAJECTORY_KEY, EXPECTED_TRAJECTORY_KEY,
+                                                  TURNS_KEY))
+    return (None if run is None else as_run(run, f"{where}: {TRAJECTORY_KEY!r}"),
+            None if expected is None else as_expectation(
+                expected, f"{where}: {EXPECTED_TRAJECTORY_KEY!r}"),
+            () if turns is None else as_turns(turns, f"{where}: {TURNS_KEY!r}"))

@@ -23,6 +23,13 @@ from tracescore.scoring._judged import JudgedRun, JudgedScorer
 from tracescore.scoring._names import ALIASES
 from tracescore.scoring._offline import OfflineJudge
 from tracescore.scoring._prompting import round_score
+from tracescore.scoring._scoped import (
+    SCOPES,
+    ScopedScorer,
+    conversation_turns,
+    step_json,
+    turns_json,
+)
 
 Mode = Literal["pass_fail", "score"]
 MODES: tuple[str, ...] = ("pass_fail", "score")
@@ -74,7 +81,7 @@ def _check_threshold(threshold: object) -> float:
     return float(threshold)
 
 
-class LLMJudgeScorer(JudgedScorer):
+class LLMJudgeScorer(ScopedScorer, JudgedScorer):
     """An LLM judges each response against `instructions` (see `create_llm_judge_scorer`)."""
 
     id = "llm-judge"  # a scorer's own id is the `name` it is built with
@@ -85,8 +92,11 @@ class LLMJudgeScorer(JudgedScorer):
     def __init__(self, *, name: str, instructions: str, model: str | Judge,
                  mode: Mode = "pass_fail", score_range: Sequence[float] | None = None,
                  threshold: float | None = None, include: Sequence[str] = ("input",),
-                 **options: Any) -> None:
+                 scope: str = "call", **options: Any) -> None:
         self.id = self.name = check_name(name)
+        if scope not in SCOPES:
+            raise ConfigurationError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
+        self.scope = scope
         if not isinstance(instructions, str) or not instructions.strip():
             raise ConfigurationError(f"instructions must be a non-empty string (the criterion "
                                      f"the judge applies), got {instructions!r}")
@@ -120,15 +130,16 @@ class LLMJudgeScorer(JudgedScorer):
         from tracescore._version import __version__
 
         spec = json.dumps([self.instructions, self.mode, self.score_range, self.threshold,
-                           self.include])
+                           self.include, *([self.scope] if self.scope != "call" else [])])
         return f"tracescore {__version__} criterion {hashlib.sha256(spec.encode()).hexdigest()[:12]}"
 
     def label(self, score: float) -> str:
         return prompts.PASS if score >= self.threshold else prompts.FAIL
 
     def __repr__(self) -> str:
+        scope = f", scope={self.scope!r}" if self.scope != "call" else ""
         return (f"LLMJudgeScorer(name={self.name!r}, model={self.model!r}, mode={self.mode!r}, "
-                f"include={list(self.include)!r})")
+                f"include={list(self.include)!r}{scope})")
 
     def reference(self, call: ScorerInput) -> str | None:
         return None  # the criterion is the user's: no reference knowledge for the judge
@@ -179,6 +190,13 @@ class LLMJudgeScorer(JudgedScorer):
         if "tool_calls" in self.include:
             calls = [_call(c) for c in tool_calls]
             blocks["tool_calls"] = run.judge_text(_json(calls)) if calls else None
+        if self.scope == "conversation":  # the turns hold the input and the output
+            blocks.pop("input", None)
+            blocks["conversation"] = run.judge_text(_json(turns_json(conversation_turns(call))))
+            return blocks
+        if self.scope == "run":
+            steps = [step_json(s) for s in call.trajectory.steps]
+            blocks["run"] = run.judge_text(_json(steps)) if steps else None
         blocks["output"] = run.judge_text(_text(output, answer_text))
         return blocks
 
@@ -212,7 +230,7 @@ def _call(call: ToolCall) -> dict[str, Any]:
 def create_llm_judge_scorer(*, name: str, instructions: str, model: str | Judge,
                             mode: Mode = "pass_fail", score_range: Sequence[float] | None = None,
                             threshold: float | None = None, include: Sequence[str] = ("input",),
-                            **options: Any) -> LLMJudgeScorer:
+                            scope: str = "call", **options: Any) -> LLMJudgeScorer:
     """A scorer called `name` that has an LLM judge each response against `instructions`.
 
     mode "pass_fail" (default): the judge says pass or fail; score 1 or 0, label pass/fail.
@@ -221,10 +239,12 @@ def create_llm_judge_scorer(*, name: str, instructions: str, model: str | Judge,
     2 decimals), labelled pass when it reaches `threshold` (default 0.5), else fail.
     `include` says what the judge sees besides the output: "input" (default), "ground_truth",
     "context" (the call's retrieved texts), "tool_calls" (the call's tool calls, in order).
+    `scope` is what the judge evaluates: "call" (default: the response), "run" (the whole run's
+    steps in order, and its response) or "conversation" (every turn: user message and answer).
     `model` is a litellm model string or a Judge; the offline judge cannot judge an arbitrary
     criterion and is refused. Other options: redact_judge_input, max_judge_input_chars, and
     the LiteLLMJudge's (api_base, api_key, timeout, max_retries, ...).
     """
     return LLMJudgeScorer(name=name, instructions=instructions, model=model, mode=mode,
                           score_range=score_range, threshold=threshold, include=include,
-                          **options)
+                          scope=scope, **options)
