@@ -33,6 +33,7 @@ CASES = {
     "otel sdk + asyncio": "import asyncio, opentelemetry.sdk.trace",
     "tracescore": "import tracescore",
     "tracescore agent+configure": "from tracescore import agent, configure",
+    "tracescore command": "import tracescore.cli._app",  # what `tracescore --help` loads
 }
 HEAVY = ("litellm", "rapidfuzz")
 

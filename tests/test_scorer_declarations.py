@@ -96,3 +96,23 @@ def test_scoring_modules_import_without_a_circle_and_the_names_are_a_leaf() -> N
 
     circles = sorted(m for m in graph if reaches(m, m, set()))
     assert circles == []
+
+
+def test_the_command_lists_the_names_the_scorer_classes_declare() -> None:
+    # the command lists them statically so that its start-up need not import the scorers
+    from tracescore.cli._scorer_names import CODE_SCORERS, JUDGED_SCORERS
+    from tracescore.scoring._names import DECLARED
+
+    assert SCORER_NAMES == tuple(n for d in DECLARED.values() for n in (d.id, *d.aliases))
+    assert CODE_SCORERS == tuple(d.short_name for d in DECLARED.values() if not d.uses_judge)
+    assert JUDGED_SCORERS == tuple(d.short_name for d in DECLARED.values() if d.uses_judge)
+
+
+def test_the_command_starts_without_importing_the_scorers() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, tracescore.cli._app; "
+            "print(any(m.startswith('tracescore.scoring') for m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -1,6 +1,9 @@
 """Turning captured content into span attribute text: JSON-safe conversion, redaction, truncation.
 
 Nothing here raises: any Python object becomes bounded text, whatever its type or size.
+
+(About 460 lines: the JSON-safe walker redacts and bounds strings as it goes, with the same
+rules, slack and log-once table as the text path; apart they would pass them around.)
 """
 
 from __future__ import annotations

@@ -3,6 +3,10 @@
 Each SDK TracerProvider gets exactly one router processor from us. configure() builds a new export
 pipeline and swaps it into the router; the previous pipeline is flushed and shut down, so calling
 configure() again never exports a span twice and never touches processors the application added.
+
+(About 540 lines: configure(), flush/shutdown and the exit, SIGTERM and fork hooks share the
+module's lock, routers and live handles, and the fork hook replaces the lock; apart they would
+pass that state around.)
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracescore._env import JUDGE_MODEL
 from tracescore._targets import SetupError, load_target
-from tracescore.scoring._registry import DECLARED
+from tracescore.cli._scorer_names import CODE_SCORERS, JUDGED_SCORERS, SCORER_NAMES
 
 __all__ = ["ENV_JUDGE_MODEL", "SCORER_NAMES", "SetupError", "build_scorers", "load_target",
            "parse_scorer_options", "parse_thresholds", "parse_tool_calls", "scorer_id",
@@ -19,13 +19,11 @@ if TYPE_CHECKING:
 
 ENV_JUDGE_MODEL = JUDGE_MODEL.name
 
-# the names the command offers: every scorer's id and aliases, as the scorer classes declare them
-SCORER_NAMES = tuple(name for d in DECLARED.values() for name in (d.id, *d.aliases))
 
 
 def scorer_names(*, judged: bool) -> str:
     """The short names of the judged (or the code) scorers, for the command's help."""
-    return ", ".join(d.short_name for d in DECLARED.values() if d.uses_judge == judged)
+    return ", ".join(JUDGED_SCORERS if judged else CODE_SCORERS)
 
 
 def scorer_id(name: str) -> str:

@@ -18,13 +18,15 @@ validated once at start; every error is a `ConfigurationError` naming the key (`
     shutdown_timeout_s: 30
 
 `GatewayConfig` holds one frozen section per YAML section (`ReceiversConfig`, `ExporterConfig`,
-...; each checks its own values), and reads each setting by its flat name too.
+...; each checks its own values), and reads each setting by its flat name too. The keys, their
+parsers and the environment are in `_config_keys`, building scorers and recognisers in
+`_config_scorers` (both importable from here, as before).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar, overload
@@ -32,12 +34,23 @@ from typing import Any, ClassVar, Generic, TypeVar, overload
 from tracescore import _env
 from tracescore._endpoints import check_endpoint
 from tracescore._exceptions import ConfigurationError
+from tracescore.gateway._config_keys import (
+    _ENV,
+    _ENV_FALLBACK,
+    _KEYS,
+    _flatten,
+    _from_env,
+    _read_yaml,
+    host_port,
+)
+from tracescore.gateway._config_scorers import _recognisers, build_online_scorers
 from tracescore.gateway._split import MIN_MAX_BATCH_BYTES
+
+__all__ = ["COMPRESSIONS", "PROTOCOLS", "GatewayConfig", "build_online_scorers", "host_port",
+           "load_gateway_config", "processor_options", "with_overrides"]
 
 PROTOCOLS = ("grpc", "http/protobuf")
 COMPRESSIONS = ("gzip", "none")
-_SCORER_KEYS = ("scorer", "options", "rate", "agents", "attributes", "rate_limit_per_minute",
-                "budget_usd_per_hour", "reference", "sinks", "timeout_s")
 T = TypeVar("T")
 
 
@@ -338,118 +351,8 @@ class GatewayConfig:
 _FLAT = {name: alias.path for name, alias in vars(GatewayConfig).items()
          if isinstance(alias, _Alias)}
 
-
-def _text(path: str, value: Any) -> str:
-    if not isinstance(value, str) or not value:
-        raise ConfigurationError(f"{path} must be a non-empty string, got {value!r}")
-    return value
-
-
-def _optional_text(path: str, value: Any) -> str | None:
-    return None if value is None or value is False else _text(path, value)
-
-
-def _endpoint(path: str, value: Any) -> str | None:
-    if value is None or value is False:
-        return None
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = f"0.0.0.0:{value}"
-    host_port(_text(path, value), path)
-    return str(value)
-
-
-def _same(path: str, value: Any) -> Any:
-    return value
-
-
-def _headers(path: str, value: Any) -> dict[str, str]:
-    if isinstance(value, str):
-        return _parse_header_list(value, path)
-    if not isinstance(value, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-        raise ConfigurationError(f"{path} must map header names to string values, got {value!r}")
-    return dict(value)
-
-
-def _list(path: str, value: Any) -> list[Any]:
-    if not isinstance(value, list):
-        raise ConfigurationError(f"{path} must be a list, got {value!r}")
-    return value
-
-
-# YAML key path -> parser (the sections' own checks run when they are built)
-_KEYS: dict[str, Callable[[str, Any], Any]] = {
-    "receivers.grpc": _endpoint,
-    "receivers.http": _endpoint,
-    "receivers.health": _endpoint,
-    "receivers.bearer_token": _optional_text,
-    "receivers.tls.cert_file": _optional_text,
-    "receivers.tls.key_file": _optional_text,
-    "receivers.tls.client_ca_file": _optional_text,
-    "receivers.max_request_bytes": _same,
-    "receivers.max_decompressed_bytes": _same,
-    "receivers.read_timeout_s": _same,
-    "receivers.idle_timeout_s": _same,
-    "receivers.max_connections": _same,
-    "exporter.endpoint": _text,
-    "exporter.protocol": _same,
-    "exporter.headers": _headers,
-    "exporter.compression": _same,
-    "exporter.timeout_s": _same,
-    "exporter.ca_file": _optional_text,
-    "exporter.workers": _same,
-    "exporter.max_batch_spans": _same,
-    "exporter.max_batch_bytes": _same,
-    "exporter.stuck_after_s": _same,
-    "journal.path": _text,
-    "journal.sync": _same,
-    "limits.max_pending_spans": _same,
-    "limits.retry_after_s": _same,
-    "scoring.judge_model": _optional_text,
-    "scoring.scorers": _list,
-    "scoring.max_wait_s": _same,
-    "scoring.max_held_spans": _same,
-    "scoring.queue_size": _same,
-    "scoring.concurrency": _same,
-    "scoring.shutdown_timeout_s": _same,
-    "scoring.isolation": _same,
-    "recognise.builtins": _same,
-    "recognise.mappings": _list,
-    "trace.max_tool_calls": _same,
-    "trace.max_chars": _same,
-    "trace.max_spans": _same,
-    "trace.max_traces": _same,
-    "trace.max_bytes": _same,
-    "trace.max_age_s": _same,
-    "trace.llm_wait_s": _same,
-    "telemetry.metrics": _same,
-    "telemetry.logs": _same,
-    "telemetry.endpoint": _optional_text,
-    "telemetry.protocol": _same,
-    "telemetry.interval_s": _same,
-    "shutdown_timeout_s": _same,
-}
 _PROCESSOR_KEYS = ("max_wait_s", "max_held_spans", "queue_size", "concurrency", "isolation",
                    "shutdown_timeout_s")  # the `scoring` settings that go to the processor
-
-# environment variable -> key path
-_ENV: dict[str, str] = {
-    _env.GATEWAY_TOKEN.name: "receivers.bearer_token",
-    _env.JUDGE_MODEL.name: "scoring.judge_model",
-    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "exporter.endpoint",
-    "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "exporter.protocol",
-    "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "exporter.headers",
-    "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "exporter.compression",
-    "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE": "exporter.ca_file",
-}
-_ENV_FALLBACK = {  # generic variables, used when the traces-specific one is unset
-    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "OTEL_EXPORTER_OTLP_ENDPOINT",
-    "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "OTEL_EXPORTER_OTLP_PROTOCOL",
-    "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "OTEL_EXPORTER_OTLP_HEADERS",
-    "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "OTEL_EXPORTER_OTLP_COMPRESSION",
-    "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE": "OTEL_EXPORTER_OTLP_CERTIFICATE",
-}
-
 
 def load_gateway_config(path: str | os.PathLike[str] | None = None,
                         overrides: Mapping[str, Any] | None = None,
@@ -517,160 +420,3 @@ def with_overrides(config: GatewayConfig, **changes: Any) -> GatewayConfig:
     if unknown:
         raise ConfigurationError(f"GatewayConfig has no field {unknown[0]!r}")
     return GatewayConfig(**{**sections, **changes})
-
-
-def host_port(value: str, key: str) -> tuple[str, int]:
-    """("host", port) of "host:port" ("[::1]:4317" for IPv6); port 0 means any free port."""
-    host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ConfigurationError(f"{key} must be host:port (port 0-65535), got {value!r}")
-    return host.strip("[]") or "0.0.0.0", int(port)
-
-
-def build_online_scorers(specs: Sequence[Any] | None, judge_model: str | None, *,
-                         base: Path) -> tuple[Any, ...]:
-    """`OnlineScorer`s from `scoring.scorers` entries (dicts as in the YAML, or scorer objects)."""
-    from tracescore.online._options import OnlineScorer, as_online_scorers
-    from tracescore.scoring._registry import DEFAULT_SCORERS
-    from tracescore.scoring._registry import judge_model as pick_model
-
-    model = pick_model(judge_model)
-    if not specs:
-        specs = [{"scorer": name} for name in DEFAULT_SCORERS]
-    built: list[Any] = []
-    for index, spec in enumerate(specs):
-        where = f"scoring.scorers[{index}]"
-        if not isinstance(spec, Mapping):
-            built.append(spec)
-            continue
-        unknown = sorted(str(k) for k in spec if k not in _SCORER_KEYS)
-        if unknown:
-            raise ConfigurationError(f"{where}.{unknown[0]}: unknown key; expected one of "
-                                     f"{', '.join(_SCORER_KEYS)} (the scorer's own settings "
-                                     f"go under options)")
-        if "scorer" not in spec:
-            raise ConfigurationError(f"{where}.scorer is required (relevancy, similarity, "
-                                     f"another scorer name or module:attribute)")
-        scorer = _scorer(_text(f"{where}.scorer", spec["scorer"]), spec.get("options") or {},
-                         model, where)
-        online = {k: v for k, v in spec.items() if k not in ("scorer", "options")}
-        if "reference" in online:
-            online["reference"] = _reference(online["reference"], base, f"{where}.reference")
-        try:
-            built.append(OnlineScorer(scorer, **online))
-        except (ConfigurationError, TypeError) as exc:
-            raise ConfigurationError(f"{where}: {exc}") from None
-    try:
-        return as_online_scorers(built)
-    except ConfigurationError as exc:
-        raise ConfigurationError(f"scoring.scorers: {exc}") from None
-
-
-def _scorer(name: str, options: Any, model: str, where: str) -> Any:
-    from tracescore._targets import SetupError, load_target
-    from tracescore.scoring import Judge
-    from tracescore.scoring._registry import create_scorer, scorer_id
-    from tracescore.scoring._resolve import check_judge
-
-    if not isinstance(options, Mapping):
-        raise ConfigurationError(f"{where}.options must be a mapping, got {options!r}")
-    try:  # module:attribute, else a scorer name
-        target, sid = (load_target(name), "") if ":" in name else (None, scorer_id(name))
-    except (SetupError, ConfigurationError) as exc:
-        raise ConfigurationError(f"{where}.scorer: {exc}") from None
-    try:
-        if target is not None:
-            return target(**options) if isinstance(target, type) or options else target
-        scorer = create_scorer(sid, options, model=model)
-        judge = getattr(scorer, "judge", None)
-        if isinstance(judge, Judge):  # the gateway imports litellm anyway:
-            check_judge(judge)  # check everything now
-        return scorer
-    except (ConfigurationError, TypeError) as exc:
-        raise ConfigurationError(f"{where}.options: {exc}") from None
-
-
-def _reference(value: Any, base: Path, where: str) -> dict[Any, Any]:
-    """A reference dataset file (input -> ground_truth) as a mapping."""
-    from tracescore._content import lookup_key
-    from tracescore._datasets import DatasetError, load_dataset
-    from tracescore.online._options import reference_key
-
-    file = Path(_text(where, value))
-    if not file.is_absolute():
-        file = base / file
-    try:
-        items = load_dataset(file)
-    except DatasetError as exc:
-        raise ConfigurationError(f"{where}: {exc}") from None
-    found: dict[Any, Any] = {}
-    by_question: dict[str, Any] = {}  # any input shape matches any other on its question text
-    for item in items:
-        if item.get("ground_truth") is None:
-            continue
-        key = item["input"]
-        found[key if isinstance(key, str) else lookup_key(key)] = item["ground_truth"]
-        question = reference_key(key)
-        if question is not None:
-            by_question.setdefault(question, item["ground_truth"])
-    return {**by_question, **found}
-
-
-def _recognisers(mappings: Any, builtins: Any) -> tuple[Any, ...]:
-    from tracescore.online._recognise import build_recognisers
-
-    return tuple(build_recognisers(mappings, where="recognise.mappings", builtins=builtins,
-                                   builtins_key="recognise.builtins"))
-
-
-def _read_yaml(path: Path) -> Mapping[str, Any]:
-    import yaml
-
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigurationError(f"config file {str(path)!r}: cannot read: {exc}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigurationError(f"config file {str(path)!r}: not valid YAML: {exc}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, Mapping):
-        raise ConfigurationError(f"config file {str(path)!r}: the top level must be a mapping")
-    return data
-
-
-def _flatten(data: Mapping[str, Any], prefix: str) -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in data.items():
-        path = f"{prefix}{key}"
-        if path in _KEYS:
-            flat[path] = value
-        elif isinstance(value, Mapping) and any(k.startswith(path + ".") for k in _KEYS):
-            flat.update(_flatten(value, path + "."))
-        else:
-            raise ConfigurationError(f"{path}: unknown setting")
-    return flat
-
-
-def _from_env(var: str, key: str, raw: str) -> Any:
-    if key == "exporter.protocol" and raw == "http/json":
-        raise ConfigurationError(f"{var}: http/json is not supported by the gateway's exporter; "
-                                 f"use grpc or http/protobuf")
-    if key == "exporter.headers":
-        return _parse_header_list(raw, var)
-    return raw
-
-
-def _parse_header_list(raw: str, key: str) -> dict[str, str]:
-    """`k1=v1,k2=v2` (values URL-decoded), as in OTEL_EXPORTER_OTLP_HEADERS."""
-    from urllib.parse import unquote
-
-    headers: dict[str, str] = {}
-    for part in raw.split(","):
-        if not part.strip():
-            continue
-        name, sep, value = part.partition("=")
-        if not sep or not name.strip():
-            raise ConfigurationError(f"{key}: bad header {part!r}; write name=value")
-        headers[name.strip().lower()] = unquote(value.strip())
-    return headers

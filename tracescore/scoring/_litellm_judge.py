@@ -9,18 +9,16 @@ ways, some as a 500). The model string and keyword arguments are checked against
 (`check()`) before the first call; only litellm-free checks run at construction, so building a
 scorer never imports litellm into the agent's process. Every call runs with
 instrumentation suppressed, so the judge never shows up as the user's own LLM spans, and with
-litellm's stdout help banners silenced (`quiet_litellm`).
+litellm's stdout help banners silenced (`quiet_litellm`). How replies and errors read is in
+`_judge_replies` (`parse_json_object`, `retry_after_seconds` importable from here, as before).
 """
 
 from __future__ import annotations
 
 import asyncio
 import difflib
-import email.utils
-import json
 import logging
 import random
-import re
 import time
 from collections.abc import Callable
 from typing import Any, Literal
@@ -37,6 +35,17 @@ from tracescore.scoring._judge_api import (
     JudgeReply,
     JudgeRequest,
     JudgeStepError,
+)
+from tracescore.scoring._judge_replies import (
+    _describe,
+    _is_auth_failure,
+    _is_rejection,
+    _is_transient,
+    _retries_for,
+    _status,
+    parse_json_object,
+    retry_after_seconds,
+    schema_instructions,
 )
 
 logger = logging.getLogger("tracescore.scoring")
@@ -91,126 +100,6 @@ def _known_litellm_kwargs(litellm: Any, model: str, provider: str | None) -> set
         logger.debug("litellm cannot list the parameters of %s", model, exc_info=True)
     known.update(("extra_body", "api_base", "custom_llm_provider", "mock_response"))
     return known
-
-
-# --- reply parsing ---------------------------------------------------------------------------
-_FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
-
-
-def parse_json_object(raw: str | None) -> dict[str, Any]:
-    """The JSON object in a reply (code fences and text around the object tolerated)."""
-    if raw is None or not raw.strip():
-        raise ValueError("the reply is empty")
-    text = _FENCE.sub("", raw.strip())
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        start, end = text.find("{"), text.rfind("}")
-        if start < 0 or end <= start:
-            raise ValueError("the reply contains no JSON object") from None
-        try:
-            value = json.loads(text[start:end + 1])
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"the reply is not valid JSON ({exc.msg})") from None
-    if not isinstance(value, dict):
-        # a reply of the wrong shape is bad data: callers catch ValueError to retry or fall back
-        raise ValueError(  # noqa: TRY004
-            f"the reply is JSON {type(value).__name__}, not an object"
-        )
-    return value
-
-
-def schema_instructions(request: JudgeRequest) -> str:
-    """The fallback prompt: the step prompt plus the reply schema spelled out."""
-    schema = json.dumps(request.schema, indent=2)
-    return (
-        f"{request.prompt}\n\n"
-        "Your reply must be one JSON object and nothing else: no code fences, no text before "
-        f"or after it. The object must validate against this JSON Schema ({request.schema_name}):"
-        f"\n{schema}"
-    )
-
-
-# --- transport errors ------------------------------------------------------------------------
-def _status(exc: BaseException) -> int | None:
-    status = getattr(exc, "status_code", None)
-    return status if isinstance(status, int) else None
-
-
-def _is_transient(exc: BaseException) -> bool:
-    """Timeouts, connection failures, 408/409/429 and 5xx are worth retrying."""
-    if isinstance(exc, (asyncio.TimeoutError, TimeoutError, ConnectionError)):
-        return True
-    import openai  # litellm's exceptions derive from openai's; litellm imports it anyway
-
-    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
-        return True
-    status = _status(exc)
-    return status is not None and (status in (408, 409, 429) or status >= 500)
-
-
-# How providers (through litellm) word a missing or refused key when the status says otherwise
-# (OpenAI's client: a 500 "Missing credentials"; Gemini: a connection error "Missing ... API key").
-_AUTH_TEXT = re.compile(r"missing credentials|api[ _-]?key|no key is set|unauthori[sz]ed|"
-                        r"authenticat|invalid[ _-]?(?:x-)?key", re.IGNORECASE)
-
-
-def _is_auth_failure(exc: BaseException) -> bool:
-    """A missing, invalid or refused API key (401/403, or a provider's words for it)."""
-    status = _status(exc)
-    if status in (401, 403):
-        return True
-    if status in (408, 409, 429) or isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
-        return False
-    try:
-        return bool(_AUTH_TEXT.search(str(exc)[:2000]))
-    except Exception:  # noqa: BLE001 - a broken __str__ is not an auth failure
-        return False
-
-
-def _is_rejection(exc: BaseException) -> bool:
-    """A 400/422: the request was refused, possibly because of `response_format`."""
-    return _status(exc) in (400, 422)
-
-
-def retry_after_seconds(exc: BaseException) -> float | None:
-    """Seconds asked for by a Retry-After (or retry-after-ms) header on the error, if any."""
-    headers: Any = None
-    response = getattr(exc, "response", None)
-    if response is not None:
-        headers = getattr(response, "headers", None)
-    if not headers:
-        headers = getattr(exc, "headers", None)
-    if not headers:
-        return None
-    if isinstance(headers, dict):  # a plain dict is case-sensitive; httpx.Headers is not
-        headers = {str(k).lower(): v for k, v in headers.items()}
-    try:
-        value_ms = headers.get("retry-after-ms")
-        if value_ms is not None:
-            return max(0.0, float(value_ms) / 1000.0)
-        value = headers.get("retry-after")
-    except (AttributeError, TypeError, ValueError):
-        return None
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(str(value))
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-def _describe(exc: BaseException, *, status_shown: bool = True) -> str:
-    status = _status(exc) if status_shown else None
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    name = type(exc).__name__
-    prefix = f"{name} (HTTP {status})" if status else name
-    return f"{prefix}: {text[:300]}" if text else prefix
 
 
 # --- the litellm judge -----------------------------------------------------------------------
@@ -482,16 +371,6 @@ class LiteLLMJudge:
             return min(asked, self.max_retry_after_s)
         ceiling = min(self.backoff_max_s, self.backoff_base_s * (2 ** attempt))
         return ceiling * random.uniform(0.5, 1.0)
-
-
-def _retries_for(exc: BaseException, max_retries: int) -> int:
-    """Retries worth making after `exc`: none when the host name does not resolve, one when
-    nothing listens at the address (a judge restarting), else `max_retries`."""
-    if checks.is_unresolved(exc):
-        return 0
-    if checks.is_refused(exc):
-        return min(1, max_retries)
-    return max_retries
 
 
 def _reply_text(response: Any) -> str | None:

@@ -1,13 +1,5 @@
-"""Offline evaluation: run a target over a dataset, score every output, trace every item.
-
-`run_evals` / `arun_evals` call the target on each item's input (bounded concurrency), score the
-output with every scorer (ground truth passed through), and return an `EvalResult`. Every item
-is an `invoke_agent {name}` span carrying its score events, exported like live traffic. A failing
-target or scorer on one item is recorded as an `ItemFailure`; the other items carry on. A
-`SystemExit` from the target, a scorer or the callback is such a failure too; a
-`KeyboardInterrupt` stops the whole run at once (items in flight are cancelled, their spans
-ended) and is re-raised to the caller.
-"""
+"""One evaluation run (`_Run`): the items under bounded concurrency, each traced and scored, and
+the summary of their results."""
 
 from __future__ import annotations
 
@@ -17,11 +9,8 @@ import logging
 import math
 import re
 import time
-import uuid
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from opentelemetry import context as otel_context
@@ -29,7 +18,15 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 
 from tracescore import _semconv as sc
-from tracescore._exceptions import ConfigurationError
+from tracescore.evals._checks import _Call
+from tracescore.evals._results import (
+    STEP_CALLBACK,
+    STEP_TARGET,
+    EvalResult,
+    EvalSummary,
+    ItemFailure,
+    ItemResult,
+)
 from tracescore.instrument._context import ContextThreadPoolExecutor
 from tracescore.instrument._errors import exception_text, record_error
 from tracescore.scoring._base import ScorerInput, ToolCall, evaluate_call
@@ -51,12 +48,10 @@ if TYPE_CHECKING:
     # a scorer, its name, or a spec {"scorer": name, "options": {...}} (the gateway config's form)
     ScorerSpec = Scorer | str | Mapping[str, Any]
 
-__all__ = ["EvalResult", "EvalSummary", "ItemFailure", "ItemResult", "arun_evals", "run_evals"]
 
 _log = logging.getLogger("tracescore")
 T = TypeVar("T")
 
-DEFAULT_CONCURRENCY = 4
 _TRACER_NAME = "tracescore.evals"
 
 OnItemComplete = Callable[[Mapping[str, Any], Any, "dict[str, ScoreResult]"], "Awaitable[None] | None"]
@@ -65,209 +60,6 @@ Progress = Callable[[int, int], None]
 # Keys of an item that are not metadata.
 _ITEM_KEYS = ("input", "ground_truth", TOOL_CALLS_KEY, CONTEXT_KEY, TRAJECTORY_KEY,
               EXPECTED_TRAJECTORY_KEY, TURNS_KEY)
-
-# Steps an item can fail at (ItemFailure.step).
-STEP_TARGET = "target"
-STEP_CALLBACK = "on_item_complete"
-
-
-@dataclass(frozen=True, kw_only=True)
-class ItemFailure:
-    """Why one item (or one scorer on it) has no result: the step, the scorer and the error."""
-
-    index: int
-    step: str  # "target", "on_item_complete", or the scorer step ("preprocess", "analyze", ...)
-    scorer_id: str | None
-    error_type: str
-    message: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "step": self.step,
-            "scorer_id": self.scorer_id,
-            "error_type": self.error_type,
-            "message": self.message,
-        }
-
-
-@dataclass(frozen=True, kw_only=True)
-class ItemResult:
-    """One dataset item: what went in, what came out, its scores and failures."""
-
-    index: int
-    input: Any
-    output: Any
-    ground_truth: Any
-    metadata: dict[str, Any]
-    scores: dict[str, ScoreResult]  # scorer id -> result (successful scorers only)
-    failures: tuple[ItemFailure, ...] = ()
-    duration_ms: float = 0.0  # the target call alone
-    trace_id: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        """True when the target and every scorer succeeded."""
-        return not self.failures
-
-    def to_dict(self) -> dict[str, Any]:
-        from tracescore._content import to_json_safe
-
-        return {
-            "index": self.index,
-            "input": to_json_safe(self.input),
-            "output": to_json_safe(self.output),
-            "ground_truth": to_json_safe(self.ground_truth),
-            "metadata": to_json_safe(self.metadata),
-            "scores": {sid: r.to_dict() for sid, r in self.scores.items()},
-            "failures": [f.to_dict() for f in self.failures],
-            "duration_ms": self.duration_ms,
-            "trace_id": self.trace_id,
-        }
-
-
-@dataclass(frozen=True, kw_only=True)
-class EvalSummary:
-    """Counts and verdict of a run.
-
-    `errored_items` had a target or scorer failure; `passed_items` had none and met every
-    threshold (every error-free item passes when no thresholds are given);
-    `failed_items = total_items - passed_items`. `unscored` names each scorer that scored no
-    item of a non-empty run, with why: `"12 of 12 items errored: <first error>"` (a judge that
-    is unreachable or refuses the key); `tracescore eval` fails such a run unless told to
-    allow errors.
-    """
-
-    total_items: int
-    passed_items: int
-    failed_items: int
-    errored_items: int
-    thresholds: dict[str, float] = field(default_factory=dict)
-    threshold_results: dict[str, bool] = field(default_factory=dict)  # scorer id -> mean met?
-    duration_s: float = 0.0
-    unscored: dict[str, str] = field(default_factory=dict)  # scorer id -> why it has no score
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "total_items": self.total_items,
-            "passed_items": self.passed_items,
-            "failed_items": self.failed_items,
-            "errored_items": self.errored_items,
-            "thresholds": dict(self.thresholds),
-            "threshold_results": dict(self.threshold_results),
-            "duration_s": self.duration_s,
-            "unscored": dict(self.unscored),
-        }
-
-
-@dataclass(frozen=True, kw_only=True)
-class EvalResult:
-    """Outcome of `run_evals`: mean score per scorer id, summary, items and failures.
-
-    `scores[id]` is the mean over the items that scorer scored (None when it scored none).
-    `passed` is None without thresholds, else True when every scorer's mean meets its minimum.
-    """
-
-    name: str
-    run_id: str
-    scores: dict[str, float | None]
-    summary: EvalSummary
-    items: tuple[ItemResult, ...]
-    failures: tuple[ItemFailure, ...]
-    passed: bool | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "run_id": self.run_id,
-            "scores": dict(self.scores),
-            "passed": self.passed,
-            "summary": self.summary.to_dict(),
-            "items": [item.to_dict() for item in self.items],
-            "failures": [f.to_dict() for f in self.failures],
-        }
-
-
-def run_evals(
-    data: Iterable[Mapping[str, Any]],
-    scorers: ScorerSpec | Sequence[ScorerSpec],
-    target: Any,
-    *,
-    on_item_complete: OnItemComplete | None = None,
-    concurrency: int = DEFAULT_CONCURRENCY,
-    thresholds: Mapping[str, float] | None = None,
-    progress: Progress | None = None,
-    name: str | None = None,
-) -> EvalResult:
-    """Evaluate `target` over `data` with `scorers`; blocking twin of `arun_evals`.
-
-    Works with or without a running event loop: the run happens on tracescore's scoring loop
-    (the one sync `Scorer.run` uses), so judge HTTP clients stay valid across runs.
-    """
-    from tracescore.scoring._base import run_sync
-
-    return run_sync(arun_evals(data, scorers, target, on_item_complete=on_item_complete,
-                               concurrency=concurrency, thresholds=thresholds,
-                               progress=progress, name=name))
-
-
-async def arun_evals(
-    data: Iterable[Mapping[str, Any]],
-    scorers: ScorerSpec | Sequence[ScorerSpec],
-    target: Any,
-    *,
-    on_item_complete: OnItemComplete | None = None,
-    concurrency: int = DEFAULT_CONCURRENCY,
-    thresholds: Mapping[str, float] | None = None,
-    progress: Progress | None = None,
-    name: str | None = None,
-) -> EvalResult:
-    """Evaluate `target` over `data` with `scorers`.
-
-    - `data`: items `{"input": ..., "ground_truth": ...}`, optionally with `tool_calls` (tool
-      names, or dicts with name/arguments/result/error/call_id) and `context` (texts) for
-      scorers that take them, `trajectory` (the run's steps) and `expected_trajectory` (the
-      steps it should take) for run scorers; other keys are kept as metadata. A multi-turn
-      item gives `turns` (user messages, or `{"input", "output"}` for turns already answered)
-      instead of `input`: the target is called once per unanswered turn with the conversation
-      so far (chat messages), and conversation scorers get every turn.
-    - `scorers`: scorer objects, or names such as `"keyword-coverage"` (default options).
-    - `target`: a sync or async function (or generator) taking the input, or an agent object
-      with `ainvoke`/`arun`/`invoke`/`run`. Sync targets run on worker threads.
-    - `on_item_complete(item, target_result, scorer_results)`: sync or async, called per item.
-    - `thresholds`: `{scorer_id: minimum mean}` giving `EvalResult.passed`.
-    - `progress(completed, total)`: called after each item.
-    Raises ConfigurationError for bad arguments and for a judge that cannot work (a model
-    litellm does not know, an API key not set: see `LiteLLMJudge.preflight`), before anything
-    runs, and KeyboardInterrupt
-    when the target, a scorer or a callback raised one (the run stops at once).
-    """
-    items = _check_items(data)
-    scorer_list = _check_scorers(scorers)
-    call = _resolve_target(target)
-    limits = _check_thresholds(thresholds, scorer_list)
-    if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
-        raise ConfigurationError(f"concurrency must be a positive integer, got {concurrency!r}")
-    _preflight(scorer_list)
-    run = _Run(
-        name=name or _target_name(target),
-        run_id=uuid.uuid4().hex,
-        scorers=scorer_list,
-        call=call,
-        on_item_complete=on_item_complete,
-        progress=progress,
-        total=len(items),
-        concurrency=concurrency,
-    )
-    started = time.perf_counter()
-    try:
-        results = await run.all(items)
-    except _Interrupted as stop:
-        raise stop.interrupt from None
-    finally:
-        run.close()
-    return _summarize(run, results, limits, time.perf_counter() - started)
-
 
 # --- one run -----------------------------------------------------------------------------------
 
@@ -489,130 +281,6 @@ def _why_unscored(scorer_id: str, results: list[ItemResult]) -> str:
     if first.scorer_id == scorer_id:
         return f"{counted}: {_SCORER_PREFIX.sub('', first.message)}"
     return f"{counted}: the {first.step} failed: {first.error_type}: {first.message}"
-
-
-# --- targets -----------------------------------------------------------------------------------
-
-_Call = Callable[[Any, ThreadPoolExecutor], Awaitable[Any]]
-_AGENT_METHODS = ("ainvoke", "arun", "invoke", "run")
-
-
-def _resolve_target(target: Any) -> _Call:
-    """Turn a function, coroutine function, generator or agent object into one async call."""
-    fn = target
-    if not callable(fn):
-        fn = next((getattr(target, m) for m in _AGENT_METHODS
-                   if callable(getattr(target, m, None))), None)
-        if fn is None:
-            raise ConfigurationError(
-                f"target must be callable or have one of {', '.join(_AGENT_METHODS)}; "
-                f"got {type(target).__name__}"
-            )
-    if inspect.isasyncgenfunction(fn) or inspect.iscoroutinefunction(fn):
-        async def call_async(value: Any, executor: ThreadPoolExecutor) -> Any:
-            return await _settle(fn(value))
-        return call_async
-
-    async def call_sync(value: Any, executor: ThreadPoolExecutor) -> Any:
-        # the executor carries the item's context (span, ground truth) into its thread
-        result = await asyncio.get_running_loop().run_in_executor(
-            executor, _call_and_drain, fn, value)
-        return await _settle(result)
-    return call_sync
-
-
-def _call_and_drain(fn: Callable[[Any], Any], value: Any) -> Any:
-    """Call a sync target; a returned generator is consumed on the same thread."""
-    result = fn(value)
-    if inspect.isgenerator(result):
-        return _join(list(result))
-    return result
-
-
-async def _settle(result: Any) -> Any:
-    """Await coroutines and drain async generators returned by the target."""
-    while inspect.isawaitable(result):
-        result = await result
-    if inspect.isasyncgen(result):
-        return _join([chunk async for chunk in result])
-    return result
-
-
-def _join(chunks: list[Any]) -> Any:
-    return "".join(chunks) if all(isinstance(c, str) for c in chunks) else chunks
-
-
-def _target_name(target: Any) -> str:
-    """Span/agent name of a run: the function's or the agent class's name."""
-    name = getattr(target, "__name__", None)
-    if isinstance(name, str) and name and name != "<lambda>":
-        return name
-    if inspect.isfunction(target) or inspect.ismethod(target):
-        return "eval"
-    return type(target).__name__
-
-
-# --- validation --------------------------------------------------------------------------------
-
-
-def _check_items(data: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    if isinstance(data, (str, bytes)) or not isinstance(data, Iterable):
-        raise ConfigurationError("data must be an iterable of items like {'input': ...}")
-    items = list(data)
-    for i, item in enumerate(items):
-        if not isinstance(item, Mapping):
-            raise ConfigurationError(f"item {i} must be a mapping, got {type(item).__name__}")
-        if "input" not in item and TURNS_KEY not in item:
-            raise ConfigurationError(f"item {i} has no 'input' key (keys: {sorted(item)})")
-        item_trace(item, f"item {i}")
-        item_scope(item, f"item {i}")
-    return items
-
-
-def _check_scorers(scorers: Any) -> list[Scorer]:
-    from tracescore.scoring._registry import resolve_scorers
-
-    single = hasattr(scorers, "arun") or isinstance(scorers, (str, Mapping))
-    found = resolve_scorers([scorers] if single else list(scorers or ()))
-    if not found:
-        raise ConfigurationError("run_evals needs at least one scorer")
-    seen: set[str] = set()
-    for scorer in found:
-        if not (hasattr(scorer, "arun") and isinstance(getattr(scorer, "id", None), str)):
-            raise ConfigurationError(f"not a scorer: {scorer!r} (needs an 'id' and 'arun')")
-        if scorer.id in seen:
-            raise ConfigurationError(f"two scorers share the id {scorer.id!r}")
-        seen.add(scorer.id)
-    return found
-
-
-def _preflight(scorers: list[Scorer]) -> None:
-    """Check every judge (model known, API key set) before the first item."""
-    from tracescore.scoring._judge_api import Judge
-    from tracescore.scoring._resolve import preflight_judge
-
-    for scorer in scorers:
-        judge = getattr(scorer, "judge", None)
-        if isinstance(judge, Judge):
-            try:
-                preflight_judge(judge)
-            except ConfigurationError as exc:
-                raise ConfigurationError(f"scorer {scorer.id!r}: {exc}") from None
-
-
-def _check_thresholds(thresholds: Mapping[str, float] | None,
-                      scorers: list[Scorer]) -> dict[str, float]:
-    limits: dict[str, float] = {}
-    ids = {s.id for s in scorers}
-    for sid, minimum in (thresholds or {}).items():
-        if sid not in ids:
-            raise ConfigurationError(
-                f"threshold for unknown scorer {sid!r} (scorers: {', '.join(sorted(ids))})")
-        if isinstance(minimum, bool) or not isinstance(minimum, (int, float)) \
-                or not math.isfinite(minimum):
-            raise ConfigurationError(f"threshold for {sid!r} must be a number, got {minimum!r}")
-        limits[sid] = float(minimum)
-    return limits
 
 
 # --- helpers -----------------------------------------------------------------------------------
