@@ -58,6 +58,12 @@ from tracescore.online._recognise import (
     recogniser_markers,
 )
 from tracescore.online._records import ResultSink
+from tracescore.online._runs_tracker import (
+    has_run_scope,
+    is_run_root,
+    is_run_scoped,
+    keep_run_scorers,
+)
 from tracescore.online._sampling import RANDOMNESS_MASK
 from tracescore.online._sinks import carrier_span, with_events
 from tracescore.online._trace_input import (
@@ -150,7 +156,8 @@ class ScoringSpanProcessor(SpanProcessor):
         self._min_threshold = self._core.threshold
         # traces are collected only where a scorer that reads tool calls or context (or an agent
         # span read from its LLM calls) may sample: the lowest rejection threshold among those
-        readers = [o._threshold for o in online if reads_trace(o.scorer)]
+        readers = [o._threshold for o in online if reads_trace(o.scorer) or is_run_scoped(o)]
+        self._run_scope = has_run_scope(online)  # run-scope scorers score at a run's root only
         if self._contentless:
             readers.append(self._min_threshold)
         self._trace_threshold = min(readers, default=_NEVER)
@@ -206,6 +213,9 @@ class ScoringSpanProcessor(SpanProcessor):
         if self._candidates or self._recognisers:  # else: no candidate possible, export at once
             candidate = self._candidate_of(span, trace)
             if candidate is not None:
+                if self._run_scope and not self._at_root(candidate, trace):
+                    self._downstream.on_end(span)
+                    return
                 if (trace is not None and (trace.items or trace.dropped)) or candidate.added:
                     self._collect(span, trace, candidate)
                 self._core.submit(_key(span), candidate.call, span)
@@ -259,6 +269,14 @@ class ScoringSpanProcessor(SpanProcessor):
         except Exception:  # noqa: BLE001 - scored without them rather than not at all
             self._core.log_once("trace_input", "tracescore: could not collect an agent call's "
                                 "tool calls and context", exc_info=True)
+
+    def _at_root(self, candidate: _Candidate, trace: TraceSpans | None) -> bool:
+        """Drop the run-scope scorers of a call that is not its run's root; False when no
+        scorer is left for it."""
+        call = candidate.call
+        call.scorers, waiting = keep_run_scorers(call.scorers, is_run_root(trace))
+        release_budgets(waiting)
+        return bool(call.scorers)
 
     def _candidate_of(self, span: ReadableSpan, trace: TraceSpans | None = None
                       ) -> _Candidate | None:
