@@ -260,6 +260,7 @@ class ScoringCore:
 
     # --- worker side --------------------------------------------------------------------------------
     async def _run_job(self, job: _Job) -> None:
+        self.metrics.flush_pending()  # the agent's thread left its meter adds to this one
         tasks = [asyncio.ensure_future(self._run_scorer(job, online)) for online in job.scorers]
         # a run whose only sink is a span already exported can no longer land: cancellable
         watched = [t for o, t in zip(job.scorers, tasks) if o.sinks == {"span"}]

@@ -6,6 +6,7 @@ failures are visible even without a metrics backend.
 
 from __future__ import annotations
 
+import collections
 import functools
 import logging
 import threading
@@ -80,6 +81,8 @@ class OnlineMetrics:
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
         self._broken = False
+        # `sampled` meter adds waiting for a thread other than the agent's (see `sampled`)
+        self._pending: collections.deque[dict[str, str]] = collections.deque()
 
     def _bump(self, key: str, n: int = 1) -> None:
         with self._lock:
@@ -87,12 +90,28 @@ class OnlineMetrics:
 
     def _count(self, key: str, attrs: dict[str, str], n: int = 1) -> None:
         """Add `n` to the in-process count `key` and to its metric counter."""
+        self.flush_pending()
         self._bump(key, n)
         self._counters[key].add(n, attrs)
 
     @_guarded
     def sampled(self, scorer_id: str, agent: str | None) -> None:
-        self._count("sampled", _attrs(scorer_id, agent))
+        """Count a sampled call now (`snapshot`); its meter add waits for `flush_pending`, which
+        the scoring threads call before any other count, so the agent's thread skips the SDK."""
+        self._bump("sampled")
+        self._pending.append(_attrs(scorer_id, agent))
+
+    @_guarded
+    def flush_pending(self) -> None:
+        """Add the waiting `sampled` counts to their meter counter (a scoring thread)."""
+        pending = self._pending
+        counter = self._counters["sampled"]
+        while pending:
+            try:
+                attrs = pending.popleft()
+            except IndexError:  # another thread took the last one
+                return
+            counter.add(1, attrs)
 
     @_guarded
     def scored(self, scorer_id: str, agent: str | None, score: float) -> None:
@@ -121,6 +140,7 @@ class OnlineMetrics:
                                  sc.TS_UNREADABLE_REASON: reason})
 
     def snapshot(self) -> dict[str, int]:
+        self.flush_pending()
         with self._lock:
             return dict(self._counts)
 
