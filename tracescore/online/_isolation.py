@@ -19,6 +19,9 @@ mode, a scorer that cannot be pickled or loaded there (or is defined in `__main_
 data cannot be, and every job once the process cannot start (three tries) run in the worker
 thread instead (logged once per scorer and cause). A child that dies after starting fails its
 pending runs; the next job starts a new one.
+
+(About 520 lines: the parent's `ProcessRunner` and the child's `_child_main` speak the one framed
+protocol defined here; apart, each half would import the other's.)
 """
 
 from __future__ import annotations
