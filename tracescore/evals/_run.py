@@ -184,6 +184,7 @@ class _Run:
                      trace: tuple[Sequence[ToolCall], Sequence[str]],
                      scope: tuple[Any, Any, tuple[Turn, ...]]) -> dict[str, ScoreResult]:
         from tracescore.online._events import evaluation_events
+        from tracescore.scoring._provenance import provenance
 
         turns = scope[2]
         if turns:  # call scorers judge the last answer, with the conversation before it
@@ -201,10 +202,11 @@ class _Run:
                 step = step if isinstance(step, str) else "score"  # ScorerError, judge errors
                 failures.append(_failure(index, step, scorer.id, outcome))
                 events = evaluation_events(None, scorer_id=scorer.id, scorer_name=scorer.name,
-                                           error=outcome)
+                                           error=outcome, **provenance(scorer))
             else:
                 scores[scorer.id] = outcome
-                events = evaluation_events(outcome, scorer_id=scorer.id, scorer_name=scorer.name)
+                events = evaluation_events(outcome, scorer_id=scorer.id, scorer_name=scorer.name,
+                                           **provenance(scorer))
             for event_name, attributes in events:
                 span.add_event(event_name, attributes)
         return scores
