@@ -30,6 +30,7 @@ from tracescore.evals._results import (
 from tracescore.instrument._context import ContextThreadPoolExecutor
 from tracescore.instrument._errors import exception_text, record_error
 from tracescore.scoring._base import ScorerInput, ToolCall, evaluate_call
+from tracescore.scoring._provenance import provenance
 from tracescore.scoring._runs import Turn
 from tracescore.scoring._scoped import history_messages
 from tracescore.scoring._trace_data import (
@@ -73,6 +74,8 @@ class _Run:
         self.name = name
         self.run_id = run_id
         self.scorers = scorers
+        for scorer in scorers:
+            provenance(scorer)  # each scorer's version, from its options before any run
         self.call = call
         self.on_item_complete = on_item_complete
         self.progress = progress
@@ -184,7 +187,6 @@ class _Run:
                      trace: tuple[Sequence[ToolCall], Sequence[str]],
                      scope: tuple[Any, Any, tuple[Turn, ...]]) -> dict[str, ScoreResult]:
         from tracescore.online._events import evaluation_events
-        from tracescore.scoring._provenance import provenance
 
         turns = scope[2]
         if turns:  # call scorers judge the last answer, with the conversation before it

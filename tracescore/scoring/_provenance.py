@@ -25,10 +25,11 @@ from typing import Any, TypedDict
 
 from tracescore._version import __version__
 
-# attribute names that are no option of how a scorer scores (or are secrets)
-_NOT_OPTIONS = re.compile(
-    r"^(id|name|version|judge|model)$|api_?key|secret|passw|credential|auth|token$|headers?$"
-    r"|cookie|timeout|retries|retry|backoff", re.IGNORECASE)
+# names that never enter a version: secrets, and what only changes how long the judge is waited for
+_NOT_OPTIONS = re.compile(r"api_?key|secret|passw|credential|auth|token$|headers?$|cookie"
+                          r"|timeout|retries|retry|backoff", re.IGNORECASE)
+# a scorer's attributes that are no option (the id and judge enter on their own)
+_NOT_SCORER_OPTIONS = frozenset({"id", "name", "version", "judge", "model"})
 # judge options that change what the judge answers (a LiteLLMJudge's litellm arguments)
 _JUDGE_OPTIONS = ("temperature", "top_p", "top_k", "seed", "max_tokens", "max_completion_tokens",
                   "reasoning_effort", "thinking")
@@ -94,7 +95,8 @@ def options_of(scorer: Any) -> dict[str, Any]:
         attributes = {name: getattr(scorer, name) for name in _slots(type(scorer))
                       if hasattr(scorer, name)}
     return {name: _canonical(value, 0) for name, value in sorted(attributes.items())
-            if not name.startswith("_") and not _NOT_OPTIONS.search(name)}
+            if not name.startswith("_") and name not in _NOT_SCORER_OPTIONS
+            and not _NOT_OPTIONS.search(name)}
 
 
 def _judge_spec(scorer: Any) -> dict[str, Any] | None:
