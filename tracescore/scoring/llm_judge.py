@@ -84,6 +84,7 @@ class LLMJudgeScorer(ScopedScorer, JudgedScorer):
     """An LLM judges each response against `instructions` (see `create_llm_judge_scorer`)."""
 
     id = "llm-judge"  # a scorer's own id is the `name` it is built with
+    judge_steps = ("analyze",)  # the steps that ask the judge
     uses_judge = True
     named_by_user = True
     factory = "create_llm_judge_scorer"
