@@ -96,7 +96,7 @@ def test_the_dry_run_needs_no_output_but_a_real_run_does(traces: Path) -> None:
 
 
 # --- the step counts the estimate uses are the steps the scorers run --------------------------
-_NEEDS = {"llm-judge": {"name": "polite", "instructions": "The answer is polite."},
+_NEEDS: dict[str, dict[str, Any]] = {"llm-judge": {"name": "polite", "instructions": "The answer is polite."},
           "multi-turn-judge": {"criterion": "The user's goal was met."},
           "llm-tool-call-accuracy": {"available_tools": [{"id": "get_weather",
                                                           "description": "Current weather"}]},
