@@ -172,8 +172,13 @@ def test_the_offline_judge_on_the_example_dataset(tmp_path: Path) -> None:
     data = json.loads(json.dumps(report.to_dict()))
     assert data["agreement"]["kappa"] == report.agreement.kappa
     assert len(data["disagreements"]) == len(worst)
+    # the version its results carry online: a score with it is one this report measured
+    online = tracescore.create_answer_relevancy_scorer(model="tracescore/offline")
+    assert report.scorer_version == data["scorer_version"] == online.version
+    assert data["scorer_name"] == online.name
     page = html_report(report)
     assert page.count("<svg") == 2 and "Confusion matrix" in page
+    assert online.version in page
     assert "http" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")  # self-contained
 
 

@@ -21,6 +21,12 @@ EXAMPLE = ROOT / "examples" / "relevancy_labels.csv"
 EXIT_UNSCORED, EXIT_BELOW_KAPPA = 3, 4
 
 
+def version_prefix() -> str:
+    from tracescore import __version__
+
+    return f"{__version__}+"
+
+
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TRACESCORE_"))}
     full_env.update({"COLUMNS": "200", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "NO_COLOR": "1"})
@@ -38,6 +44,8 @@ def test_the_gate_passes_fails_and_refuses_with_distinct_exit_codes(tmp_path: Pa
     assert "Cohen's kappa" in passed.stdout and "Confusion matrix" in passed.stdout
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["passed"] is True and report["agreement"]["n"] == 26
+    assert report["scorer_version"] in passed.stdout and report["scorer_version"].startswith(
+        version_prefix())
     assert "<svg" in (tmp_path / "r.html").read_text()
 
     below = run(*common, "--min-kappa", "0.99", "--json", "-")

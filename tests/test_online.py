@@ -180,6 +180,7 @@ def test_sampled_span_is_held_then_exported_once_with_its_score_events(make) -> 
     assert result[sc.TS_RUN_ID] == scorer.calls[0]["run_id"]
     assert result[sc.TS_SAMPLING_RATE] == 1.0
     assert result[sc.TS_JUDGE_MODEL] == "stub-judge"
+    assert result[sc.TS_SCORER_VERSION] == scorer.version  # which scorer, options and judge
     assert (result[sc.TS_JUDGE_CALLS], result[sc.TS_JUDGE_INPUT_TOKENS],
             result[sc.TS_JUDGE_OUTPUT_TOKENS]) == (3, 30, 12)
     assert [s[sc.TS_STEP_NAME] for s in steps(exported)] == ["preprocess", "analyze", "reason"]
@@ -748,7 +749,8 @@ def test_log_sink_emits_evaluation_records_tied_to_the_agent_span(make) -> None:
     log_exporter = InMemoryLogRecordExporter()
     loggers = LoggerProvider()
     loggers.add_log_record_processor(SimpleLogRecordProcessor(log_exporter))
-    h = make([OnlineScorer(LengthScorer(), sinks=["log"])], logger_provider=loggers)
+    scorer = LengthScorer()
+    h = make([OnlineScorer(scorer, sinks=["log"])], logger_provider=loggers)
     span = h.call()
     assert h.flush()
     (agent_span,) = h.agent_spans()
@@ -759,6 +761,7 @@ def test_log_sink_emits_evaluation_records_tied_to_the_agent_span(make) -> None:
     ctx = span.get_span_context()
     assert (main[0].trace_id, main[0].span_id) == (ctx.trace_id, ctx.span_id)
     assert main[0].attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == pytest.approx(0.5)
+    assert main[0].attributes[sc.TS_SCORER_VERSION] == scorer.version  # provenance, as on spans
 
 
 def test_log_sink_without_a_logger_provider_is_a_no_op(make) -> None:

@@ -328,6 +328,7 @@ def test_online_scores_reach_phoenix_as_annotations_of_their_spans(
     expected = similarity.run(input="What is the capital of France?",
                               output="Paris is the capital of France.")
     assert note["result"]["score"] == expected.score
+    assert note["metadata"]["scorer_version"] == similarity.version  # the span event's too
     stats = handle._pipeline.stats()  # type: ignore[attr-defined]
     assert (stats["phoenix.sent"], stats["phoenix.dropped"]) == (1, 0)
 
@@ -348,6 +349,8 @@ def test_a_failing_scorer_is_annotated_as_an_error(scripted: ScriptedPhoenix, sp
     (note,) = scripted.annotations()
     assert note["annotator_kind"] == "LLM" and note["result"]["label"] == "error"
     assert "score" not in note["result"] and note["metadata"]["error_type"]
+    assert note["metadata"]["scorer_version"] == relevancy.version
+    assert note["metadata"]["judge_model"] == "openai/judge"  # named by a failed run too
 
 
 # --- a real Phoenix -------------------------------------------------------------------------------------
@@ -425,6 +428,9 @@ scoring:
     notes = scripted.annotations()
     assert sorted(n["span_id"] for n in notes) == agents
     assert {(n["name"], n["annotator_kind"]) for n in notes} == {("content-similarity", "CODE")}
+    # the gateway's scorer, built from its config, is the same version as one built in code
+    version = tracescore.create_content_similarity_scorer().version
+    assert {n["metadata"]["scorer_version"] for n in notes} == {version}
 
 
 def test_the_demo_annotates_in_phoenix_when_phoenix_is_configured(

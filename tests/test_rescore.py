@@ -110,7 +110,7 @@ def test_scores_are_fresh_runs(traces: Path, tmp_path: Path) -> None:
     out1, out2 = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     _run(str(traces), "-s", "similarity", "-o", str(out1))
     time.sleep(0.01)
-    _run(str(out1), "-s", "similarity", "-o", str(out2))
+    _run(str(out1), "-s", "similarity", "-o", str(out2), "--force")  # the same version again
     runs = [e.attributes["tracescore.evaluation.run_id"]
             for s in _spans(out2) for e in s.events_named(EVAL)]
     assert len(runs) == 12 and len(set(runs)) == 12  # the old score stays, a new one is added

@@ -358,7 +358,8 @@ def test_rescoring_the_demos_own_file_warns(tmp_path: Path) -> None:
     demo = tmp_path / "demo.jsonl"
     subprocess.run([sys.executable, "-m", "tracescore", "demo", "--spans-file", str(demo)],
                    cwd=tmp_path, capture_output=True, check=True, timeout=120)
-    result = _rescore(str(demo), "-o", str(tmp_path / "out.jsonl"))
+    # the demo scored them with these scorers: --force scores them again
+    result = _rescore(str(demo), "-o", str(tmp_path / "out.jsonl"), "--force")
     assert result.exit_code == 0, result.output
     for scorer_id in ("answer-relevancy", "content-similarity"):
         (warning,) = _warnings(result, scorer_id)

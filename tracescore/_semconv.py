@@ -79,6 +79,9 @@ TS_SPAN_TRUNCATED = "tracescore.span.truncated"  # bool: the span was cut to fit
 TS_SPAN_ORIGINAL_BYTES = "tracescore.span.original_bytes"  # its estimated size before the cut
 TS_SPAN_DROPPED_EVENTS = "tracescore.span.dropped_events"  # events removed to fit (last ones first)
 TS_SCORER_ID = "tracescore.scorer.id"
+# which scorer produced a result: `{release}+{hash}` of its id, options and judge (the GenAI
+# conventions name no evaluator version yet; gen_ai.evaluation.name is the scorer's name)
+TS_SCORER_VERSION = "tracescore.scorer.version"
 TS_RUN_ID = "tracescore.evaluation.run_id"
 TS_JUDGE_MODEL = "tracescore.judge.model"
 TS_JUDGE_CALLS = "tracescore.judge.calls"

@@ -41,7 +41,8 @@ def html_report(report: CalibrationReport) -> str:
 
 def _summary(report: CalibrationReport) -> str:
     a, space = report.agreement, report.space
-    rows = [("Scorer", report.scorer_id), ("Judge model", report.judge_model or "-"),
+    rows = [("Scorer", report.scorer_id), ("Scorer version", report.scorer_version or "-"),
+            ("Judge model", report.judge_model or "-"),
             ("Labels", f"{space.kind}: {', '.join(space.categories)}"),
             ("Items", (f"{a.n} scored, {report.unlabelled} unlabelled, {len(report.errors)} "
                       "errors"))]

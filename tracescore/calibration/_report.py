@@ -95,7 +95,9 @@ class CalibrationReport:
     """Agreement of a scorer with human labels, the items it disagrees on and the run's cost.
 
     `gate_kappa` is the kappa `min_kappa` is compared with (`kappa_weights` picks the weighted
-    form for ordered categories); `passed` is None without `min_kappa`.
+    form for ordered categories); `passed` is None without `min_kappa`. `scorer_version` is the
+    version the scorer's results carry (`tracescore.scorer.version`): a score with the same
+    version came from the scorer this report measured.
     """
 
     scorer_id: str
@@ -108,6 +110,8 @@ class CalibrationReport:
     cost: RunCost = field(default_factory=RunCost)
     kappa_weights: str = "none"
     min_kappa: float | None = None
+    scorer_name: str | None = None
+    scorer_version: str | None = None
 
     @property
     def gate_kappa(self) -> float | None:
@@ -128,7 +132,8 @@ class CalibrationReport:
                             key=lambda r: (-r.distance, r.index)))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"scorer_id": self.scorer_id, "judge_model": self.judge_model,
+        return {"scorer_id": self.scorer_id, "scorer_name": self.scorer_name,
+                "scorer_version": self.scorer_version, "judge_model": self.judge_model,
                 "labels": self.space.to_dict(), "agreement": self.agreement.to_dict(),
                 "kappa_weights": self.kappa_weights, "gate_kappa": self.gate_kappa,
                 "min_kappa": self.min_kappa, "passed": self.passed,
@@ -162,6 +167,9 @@ def calibrate(data: str | Path | Iterable[Mapping[str, Any]], scorer: Scorer | s
     if missing is not None:
         raise ConfigurationError(f"item {missing} has no 'output' (the answer that was labelled)")
     chosen = _scorer(scorer, judge_model, scorer_options)
+    from tracescore.scoring._provenance import scorer_version
+
+    version = scorer_version(chosen)  # from its options, before any run
     space = resolve_space([item[label_key] for _, item in labelled], labels, chosen.id)
     human = {i: space.human_value(item[label_key], f"item {i}") for i, item in labelled}
     started = time.perf_counter()
@@ -189,7 +197,8 @@ def calibrate(data: str | Path | Iterable[Mapping[str, Any]], scorer: Scorer | s
     return CalibrationReport(
         scorer_id=chosen.id, judge_model=_model(chosen, results), space=space, agreement=stats,
         rows=tuple(rows), errors=tuple(errors), unlabelled=len(items) - len(labelled),
-        cost=_cost(results, latencies, duration), kappa_weights=kappa_weights, min_kappa=min_kappa)
+        cost=_cost(results, latencies, duration), kappa_weights=kappa_weights, min_kappa=min_kappa,
+        scorer_name=str(getattr(chosen, "name", None) or chosen.id), scorer_version=version)
 
 
 def _items(data: str | Path | Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

@@ -276,18 +276,27 @@ def serve(config_file: Path | None, grpc_endpoint: str | None, http_endpoint: st
 @click.option("--protocol", type=click.Choice(["grpc", "http/protobuf"]), default="grpc",
               show_default=True, help="Protocol for --endpoint.")
 @click.option("--all-spans", is_flag=True, help="Write every selected span, not only agent spans.")
+@click.option("--force", is_flag=True, help="Also score spans that already carry a result of the "
+              "same scorer version (default: skip them).")
+@click.option("--dry-run", is_flag=True, help="Count the judge calls and estimate their cost "
+              "(litellm's prices), then stop: nothing is scored, written or sent.")
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar on stderr (default: when stderr is a terminal).")
 def rescore(inputs: Sequence[Path], config_file: Path | None, scorers: Sequence[str],
             judge_model: str | None, agents: Sequence[str], rate: float | None,
             since: datetime | None, until: datetime | None, output: Path | None,
-            endpoint: str | None, protocol: str, all_spans: bool, progress: bool | None) -> None:
+            endpoint: str | None, protocol: str, all_spans: bool, force: bool, dry_run: bool,
+            progress: bool | None) -> None:
     """Score stored traces again: the agent spans of INPUTS (OTLP JSON lines, as tracescore's
     and the Collector's file exporters write them) get new score events.
 
     \b
-    Example: run a new scorer version over last week's traffic
+    Example: run a new scorer version over last week's traffic, after seeing its cost
+      tracescore rescore traces.jsonl --since 2026-11-24 -s relevancy --dry-run
       tracescore rescore traces.jsonl --since 2026-11-24 -s relevancy -o rescored.jsonl
+    \b
+    A span that already carries a result of the same scorer version is skipped (--force scores
+    it again); new results are added beside the old ones.
     \b
     Exit codes: 0 every span written; 1 some spans did not reach --endpoint (down, refused or
     rejected them: the last line says how many and why); 2 a bad option, a bad input line
@@ -296,7 +305,7 @@ def rescore(inputs: Sequence[Path], config_file: Path | None, scorers: Sequence[
     from tracescore._exceptions import ConfigurationError
     from tracescore.gateway._rescore import run_rescore_command
 
-    if (output is None) == (endpoint is None):
+    if not dry_run and (output is None) == (endpoint is None):
         raise CommandError("give one of --output FILE or --endpoint URL")
     try:
         summary = run_rescore_command(
@@ -304,15 +313,30 @@ def rescore(inputs: Sequence[Path], config_file: Path | None, scorers: Sequence[
             agents=agents, rate=rate, since=since, until=until, output=output,
             endpoint=endpoint, protocol=protocol, all_spans=all_spans,
             progress=sys.stderr.isatty() if progress is None else progress,
-            warn=lambda text: click.echo(f"warning: {text}", err=True),
+            warn=lambda text: click.echo(f"warning: {text}", err=True), force=force,
+            dry_run=dry_run,
         )
     except ConfigurationError as exc:
         raise CommandError(str(exc)) from None
     for scorer_id, missing in summary.no_reference.items():
         click.echo(f"warning: {missing.warning(scorer_id)}", err=True)
+    seen = (f"{summary.skipped} skipped (already scored by the same scorer version), "
+            f"{summary.rescored} re-scored")
+    if dry_run:
+        from tracescore.gateway._rescore_estimate import estimate_lines
+
+        runs = sum(e.runs for e in summary.estimates)
+        click.echo(f"dry run: read {summary.spans_read} spans, {summary.spans_selected} "
+                   f"selected, {summary.agent_spans} agent spans offered; {runs} scorer runs "
+                   f"would be made, {seen}")
+        for text in estimate_lines(summary.estimates):
+            click.echo(text)
+        click.echo("nothing was scored, written or sent")
+        return
     line = (f"read {summary.spans_read} spans, {summary.spans_selected} selected, "
             f"{summary.agent_spans} agent spans offered, "
-            f"{summary.stats.get('scored', 0)} scores, {summary.stats.get('failed', 0)} failed; ")
+            f"{summary.stats.get('scored', 0)} scores, {summary.stats.get('failed', 0)} failed, "
+            f"{seen}; ")
     if not summary.undelivered:
         click.echo(f"{line}wrote {summary.spans_written} spans")
         return

@@ -226,6 +226,7 @@ def _summary_table(report: CalibrationReport) -> Table:
         interval = a.intervals.get(key)
         table.add_row(title, _num(value),
                       f"{_num(interval.low)} .. {_num(interval.high)}" if interval else "")
+    table.add_row("Scorer version", report.scorer_version or "-", "")
     table.add_row("Judge", report.judge_model or "-", "")
     table.add_row("Judge calls / tokens", f"{cost.judge_calls} / "
                   f"{cost.input_tokens + cost.output_tokens}", "")

@@ -30,6 +30,7 @@ from tracescore.evals._results import (
 from tracescore.instrument._context import ContextThreadPoolExecutor
 from tracescore.instrument._errors import exception_text, record_error
 from tracescore.scoring._base import ScorerInput, ToolCall, evaluate_call
+from tracescore.scoring._provenance import provenance
 from tracescore.scoring._runs import Turn
 from tracescore.scoring._scoped import history_messages
 from tracescore.scoring._trace_data import (
@@ -73,6 +74,8 @@ class _Run:
         self.name = name
         self.run_id = run_id
         self.scorers = scorers
+        for scorer in scorers:
+            provenance(scorer)  # each scorer's version, from its options before any run
         self.call = call
         self.on_item_complete = on_item_complete
         self.progress = progress
@@ -201,10 +204,11 @@ class _Run:
                 step = step if isinstance(step, str) else "score"  # ScorerError, judge errors
                 failures.append(_failure(index, step, scorer.id, outcome))
                 events = evaluation_events(None, scorer_id=scorer.id, scorer_name=scorer.name,
-                                           error=outcome)
+                                           error=outcome, **provenance(scorer))
             else:
                 scores[scorer.id] = outcome
-                events = evaluation_events(outcome, scorer_id=scorer.id, scorer_name=scorer.name)
+                events = evaluation_events(outcome, scorer_id=scorer.id, scorer_name=scorer.name,
+                                           **provenance(scorer))
             for event_name, attributes in events:
                 span.add_event(event_name, attributes)
         return scores

@@ -91,8 +91,11 @@ class Engine:
                  pass_through: bool = True,
                  send_inline: Callable[..., bool] | None = None,
                  trace_options: Mapping[str, Any] | None = None,
-                 max_request_bytes: int | None = None) -> None:
+                 max_request_bytes: int | None = None,
+                 keep: Callable[[Any, tuple[OnlineScorer, ...]], tuple[OnlineScorer, ...]]
+                 | None = None) -> None:
         self._recognisers = tuple(recognisers)
+        self._keep = keep  # rescore: which of a span's chosen scorers still score it
         self._contentless = contentless_reader(self._recognisers)
         self._markers = recogniser_markers(self._recognisers) | self._contentless.markers
         self._diagnose = Diagnoser(self._recognisers)  # agent-like spans the chain cannot read
@@ -339,6 +342,8 @@ class Engine:
                     ground_truth=call.ground_truth, attributes=attributes,
                 )
                 chosen = self.core.choose(agent_call, randomness)
+                if chosen and self._keep is not None:
+                    chosen = self._keep(span, chosen)
         except Exception:  # noqa: BLE001
             self.core.log_once("offer", "tracescore: could not consider an offered agent span",
                                exc_info=True)

@@ -1,5 +1,10 @@
 """`tracescore rescore`: the gateway's engine over stored traces (OTLP JSON lines, as written by
-tracescore's file exporter and the Collector's file exporter), to a file or an OTLP endpoint."""
+tracescore's file exporter and the Collector's file exporter), to a file or an OTLP endpoint.
+
+A span that already carries a result of a scorer at the same version (`tracescore.scorer.version`)
+is not scored by it again unless `force`; new results are added beside the old ones. `dry_run`
+runs the same selection with stand-ins that never call a judge (`_rescore_estimate`).
+"""
 
 from __future__ import annotations
 
@@ -14,12 +19,17 @@ from typing import IO, Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
 from tracescore._otlp_json import to_otlp_json
 from tracescore.gateway import _otlp
 from tracescore.gateway._engine import Engine
 from tracescore.gateway._metrics import GatewayMetrics
+from tracescore.gateway._rescore_estimate import Estimate, ScorerEstimate
 from tracescore.gateway._rescore_input import LineReader
+from tracescore.online._core import release_budgets
+from tracescore.online._options import OnlineScorer
+from tracescore.scoring._provenance import scorer_version
 
 _log = logging.getLogger("tracescore.rescore")
 # scorers that compare the output with the ground truth, and with something else without one
@@ -45,7 +55,10 @@ class MissingReference:
 @dataclass(frozen=True)
 class RescoreSummary:
     """What a rescore run read, offered for scoring and wrote. `spans_delivered` of the
-    `spans_written` reached the output; `undelivered` says why the others did not ("": all did)."""
+    `spans_written` reached the output; `undelivered` says why the others did not ("": all did).
+    `skipped`: scorer runs not made, the span carrying that scorer version's result already;
+    `rescored`: runs on spans with a result of the same scorer (another version, or `force`);
+    `estimates`: a dry run's, per scorer."""
 
     spans_read: int
     spans_selected: int
@@ -55,6 +68,9 @@ class RescoreSummary:
     spans_delivered: int = 0
     undelivered: str = ""
     no_reference: dict[str, MissingReference] = field(default_factory=dict)  # by scorer id
+    skipped: int = 0
+    rescored: int = 0
+    estimates: tuple[ScorerEstimate, ...] = ()
 
 
 class FileOutput:
@@ -76,6 +92,13 @@ class FileOutput:
 
     def close(self) -> None:
         self._file.close()
+
+
+class _Nowhere:
+    """A dry run's output: takes the spans and keeps none."""
+
+    def put(self, ids: tuple[int, ...], body: bytes, count: int) -> None:
+        pass
 
 
 class _Counting:
@@ -111,7 +134,8 @@ def rescore(paths: Sequence[Path], *, scorers: Sequence[Any], recognisers: Seque
             progress: Callable[[int, int], None] | None = None,
             timeout_s: float = 600.0,
             trace_options: dict[str, Any] | None = None,
-            warn: Callable[[str], None] | None = None) -> RescoreSummary:
+            warn: Callable[[str], None] | None = None,
+            force: bool = False, dry_run: bool = False) -> RescoreSummary:
     """Score the agent spans of `paths` again and write them (all spans with `all_spans`).
 
     Reading waits while as many spans are held as the processor may hold at once, so a large
@@ -119,16 +143,24 @@ def rescore(paths: Sequence[Path], *, scorers: Sequence[Any], recognisers: Seque
     context of the spans of each trace read before its agent span (`trace_options`: the
     gateway's `trace:` bounds). `warn` (default: a log warning) gets each line without spans;
     `no_reference` of the summary counts, per scorer that compares with a ground truth, the
-    spans that had none. A bad line raises `ConfigurationError` "FILE:LINE: ...".
+    spans that had none. A bad line raises `ConfigurationError` "FILE:LINE: ...". A scorer skips
+    a span with its own version's result (`force`: scores it again); `dry_run` calls no judge and
+    estimates instead (`estimates`), giving `output` the spans as they came.
     """
     from tracescore.online._options import as_online_scorers
 
     counting = _Counting(output)
     watched = [_watch_reference(online) for online in as_online_scorers(scorers)]
-    options = {"max_wait_s": 600.0, **(processor_options or {})}
-    engine = Engine(scorers=[online for online, _ in watched], recognisers=recognisers,
+    chosen = [online for online, _ in watched]
+    stand_ins = [Estimate(online.scorer) for online in chosen] if dry_run else []
+    if dry_run:  # the same selection, with stand-ins that never call a judge
+        chosen = [replace(online, scorer=e) for online, e in zip(chosen, stand_ins)]
+    options = {"max_wait_s": 600.0, **(processor_options or {}),
+               **({"isolation": "thread"} if dry_run else {})}
+    seen = _Seen(force)
+    engine = Engine(scorers=chosen, recognisers=recognisers,
                     output=counting, metrics=GatewayMetrics(), processor_options=options,
-                    pass_through=all_spans, trace_options=trace_options)
+                    pass_through=all_spans, trace_options=trace_options, keep=seen)
     room = max(1, int(options.get("max_held_spans", 2048)) // 2)
     total = sum(path.stat().st_size for path in paths if path.is_file())
     reader = LineReader(paths, warn or _log.warning)
@@ -150,7 +182,49 @@ def rescore(paths: Sequence[Path], *, scorers: Sequence[Any], recognisers: Seque
                                                   watch.has_reference)
                for online, watch in watched if watch is not None and watch.missing}
     return RescoreSummary(read, selected, engine.offered, counting.written, stats,
-                          spans_delivered=counting.written, no_reference=missing)
+                          spans_delivered=counting.written, no_reference=missing,
+                          skipped=seen.skipped, rescored=seen.rescored,
+                          estimates=tuple(e.summary() for e in stand_ins))
+
+
+class _Seen:
+    """Which of a stored span's chosen scorers still score it: not one whose result at the same
+    version it carries (unless `force`). Counts the runs skipped and the spans re-scored."""
+
+    def __init__(self, force: bool) -> None:
+        self._force = force
+        self._lock = threading.Lock()
+        self.skipped = 0
+        self.rescored = 0
+
+    def __call__(self, span: Any, chosen: tuple[OnlineScorer, ...]) -> tuple[OnlineScorer, ...]:
+        done = scored_versions(span)
+        if not done:
+            return chosen
+        kept: list[OnlineScorer] = []
+        skipped: list[OnlineScorer] = []
+        for online in chosen:
+            same = scorer_version(online.scorer) in done.get(online.scorer_id, ())
+            (skipped if same and not self._force else kept).append(online)
+        release_budgets(skipped)
+        with self._lock:
+            self.skipped += len(skipped)
+            self.rescored += sum(1 for online in kept if online.scorer_id in done)
+        return tuple(kept)
+
+
+def scored_versions(span: Any) -> dict[str, set[str]]:
+    """Scorer id -> the versions of the scored results (not failures) a protobuf span carries
+    ("" for a result written before results named their version)."""
+    found: dict[str, set[str]] = {}
+    for event in span.events:
+        if event.name != sc.GEN_AI_EVALUATION_RESULT:
+            continue
+        attributes = _otlp.attributes_of(event.attributes)
+        scorer_id = attributes.get(sc.TS_SCORER_ID)
+        if isinstance(scorer_id, str) and sc.GEN_AI_EVALUATION_SCORE_VALUE in attributes:
+            found.setdefault(scorer_id, set()).add(str(attributes.get(sc.TS_SCORER_VERSION, "")))
+    return found
 
 
 class _ReferenceWatch:
@@ -269,9 +343,10 @@ def run_rescore_command(inputs: Sequence[Path], *, config_file: Path | None,
                         agents: Sequence[str], rate: float | None, since: datetime | None,
                         until: datetime | None, output: Path | None, endpoint: str | None,
                         protocol: str, all_spans: bool, progress: bool,
-                        warn: Callable[[str], None] | None = None) -> RescoreSummary:
+                        warn: Callable[[str], None] | None = None, force: bool = False,
+                        dry_run: bool = False) -> RescoreSummary:
     """The `tracescore rescore` command (options validated here, `ConfigurationError` if bad:
-    also when the inputs hold no span at all)."""
+    also when the inputs hold no span at all). A dry run writes and sends nothing."""
     from tracescore._endpoints import check_endpoint
     from tracescore.gateway._config import (
         load_gateway_config,
@@ -295,8 +370,9 @@ def run_rescore_command(inputs: Sequence[Path], *, config_file: Path | None,
         changes["agents"] = tuple(agents)
     scorers = [replace(online, **changes) for online in config.scorers or ()]
     options = processor_options(with_overrides(config, max_wait_s=max(config.max_wait_s, 600.0)))
-    sink: FileOutput | _EndpointOutput = (
-        FileOutput(output) if output is not None else _EndpointOutput(config))
+    sink: FileOutput | _EndpointOutput | _Nowhere = (
+        _Nowhere() if dry_run else FileOutput(output) if output is not None
+        else _EndpointOutput(config))
     bar = _progress() if progress else None
     delivered, why = 0, ""
     try:
@@ -304,15 +380,16 @@ def run_rescore_command(inputs: Sequence[Path], *, config_file: Path | None,
                           output=sink, since_ns=_ns(since), until_ns=_ns(until),
                           all_spans=all_spans, processor_options=options,
                           progress=bar.update if bar else None,
-                          trace_options=dict(config.trace), warn=warn)
+                          trace_options=dict(config.trace), warn=warn, force=force,
+                          dry_run=dry_run)
     finally:
         if bar is not None:
             bar.close()
         if isinstance(sink, FileOutput):
             sink.close()
-        else:
+        elif isinstance(sink, _EndpointOutput):
             delivered, why = sink.finish()
-    if isinstance(sink, FileOutput):
+    if not isinstance(sink, _EndpointOutput):
         delivered = summary.spans_written
     if not summary.spans_read:
         names = ", ".join(str(path) for path in inputs)

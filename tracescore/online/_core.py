@@ -65,6 +65,7 @@ from tracescore.online._sinks import result_sinks
 from tracescore.online._trace_input import EMPTY, Item, TraceInput, TraceLimits
 from tracescore.online._worker import Worker
 from tracescore.scoring._base import ScorerInput, evaluate_call
+from tracescore.scoring._provenance import provenance
 
 _log = logging.getLogger("tracescore")
 _SCORING_SHARE = 0.8  # of a flush timeout spent waiting for pending scoring
@@ -440,14 +441,14 @@ def _result_events(online: OnlineScorer, result: Any, error: BaseException | Non
             float(result.score)
             return evaluation_events(
                 result, scorer_id=online.scorer_id, scorer_name=online.scorer_name,
-                sampling_rate=online.rate, run_id=run_id,
+                sampling_rate=online.rate, run_id=run_id, **provenance(online.scorer),
             ), None
         except Exception as exc:  # noqa: BLE001 - a scorer broke the result contract
             error = TypeError(f"scorer {online.scorer_id!r} returned an unusable result: "
                               f"{type(exc).__name__}: {error_message(exc)}")
     return evaluation_events(
         None, scorer_id=online.scorer_id, scorer_name=online.scorer_name, error=error,
-        sampling_rate=online.rate, run_id=run_id,
+        sampling_rate=online.rate, run_id=run_id, **provenance(online.scorer),
     ), error
 
 

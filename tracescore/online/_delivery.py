@@ -23,13 +23,13 @@ from typing import Any, Protocol
 
 from opentelemetry.trace import SpanContext, TraceFlags
 
-from tracescore._version import __version__
 from tracescore.online._events import EventPayload, error_type
 from tracescore.online._hold import HoldTable, Key
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._options import OnlineScorer
 from tracescore.online._records import ResultSink, ScoreRecord
 from tracescore.online._sinks import emit_log_records
+from tracescore.scoring._provenance import scorer_version
 
 LogOnce = Callable[..., None]  # (key, message, *args, exc_info=...)
 
@@ -142,10 +142,3 @@ def call_sink(sink: ResultSink, method: str, log_once: LogOnce, *args: Any) -> b
                  exc_info=True)
         return False
 
-
-def scorer_version(scorer: Any) -> str:
-    """`scorer.version` when it has one, else the tracescore release that defines the scorer."""
-    version = getattr(scorer, "version", None)
-    if version is not None:
-        return str(version)
-    return f"tracescore {__version__}"

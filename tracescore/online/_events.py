@@ -38,17 +38,22 @@ def evaluation_events(
     sampling_rate: float | None = None,
     capture_content: bool | None = None,
     run_id: str | None = None,
+    scorer_version: str | None = None,
+    judge_model: str | None = None,
 ) -> list[EventPayload]:
     """Events describing one scorer run: the result event first, then one event per judge step.
 
     Pass `result` for a finished run, or `error` (and optionally the `run_id` it was given) for
-    a failed one; a failure yields a result event with `error.type` and no score. Never raises
+    a failed one; a failure yields a result event with `error.type` and no score. The scorer's
+    `scorer_version` and `judge_model` (its provenance) go on the result event. Never raises
     for odd values inside the result (they are serialized safely).
     """
     from tracescore._content import capture_enabled
 
     capture = capture_enabled(capture_content)
     attrs: Attributes = {sc.GEN_AI_EVALUATION_NAME: scorer_name, sc.TS_SCORER_ID: scorer_id}
+    _put(attrs, sc.TS_SCORER_VERSION, scorer_version)
+    _put(attrs, sc.TS_JUDGE_MODEL, judge_model)  # the usage's model, when the judge ran, wins
     if sampling_rate is not None:
         attrs[sc.TS_SAMPLING_RATE] = float(sampling_rate)
     events: list[EventPayload] = [(sc.GEN_AI_EVALUATION_RESULT, attrs)]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from tracescore._exceptions import ConfigurationError
 from tracescore.online._isolation import ISOLATIONS
 from tracescore.online._sampling import CostBudget, RateLimiter, rejection_threshold
+from tracescore.scoring._provenance import provenance
 
 if TYPE_CHECKING:
     from tracescore.instrument._calls import AgentCall
@@ -114,6 +115,7 @@ class OnlineScorer:
         set_(self, "_limiter", limiter)
         set_(self, "_budget", budget)
         set_(self, "_filtered", bool(self.agents or self.attributes or self.predicate))
+        provenance(scorer)  # the scorer's version, from its options before any run
 
     @property
     def scorer_id(self) -> str:

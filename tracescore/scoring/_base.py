@@ -246,6 +246,15 @@ class Scorer(ABC):
             input=input, output=output, ground_truth=ground_truth, run_id=run_id,
             tool_calls=tuple(tool_calls), context=tuple(context))))
 
+    @functools.cached_property
+    def version(self) -> str:
+        """Which scorer produced a result: `{release}+{hash}` of its id, options and judge model
+        (computed once; results carry it as `tracescore.scorer.version`). A scorer of your own
+        may set its own `version` instead."""
+        from tracescore.scoring._provenance import compute_version
+
+        return compute_version(self)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(id={self.id!r})"
 

@@ -53,10 +53,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
-from typing import Any
+from typing import Any, ClassVar
 
 from tracescore._exceptions import ConfigurationError, ScorerError
 from tracescore.scoring._base import (
+    STEP_ANALYZE,
     STEP_PREPROCESS,
     STEP_REASON,
     STEP_SCORE,
@@ -121,6 +122,9 @@ class JudgedScorer(Scorer):
 
     uses_judge = True
     scale: float
+    # the steps that ask the judge, once each per run (a list step asks once more when the
+    # judge's count is off); `tracescore rescore --dry-run` counts the judge calls from them
+    judge_steps: ClassVar[tuple[str, ...]] = (STEP_PREPROCESS, STEP_ANALYZE, STEP_REASON)
 
     def __init__(self, *, model: str | Judge, scale: float = 1, redact_judge_input: bool = True,
                  max_judge_input_chars: int = DEFAULT_MAX_JUDGE_INPUT_CHARS,

@@ -198,6 +198,7 @@ class ContextRelevanceScorer(JudgedScorer):
     """
 
     id = "context-relevance"
+    judge_steps = ("analyze", "reason")  # the steps that ask the judge
     name = "Context Relevance"
     factory = "create_context_relevance_scorer"
 

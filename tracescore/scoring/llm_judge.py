@@ -7,7 +7,6 @@ score step is code; the reason is the judge's own.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
@@ -85,6 +84,7 @@ class LLMJudgeScorer(ScopedScorer, JudgedScorer):
     """An LLM judges each response against `instructions` (see `create_llm_judge_scorer`)."""
 
     id = "llm-judge"  # a scorer's own id is the `name` it is built with
+    judge_steps = ("analyze",)  # the steps that ask the judge
     uses_judge = True
     named_by_user = True
     factory = "create_llm_judge_scorer"
@@ -123,15 +123,6 @@ class LLMJudgeScorer(ScopedScorer, JudgedScorer):
                 f"model: the offline judge ({judge.model}) cannot judge a criterion of "
                 f"your own (it has no language model); give a litellm model string, e.g. "
                 f"model='openai/gpt-4o-mini' (or $TRACESCORE_JUDGE_MODEL), or a Judge object")
-
-    @property
-    def version(self) -> str:
-        """Changes when the criterion or how it is judged changes (results name it)."""
-        from tracescore._version import __version__
-
-        spec = json.dumps([self.instructions, self.mode, self.score_range, self.threshold,
-                           self.include, *([self.scope] if self.scope != "call" else [])])
-        return f"tracescore {__version__} criterion {hashlib.sha256(spec.encode()).hexdigest()[:12]}"
 
     def label(self, score: float) -> str:
         return prompts.PASS if score >= self.threshold else prompts.FAIL

@@ -59,6 +59,7 @@ class MultiTurnJudgeScorer(ScopedScorer, JudgedScorer):
     """An LLM grades a whole conversation against `criterion`: `scale` if met, else 0."""
 
     id = "multi-turn-judge"
+    judge_steps = ("analyze",)  # the steps that ask the judge
     name = "Multi-turn Judge"
     aliases = ("multi-turn",)
     scope = "conversation"

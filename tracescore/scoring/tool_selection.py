@@ -275,6 +275,7 @@ class ToolCallAccuracyLLMScorer(JudgedScorer):
     """
 
     id = "llm-tool-call-accuracy"
+    judge_steps = ("analyze", "reason")  # the steps that ask the judge
     name = "Tool Call Accuracy (LLM)"
     aliases = ("tool-call-accuracy-llm", "judged-tool-call-accuracy")
     factory = "create_tool_call_accuracy_scorer_llm"

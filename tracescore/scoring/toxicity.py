@@ -161,6 +161,7 @@ class ToxicityScorer(JudgedScorer):
     """
 
     id = "toxicity"
+    judge_steps = ("analyze", "reason")  # the steps that ask the judge
     name = "Toxicity"
     factory = "create_toxicity_scorer"
 

@@ -142,6 +142,7 @@ class TrajectoryAccuracyLLMScorer(ScopedScorer, JudgedScorer):
     """An LLM judges the run's path: necessary steps, order, missing and wasted steps."""
 
     id = "llm-trajectory-accuracy"
+    judge_steps = ("analyze", "reason")  # the steps that ask the judge
     name = "Trajectory Accuracy (judged)"
     aliases = ("trajectory-accuracy-llm", "judged-trajectory-accuracy")
     scope = "run"
