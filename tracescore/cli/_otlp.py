@@ -115,7 +115,8 @@ def _value(any_value: dict[str, Any]) -> Any:
         ("doubleValue", float), ("double_value", float),
     ):
         if key in any_value:
-            return convert(any_value[key])
+            value = any_value[key]
+            return None if value is None else convert(value)
     array = _get(any_value, "arrayValue", "array_value")
     if array is not None:
         return [_value(v) for v in array.get("values") or []]
