@@ -21,9 +21,9 @@ test: $(STAMP) lint docs collector chromium side-envs
 
 # the real libraries the tests run (agent frameworks, Phoenix) in cached side environments, built
 # several at once (minutes cold, instant when cached). Like Phoenix below, they are the suite's rigs
-# (tests/rigs, not in the wheel), run as `python -m rigs.NAME` from tests/.
+# (tests/rigs, not in the wheel), run as `python -m rigs.NAME` with tests/ on PYTHONPATH.
 side-envs: $(STAMP)
-	cd tests && $(abspath $(PY)) -m rigs.side_envs
+	PYTHONPATH=tests $(PY) -m rigs.side_envs
 
 docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict --quiet
@@ -51,10 +51,10 @@ telemetrygen: $(STAMP)
 	$(PY) -m tracescore.testing._collector telemetrygen
 
 phoenix: $(STAMP)
-	cd tests && $(abspath $(PY)) -m rigs.phoenix serve
+	PYTHONPATH=tests $(PY) -m rigs.phoenix serve
 
 demo-phoenix: $(STAMP)
-	cd tests && $(abspath $(PY)) -m rigs.phoenix demo
+	PYTHONPATH=tests $(PY) -m rigs.phoenix demo
 
 # headless Chromium for the browser test (Debian's package; needs root, skipped when installed)
 chromium:
