@@ -25,11 +25,12 @@ from typing import Any, NamedTuple
 
 from tracescore.scoring._base import JudgeUsage
 from tracescore.scoring._judge_api import OFFLINE_MODEL, JudgeReply, JudgeRequest, JudgeStepError
+from tracescore.scoring._offline_relevancy import Question, verdict
 from tracescore.scoring._prompting import format_score
 from tracescore.scoring._prompts import TASK_REASON, TASK_STATEMENTS, TASK_VERDICTS
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
-_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9À-Ý])")
+_SENTENCE_END = re.compile(r"(?<!\b[A-Z]\.)(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9À-Ý])")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 
 
@@ -191,6 +192,7 @@ def _answer_terms(text: str, question: _Question) -> _Terms:
         for i, word in enumerate(words):
             lowered = word.lower()
             if (word[:1].isupper() and (i > 0 or first_counts) and lowered not in _NUMBER_VALUES
+                    and len(word) > 1
                     and lowered not in _STOPWORDS and lowered not in _FRAME_WORDS
                     and _stem(word) not in question.stems):
                 names.setdefault(_stem(word), word)
@@ -331,9 +333,11 @@ class OfflineJudge:
         if request.task == TASK_STATEMENTS:
             reply: dict[str, Any] = {"statements": split_statements(str(data.get("output", "")))}
         elif request.task == TASK_VERDICTS:
-            question = _Question(str(data.get("question", "")))
+            text = str(data.get("question", ""))
+            question = _Question(text)
+            asked = Question(text)
             statements = [str(s) for s in data.get("statements", [])]
-            results = [_verdict(question, s, i == 0) for i, s in enumerate(statements)]
+            results = [verdict(asked, s, i == 0) for i, s in enumerate(statements)]
             if request.reference is not None:
                 reference = _answer_terms(request.reference, question)
                 results = [_against_reference(r, s, question, reference)
