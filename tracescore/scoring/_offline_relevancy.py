@@ -52,6 +52,8 @@ nice big problem issue topic part talk wonder reason reasons priority top common
 question questions answer know concept term subject word words kind
 """)
 _PRONOUN_START = _vocabulary("i i'm i've we'll thanks thank sorry okay ok hmm well")
+_DETERMINERS = _vocabulary("a an the my your our their his her its this that")
+_SUBJECT_PRONOUNS = _vocabulary("it its they their he his she her this these")
 _YES_NO_START = _vocabulary("""
 is are was were do does did can could will would should has have had may might must
 """)
@@ -82,7 +84,7 @@ _HOW_PROCEDURE = _vocabulary("do can should could would to")
 _REASON_START = _vocabulary("because since as so due")
 
 
-def _fold(word: str) -> str:
+def fold(word: str) -> str:
     """Lower case without accents: 'Japón' -> 'japon'."""
     decomposed = unicodedata.normalize("NFKD", word.lower().replace("’", "'"))
     return "".join(c for c in decomposed if not unicodedata.combining(c))
@@ -90,7 +92,7 @@ def _fold(word: str) -> str:
 
 def _stem(word: str) -> str:
     """A light stemmer that strips the same suffix on both sides ('takes' and 'take')."""
-    word = _fold(word).removesuffix("'s")
+    word = fold(word).removesuffix("'s")
     for suffix in ("ies", "ing", "est", "ed", "es", "s", "ly", "e"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             if suffix == "s" and word.endswith("ss"):
@@ -101,7 +103,7 @@ def _stem(word: str) -> str:
     return word
 
 
-def _same(a: str, b: str) -> bool:
+def same_word(a: str, b: str) -> bool:
     """Stems that are the same word: equal, or sharing a long prefix ('capital', 'capitale')."""
     if a == b:
         return True
@@ -128,20 +130,21 @@ class Question:
 
     def __post_init__(self) -> None:
         words = _WORD.findall(self.text)
-        lowered = [_fold(w) for w in words]
+        lowered = [fold(w) for w in words]
         self.yes_no = bool(lowered) and lowered[0] in _YES_NO_START
         self.entities = {_stem(w) for i, w in enumerate(words)
-                         if i > 0 and w[:1].isupper() and _fold(w) not in _STOP}
+                         if i > 0 and w[:1].isupper() and fold(w) not in _STOP}
         chain: list[str] = []
+        before = ""  # the word before the chain: a determiner makes a pair a term
         for word in [*lowered, ""]:
             if word and word not in _STOP and word not in _FRAME and not _NUMERAL.search(word):
                 chain.append(_stem(word))
                 continue
-            if len(chain) == 2 and not set(chain) & self.entities:  # a term: "bear market"
-                self.units.append(tuple(chain))
+            if len(chain) == 2 and before in _DETERMINERS and not set(chain) & self.entities:
+                self.units.append(tuple(chain))  # a two-word term: "a bear market"
             else:
                 self.units.extend((stem,) for stem in chain)
-            chain = []
+            chain, before = [], word
         self.expects = _expects(lowered)
 
 
@@ -163,7 +166,7 @@ def _expects(lowered: Sequence[str]) -> str | None:
     if first == "where" or cues & {"capital", "city", "country", "located"}:
         return "place"
     if first in ("what", "which") and (second not in _STOP or cues & {"symbol", "called"}
-                                       or any(w.endswith("est") for w in lowered)):
+                                       or any(w.endswith("est") and w != "best" for w in lowered)):
         return "name"  # "which ocean", "what language", "what is the tallest ..."
     if cues & {"percent", "percentage", "price", "cost", "population", "temperature",
                "speed", "rate", "gdp", "pressure", "number", "age", "height", "distance"}:
@@ -172,20 +175,20 @@ def _expects(lowered: Sequence[str]) -> str | None:
 
 
 def _has_number(words: Sequence[str]) -> bool:
-    return any(_NUMERAL.search(w) or _fold(w) in _NUMBER_WORDS for w in words)
+    return any(_NUMERAL.search(w) or fold(w) in _NUMBER_WORDS for w in words)
 
 
 def _shape(words: Sequence[str], expects: str | None, question: Question) -> bool:
     """Whether the statement has the kind of answer the question asks for."""
-    folded = [_fold(w) for w in words]
+    folded = [fold(w) for w in words]
     if expects == "number":
         return _has_number(words)
     if expects == "time":
         return _has_number(words) or any(w in _UNITS or w in _MONTHS for w in folded)
     if expects in ("person", "place", "name"):
         asked = [s for unit in question.units for s in unit]
-        return any(w[:1].isupper() and _fold(w) not in _STOP
-                   and not any(_same(_stem(w), q) for q in asked)
+        return any(w[:1].isupper() and fold(w) not in _STOP
+                   and not any(same_word(_stem(w), q) for q in asked)
                    for w in words)
     if expects == "steps":
         return bool(folded) and folded[0] in _STEP_VERBS
@@ -199,7 +202,7 @@ def _matches(question: Question, stems: Sequence[str]) -> tuple[int, int, int]:
     strong = weak = entities = 0
 
     def found(stem: str) -> list[int]:
-        return [i for i, s in enumerate(stems) if _same(s, stem)]
+        return [i for i, s in enumerate(stems) if same_word(s, stem)]
 
     for unit in question.units:
         hits = [found(s) for s in unit]
@@ -222,16 +225,16 @@ def verdict(question: Question, statement: str, first: bool) -> dict[str, str]:
     words = _WORD.findall(statement)
     if not words:
         return {"result": "no", "reason": "The statement has no words to relate to the question."}
-    folded = [_fold(w) for w in words]
+    folded = [fold(w) for w in words]
     if question.yes_no and folded[0] in _YES_NO_ANSWER:
         return {"result": "yes", "reason": "It gives a yes/no answer to a yes/no question."}
-    content = [w for w in words if _fold(w) not in _STOP]
+    content = [w for w in words if fold(w) not in _STOP]
     stems = [_stem(w) for w in content]
     strong, weak, entities = _matches(question, stems)
     units = len(question.units)
     unit_stems = [s for unit in question.units for s in unit]
     new = [w for w, s in zip(content, stems)
-           if not any(_same(s, q) for q in unit_stems) and _fold(w) not in _EMPTY]
+           if not any(same_word(s, q) for q in unit_stems) and fold(w) not in _EMPTY]
     shape = _shape(words, question.expects, question)
     bare = first and len(words) <= 4
     if folded[0] in _PRONOUN_START and not strong:
@@ -239,10 +242,13 @@ def verdict(question: Question, statement: str, first: bool) -> dict[str, str]:
     if (strong or weak) and not new and not shape:
         return {"result": "no",
                 "reason": "It repeats the question's words but adds no answer to them."}
+    if question.expects == "steps" and shape and len(words) >= 6:
+        return {"result": "yes", "reason": "It gives steps, as the question asks."}
     if entities and entities == strong and not weak and len(question.units) > entities:
         return {"result": "no",
                 "reason": "It mentions the subject of the question but not what it asks about."}
-    if question.entities and not entities and strong:
+    # "It was painted by ...": a statement that starts with a pronoun is about the subject
+    if question.entities and not entities and strong and folded[0] not in _SUBJECT_PRONOUNS:
         return {"result": "unsure",
                 "reason": "It shares words with the question but not the subject it asks about."}
     share = strong / units if units else 0.0
@@ -252,17 +258,21 @@ def verdict(question: Question, statement: str, first: bool) -> dict[str, str]:
     if strong and shape:
         return {"result": "yes",
                 "reason": f"It is about the question and gives the kind of answer asked for (a {kind})."}
-    if question.expects == "steps":
-        if shape and len(words) >= 6:
-            return {"result": "yes", "reason": "It gives steps, as the question asks."}
-    elif first and shape:
+    if first and shape and question.expects != "steps":
         return {"result": "yes", "reason": f"It gives the kind of answer the question asks for (a {kind})."}
     if bare and question.expects is None and _has_number(words):
         return {"result": "yes", "reason": "A short answer with the number the question asks for."}
-    if strong or weak or (shape and first):
+    if shape and first:
         return {"result": "unsure",
-                "reason": "It is partly about the question, or has the kind of answer it asks "
-                          "for without its subject."}
+                "reason": "It has the kind of answer the question asks for, but not its subject."}
+    if share >= 0.5 or (strong and weak):
+        return {"result": "unsure", "reason": "It is about the question but does not answer it."}
+    if strong or weak:
+        return {"result": "no",
+                "reason": "It shares a word with the question but is about something else."}
+    if folded[0] in _SUBJECT_PRONOUNS and len(words) >= 3:
+        return {"result": "unsure",
+                "reason": "It speaks of the question's subject (\"it\") without answering it."}
     if bare and content and question.expects is None:
         return {"result": "unsure", "reason": "A short answer that shares no words with the question."}
     return {"result": "no", "reason": "It shares no key words with the question."}
