@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -84,12 +85,14 @@ _HOW_PROCEDURE = _vocabulary("do can should could would to")
 _REASON_START = _vocabulary("because since as so due")
 
 
+@lru_cache(maxsize=8192)
 def fold(word: str) -> str:
     """Lower case without accents: 'Japón' -> 'japon'."""
     decomposed = unicodedata.normalize("NFKD", word.lower().replace("’", "'"))
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
+@lru_cache(maxsize=8192)
 def _stem(word: str) -> str:
     """A light stemmer that strips the same suffix on both sides ('takes' and 'take')."""
     word = fold(word).removesuffix("'s")
@@ -154,7 +157,9 @@ def _expects(lowered: Sequence[str]) -> str | None:
     first, second = (list(lowered) + ["", ""])[:2]
     if first == "why":
         return "reason"
-    if first == "how" and second in ("many", "much", "long", "old", "often", "far", "big"):
+    if first == "how" and second in ("long", "often"):
+        return "time"  # a number or a duration: "3 to 5 days", "within a week"
+    if first == "how" and second in ("many", "much", "old", "far", "big"):
         return "number"
     if first == "how" and (second in _HOW_PROCEDURE or second in ("i", "you", "we")):
         return "steps"
