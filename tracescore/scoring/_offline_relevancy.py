@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _NUMERAL = re.compile(r"\d")
