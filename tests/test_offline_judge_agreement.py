@@ -1,8 +1,8 @@
 """The offline judge's agreement with people, on the labelled set shipped in tests/data/offline_judge.
 
-The floors are the kappas measured on the held-out part when the judge was last changed, less
-a small margin: a change to the offline judge that makes it agree less with the labels fails
-here. Raise them when the judge gets better; never tune the judge on the held-out part.
+The floors are the kappas measured on the held-out relevancy part and on the faithfulness set
+when the judge was last changed, less a small margin: a change to the offline judge that makes
+it agree less with the labels fails here. Raise them when the judge gets better; never tune the judge on the held-out part.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ MARGIN = 0.03
 # --scorer relevancy --cuts 0.7,0.3` (docs/scorers.md has them)
 HELD_OUT_PASS_KAPPA = 0.666
 HELD_OUT_KAPPA = 0.519
+FAITHFULNESS = DATA / "faithfulness.csv"
+FAITHFULNESS_PASS_KAPPA = {"faithfulness": 0.608, "hallucination": 0.610}
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -53,6 +55,16 @@ def test_held_out_agreement_does_not_regress() -> None:
     assert agreement.pass_kappa is not None and agreement.kappa is not None
     assert agreement.pass_kappa >= HELD_OUT_PASS_KAPPA - MARGIN, agreement.pass_kappa
     assert agreement.kappa >= HELD_OUT_KAPPA - MARGIN, agreement.kappa
+
+
+@pytest.mark.parametrize("scorer", ["faithfulness", "hallucination"])
+def test_faithfulness_agreement_does_not_regress(scorer: str) -> None:
+    report = tracescore.calibrate(FAITHFULNESS, scorer, judge_model="tracescore/offline",
+                                  resamples=20)
+    assert report.agreement.n == len(_rows(FAITHFULNESS)) and not report.errors
+    assert report.space.categories == ("faithful", "partially_faithful", "unfaithful")
+    kappa = report.agreement.pass_kappa
+    assert kappa is not None and kappa >= FAITHFULNESS_PASS_KAPPA[scorer] - MARGIN, kappa
 
 
 @pytest.mark.parametrize(("question", "output", "ground_truth", "expected"), [
