@@ -283,6 +283,8 @@ def test_demo_prints_each_call_with_scores_read_back_from_the_export(tmp_path: P
     assert labels == {"relevant", "partially_relevant", "irrelevant"}  # a real mix
 
     assert f"Read back from {spans_file}" in out
+    # the offline judge says what it is good for and what it is not
+    assert "does not understand meaning" in " ".join(out.split())
     assert out.count("invoke_agent trivia-agent") == 6
     assert "What is the capital of France?" in out
     assert "score Answer Relevancy: 1.00 (relevant) — The score is 1" in out

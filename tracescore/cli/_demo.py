@@ -16,8 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from tracescore.cli._setup import build_scorers
+from tracescore.scoring._judge_api import OFFLINE_MODEL
 
 PHOENIX_ANNOTATION = "answer-relevancy"  # the demo's score shown in Phoenix's annotations column
+OFFLINE_NOTE = (
+    "The offline judge applies rules to words, with no language model: good for trying the "
+    "pipeline, for tests and CI, and for catching off-topic or evasive answers. It does not "
+    "understand meaning, and without a ground truth it cannot tell a wrong answer from a right "
+    "one (relevant-or-not kappa 0.67 against people on tracescore's labelled set). Pass "
+    "--judge-model for real verdicts."
+)
 
 
 def run_demo(*, spans_file: Path, model: str, endpoint: str | None) -> None:
@@ -44,6 +52,8 @@ def run_demo(*, spans_file: Path, model: str, endpoint: str | None) -> None:
     out.print(Rule("tracescore demo"))
     out.print(f"Agent: trivia-agent ({_shown(Path(demo.__file__))})")
     out.print(f"Judge: {model}   scorers: {', '.join(_ids(scorers))}")
+    if model == OFFLINE_MODEL:
+        out.print(f"[dim]{OFFLINE_NOTE}[/]")
     out.print(f"Export: {spans_file}" + (f" and OTLP {endpoint}" if endpoint else ""))
     out.print()
     try:

@@ -1,15 +1,16 @@
 """A deterministic judge that needs no network or API key: word overlap instead of a model.
 
-It splits answers into sentences, gives each sentence a verdict from the content words it
-shares with the question (lightly stemmed) plus a few question-type cues, and fills a reason
-template. Its model name, "tracescore/offline", says so in every result.
+It splits answers into sentences, gives each sentence a relevancy verdict by rules
+(`_offline_relevancy`: shared words, the kind of answer asked for, restatements) and fills a
+reason template. Its model name, "tracescore/offline", says so in every result. Its agreement
+with people is measured on tests/data/offline_judge/ (docs/scorers.md has the figures).
 
 It has no world knowledge of its own. An LLM judge knows that "Lyon is the capital of France."
 is an incorrect but on-topic answer (`unsure` in the rubric); the offline judge can only borrow
 that knowledge from the ground truth when the caller gives one (`JudgeRequest.reference`).
 Then a statement judged `yes` becomes `unsure` when its answer terms (its numbers, or its
 capitalised names, that the question does not contain) share none with the ground truth's
-terms of the same kind. This is a heuristic: a right answer worded with other names ("the
+terms of the same kind (a hedged number, "about 300,000", may be 5% off). This is a heuristic: a right answer worded with other names ("the
 City of Light") is marked down, and a wrong answer that repeats a name or number of the
 ground truth is not. Without a ground truth it cannot tell a wrong answer from the right one.
 """
@@ -19,17 +20,18 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any, NamedTuple
 
 from tracescore.scoring._base import JudgeUsage
 from tracescore.scoring._judge_api import OFFLINE_MODEL, JudgeReply, JudgeRequest, JudgeStepError
+from tracescore.scoring._offline_relevancy import Question, fold, same_word, verdict
 from tracescore.scoring._prompting import format_score
 from tracescore.scoring._prompts import TASK_REASON, TASK_STATEMENTS, TASK_VERDICTS
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
-_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9À-Ý])")
+_SENTENCE_END = re.compile(r"(?<!\b[A-Z]\.)(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9À-Ý])")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 
 
@@ -52,9 +54,6 @@ may might must shall yes there's it's that's i'm one get got
 _FRAME_WORDS = _words("""
 how tell explain describe name give list please know show find say define mean meaning
 """)
-_YES_NO_START = _words("""
-is are was were do does did can could will would should has have had may might must
-""")
 _PLACE_CUES = _words("""
 where capital city country located location place continent region state town province
 """)
@@ -67,13 +66,6 @@ many much old long far number count population percent percentage price cost age
 height distance
 """)
 _TIME_CUES = _words("when year date day century month time")
-_NUMBER_WORDS = _words("""
-zero one two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty
-hundred thousand million billion dozen half
-""")
-_MONTHS = _words("""
-january february march april may june july august september october november december
-""")
 # number words as values, so "two" and "2" are the same answer term
 _NUMBER_VALUES = {word: value for value, word in enumerate((
     "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
@@ -118,12 +110,6 @@ class _Question:
         lowered = [w.lower() for w in words]
         self.stems = {_stem(w) for w in words}
         self.numbers = _numbers(text)
-        self.yes_no = bool(lowered) and lowered[0] in _YES_NO_START
-        # capitalised words after the first are the entities asked about ("France")
-        self.entities = {_stem(w) for i, w in enumerate(words)
-                         if i > 0 and w[:1].isupper() and w.lower() not in _STOPWORDS}
-        content = {_stem(w) for w in lowered if w not in _STOPWORDS and w not in _FRAME_WORDS}
-        self.attributes = content - self.entities  # what is asked about them ("capital")
         cues = set(lowered)
         self.expects = (
             "place" if cues & _PLACE_CUES else
@@ -191,6 +177,7 @@ def _answer_terms(text: str, question: _Question) -> _Terms:
         for i, word in enumerate(words):
             lowered = word.lower()
             if (word[:1].isupper() and (i > 0 or first_counts) and lowered not in _NUMBER_VALUES
+                    and len(word) > 1
                     and lowered not in _STOPWORDS and lowered not in _FRAME_WORDS
                     and _stem(word) not in question.stems):
                 names.setdefault(_stem(word), word)
@@ -209,8 +196,10 @@ def _against_reference(verdict: dict[str, str], statement: str, question: _Quest
     if verdict["result"] != "yes":
         return verdict
     terms = _answer_terms(statement, question)
-    for own, expected in zip(terms, reference):
-        if own and expected and not own.keys() & expected.keys():
+    hedged = bool(_HEDGES & {w.lower() for w in _WORD.findall(statement)})
+    for own, expected, agree in ((terms.numbers, reference.numbers, _near if hedged else _equal),
+                                 (terms.names, reference.names, _same_name)):
+        if own and expected and not any(agree(a, b) for a in own for b in expected):
             return {"result": "unsure",
                     "reason": f"{_DISAGREES} ({_listed(own)}) disagrees with the reference "
                               f"answer ({_listed(expected)}); the offline judge has no world "
@@ -218,56 +207,25 @@ def _against_reference(verdict: dict[str, str], statement: str, question: _Quest
     return verdict
 
 
-def _shape_matches(words: Sequence[str], expects: str | None) -> bool:
-    """Whether a short answer looks like the kind of thing the question asks for."""
-    lowered = {w.lower() for w in words}
-    if expects in ("place", "person"):
-        return any(w[:1].isupper() for w in words)
-    if expects == "number":
-        return any(w.isdigit() or w in _NUMBER_WORDS for w in lowered)
-    if expects == "time":
-        return any(any(c.isdigit() for c in w) or w in _MONTHS for w in lowered)
-    return False
+_HEDGES = _words("about around roughly approximately nearly almost some circa approx")
 
 
-def _verdict(question: _Question, statement: str, first: bool) -> dict[str, str]:
-    """The verdict on one statement; only the first one may be a bare answer ("Paris.")."""
-    words = _WORD.findall(statement)
-    content = [w for w in words if w.lower() not in _STOPWORDS]
-    stems = {_stem(w) for w in content}
-    attrs = sorted(question.attributes & stems)
-    ents = sorted(question.entities & stems)
-    if not words:
-        return {"result": "no", "reason": "The statement has no words to relate to the question."}
-    if question.yes_no and words[0].lower() in ("yes", "no"):
-        return {"result": "yes", "reason": "It gives a yes/no answer to a yes/no question."}
-    if question.attributes:
-        share = len(attrs) / len(question.attributes)
-        if share >= 0.5 and (ents or not question.entities):
-            terms = ", ".join(f"'{t}'" for t in attrs + ents)
-            return {"result": "yes", "reason": f"It addresses what the question asks about ({terms})."}
-        if attrs:
-            missing = sorted(question.entities - stems) or sorted(question.attributes - stems)
-            return {"result": "unsure",
-                    "reason": f"It is about {', '.join(repr(t) for t in attrs)} but not about "
-                              f"{', '.join(repr(t) for t in missing)}, which the question asks about."}
-    elif ents:
-        share = len(ents) / len(question.entities)
-        result = "yes" if share >= 0.5 else "unsure"
-        return {"result": result,
-                "reason": f"It is about {', '.join(repr(t) for t in ents)}, the subject of the question."}
-    if first and len(words) <= 3 and not ents:  # a bare answer such as "Paris" or "In 1989."
-        if _shape_matches(content, question.expects):
-            return {"result": "yes",
-                    "reason": f"A short answer of the kind the question asks for (a {question.expects})."}
-        if question.expects is None and content:
-            return {"result": "unsure",
-                    "reason": "A short answer that shares no words with the question."}
-    if ents:
-        return {"result": "no",
-                "reason": f"It mentions {', '.join(repr(t) for t in ents)} but not what the "
-                          f"question asks about."}
-    return {"result": "no", "reason": "It shares no key words with the question."}
+def _equal(a: str, b: str) -> bool:
+    return a == b
+
+
+def _near(a: str, b: str) -> bool:
+    """Number keys within 5% of each other ("about 300,000" for 299,792)."""
+    try:
+        x, y = Decimal(a), Decimal(b)
+    except InvalidOperation:
+        return a == b
+    return x == y or abs(x - y) <= Decimal("0.05") * max(abs(x), abs(y))
+
+
+def _same_name(a: str, b: str) -> bool:
+    """Name stems that are the same name, accents folded ("Português", "Portuguese")."""
+    return same_word(fold(a), fold(b))
 
 
 def _explain(data: Mapping[str, Any], with_reference: bool) -> str:
@@ -331,9 +289,11 @@ class OfflineJudge:
         if request.task == TASK_STATEMENTS:
             reply: dict[str, Any] = {"statements": split_statements(str(data.get("output", "")))}
         elif request.task == TASK_VERDICTS:
-            question = _Question(str(data.get("question", "")))
+            text = str(data.get("question", ""))
+            question = _Question(text)
+            asked = Question(text)
             statements = [str(s) for s in data.get("statements", [])]
-            results = [_verdict(question, s, i == 0) for i, s in enumerate(statements)]
+            results = [verdict(asked, s, i == 0) for i, s in enumerate(statements)]
             if request.reference is not None:
                 reference = _answer_terms(request.reference, question)
                 results = [_against_reference(r, s, question, reference)
