@@ -153,8 +153,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.worker:
         figures = _decorator(args.calls) if args.worker == "decorator" else _online(args.tree,
                                                                                  args.calls)
-        print(json.dumps(figures))
-        return figures
+        print(json.dumps(figures), flush=True)
+        os._exit(0)  # daemon threads of the processors under test: no need to wait for them
     if not args.baseline:
         parser.error("--baseline REV is required")
     calls, seconds, spans = (500, 3.0, 32) if args.quick else (1000, 5.0, 48)
@@ -192,5 +192,3 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 if __name__ == "__main__":
     main()
-    sys.stdout.flush()
-    os._exit(0)  # daemon threads of litellm/httpx: no need to wait for them

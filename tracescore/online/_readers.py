@@ -102,7 +102,7 @@ def is_step(attributes: Mapping[str, Any]) -> bool:
     metadata = attributes.get(sc.OI_METADATA)
     if not isinstance(metadata, str) or sc.LANGGRAPH_NODE not in metadata:
         return False
-    decoded = json_or_raw(metadata)
+    decoded = _messages.decoded(metadata)
     return isinstance(decoded, dict) and sc.LANGGRAPH_NODE in decoded
 
 
@@ -118,7 +118,7 @@ def _graph_run(value_in: object, value_out: object) -> bool:
 
 
 def _oi_value(raw: object, mime_type: object) -> object:
-    return json_or_raw(raw, '{["') if mime_type == sc.OI_MIME_JSON else raw
+    return _messages.decoded(raw, '{["') if mime_type == sc.OI_MIME_JSON else raw
 
 
 # --- OpenLLMetry / traceloop -----------------------------------------------------------------------
@@ -130,8 +130,8 @@ def _read_traceloop(name: str, attributes: Mapping[str, Any]) -> RecognisedCall 
     if raw_in is None or raw_out is None:
         return None
     return RecognisedCall("traceloop", agent_name(attributes.get(sc.TL_ENTITY_NAME), name),
-                          _messages.as_input(_call_arguments(json_or_raw(raw_in))),
-                          as_output(_call_arguments(json_or_raw(raw_out, '{["'))),
+                          _messages.as_input(_call_arguments(_messages.decoded(raw_in))),
+                          as_output(_call_arguments(_messages.decoded(raw_out, '{["'))),
                           _ground_truth(attributes))
 
 
@@ -164,7 +164,7 @@ def _read_pydantic_ai(name: str, attributes: Mapping[str, Any]) -> RecognisedCal
     messages = _messages.as_input(raw_messages)
     truth = _ground_truth(attributes)
     if truth is None:
-        metadata = json_or_raw(attributes.get(sc.PAI_METADATA))
+        metadata = _messages.decoded(attributes.get(sc.PAI_METADATA))
         if isinstance(metadata, dict):
             truth = metadata.get(sc.TS_GROUND_TRUTH)
     agent = attributes.get(sc.GEN_AI_AGENT_NAME, attributes.get(sc.PAI_AGENT_NAME))
@@ -185,18 +185,7 @@ def agent_name(value: object, default: str) -> str:
 
 
 def _ground_truth(attributes: Mapping[str, Any]) -> Any:
-    return json_or_raw(attributes.get(sc.TS_GROUND_TRUTH))
-
-
-def json_or_raw(raw: object, starts: str = "{[") -> object:
-    """JSON text (an object or array; also a string literal when `starts` has '"') decoded;
-    anything else as it is."""
-    if isinstance(raw, str) and raw[:1] and raw[0] in starts:
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return raw
-    return raw
+    return _messages.decoded(attributes.get(sc.TS_GROUND_TRUTH))
 
 
 def as_output(value: object) -> object:

@@ -39,7 +39,6 @@ from tracescore.online._readers import (
     Recogniser,
     agent_name,
     as_output,
-    json_or_raw,
 )
 
 _log = logging.getLogger("tracescore")
@@ -122,11 +121,11 @@ class AgentMapping:
             return None
         agent = (_member(attributes.get(self.agent), self.agent_field)
                  if self.agent is not None else None)
-        text = self.as_text
+        text, decoded = self.as_text, _messages.decoded
         return RecognisedCall(self.name, agent_name(agent, name),
-                              _messages.as_input(raw_in if "input" in text else json_or_raw(raw_in)),
-                              raw_out if "output" in text else as_output(json_or_raw(raw_out)),
-                              json_or_raw(attributes.get(self.ground_truth)))
+                              _messages.as_input(raw_in if "input" in text else decoded(raw_in)),
+                              raw_out if "output" in text else as_output(decoded(raw_out)),
+                              decoded(attributes.get(self.ground_truth)))
 
 
 _MAPPING_KEYS = ("name", "span_name", "attributes", "input", "output", "ground_truth", "agent",
@@ -293,7 +292,7 @@ def _member(raw: object, path: str | None) -> object:
     the attribute itself when there is no path."""
     if path is None or raw is None:
         return raw
-    value = json_or_raw(raw)
+    value = _messages.decoded(raw)
     for step in path.split("."):
         if not isinstance(value, dict):
             return None
