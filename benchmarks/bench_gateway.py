@@ -295,6 +295,13 @@ def _stub(address: str) -> Callable[..., Any]:
 
 def throughput(address: str, sink: Sink, seconds: float, senders: int = 3) -> float:
     """Spans/s arriving at the sink while `senders` threads push 512-span requests."""
+    return grpc_throughput(address, None, sink, seconds, senders)[0]
+
+
+def grpc_throughput(address: str, pid: int | None, sink: Sink, seconds: float,
+                    senders: int = 3) -> tuple[float, float]:
+    """(spans/s arriving at the sink, CPU microseconds of process `pid` per forwarded span, 0
+    without one) while `senders` threads push 512-span requests over OTLP/gRPC."""
     bodies = [plain_request(512, random.Random(i)) for i in range(8)]
     stop = threading.Event()
 
@@ -308,8 +315,8 @@ def throughput(address: str, sink: Sink, seconds: float, senders: int = 3) -> fl
                 time.sleep(0.01)
             n += 1
 
-    forwarded, elapsed, _ = _pushed(push, stop, sink, seconds, senders)
-    return forwarded / elapsed
+    forwarded, elapsed, cpu = _pushed(push, stop, sink, seconds, senders, pid)
+    return forwarded / elapsed, 1e6 * cpu / max(1, forwarded)
 
 
 def _pushed(push: Callable[[int], None], stop: threading.Event, sink: Sink, seconds: float,
@@ -378,8 +385,9 @@ def latency(addresses: dict[str, str], sink: Sink, requests: int,
 
 
 def scoring(replicas: int, workdir: Path, judge_latency_s: float, spans: int,
-            concurrency: int) -> dict[str, Any]:
-    """Scores/s over `spans` agent spans split by trace id over `replicas` gateways."""
+            concurrency: int, checkout: Path | None = None) -> dict[str, Any]:
+    """Scores/s over `spans` agent spans split by trace id over `replicas` gateways (of
+    `checkout`'s package when given)."""
     from tracescore.testing import StubLLMServer
     from tracescore.testing._stub_llm import Reply
 
@@ -399,7 +407,7 @@ def scoring(replicas: int, workdir: Path, judge_latency_s: float, spans: int,
                   f"  max_held_spans: {spans}\n  max_wait_s: 600\n  scorers:\n"
                   f"    - scorer: relevancy\n      options: {{model: openai/judge, api_base: "
                   f"'{stub.base_url}', api_key: sk-test, timeout: 60}}\n")
-        gateways = [GatewayUnderTest(sink, workdir, None, config=config)
+        gateways = [GatewayUnderTest(sink, workdir, None, config=config, checkout=checkout)
                     for _ in range(replicas)]
         try:
             # warm-up: one span per replica (litellm import, first connections)

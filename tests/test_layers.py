@@ -1,10 +1,12 @@
 """The package's layers (docs/architecture.md): every import of a tracescore module, at module
 level or inside a function, goes to the same layer or one below, and no modules import each
-other in a circle. Imports under `if TYPE_CHECKING:` are annotations only and are not counted."""
+other in a circle. Imports under `if TYPE_CHECKING:` are annotations only and are not counted.
+A module over about 450 lines says why in its docstring."""
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -146,3 +148,21 @@ def test_the_checks_see_an_import_that_breaks_the_rules(rogue: str,
         assert _circle() is not None
     finally:
         globals()["_imported"] = original
+
+
+LONG = 450  # lines: "a module stays under about 450 lines; one that is longer says why"
+
+
+def _unexplained(name: str, source: str) -> str | None:
+    lines = source.count("\n")
+    reason = re.search(r"\(About \d+ lines: ", ast.get_docstring(ast.parse(source)) or "")
+    return f"{name}: {lines} lines" if lines > LONG and reason is None else None
+
+
+def test_a_long_module_says_why_in_its_docstring() -> None:
+    found = [_unexplained(name, path.read_text()) for name, path in MODULES.items()]
+    assert [f for f in found if f] == []
+    padded = '"""A module."""\n' + "x = 1\n" * LONG
+    assert _unexplained("padded", padded) == f"padded: {LONG + 1} lines"  # the check can fail
+    explained = '"""A module.\n\n(About 450 lines: one table.)\n"""\n' + "x = 1\n" * LONG
+    assert _unexplained("explained", explained) is None

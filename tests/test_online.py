@@ -39,6 +39,7 @@ from tracescore.instrument._calls import AgentCall, notify_agent_call
 from tracescore.online import OnlineScorer, RecognisedCall, ScoringSpanProcessor
 from tracescore.online._hold import HoldTable
 from tracescore.online._listener import LISTENERS
+from tracescore.online._processor import core_of, stashed
 from tracescore.online._sampling import is_sampled
 from tracescore.scoring._base import JudgeUsage, Scorer, ScoreResult
 
@@ -578,8 +579,8 @@ def test_shutdown_does_not_close_downstream_under_a_span_being_released(make) ->
     downstream = _GatedDownstream(exporter)
     h = make([LengthScorer(gate=threading.Event())], downstream=downstream, max_wait_s=0.05,
              shutdown_timeout_s=0.1)
-    held = h.processor._core.held
-    waits = held.wait_released = _AnnouncedWaits(held)
+    held = core_of(h.processor).held
+    waits = held.wait_released = _AnnouncedWaits(held)  # type: ignore[method-assign]
     span = h.call()
     assert downstream.exporting.wait(20)
     closing = threading.Thread(target=h.processor.shutdown)
@@ -862,7 +863,7 @@ def test_a_processor_keeps_nothing_for_calls_of_a_provider_it_never_served(make)
     busy = make([LengthScorer("busy")])
     busy.call(output="x" * 100_000)
     assert busy.flush()
-    assert idle.processor._candidates == {}  # nothing stashed that no on_end would ever take
+    assert stashed(idle.processor) == 0  # nothing stashed that no on_end would ever take
     assert idle_online._limiter is not None and idle_online._limiter.try_acquire()
 
 
@@ -951,7 +952,7 @@ def test_forked_child_is_not_blocked_by_locks_another_parent_thread_held_at_fork
     # or budget's lock at the moment of fork; that thread does not exist in the child.
     h = make([OnlineScorer(LengthScorer(), rate_limit_per_minute=1000, budget_usd_per_hour=5)])
     online = h.processor.scorers[0]
-    locks = [h.processor._core.metrics._lock, online._limiter._lock, online._budget._lock]
+    locks = [core_of(h.processor).metrics._lock, online._limiter._lock, online._budget._lock]
     holding, release = threading.Event(), threading.Event()
 
     def hold() -> None:

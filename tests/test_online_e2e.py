@@ -26,6 +26,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 import tracescore
 from tracescore import _semconv as sc
 from tracescore.online import OnlineScorer, ScoringSpanProcessor
+from tracescore.online._processor import core_of
 from tracescore.testing import OTLPReceiver, ReceivedSpan, Reply, StubLLMServer, pytest_plugin
 
 PROTOCOLS = ["http", "grpc"]
@@ -131,7 +132,7 @@ def test_decorated_agent_span_arrives_with_its_scores(otlp_receiver: OTLPReceive
     assert QUESTION in rel_steps[1][sc.TS_STEP_PROMPT] and "unsure" in rel_steps[1][sc.TS_STEP_RESULT]
     assert len(stub_llm.requests) == 3
     assert [s.name for s in otlp_receiver.spans] == ["invoke_agent support"]  # judge not traced
-    isolation = processor_of(handle)._core.isolation  # the default: the judge ran in the scoring process
+    isolation = core_of(processor_of(handle)).isolation  # the default: the judge ran in the scoring process
     assert isolation is not None and isolation.child_pid is not None and isolation.in_thread == 0
 
 

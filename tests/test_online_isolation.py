@@ -29,6 +29,7 @@ from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError, ScorerError
 from tracescore.instrument._calls import AgentCall, notify_agent_call
 from tracescore.online import OnlineScorer, ScoringSpanProcessor
+from tracescore.online._processor import core_of
 from tracescore.scoring import JudgeUsage, Scorer, ScoreResult
 
 QUESTION = "What is the capital of France?"
@@ -168,7 +169,7 @@ def test_real_scorers_run_in_the_scoring_process_and_score_the_span(pipeline: Pi
     (probe_result,) = results(pipeline.wait_exported(probe)).values()
     child_pid = probe_result[sc.GEN_AI_EVALUATION_SCORE_VALUE]
     assert child_pid not in (os.getpid(), 0)
-    assert child_pid == pipeline.processor._core.isolation.child_pid
+    assert child_pid == core_of(pipeline.processor).isolation.child_pid
     stats = pipeline.processor.stats()
     assert stats["scored"] >= 3 and stats["in_thread"] == 0
 
@@ -204,10 +205,10 @@ def test_an_unpicklable_job_runs_in_the_worker_thread(pipeline: Pipeline) -> Non
 def test_a_killed_child_fails_its_runs_and_the_next_call_restarts_it(pipeline: Pipeline) -> None:
     pipeline.call("probe", "warm")  # make sure a child is up
     assert pipeline.processor.force_flush(30_000)
-    old = pipeline.processor._core.isolation.child_pid
+    old = core_of(pipeline.processor).isolation.child_pid
     assert old is not None
     stalled = pipeline.call("probe", "stall")
-    wait_until(lambda: bool(pipeline.processor._core.isolation._pending))
+    wait_until(lambda: bool(core_of(pipeline.processor).isolation.awaiting))
     time.sleep(0.2)  # let the job reach the child
     os.kill(old, signal.SIGKILL)
     (result,) = results(pipeline.wait_exported(stalled)).values()
@@ -228,12 +229,12 @@ def test_shutdown_stops_the_child_and_exports_held_spans() -> None:
     own = Pipeline(shutdown_timeout_s=0.5)
     own.call("probe", "hi")
     assert own.processor.force_flush(60_000)
-    child = own.processor._core.isolation._child
-    assert child.process.poll() is None
+    process = core_of(own.processor).isolation.process
+    assert process.poll() is None
     stalled = own.call("probe", "stall")
     wait_until(lambda: own.processor.stats()["running"] == 1)
     own.provider.shutdown()
-    assert child.process.poll() is not None
+    assert process.poll() is not None
     exported = own.wait_exported(stalled, timeout=1)
     assert not results(exported)
     assert [e.attributes[sc.TS_UNSCORED_REASON] for e in exported.events
@@ -250,7 +251,7 @@ def test_a_scorer_printing_to_stdout_does_not_garble_the_results(pipeline: Pipel
     span = pipeline.call("probe", "print")
     assert pipeline.processor.force_flush(30_000)
     (result,) = results(pipeline.wait_exported(span)).values()
-    assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] == pipeline.processor._core.isolation.child_pid
+    assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] == core_of(pipeline.processor).isolation.child_pid
 
 
 def test_auto_isolates_judged_scorers_and_keeps_the_others_in_the_worker_thread() -> None:
@@ -260,7 +261,7 @@ def test_auto_isolates_judged_scorers_and_keeps_the_others_in_the_worker_thread(
         assert own.processor.force_flush(30_000)
         scores = {name: r[sc.GEN_AI_EVALUATION_SCORE_VALUE]
                   for name, r in results(own.wait_exported(span)).items()}
-        child_pid = own.processor._core.isolation.child_pid
+        child_pid = core_of(own.processor).isolation.child_pid
         assert scores == {"judged-probe": child_pid, "probe": os.getpid()}
         assert own.processor.stats()["in_thread"] == 0  # by design, not as a fallback
     finally:
@@ -274,7 +275,7 @@ def test_thread_isolation_starts_no_process() -> None:
         assert own.processor.force_flush(30_000)
         (result,) = results(own.wait_exported(span)).values()
         assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] == os.getpid()
-        assert own.processor._core.isolation is None
+        assert core_of(own.processor).isolation is None
     finally:
         own.provider.shutdown()
 
@@ -301,7 +302,7 @@ def test_a_forked_process_starts_its_own_scoring_process_and_releases_the_parent
     span = own.call("any", "warm")
     assert own.processor.force_flush(30_000)
     own.wait_exported(span)
-    parent_child = own.processor._core.isolation._child
+    parent_process = core_of(own.processor).isolation.process
     reply_r, reply_w = os.pipe()
     hold_r, hold_w = os.pipe()
     pid = os.fork()
@@ -320,10 +321,10 @@ def test_a_forked_process_starts_its_own_scoring_process_and_releases_the_parent
     os.close(hold_r)
     try:
         reported = int(os.read(reply_r, 64) or b"0")
-        assert reported not in (0, os.getpid(), pid, parent_child.process.pid)
+        assert reported not in (0, os.getpid(), pid, parent_process.pid)
         # the fork still lives, yet the parent's scoring process sees EOF and exits by itself
-        own.processor._core.isolation.stop(timeout=10)
-        assert parent_child.process.returncode == 0
+        core_of(own.processor).isolation.stop(timeout=10)
+        assert parent_process.returncode == 0
     finally:
         os.close(hold_w)
         _reap(pid)
@@ -386,7 +387,7 @@ def test_a_run_that_times_out_is_stopped_in_the_scoring_process_too(tmp_path: Pa
         (result,) = results(own.wait_exported(span)).values()
         assert result[sc.ERROR_TYPE] == "TimeoutError"
         wait_until(marker.exists)  # no run keeps going there after we gave up on it
-        assert int(marker.read_text()) == own.processor._core.isolation.child_pid
+        assert int(marker.read_text()) == core_of(own.processor).isolation.child_pid
     finally:
         own.provider.shutdown()
 
@@ -409,7 +410,7 @@ def test_a_result_the_parent_cannot_load_fails_that_run_only() -> None:
         good = own.call("any", "hi")  # the same scoring process still answers
         assert own.processor.force_flush(30_000)
         (result,) = results(own.wait_exported(good)).values()
-        assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] == own.processor._core.isolation.child_pid
+        assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] == core_of(own.processor).isolation.child_pid
     finally:
         own.provider.shutdown()
 
@@ -418,7 +419,7 @@ def test_shutdown_is_bounded_when_a_job_is_stuck_on_its_way_to_the_child() -> No
     own = Pipeline(shutdown_timeout_s=0.5, scorers=[ProbeScorer()])
     own.call("any", "warm")
     assert own.processor.force_flush(30_000)
-    process = own.processor._core.isolation._child.process
+    process = core_of(own.processor).isolation.process
     os.kill(process.pid, signal.SIGSTOP)  # reads nothing more: the pipe fills, the send blocks
     try:
         stuck = own.call("any", "x" * 4_000_000)
@@ -441,7 +442,7 @@ def test_a_send_cut_short_by_shutdown_fails_as_such_even_before_the_child_is_rea
     own = Pipeline(shutdown_timeout_s=0.5, scorers=[ProbeScorer()])
     span = own.call("any", "x" * 4_000_000)
     wait_until(lambda: own.processor.stats()["running"] == 1)
-    worker = own.processor._core.worker._thread
+    worker = core_of(own.processor).worker.thread
     own.provider.shutdown()
     worker.join(30)  # the worker finishes the run the shutdown cut short
     assert own.processor.stats()["in_thread"] == 0  # not run here after the shutdown
@@ -463,7 +464,7 @@ def test_what_the_interpreter_prints_before_the_channel_opens_is_skipped(
         span = own.call("any", "hi")
         assert own.processor.force_flush(30_000)
         (result,) = results(own.wait_exported(span)).values()
-        assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] == own.processor._core.isolation.child_pid
+        assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] == core_of(own.processor).isolation.child_pid
     finally:
         own.provider.shutdown()
 
@@ -480,9 +481,9 @@ def test_a_child_that_dies_while_starting_is_retried_then_given_up_on(
             assert own.processor.force_flush(30_000)
             (result,) = results(own.wait_exported(span)).values()
             assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] == os.getpid()  # scored, here
-            wait_until(lambda: own.processor._core.isolation._child is None)  # reader saw it die
+            wait_until(lambda: core_of(own.processor).isolation.process is None)  # reader saw it die
         assert len(started) == 3  # a later start may succeed; a third failure is final
-        assert "3 times (last exit code 3)" in str(own.processor._core.isolation._broken)
+        assert "3 times (last exit code 3)" in str(core_of(own.processor).isolation.broken)
     finally:
         own.provider.shutdown()
 
@@ -515,7 +516,7 @@ def test_a_child_that_stops_reading_stalls_no_other_scoring() -> None:
     warm = own.call("any", "hi")
     assert own.processor.force_flush(30_000)
     own.wait_exported(warm)
-    child_pid = own.processor._core.isolation.child_pid
+    child_pid = core_of(own.processor).isolation.child_pid
     assert child_pid is not None
     os.kill(child_pid, signal.SIGSTOP)  # reads nothing from now on
     try:

@@ -27,6 +27,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import tracescore
 from tracescore import _semconv as sc
 from tracescore.online import OnlineScorer, ScoringSpanProcessor, TraceLimits
+from tracescore.online._processor import collector_of
 from tracescore.online._sampling import is_sampled
 from tracescore.online._trace_input import TraceSpans, gather, read_span
 from tracescore.scoring import ToolCall
@@ -187,7 +188,7 @@ def test_only_traces_a_scorer_may_sample_are_collected(otlp_receiver: OTLPReceiv
     @tracescore.tool
     def probe() -> None:
         trace_id = trace_api.get_current_span().get_span_context().trace_id
-        tracked.append((trace_id, trace_id in processor._traces))
+        tracked.append((trace_id, trace_id in collector_of(processor)))
 
     @tracescore.agent(name="prober")
     def prober(i: int) -> int:
@@ -198,7 +199,7 @@ def test_only_traces_a_scorer_may_sample_are_collected(otlp_receiver: OTLPReceiv
         prober(i)
     assert {collected for trace_id, collected in tracked} == {True, False}
     assert all(collected == is_sampled(trace_id, rate) for trace_id, collected in tracked)
-    assert not processor._traces  # nothing kept once the calls ended
+    assert not collector_of(processor)  # nothing kept once the calls ended
 
 
 def test_calls_made_inside_run_evals_are_not_collected(otlp_receiver: OTLPReceiver) -> None:
@@ -208,7 +209,7 @@ def test_calls_made_inside_run_evals_are_not_collected(otlp_receiver: OTLPReceiv
 
     @tracescore.agent(name="evaluated")
     def evaluated(question: str) -> str:
-        kept.append(len(processor._traces))
+        kept.append(len(collector_of(processor)))
         return question
 
     tracescore.run_evals(data=[{"input": "q"}], scorers=[SeenScorer()], target=evaluated)

@@ -124,7 +124,7 @@ TS_EVAL_ITEM_INDEX = "tracescore.eval.item.index"  # position of the item in the
 # online scoring skips agent calls made under it, so eval items are not scored twice.
 CTX_EVAL_RUN_ID = "tracescore.eval.run_id"
 
-# --- other conventions, read by the agent-span recognisers (online/_recognise.py) -------------
+# --- other conventions, read by the agent-span recognisers (online/_readers.py) ---------------
 # OpenInference
 OI_SPAN_KIND = "openinference.span.kind"
 OI_KIND_AGENT = "AGENT"

@@ -25,11 +25,11 @@ from typing import Any
 
 from tracescore import _semconv as sc
 from tracescore.online import _messages
+from tracescore.online._readers import is_step
 from tracescore.online._recognise import (
     BUILTINS,
     AgentMapping,
     Recogniser,
-    is_step,
     recogniser_markers,
 )
 

@@ -20,7 +20,7 @@ data cannot be, and every job once the process cannot start (three tries) run in
 thread instead (logged once per scorer and cause). A child that dies after starting fails its
 pending runs; the next job starts a new one.
 
-(About 520 lines: the parent's `ProcessRunner` and the child's `_child_main` speak the one framed
+(About 540 lines: the parent's `ProcessRunner` and the child's `_child_main` speak the one framed
 protocol defined here; apart, each half would import the other's.)
 """
 
@@ -172,6 +172,22 @@ class ProcessRunner:
         """The pid of the running scoring process, if any."""
         child = self._child
         return child.process.pid if child is not None else None
+
+    @property
+    def process(self) -> subprocess.Popen[bytes] | None:
+        """The running scoring process, if any."""
+        child = self._child
+        return child.process if child is not None else None
+
+    @property
+    def awaiting(self) -> int:
+        """Runs sent to the scoring process and not answered yet."""
+        return len(self._pending)
+
+    @property
+    def broken(self) -> str | None:
+        """Why no scoring process can be started here any more (None while one can)."""
+        return self._broken
 
     async def run(self, scorer: Any, *, input: Any, output: Any, ground_truth: Any, run_id: str,
                   timeout_s: float, tool_calls: Sequence[ToolCall] = (),

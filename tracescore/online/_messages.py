@@ -43,9 +43,10 @@ _OI_PART_TYPE = "message_content.type"
 _OI_TOOL_CALL_ID = "message.tool_call_id"
 
 
-def decoded(raw: object) -> object:
-    """JSON text decoded (anything else, or text that is not JSON, as it is)."""
-    if isinstance(raw, str) and raw[:1] in ("[", "{"):
+def decoded(raw: object, starts: str = "[{") -> object:
+    """JSON text decoded (anything else, or text that is not JSON, as it is): arrays and
+    objects; string literals too when `starts` has '"'."""
+    if isinstance(raw, str) and raw[:1] and raw[0] in starts:
         try:
             return json.loads(raw)
         except ValueError:

@@ -14,7 +14,7 @@ holds spans for the span sink. This module does what is specific to SDK spans:
 
 Every span reaches the downstream processor exactly once, whatever happens to its scoring.
 
-(About 500 lines: the public class documents its thirteen options; what remains is the SDK side
+(About 530 lines: the public class documents its thirteen options; what remains is the SDK side
 only: the intake of our own calls, reading other instrumentations' spans, `offer`.)
 """
 
@@ -39,7 +39,7 @@ from tracescore.instrument._calls import (
     AgentCall,
 )
 from tracescore.online import _diagnose as diagnose
-from tracescore.online._collector import in_process
+from tracescore.online._collector import TraceCollector, in_process
 from tracescore.online._core import Call, ScoringCore, release_budgets
 from tracescore.online._delivery import ScoreRun
 from tracescore.online._diagnose import Diagnoser
@@ -513,3 +513,19 @@ def _error_of(span: ReadableSpan, attributes: Mapping[str, Any]) -> str | None:
 def _key(span: ReadableSpan) -> tuple[int, int]:
     context = span.context
     return context.trace_id, context.span_id
+
+
+# --- what a processor holds, for the project's own tests and benchmarks (not API) -------------------
+def core_of(processor: ScoringSpanProcessor) -> ScoringCore:
+    """The processor's scoring core: its worker lanes, hold table and scoring process."""
+    return processor._core
+
+
+def collector_of(processor: ScoringSpanProcessor) -> TraceCollector:
+    """The traces it collects now: those with an agent call running that a scorer may sample."""
+    return processor._traces
+
+
+def stashed(processor: ScoringSpanProcessor) -> int:
+    """Sampled agent calls of ours waiting for their span to end."""
+    return len(processor._candidates)

@@ -12,186 +12,38 @@ the question (the last user text, never a tool return or the system prompt), the
 agent's final text (never a tool call).
 
 Built in: GenAI semconv `invoke_agent` ("genai"), OpenInference ("openinference"), OpenLLMetry /
-traceloop ("traceloop"), pydantic-ai / logfire ("pydantic_ai"), and the frameworks described as
-mappings in `_frameworks` (Mastra "mastra", the Vercel AI SDK "vercel_ai", CrewAI "crewai").
-Users add their own mappings (`AgentMapping`, or the same keys as a dict from a config file).
+traceloop ("traceloop"), pydantic-ai / logfire ("pydantic_ai"), read in `_readers`, and the
+frameworks described as mappings in `_frameworks` (Mastra "mastra", the Vercel AI SDK
+"vercel_ai", CrewAI "crewai"). Users add their own mappings (`AgentMapping`, or the same keys as a
+dict from a config file). This module builds and runs the chain.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any
 
 from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
 from tracescore.online import _messages
 from tracescore.online._frameworks import FIRST, FRAMEWORKS
+from tracescore.online._readers import (
+    GENAI,
+    OPENINFERENCE,
+    PYDANTIC_AI,
+    TRACELOOP,
+    RecognisedCall,
+    Recogniser,
+    agent_name,
+    as_output,
+)
 
 _log = logging.getLogger("tracescore")
 _MISSING: Any = object()
 
-
-@dataclass(frozen=True, slots=True)
-class RecognisedCall:
-    """An agent call read from a span: what the scorers need, and which convention it used."""
-
-    convention: str
-    agent: str  # the agent name, or the span name when the span names none
-    input: Any
-    output: Any
-    ground_truth: Any = None
-
-
-@runtime_checkable
-class Recogniser(Protocol):
-    """Reads one convention: `recogniser(span_name, attributes) -> RecognisedCall | None`."""
-
-    @property
-    def convention(self) -> str:
-        """Name reported in `RecognisedCall.convention`."""
-
-    @property
-    def markers(self) -> frozenset[str]:
-        """Attribute keys of which every span this recogniser accepts carries at least one."""
-
-    def __call__(self, name: str, attributes: Mapping[str, Any], /) -> RecognisedCall | None: ...
-
-
-def _builtin(convention: str, marker: str,
-             read: Callable[[str, Mapping[str, Any]], RecognisedCall | None]) -> Recogniser:
-    """A built-in convention: its reader function itself, carrying the recogniser attributes
-    (one call per span instead of two: the chain runs on every span)."""
-    read.convention = convention  # type: ignore[attr-defined]
-    read.markers = frozenset({marker})  # type: ignore[attr-defined]
-    return cast(Recogniser, read)
-
-
-# --- GenAI semantic conventions (tracescore's own spans included) ----------------------------------
-def _read_genai(name: str, attributes: Mapping[str, Any]) -> RecognisedCall | None:
-    """`invoke_agent` spans, and `invoke_workflow` spans (the same attributes; the name in
-    `gen_ai.agent.name`, or `gen_ai.workflow.name` in older semconv versions)."""
-    operation = attributes.get(sc.GEN_AI_OPERATION_NAME)
-    if operation != sc.OP_INVOKE_AGENT and operation != sc.OP_INVOKE_WORKFLOW:
-        return None
-    raw_in = attributes.get(sc.GEN_AI_INPUT_MESSAGES)
-    raw_out = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
-    if raw_in is None or raw_out is None:
-        return None
-    agent = attributes.get(sc.GEN_AI_AGENT_NAME, attributes.get(sc.GEN_AI_WORKFLOW_NAME))
-    return RecognisedCall("genai", _name(agent, name),
-                          _messages.as_input(messages_of(raw_in)), output_text(raw_out),
-                          _ground_truth(attributes))
-
-
-# --- OpenInference ---------------------------------------------------------------------------------
-def _read_openinference(name: str, attributes: Mapping[str, Any]) -> RecognisedCall | None:
-    """AGENT spans; and the top span of a LangGraph run (a CHAIN span from a conversation state
-    to a state that ends with the agent's answer). A span inside a LangGraph node is a step of
-    a run, never the agent call, even when named "agent" (which makes it an AGENT span)."""
-    kind = attributes.get(sc.OI_SPAN_KIND)
-    if not isinstance(kind, str) or kind.upper() not in (sc.OI_KIND_AGENT, sc.OI_KIND_CHAIN):
-        return None
-    raw_in = attributes.get(sc.OI_INPUT_VALUE)
-    raw_out = attributes.get(sc.OI_OUTPUT_VALUE)
-    if raw_in is None or raw_out is None or is_step(attributes):
-        return None
-    chain = kind.upper() == sc.OI_KIND_CHAIN
-    if chain and not all(isinstance(r, str) and '"messages"' in r for r in (raw_in, raw_out)):
-        return None  # cheap: no conversation state, no JSON decoded
-    value_in = _oi_value(raw_in, attributes.get(sc.OI_INPUT_MIME_TYPE))
-    value_out = _oi_value(raw_out, attributes.get(sc.OI_OUTPUT_MIME_TYPE))
-    if chain and not _graph_run(value_in, value_out):
-        return None
-    return RecognisedCall(
-        "openinference", _name(attributes.get(sc.OI_AGENT_NAME), name),
-        _messages.as_input(value_in), _as_output(value_out), _ground_truth(attributes),
-    )
-
-
-def is_step(attributes: Mapping[str, Any]) -> bool:
-    """A step inside an agent run, never an agent call of its own however it is marked: a span
-    that ran inside a node of a LangGraph graph (LangChain's run metadata names the node)."""
-    metadata = attributes.get(sc.OI_METADATA)
-    if not isinstance(metadata, str) or sc.LANGGRAPH_NODE not in metadata:
-        return False
-    decoded = _json_or_raw(metadata)
-    return isinstance(decoded, dict) and sc.LANGGRAPH_NODE in decoded
-
-
-def _graph_run(value_in: object, value_out: object) -> bool:
-    """Input and output are conversation states (`{"messages": [...]}`), the output's last
-    message the assistant's text (not a tool call)."""
-    if not (isinstance(value_in, dict) and isinstance(value_out, dict)):
-        return False
-    messages = _messages.message_list(value_out)
-    return (messages is not None and _messages.message_list(value_in) is not None
-            and _messages.role_of(messages[-1]) == _messages.ASSISTANT
-            and bool(_messages.text_of(messages[-1])))
-
-
-def _oi_value(raw: object, mime_type: object) -> object:
-    return _json_or_raw(raw, '{["') if mime_type == sc.OI_MIME_JSON else raw
-
-
-# --- OpenLLMetry / traceloop -----------------------------------------------------------------------
-def _read_traceloop(name: str, attributes: Mapping[str, Any]) -> RecognisedCall | None:
-    if attributes.get(sc.TL_SPAN_KIND) not in sc.TL_KINDS_AGENT:
-        return None
-    raw_in = attributes.get(sc.TL_ENTITY_INPUT)
-    raw_out = attributes.get(sc.TL_ENTITY_OUTPUT)
-    if raw_in is None or raw_out is None:
-        return None
-    return RecognisedCall("traceloop", _name(attributes.get(sc.TL_ENTITY_NAME), name),
-                          _messages.as_input(_call_arguments(_json_or_raw(raw_in))),
-                          _as_output(_call_arguments(_json_or_raw(raw_out, '{["'))),
-                          _ground_truth(attributes))
-
-
-def _call_arguments(value: object) -> object:
-    """traceloop's `{"args": [...], "kwargs": {...}}`: the one argument when there is one; its
-    LangChain instrumentation's `{"inputs": ...}` / `{"outputs": ...}` (with the run's `tags`,
-    `metadata`, `kwargs` beside it): that value."""
-    if isinstance(value, dict):
-        for key in sc.TL_LANGCHAIN_VALUES:
-            if key in value and set(value) <= {key, "tags", "metadata", "kwargs"}:
-                return value[key]
-    if isinstance(value, dict) and set(value) <= {"args", "kwargs"}:
-        args, kwargs = value.get("args") or [], value.get("kwargs") or {}
-        if isinstance(args, list) and isinstance(kwargs, dict):
-            values = [*args, *kwargs.values()]
-            if len(values) == 1:
-                return values[0]
-    return value
-
-
-# --- pydantic-ai / logfire ------------------------------------------------------------------------
-def _read_pydantic_ai(name: str, attributes: Mapping[str, Any]) -> RecognisedCall | None:
-    """Agent run spans (`invoke_agent {name}`, or `agent run` in format version 2): the run's
-    messages (earlier turns included) in `pydantic_ai.all_messages`, its output in
-    `final_result`; tool returns are recorded in user messages and are no question."""
-    raw_messages = attributes.get(sc.PAI_ALL_MESSAGES)
-    output = attributes.get(sc.PAI_FINAL_RESULT)
-    if raw_messages is None or output is None:
-        return None
-    messages = _messages.as_input(raw_messages)
-    truth = _ground_truth(attributes)
-    if truth is None:
-        metadata = _json_or_raw(attributes.get(sc.PAI_METADATA))
-        if isinstance(metadata, dict):
-            truth = metadata.get(sc.TS_GROUND_TRUTH)
-    agent = attributes.get(sc.GEN_AI_AGENT_NAME, attributes.get(sc.PAI_AGENT_NAME))
-    # a str output is recorded as it is, any other as JSON: text either way, kept as text
-    return RecognisedCall("pydantic_ai", _name(agent, name), messages, output, truth)
-
-
-GENAI = _builtin("genai", sc.GEN_AI_OPERATION_NAME, _read_genai)
-OPENINFERENCE = _builtin("openinference", sc.OI_SPAN_KIND, _read_openinference)
-TRACELOOP = _builtin("traceloop", sc.TL_SPAN_KIND, _read_traceloop)
-PYDANTIC_AI = _builtin("pydantic_ai", sc.PAI_ALL_MESSAGES, _read_pydantic_ai)
 
 BUILTINS: dict[str, Recogniser] = {
     r.convention: r for r in (GENAI, OPENINFERENCE, TRACELOOP, PYDANTIC_AI)
@@ -269,11 +121,11 @@ class AgentMapping:
             return None
         agent = (_member(attributes.get(self.agent), self.agent_field)
                  if self.agent is not None else None)
-        text = self.as_text
-        return RecognisedCall(self.name, _name(agent, name),
-                              _messages.as_input(raw_in if "input" in text else _json_or_raw(raw_in)),
-                              raw_out if "output" in text else _as_output(_json_or_raw(raw_out)),
-                              _json_or_raw(attributes.get(self.ground_truth)))
+        text, decoded = self.as_text, _messages.decoded
+        return RecognisedCall(self.name, agent_name(agent, name),
+                              _messages.as_input(raw_in if "input" in text else decoded(raw_in)),
+                              raw_out if "output" in text else as_output(decoded(raw_out)),
+                              decoded(attributes.get(self.ground_truth)))
 
 
 _MAPPING_KEYS = ("name", "span_name", "attributes", "input", "output", "ground_truth", "agent",
@@ -434,26 +286,13 @@ def recognise(name: str, attributes: Mapping[str, Any],
     return None
 
 
-def recognise_genai(name: str, attributes: Mapping[str, Any]) -> RecognisedCall | None:
-    """GenAI semconv `invoke_agent` spans (tracescore's own included) with input/output messages."""
-    return _read_genai(name, attributes)
-
-
 # --- value helpers --------------------------------------------------------------------------------
-def _name(value: object, default: str) -> str:
-    return str(value) if value is not None and value != "" else default
-
-
-def _ground_truth(attributes: Mapping[str, Any]) -> Any:
-    return _json_or_raw(attributes.get(sc.TS_GROUND_TRUTH))
-
-
 def _member(raw: object, path: str | None) -> object:
     """The member at the dotted `path` of a JSON object attribute (None when it has none), or
     the attribute itself when there is no path."""
     if path is None or raw is None:
         return raw
-    value = _json_or_raw(raw)
+    value = _messages.decoded(raw)
     for step in path.split("."):
         if not isinstance(value, dict):
             return None
@@ -465,47 +304,3 @@ def _same(value: object, expected: object) -> bool:
     if isinstance(value, bool) or isinstance(expected, bool):
         return value is expected
     return bool(value == expected)
-
-
-def _json_or_raw(raw: object, starts: str = "{[") -> object:
-    """JSON text (an object or array; also a string literal when `starts` has '"') decoded;
-    anything else as it is."""
-    if isinstance(raw, str) and raw[:1] and raw[0] in starts:
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return raw
-    return raw
-
-
-def _as_output(value: object) -> object:
-    """A recorded output for the scorers: a message list (or a response or state holding one,
-    e.g. `{"messages": [...]}`) as its final text, anything else as it is."""
-    return _messages.final_text(value) if _messages.holds_messages(value) else value
-
-
-def text_of(message: object) -> str:
-    """Text of one message of any recorded shape (`_messages.text_of`): its text parts only."""
-    return _messages.text_of(message)
-
-
-def messages_of(raw: object) -> object:
-    """A recorded message list (JSON text or list) as OpenAI-style `{"role", "content"}`
-    messages (tool returns as `role: tool`, messages without text left out); any other value
-    decoded from JSON, or as it is."""
-    messages = _messages.read_messages(raw)
-    if messages is not None:
-        return messages
-    try:
-        return json.loads(raw) if isinstance(raw, str) else raw
-    except ValueError:
-        return raw
-
-
-def output_text(raw: object) -> object:
-    """The final text of recorded output messages (the last message with text, never a tool
-    call); any other value decoded from JSON, or as it is."""
-    try:
-        return _messages.final_text(json.loads(raw) if isinstance(raw, str) else raw)
-    except ValueError:
-        return raw

@@ -88,6 +88,11 @@ class Worker:
         """Jobs currently running."""
         return self._running
 
+    @property
+    def thread(self) -> threading.Thread | None:
+        """The thread running the jobs, once the first job started it."""
+        return self._thread
+
     def wait_idle(self, timeout: float) -> bool:
         """Block until no job is queued or running, at most `timeout` seconds."""
         deadline = time.monotonic() + max(0.0, timeout)
