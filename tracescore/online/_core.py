@@ -126,8 +126,9 @@ class ScoringCore:
                               release=self._release)
         self.worker = Worker(  # judged scorers
             queue_size=options.queue_size, concurrency=options.concurrency,
-            tick_s=min(1.0, max(0.01, options.max_wait_s / 4)), on_tick=self.held.expire,
+            tick_s=min(1.0, max(0.01, options.max_wait_s / 4)), on_tick=self._tick,
         )
+        self._timers: list[Callable[[], None]] = []  # `add_timer`
         # scorers without a judge: a lane of their own, never behind slow judge calls
         self.fast = Worker(queue_size=options.queue_size, concurrency=options.concurrency,
                            name="tracescore-online-fast")
@@ -150,6 +151,17 @@ class ScoringCore:
         route.extend(RecordSink(self.result_sinks[n], self.log_once)
                      for n in sorted(online.sinks) if n in self.result_sinks)
         return any(name != "span" for name in online.sinks), tuple(route)
+
+    def add_timer(self, timer: Callable[[], None]) -> None:
+        """Call `timer` on the core's timer thread (each tick: at most 1 s apart), from now on
+        (e.g. a `QuietTable`'s `expire`)."""
+        self._timers.append(timer)
+        self.worker.start()
+
+    def _tick(self) -> None:
+        self.held.expire()
+        for timer in self._timers:
+            timer()
 
     def stats(self) -> dict[str, int]:
         """Counters and gauges (see `ScoringSpanProcessor.stats`)."""
