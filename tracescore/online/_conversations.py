@@ -191,7 +191,7 @@ class ConversationTracker:
         self._score = score
         self._store = store
         self._clock = clock
-        self._offers: deque[tuple[str, AgentCall, int, int, int]] = deque()
+        self._offers: deque[tuple[str, Any]] = deque()  # (id, Turn or what makes one)
         self._max_pending = max_pending
         # turns not scored yet, in a quiet table; scored conversations' turns in `_kept`
         self._table: QuietTable[Turn] = QuietTable(
@@ -217,7 +217,13 @@ class ConversationTracker:
             if len(self._offers) >= self._max_pending:
                 self.counts["dropped.queue_full"] += 1
                 return
-            self._offers.append((conversation, call, trace_id, span_id, time.time_ns()))
+            if self._store is not None:  # kept before the request is acknowledged
+                turn = self._turn(call, trace_id, span_id, time.time_ns())
+                if turn is not None:
+                    self._store.add_turn(conversation, turn.to_dict())
+                    self._offers.append((conversation, turn))
+                return
+            self._offers.append((conversation, (call, trace_id, span_id, time.time_ns())))
         except Exception:  # noqa: BLE001 - telemetry never raises into the agent
             self.counts["dropped.unreadable"] += 1
 
@@ -232,27 +238,28 @@ class ConversationTracker:
     def _drain(self) -> None:
         offers = self._offers
         while offers:
-            conversation, call, trace_id, span_id, end_ns = offers.popleft()
-            scorers = frozenset(o.scorer_id for o in self.scorers
-                                if not o._filtered or _matches(o, call, _no_log))
-            if not scorers:
-                self.counts["turns.filtered"] += 1
-                continue
-            self._add(conversation, Turn(call.input, call.output, call.name, trace_id, span_id,
-                                         end_ns, scorers, _size(call.input, call.output)))
+            conversation, offered = offers.popleft()
+            turn = offered if isinstance(offered, Turn) else self._turn(*offered)
+            if turn is not None:
+                self._add(conversation, turn)
 
-    def _add(self, conversation: str, turn: Turn, *, store: bool = True) -> None:
+    def _turn(self, call: AgentCall, trace_id: int, span_id: int, end_ns: int) -> Turn | None:
+        """The turn of an agent call, None when no conversation scorer's filters take it."""
+        scorers = frozenset(o.scorer_id for o in self.scorers
+                            if not o._filtered or _matches(o, call, _no_log))
+        if not scorers:
+            self.counts["turns.filtered"] += 1
+            return None
+        return Turn(call.input, call.output, call.name, trace_id, span_id, end_ns, scorers,
+                    _size(call.input, call.output))
+
+    def _add(self, conversation: str, turn: Turn) -> None:
         seen = self._seen.setdefault(conversation, set())
         ident = (turn.trace_id, turn.span_id)
         if ident in seen:
             return  # the same span again (a sender's retry, a journal replay)
         seen.add(ident)
         self.counts["turns"] += 1
-        if store and self._store is not None:
-            try:
-                self._store.add_turn(conversation, turn.to_dict())
-            except Exception:  # noqa: BLE001 - scored anyway; only a restart would lose it
-                self.counts["store_failed"] += 1
         self._table.arrive(conversation, turn, size=turn.size, ready=True)
         kept = self._kept.get(conversation)
         pending = len(self._pending(conversation))
@@ -322,7 +329,12 @@ class ConversationTracker:
         """Turns a store kept from a previous run: the first `scored` of them were scored; the
         rest wait for a quiet period from now."""
         with self._lock:
-            read = [Turn.from_dict(t) for t in turns]
+            read, ids = [], set()
+            for data in turns:  # a turn replayed before a crash may have been kept twice
+                turn = Turn.from_dict(data)
+                if (turn.trace_id, turn.span_id) not in ids:
+                    ids.add((turn.trace_id, turn.span_id))
+                    read.append(turn)
             old, new = read[:scored], read[scored:]
             if old:
                 size = sum(t.size for t in old)
@@ -331,7 +343,7 @@ class ConversationTracker:
                 self._seen.setdefault(conversation, set()).update(
                     (t.trace_id, t.span_id) for t in old)
             for turn in new:
-                self._add(conversation, turn, store=False)
+                self._add(conversation, turn)
 
     def release_all(self) -> None:
         """Score every conversation with turns not scored yet (in-process shutdown)."""
