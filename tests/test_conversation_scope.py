@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _conversation_scorers import TurnCounter
 from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -17,24 +18,8 @@ from tracescore import OnlineScorer
 from tracescore import _semconv as sc
 from tracescore.online._conversations import conversation_randomness
 from tracescore.online._sampling import rejection_threshold
-from tracescore.scoring._base import Scorer, ScoreResult, ScorerInput
 
 QUIET_S = 0.3
-
-
-class TurnCounter(Scorer):
-    """A conversation scorer without a judge: the score is the number of turns it saw, the
-    reason their questions in order."""
-
-    id = "turn-counter"
-    name = "Turn counter"
-    uses_judge = False
-    scope = "conversation"
-
-    async def evaluate(self, call: ScorerInput) -> ScoreResult:
-        return ScoreResult(run_id=call.run_id or "", scorer_id=self.id, scorer_name=self.name,
-                           score=float(len(call.turns)),
-                           reason=" | ".join(str(t.input) for t in call.turns))
 
 
 @tracescore.agent(name="helpdesk", conversation_id=lambda question: question.split(":")[0])
