@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from _conversation_scorers import TurnCounter
 from opentelemetry import trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import tracescore
@@ -36,9 +38,11 @@ class Rig:
     def __init__(self, **options: Any) -> None:
         self.exporter = InMemorySpanExporter()
         scorer = options.pop("scorer", TurnCounter())
+        meters = {"meter_provider": options.pop("meter_provider")} if "meter_provider" in options \
+            else {}
         self.handle = tracescore.configure(
             exporter=self.exporter, batch=False, scorers=[scorer],
-            online={"max_wait_s": 1.0, "conversations": {"quiet_s": QUIET_S, **options}})
+            online={"max_wait_s": 1.0, "conversations": {"quiet_s": QUIET_S, **options}, **meters})
 
     def shutdown(self) -> None:
         self.handle.shutdown(30)
@@ -144,7 +148,9 @@ def test_shutdown_scores_a_conversation_still_waiting_for_its_quiet_period() -> 
 
 
 def test_held_conversations_stay_within_their_bounds_and_are_counted() -> None:
-    rig = Rig(quiet_s=60.0, max_conversations=3)
+    reader = InMemoryMetricReader()
+    rig = Rig(quiet_s=60.0, max_conversations=3,
+              meter_provider=MeterProvider(metric_readers=[reader]))
     try:
         rig.ask(*(f"k{n}: hello" for n in range(6)))
         carriers = rig.wait_for(3)
@@ -155,6 +161,12 @@ def test_held_conversations_stay_within_their_bounds_and_are_counted() -> None:
         assert stats["conversations.forgotten.overflow"] == 3
         assert stats["conversations.kept"] == 0
         assert {_result(c)[sc.GEN_AI_CONVERSATION_ID] for c in carriers} == {"k0", "k1", "k2"}
+        counted = {point.attributes[sc.TS_CONVERSATION_EVENT]: point.value
+                   for metric in reader.get_metrics_data().resource_metrics[0]
+                   .scope_metrics[0].metrics if metric.name == sc.METRIC_CONVERSATION_EVENTS
+                   for point in metric.data.data_points}
+        assert counted["turns"] == 6
+        assert counted["versions.overflow"] == counted["forgotten.overflow"] == 3
     finally:
         rig.shutdown()
 

@@ -107,7 +107,20 @@ class ConversationScope:
                  carrier: ConversationCarrier, logger_provider: Any,
                  result_sinks: Mapping[str, ResultSink], result_events: ResultEvents,
                  log_once: Callable[..., None], store: TurnStore | None = None) -> None:
-        self.tracker = ConversationTracker(scorers, options, score=self._score, store=store)
+        events = metrics.meter.create_counter(
+            sc.METRIC_CONVERSATION_EVENTS, unit="{event}",
+            description="Conversation scope: turns taken, versions scored, conversations "
+                        "let go early and turns dropped, by event")
+
+        def counted(key: str) -> None:
+            try:
+                events.add(1, {sc.TS_CONVERSATION_EVENT: key})
+            except Exception:  # noqa: BLE001 - a broken meter costs the metric only
+                log_once("conversation_metric", "tracescore: recording a conversation "
+                         "metric failed", exc_info=True)
+
+        self.tracker = ConversationTracker(scorers, options, score=self._score, store=store,
+                                           counted=counted)
         self.keeps_nothing = store is None  # in process: pending turns are scored at shutdown
         self._fast, self._judged = lanes
         self._metrics = metrics

@@ -183,6 +183,7 @@ class ConversationTracker:
     def __init__(self, scorers: Sequence[OnlineScorer], options: ConversationOptions, *,
                  score: Callable[[Version, tuple[OnlineScorer, ...]], None],
                  store: TurnStore | None = None, max_pending: int = 10_000,
+                 counted: Callable[[str], None] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.scorers = tuple(scorers)
         self.options = options
@@ -202,6 +203,12 @@ class ConversationTracker:
         self._seen: dict[str, set[tuple[int, int]]] = {}  # turn ids held (a replay repeats them)
         self._lock = threading.RLock()  # the timer thread and flush/shutdown
         self.counts: Counter[str] = Counter()
+        self._counted = counted  # each count also goes to the metrics
+
+    def _count(self, key: str) -> None:
+        self.counts[key] += 1
+        if self._counted is not None:
+            self._counted(key)
 
     # --- the agent's / request's thread -------------------------------------------------------
     def id_of(self, attributes: Mapping[str, Any]) -> str | None:
@@ -215,7 +222,7 @@ class ConversationTracker:
             if conversation is None:
                 return
             if len(self._offers) >= self._max_pending:
-                self.counts["dropped.queue_full"] += 1
+                self._count("dropped.queue_full")
                 return
             if self._store is not None:  # kept before the request is acknowledged
                 turn = self._turn(call, trace_id, span_id, time.time_ns())
@@ -225,7 +232,7 @@ class ConversationTracker:
                 return
             self._offers.append((conversation, (call, trace_id, span_id, time.time_ns())))
         except Exception:  # noqa: BLE001 - telemetry never raises into the agent
-            self.counts["dropped.unreadable"] += 1
+            self._count("dropped.unreadable")
 
     # --- the core's timer ---------------------------------------------------------------------
     def expire(self) -> None:
@@ -248,7 +255,7 @@ class ConversationTracker:
         scorers = frozenset(o.scorer_id for o in self.scorers
                             if not o._filtered or _matches(o, call, _no_log))
         if not scorers:
-            self.counts["turns.filtered"] += 1
+            self._count("turns.filtered")
             return None
         return Turn(call.input, call.output, call.name, trace_id, span_id, end_ns, scorers,
                     _size(call.input, call.output))
@@ -259,8 +266,9 @@ class ConversationTracker:
         if ident in seen:
             return  # the same span again (a sender's retry, a journal replay)
         seen.add(ident)
-        self.counts["turns"] += 1
+        self._count("turns")
         self._table.arrive(conversation, turn, size=turn.size, ready=True)
+        # (the table lets go of the oldest conversations itself: counted as versions)
         kept = self._kept.get(conversation)
         pending = len(self._pending(conversation))
         if pending >= self.options.max_turns:
@@ -275,6 +283,7 @@ class ConversationTracker:
     def _due(self, group: Group[Turn], reason: str) -> None:
         """Turns not scored yet leave the quiet table: score the conversation with them all."""
         conversation = str(group.key)
+        self._count(f"versions.{reason}")
         kept = self._kept.pop(conversation, None)
         turns = (kept.turns if kept is not None else []) + group.items
         self._kept_bytes -= kept.bytes if kept is not None else 0
@@ -283,7 +292,7 @@ class ConversationTracker:
             try:
                 self._store.scored(conversation, len(turns))
             except Exception:  # noqa: BLE001
-                self.counts["store_failed"] += 1
+                self._count("store_failed")
         size = sum(t.size for t in turns)
         self._kept[conversation] = _Kept(turns, len(turns), self._clock(), size)
         self._kept_bytes += size
@@ -316,12 +325,12 @@ class ConversationTracker:
             self._kept_bytes -= kept.bytes
         if conversation not in self._table:
             self._seen.pop(conversation, None)
-        self.counts[f"forgotten.{reason}"] += 1
+        self._count(f"forgotten.{reason}")
         if self._store is not None:
             try:
                 self._store.forget(conversation)
             except Exception:  # noqa: BLE001
-                self.counts["store_failed"] += 1
+                self._count("store_failed")
 
     # --- restart, flush, shutdown ------------------------------------------------------------
     def restore(self, conversation: str, turns: Iterable[Mapping[str, Any]], scored: int
@@ -353,8 +362,6 @@ class ConversationTracker:
 
     def stats(self) -> dict[str, int]:
         counts = {f"conversations.{k}": v for k, v in self.counts.items()}
-        for reason, n in self._table.counts.items():
-            counts.setdefault(f"conversations.versions.{reason}", n)
         counts["conversations.pending"] = len(self._table)
         counts["conversations.kept"] = len(self._kept)
         counts["conversations.bytes"] = self._kept_bytes + self._table.bytes
