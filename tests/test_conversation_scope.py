@@ -185,3 +185,18 @@ def test_sampling_is_decided_by_the_conversation_id() -> None:
         assert all(r[sc.TS_CONVERSATION_TURNS] == 2 for r in scored), carriers
     finally:
         rig.shutdown()
+
+
+@tracescore.agent(name="triage", conversation_id=lambda question: question.split(":")[0])
+def triage(question: str) -> str:
+    return helpdesk(question + " (forwarded)")  # a sub-agent in the same conversation
+
+
+def test_an_agent_call_inside_another_of_the_same_conversation_is_not_a_turn_of_its_own(
+        rig: Rig) -> None:
+    triage("n: where is my parcel?")
+    triage("n: thanks")
+    [carrier] = rig.wait_for(1)
+    result = _result(carrier)
+    assert result[sc.TS_CONVERSATION_TURNS] == 2  # one per trace: the outer call
+    assert result[sc.GEN_AI_EVALUATION_EXPLANATION] == "n: where is my parcel? | n: thanks"

@@ -2,13 +2,18 @@
 that shares a conversation id, after the conversation has been quiet for a while.
 
 The front door offers each finished agent call (`offer`: one attribute lookup and a deque
-append, the only work on the agent's or the request's thread). The core's timer drains the
-offers (`expire`), keeps the turns of each conversation, and lets a conversation be scored:
+append, the only work on the agent's thread; the gateway also journals the turn there, before
+the request is acknowledged). The core's timer drains the offers (`expire`), keeps the turns
+of each conversation, and lets a conversation be scored:
 
 - once nothing arrived for it for `quiet_s` (a `QuietTable` of the turns not yet scored);
 - at once when `max_turns` turns arrived since its last scoring (the turn limit);
 - when it is older than `max_age_s`, or pushed out by `max_conversations` / `max_bytes`
   (scored early rather than lost), and at shutdown when nothing keeps the turns (in process).
+
+A turn is one trace's agent call: when several agent calls of one trace carry the id (a
+workflow around an agent, sub-agents under a session context), the one that ended last, the
+outermost, is the turn.
 
 A scored conversation keeps its turns (bounded the same way, oldest forgotten first, counted)
 so that a new turn makes a new, longer version: each result says how many turns it saw and
@@ -45,8 +50,8 @@ ID_ATTRIBUTES: tuple[str, ...] = (
     sc.GEN_AI_CONVERSATION_ID,  # GenAI semconv (Mastra sets it from its thread id too)
     "session.id",  # OpenInference
     "mastra.metadata.threadId",  # Mastra's thread id
-    "traceloop.association.properties.conversation_id",  # OpenLLMetry association properties
-    "traceloop.association.properties.session_id",
+    "traceloop.association.properties.session_id",  # OpenLLMetry's standard association
+    "traceloop.association.properties.conversation_id",  # ... and other keys users pick
     "traceloop.association.properties.thread_id",
     "traceloop.association.properties.chat_id",
 )
@@ -270,7 +275,7 @@ class ConversationTracker:
         self._table.arrive(conversation, turn, size=turn.size, ready=True)
         # (the table lets go of the oldest conversations itself: counted as versions)
         kept = self._kept.get(conversation)
-        pending = len(self._pending(conversation))
+        pending = len({t.trace_id for t in self._pending(conversation)})
         if pending >= self.options.max_turns:
             self._table.take(conversation, TURN_LIMIT)
         elif kept is not None:
@@ -285,7 +290,7 @@ class ConversationTracker:
         conversation = str(group.key)
         self._count(f"versions.{reason}")
         kept = self._kept.pop(conversation, None)
-        turns = (kept.turns if kept is not None else []) + group.items
+        turns = _one_per_trace((kept.turns if kept is not None else []) + group.items)
         self._kept_bytes -= kept.bytes if kept is not None else 0
         self._score(Version(conversation, tuple(turns), reason), self._sampled(conversation))
         if self._store is not None:
@@ -366,6 +371,15 @@ class ConversationTracker:
         counts["conversations.kept"] = len(self._kept)
         counts["conversations.bytes"] = self._kept_bytes + self._table.bytes
         return counts
+
+
+def _one_per_trace(turns: list[Turn]) -> list[Turn]:
+    """One turn per trace: the agent call of a trace that ended last (the outermost: a workflow
+    or agent span ends after the agent calls inside it, which carry the same id)."""
+    last = {t.trace_id: t for t in turns}
+    if len(last) == len(turns):
+        return turns
+    return [t for t in turns if last[t.trace_id] is t]
 
 
 def _no_log(*args: object, **kwargs: object) -> None:
