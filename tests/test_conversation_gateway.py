@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import tempfile
 import time
@@ -121,15 +122,17 @@ def test_mastra_threads_are_scored_as_conversations_once_quiet_and_again_after_a
         gateway.stop()
 
 
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGTERM])
 def test_a_pending_conversation_survives_a_restart_of_the_gateway(
-        tmp_path: Path, receiver: OTLPReceiver, node_prefix: Path) -> None:
-    gateway = start_gateway(tmp_path, receiver, quiet_s=60)  # not quiet before the kill
+        stop: signal.Signals, tmp_path: Path, receiver: OTLPReceiver, node_prefix: Path) -> None:
+    gateway = start_gateway(tmp_path, receiver, quiet_s=60)  # not quiet before it stops
     try:
         run_mastra(cases("thread-r", ["First question?", "Second question?"]), gateway,
                    node_prefix)
         receiver.wait_for_spans(1, timeout=30)
-        gateway.process.kill()  # SIGKILL: nothing flushed
-        gateway.process.wait(10)
+        gateway.process.send_signal(stop)  # SIGKILL: nothing flushed; SIGTERM: not scored
+        gateway.process.wait(30)
+        assert not results(receiver, 1, timeout=0)
     finally:
         gateway.stop()
     gateway = start_gateway(tmp_path, receiver)  # the same journal, a short quiet period
