@@ -174,6 +174,15 @@ class TurnStore(Protocol):
     def forget(self, conversation: str) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class _Light:
+    """What a turn keeps of an agent call when no filter needs the rest."""
+
+    input: Any
+    output: Any
+    name: str | None
+
+
 @dataclass(slots=True)
 class _Kept:
     turns: list[Turn]
@@ -188,7 +197,7 @@ class ConversationTracker:
     def __init__(self, scorers: Sequence[OnlineScorer], options: ConversationOptions, *,
                  score: Callable[[Version, tuple[OnlineScorer, ...]], None],
                  store: TurnStore | None = None, max_pending: int = 10_000,
-                 counted: Callable[[str], None] | None = None,
+                 counted: Callable[[str, int], None] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.scorers = tuple(scorers)
         self.options = options
@@ -198,6 +207,9 @@ class ConversationTracker:
         self._store = store
         self._clock = clock
         self._offers: deque[tuple[str, Any]] = deque()  # (id, Turn or what makes one)
+        # every scorer's id when none has a filter (then a turn needs only input and output)
+        self._unfiltered = (frozenset(o.scorer_id for o in self.scorers)
+                            if not any(o._filtered for o in self.scorers) else None)
         self._max_pending = max_pending
         # turns not scored yet, in a quiet table; scored conversations' turns in `_kept`
         self._table: QuietTable[Turn] = QuietTable(
@@ -210,10 +222,10 @@ class ConversationTracker:
         self.counts: Counter[str] = Counter()
         self._counted = counted  # each count also goes to the metrics
 
-    def _count(self, key: str) -> None:
-        self.counts[key] += 1
+    def _count(self, key: str, n: int = 1) -> None:
+        self.counts[key] += n
         if self._counted is not None:
-            self._counted(key)
+            self._counted(key, n)
 
     # --- the agent's / request's thread -------------------------------------------------------
     def id_of(self, attributes: Mapping[str, Any]) -> str | None:
@@ -230,12 +242,17 @@ class ConversationTracker:
                 self._count("dropped.queue_full")
                 return
             if self._store is not None:  # kept before the request is acknowledged
+                if not self._sampled(conversation):
+                    return
                 turn = self._turn(call, trace_id, span_id, time.time_ns())
                 if turn is not None:
                     self._store.add_turn(conversation, turn.to_dict())
                     self._offers.append((conversation, turn))
                 return
-            self._offers.append((conversation, (call, trace_id, span_id, time.time_ns())))
+            kept: AgentCall | _Light = call
+            if self._unfiltered is not None:  # the call (and its span) is not kept alive
+                kept = _Light(call.input, call.output, call.name)
+            self._offers.append((conversation, (kept, trace_id, span_id, time.time_ns())))
         except Exception:  # noqa: BLE001 - telemetry never raises into the agent
             self._count("dropped.unreadable")
 
@@ -249,16 +266,24 @@ class ConversationTracker:
 
     def _drain(self) -> None:
         offers = self._offers
+        unsampled = 0
         while offers:
             conversation, offered = offers.popleft()
+            if not self._sampled(conversation):  # no scorer samples it: nothing held
+                unsampled += 1
+                continue
             turn = offered if isinstance(offered, Turn) else self._turn(*offered)
             if turn is not None:
                 self._add(conversation, turn)
+        if unsampled:
+            self._count("turns.unsampled", unsampled)
 
-    def _turn(self, call: AgentCall, trace_id: int, span_id: int, end_ns: int) -> Turn | None:
+    def _turn(self, call: AgentCall | _Light, trace_id: int, span_id: int, end_ns: int
+              ) -> Turn | None:
         """The turn of an agent call, None when no conversation scorer's filters take it."""
-        scorers = frozenset(o.scorer_id for o in self.scorers
-                            if not o._filtered or _matches(o, call, _no_log))
+        scorers = self._unfiltered or frozenset(
+            o.scorer_id for o in self.scorers
+            if not o._filtered or _matches(o, call, _no_log))  # type: ignore[arg-type]
         if not scorers:
             self._count("turns.filtered")
             return None
@@ -306,6 +331,7 @@ class ConversationTracker:
         self._bound_kept()
 
     def _sampled(self, conversation: str) -> tuple[OnlineScorer, ...]:
+        """The scorers whose rate takes `conversation` (decided by its id)."""
         randomness = conversation_randomness(conversation)
         return tuple(o for o in self.scorers if randomness >= o._threshold)
 
