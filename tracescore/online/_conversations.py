@@ -324,7 +324,8 @@ class ConversationTracker:
             except Exception:  # noqa: BLE001
                 self._count("store_failed")
         size = sum(t.size for t in turns)
-        self._kept[conversation] = _Kept(turns, len(turns), self._clock(), size)
+        created = kept.created if kept is not None else group.created  # its age: from its start
+        self._kept[conversation] = _Kept(turns, len(turns), created, size)
         self._kept_bytes += size
         if reason in (AGE, OVERFLOW):
             self._forget(conversation, reason)  # a bound: its turns go too
@@ -384,6 +385,7 @@ class ConversationTracker:
                     (t.trace_id, t.span_id) for t in old)
             for turn in new:
                 self._add(conversation, turn)
+            self._bound_kept()
 
     def release_all(self) -> None:
         """Score every conversation with turns not scored yet (in-process shutdown)."""
