@@ -138,6 +138,19 @@ def run_of(source: RunSource, limits: TraceLimits) -> Run:
                error=None if root_mark is None else root_mark.error)
 
 
+def agent_above(parents: Mapping[int, int], span_id: int, agents: set[int] | frozenset[int]
+                ) -> bool:
+    """Whether an agent span in `agents` is above `span_id` (then it is no run's root)."""
+    parent = parents.get(span_id)
+    for _ in range(_MAX_DEPTH):
+        if parent is None:
+            return False
+        if parent in agents:
+            return True
+        parent = parents.get(parent)
+    return False
+
+
 def _step_above(span_id: int, root: int, parents: Mapping[int, int],
                 steps: set[int]) -> int | None:
     """The nearest step (or the root) above `span_id`; None when it is not below the root."""
