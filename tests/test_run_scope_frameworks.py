@@ -1,8 +1,10 @@
-"""The run scope at the gateway, with the real libraries' spans (pydantic-ai agents calling a tool
-over several rounds; OpenTelemetry's GenAI helper writing an agent inside a workflow), each span
-posted in its own export request, the root last, as their exporters sent them: each run is
-scored once, after its quiet period, at its root agent span, with every LLM call, tool call and
-sub-agent of the run; every span is forwarded exactly once; SIGTERM scores what is waiting.
+"""The run scope with the real libraries' spans (pydantic-ai agents calling a tool over several
+rounds; OpenTelemetry's GenAI helper writing an agent inside a workflow): in process (the spans
+replayed through an SDK pipeline, parents, times and status as recorded), and at the gateway
+(each span posted in its own export request, the root last, as their exporters sent them). Each
+run is scored once (at the gateway after its quiet period) at its root agent span, with every
+LLM call, tool call and sub-agent of the run; every span goes on exactly once; SIGTERM scores
+what is waiting.
 
 The libraries run in the conventions side venv (`rigs/conventions.py`).
 """
@@ -19,8 +21,19 @@ from typing import Any
 
 import pytest
 from _reach import post_otlp_json
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import (
+    NonRecordingSpan,
+    SpanContext,
+    StatusCode,
+    TraceFlags,
+    set_span_in_context,
+)
 from rigs.conventions import export_convention
 
+from tracescore import ScoringSpanProcessor, build_recognisers
 from tracescore import _semconv as sc
 from tracescore.gateway import Gateway, GatewayConfig
 from tracescore.online._options import OnlineScorer
@@ -96,6 +109,58 @@ def _sent(lines: list[str]) -> list[ReceivedSpan]:
     return [span for line in lines for span in spans_from_otlp_json(line)]
 
 
+def _assert_tool_runs(recorder: _Recorder) -> None:
+    """Each case's run: its LLM calls and tool rounds in order, with arguments and timings."""
+    assert len(recorder.runs) == len(CASES)
+    for answer, run in recorder.runs:
+        rounds = int(re.search(r"Bridge (\d)", str(answer)).group(1))
+        expected = [*[(LLM_CALL, "model"), (TOOL_CALL, "lookup")] * rounds, (LLM_CALL, "model")]
+        assert [(s.type, "model" if s.type == LLM_CALL else s.name) for s in run.timeline] == \
+            expected, (answer, _shape(run.timeline))
+        assert all(s.model == "function:reply:stream" for s in run.timeline if s.type == LLM_CALL)
+        assert [s.arguments for s in run.steps] == [{"round": n} for n in range(rounds)]
+        starts = [s.start_ms or 0.0 for s in run.timeline]
+        assert starts == sorted(starts) and all(s.duration_ms is not None for s in run.timeline)
+        assert run.duration_ms is not None and run.duration_ms > 0
+
+
+def _replay(spans: list[ReceivedSpan], processor: ScoringSpanProcessor) -> None:
+    """The spans through an SDK pipeline as they ran: started in start order under their own
+    parents, ended in end order at their recorded times."""
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    started: dict[str, Any] = {}
+    for span in sorted(spans, key=lambda s: s.start_time_unix_nano):
+        parent = started.get(span.parent_span_id or "")
+        context = set_span_in_context(parent) if parent is not None else set_span_in_context(
+            NonRecordingSpan(SpanContext(trace_id=int(span.trace_id, 16), span_id=1,
+                                         is_remote=True,
+                                         trace_flags=TraceFlags(TraceFlags.SAMPLED))))
+        started[span.span_id] = provider.get_tracer(span.scope_name).start_span(
+            span.name, context=context, attributes=span.attributes,
+            start_time=span.start_time_unix_nano)
+    for span in sorted(spans, key=lambda s: s.end_time_unix_nano):
+        if span.status_code == "ERROR":
+            started[span.span_id].set_status(StatusCode.ERROR, span.status_message)
+        started[span.span_id].end(end_time=span.end_time_unix_nano)
+    assert provider.force_flush(30_000)
+    provider.shutdown()
+
+
+def test_in_process_each_run_is_scored_once_at_its_root_with_all_its_steps(
+        tool_runs: list[str]) -> None:
+    recorder = _Recorder()
+    exporter = InMemorySpanExporter()
+    sent = _sent(tool_runs)
+    _replay(sent, ScoringSpanProcessor(SimpleSpanProcessor(exporter), [recorder],
+                                       recognise=build_recognisers(), isolation="thread"))
+    finished = exporter.get_finished_spans()
+    assert len(finished) == len(sent)  # each span once
+    scored = [s for s in finished if any(e.name == sc.GEN_AI_EVALUATION_RESULT for e in s.events)]
+    assert sorted(s.name for s in scored) == ["invoke_agent geo"] * len(CASES)
+    _assert_tool_runs(recorder)
+
+
 def test_each_run_is_scored_once_after_its_quiet_period_with_all_its_steps(
         tmp_path: Path, receiver: OTLPReceiver, tool_runs: list[str]) -> None:
     recorder = _Recorder()
@@ -118,17 +183,7 @@ def test_each_run_is_scored_once_after_its_quiet_period_with_all_its_steps(
         [result] = _results(root)
         assert result[sc.TS_SCORER_ID] == "run-recorder"
     assert all(not _results(s) for s in received if s.name != "invoke_agent geo")
-    assert len(recorder.runs) == len(CASES)
-    for answer, run in recorder.runs:
-        rounds = int(re.search(r"Bridge (\d)", str(answer)).group(1))
-        expected = [*[(LLM_CALL, "model"), (TOOL_CALL, "lookup")] * rounds, (LLM_CALL, "model")]
-        assert [(s.type, "model" if s.type == LLM_CALL else s.name) for s in run.timeline] == \
-            expected, (answer, _shape(run.timeline))
-        assert all(s.model == "function:reply:stream" for s in run.timeline if s.type == LLM_CALL)
-        assert [s.arguments for s in run.steps] == [{"round": n} for n in range(rounds)]
-        starts = [s.start_ms or 0.0 for s in run.timeline]
-        assert starts == sorted(starts) and all(s.duration_ms is not None for s in run.timeline)
-        assert run.duration_ms is not None and run.duration_ms > 0
+    _assert_tool_runs(recorder)
     assert stats["runs_scored.quiet"] == len(CASES) and stats["runs_waiting"] == 0
 
 
