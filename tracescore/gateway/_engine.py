@@ -15,7 +15,10 @@ arrived before it (or with it). An agent span without content of its own (`_llm_
 from the LLM calls below it in that buffer; when they have not all arrived yet it is journaled
 and waits for them, at most `trace.llm_wait_s`, then goes on unscored (reason `no_llm_calls`).
 
-(About 520 lines: routing, the hold table and the waits for LLM calls share one lock and the
+Agent spans of a trace a run-scope scorer samples wait for the run's quiet period first
+(`_run_scope`).
+
+(About 560 lines: routing, the hold table and the waits for LLM calls share one lock and the
 duplicate checks across them; apart they would pass it around.)
 """
 
@@ -56,7 +59,6 @@ from tracescore.online._llm_calls import ContentlessAgent, contentless_reader, f
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._options import OnlineScorer, ProcessorOptions, as_online_scorers
 from tracescore.online._recognise import RecognisedCall, recognise, recogniser_markers
-from tracescore.online._run_steps import RunSource
 from tracescore.online._sampling import RANDOMNESS_MASK
 from tracescore.online._sinks import SCOPE, carrier_attributes
 from tracescore.online._trace_input import EMPTY, TraceInput
@@ -136,7 +138,7 @@ class Engine:
         # run-scope scorers: agent spans of the runs they sample wait for the run's quiet period
         self._runs: RunScope | None = None
         if self.core.run_scorers:
-            self._runs = RunScope(run_options, self.traces, self._score_run)
+            self._runs = RunScope(run_options, self.traces, self.core, self._choose)
             self._run_threshold = min(o._threshold for o in self.core.run_scorers)
             self.core.add_timer(self._runs.table.expire)
 
@@ -357,7 +359,7 @@ class Engine:
             if runs is not None and not self.core.closing and randomness >= self._run_threshold:
                 parent = int.from_bytes(span.parent_span_id, "big") or None
                 runs.arrive(Arrival(key, parent, item, call, span), item[1].ByteSize())
-                return True  # scored once its run is quiet (`_score_run`)
+                return True  # scored once its run is quiet (`RunScope`)
             if not self.core.closing and randomness >= self._threshold:
                 chosen = self._choose(span, call, randomness, None)
         except Exception:  # noqa: BLE001
@@ -384,30 +386,6 @@ class Engine:
         if chosen and self._keep is not None:
             chosen = self._keep(span, chosen)
         return chosen
-
-    def _score_run(self, arrival: Arrival, source: RunSource | None) -> None:
-        """An agent span whose run is quiet: scored by the call-scope scorers, and by the
-        run-scope ones when it is the run's root (`source`: its run). Never raises."""
-        key, call, span = arrival.key, arrival.call, arrival.span
-        chosen: tuple[OnlineScorer, ...] = ()
-        try:
-            randomness = key[0] & RANDOMNESS_MASK
-            if not self.core.closing:
-                chosen = self._choose(span, call, randomness, "call")
-                if source is not None:
-                    chosen += self._choose(span, call, randomness, "run")
-        except Exception:  # noqa: BLE001
-            self.core.log_once("offer", "tracescore: could not consider an offered agent span",
-                               exc_info=True)
-            chosen = ()
-        if not chosen:
-            self.core.export(arrival.item, ())
-            return
-        scored = Call(call.input, call.output, call.ground_truth, call.agent, chosen,
-                      self.traces.input_of(*key))
-        if source is not None and any(o in self.core.run_scorers for o in chosen):
-            scored.run_source = source
-        self.core.submit(key, scored, arrival.item)
 
     def _replay_held(self, entry: Entry) -> None:
         single = ExportTraceServiceRequest.FromString(entry.body)

@@ -23,8 +23,11 @@ from typing import Any
 
 from tracescore._exceptions import ConfigurationError
 from tracescore.online._collector import TraceCollector
+from tracescore.online._core import Call, ScoringCore
+from tracescore.online._options import OnlineScorer
 from tracescore.online._quiet import Group, QuietTable
 from tracescore.online._run_steps import RunSource, agent_above
+from tracescore.online._sampling import RANDOMNESS_MASK
 
 RUN_KEYS = ("quiet_s", "max_runs", "max_bytes", "max_age_s")
 
@@ -61,14 +64,16 @@ def run_bounds(options: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 class RunScope:
-    """Runs waiting for their quiet period; `score(arrival, source)` scores one agent span
-    (`source`: its run below it when it is the root, else None)."""
+    """Runs waiting for their quiet period, then scored through `core`; `choose(span, call,
+    randomness, scope)`: the scorers of a scope that sample an agent span (the engine's)."""
 
     def __init__(self, options: Mapping[str, Any] | None, traces: TraceCollector,
-                 score: Callable[[Arrival, RunSource | None], None]) -> None:
+                 core: ScoringCore, choose: Callable[[Any, Any, int, str | None],
+                                                     tuple[OnlineScorer, ...]]) -> None:
         bounds = run_bounds(options)
         self._traces = traces
-        self._score = score
+        self._core = core
+        self._choose = choose
         self.table: QuietTable[Arrival] = QuietTable(
             quiet_s=bounds["quiet_s"], deliver=self._deliver, max_groups=bounds["max_runs"],
             max_bytes=bounds["max_bytes"], max_age_s=bounds["max_age_s"])
@@ -109,3 +114,27 @@ class RunScope:
             span_id = arrival.key[1]
             root = not agent_above(parents, span_id, agents)
             self._score(arrival, whole._replace(root=span_id) if root else None)
+
+    def _score(self, arrival: Arrival, source: RunSource | None) -> None:
+        """An agent span whose run is quiet: scored by the call-scope scorers, and by the
+        run-scope ones when it is the run's root (`source`: its run). Never raises."""
+        core, key, call = self._core, arrival.key, arrival.call
+        chosen: tuple[OnlineScorer, ...] = ()
+        try:
+            randomness = key[0] & RANDOMNESS_MASK
+            if not core.closing:
+                chosen = self._choose(arrival.span, call, randomness, "call")
+                if source is not None:
+                    chosen += self._choose(arrival.span, call, randomness, "run")
+        except Exception:  # noqa: BLE001
+            core.log_once("offer", "tracescore: could not consider an offered agent span",
+                          exc_info=True)
+            chosen = ()
+        if not chosen:
+            core.export(arrival.item, ())
+            return
+        scored = Call(call.input, call.output, call.ground_truth, call.agent, chosen,
+                      self._traces.input_of(*key))
+        if source is not None and any(o in core.run_scorers for o in chosen):
+            scored.run_source = source
+        core.submit(key, scored, arrival.item)
