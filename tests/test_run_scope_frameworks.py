@@ -236,3 +236,36 @@ def test_sigterm_scores_the_runs_still_in_their_quiet_period(
     scores = sorted(_results(s)[0][sc.GEN_AI_EVALUATION_SCORE_VALUE]
                     for s in received if s.name == "invoke_agent geo")
     assert scores == [0.0, 1.0, 1.0, 1.0]  # the run without a tool call misses `lookup`
+
+
+def test_sigkill_loses_no_run_the_restart_scores_them_from_the_journal(
+        tmp_path: Path, receiver: OTLPReceiver, tool_runs: list[str]) -> None:
+    """Killed while its runs wait for their quiet period: the next start replays their agent
+    spans from the journal and scores each run once (with the agent spans: the run's other
+    spans went on before the kill)."""
+    config = tmp_path / "gateway.yaml"
+    config.write_text(
+        "scoring:\n  isolation: thread\n  scorers:\n"
+        "    - {scorer: trajectory-accuracy, options: {expected_trajectory: [lookup]}}\n"
+        "runs:\n  quiet_s: 0.5\n", encoding="utf-8")
+    waiting = tmp_path / "waiting.yaml"
+    waiting.write_text(config.read_text().replace("quiet_s: 0.5", "quiet_s: 600"))
+    journal = str(tmp_path / "journal.db")
+    process = GatewayProcess(["--config", str(waiting), "--endpoint", receiver.grpc_endpoint,
+                              "--journal", journal]).start()
+    try:
+        assert process.http_port is not None
+        post_otlp_json(process.http_port, tool_runs)
+        process.kill()
+        assert not [s for s in receiver.spans if s.name == "invoke_agent geo"]
+        process.args = ["--config", str(config), "--endpoint", receiver.grpc_endpoint,
+                        "--journal", journal]
+        process.restart()
+        roots = receiver.wait_for_spans(len(_sent(tool_runs)), timeout=30)
+        assert process.terminate() == 0
+    finally:
+        process.stop()
+    roots = [s for s in receiver.spans if s.name == "invoke_agent geo"]
+    assert {s.span_id for s in roots} == \
+        {s.span_id for s in _sent(tool_runs) if s.name == "invoke_agent geo"}
+    assert all(len(_results(s)) == 1 for s in roots) and len(roots) == len(CASES)
