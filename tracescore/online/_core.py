@@ -67,11 +67,13 @@ from tracescore.online._isolation import ProcessRunner
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._options import OnlineScorer, ProcessorOptions, reference_fallback
 from tracescore.online._records import ResultSink
+from tracescore.online._run_steps import RunSource, run_of
 from tracescore.online._sinks import result_sinks
 from tracescore.online._trace_input import EMPTY, Item, TraceInput, TraceLimits
 from tracescore.online._worker import Worker
 from tracescore.scoring._base import ScorerInput, evaluate_call
 from tracescore.scoring._provenance import provenance
+from tracescore.scoring._runs import Run
 
 _log = logging.getLogger("tracescore")
 _NEVER = 1 << 56  # above every trace's randomness
@@ -90,6 +92,8 @@ class Call:
     trace: TraceInput | None = None  # tool calls and context (decoded by the first run)
     items: list[Item] | None = None  # as recorded, decoded in the worker
     dropped: bool = False  # its trace had more spans than `TraceLimits.max_spans`
+    run_source: RunSource | None = None  # a run root's: its trace below it (run-scope scorers)
+    run: Run | None = None  # read from `run_source` by the first run-scope run
 
 
 @dataclass(slots=True)
@@ -123,11 +127,13 @@ class ScoringCore:
                 if judge is not None:
                     check_judge(judge)
         self.scorers = scorers
-        self.options = options
-        self.trace_limits = trace_limits
         # conversation scorers are never chosen per call (`_conversation_scope`)
         talks = tuple(o for o in scorers if is_conversation_scoped(o))
-        self._call_scorers = tuple(o for o in scorers if o not in talks)
+        self._call_scorers = tuple(o for o in scorers if o not in talks)  # call and run scope
+        self.run_scorers = tuple(o for o in scorers if getattr(o.scorer, "scope", "") == "run")
+        self.call_scorers = tuple(o for o in self._call_scorers if o not in self.run_scorers)
+        self.options = options
+        self.trace_limits = trace_limits
         # the lowest rejection threshold: a trace whose randomness is below it is never sampled
         self.threshold = min((s._threshold for s in self._call_scorers), default=_NEVER)
         conversation_options = conversations or ConversationOptions()
@@ -205,9 +211,14 @@ class ScoringCore:
         return counts
 
     # --- choosing (the agent's thread: cheap, no I/O) ---------------------------------------------
-    def choose(self, call: AgentCall, randomness: int) -> tuple[OnlineScorer, ...]:
-        """The scorers that sample `call` (each holding its rate limit and budget)."""
-        return choose(self._call_scorers, call, randomness, self.metrics, self.log_once)
+    def choose(self, call: AgentCall, randomness: int, *, scope: str | None = None
+               ) -> tuple[OnlineScorer, ...]:
+        """The scorers that sample `call` (each holding its rate limit and budget); `scope`
+        "call" or "run": only the scorers of that scope (a call that is not its run's root takes
+        no rate limit or budget of a run-scope scorer)."""
+        scorers = (self._call_scorers if scope is None else self.run_scorers if scope == "run"
+                   else self.call_scorers)
+        return choose(scorers, call, randomness, self.metrics, self.log_once) if scorers else ()
 
     def would_sample(self, randomness: int, agent: str,
                      attributes: Mapping[str, Any]) -> dict[str, OnlineScorer]:
@@ -328,6 +339,19 @@ class ScoringCore:
             except RuntimeError:  # the worker's loop is closed: nothing left to cancel
                 pass
 
+    def _run_of(self, call: Call, online: OnlineScorer) -> Run | None:
+        """The run a run-scope scorer judges (worker side, cached); None for other scorers."""
+        if call.run_source is None or getattr(online.scorer, "scope", "call") != "run":
+            return None
+        if call.run is None:
+            try:
+                call.run = run_of(call.run_source, self.trace_limits)
+            except Exception:  # noqa: BLE001 - scored with its tool calls rather than not at all
+                self.log_once("run_steps", "tracescore: could not read a run's steps",
+                              exc_info=True)
+                call.run_source = None
+        return call.run
+
     def _trace_of(self, call: Call) -> TraceInput:
         """The call's tool calls and context within the limits (worker side, cached)."""
         trace = call.trace
@@ -355,17 +379,19 @@ class ScoringCore:
             if ground_truth is None:
                 fallback = reference_fallback(online.scorer_id, online.scorer)
             trace = self._trace_of(call)
+            steps = self._run_of(call, online)
             with suppressed():
                 if self.isolation is not None:
                     run = self.isolation.run(online.scorer, input=call.input, output=call.output,
                                              ground_truth=ground_truth, run_id=run_id,
                                              timeout_s=online.timeout_s,
-                                             tool_calls=trace.tool_calls, context=trace.context)
+                                             tool_calls=trace.tool_calls, context=trace.context,
+                                             run=steps)
                 else:
                     run = evaluate_call(online.scorer, ScorerInput(
                         input=call.input, output=call.output, ground_truth=ground_truth,
                         run_id=run_id, tool_calls=tuple(trace.tool_calls),
-                        context=tuple(trace.context)))
+                        context=tuple(trace.context), run=steps))
                 result = await asyncio.wait_for(run, online.timeout_s)
         except asyncio.CancelledError:  # shutdown gave up on this run
             self.count_shutdown_drop(call.agent, (online,))

@@ -1,9 +1,11 @@
 """`PhoenixSink`: scorer results as Arize Phoenix span annotations (`POST /v1/span_annotations`),
-and a conversation's results also as session annotations (`POST /v1/session_annotations`).
+and a run-scope scorer's results as trace annotations (`POST /v1/trace_annotations`) and a
+conversation's results also as session annotations (`POST /v1/session_annotations`).
 
-Phoenix then shows each score on the evaluated span, as a column of its span table, in its
-filters (`annotations['answer-relevancy'].score < 0.5`) and in the project's stats. The span
-events stay as they are; this sink adds Phoenix's native view.
+Phoenix then shows each score on the evaluated span (a run's on its trace), as a column of its
+span (trace) table, in its filters (`annotations['answer-relevancy'].score < 0.5`) and in the
+project's stats. The span events stay as they are; this sink adds Phoenix's native view.
+(Phoenix's REST API also takes document annotations.)
 
 Records are queued (bounded; a full queue drops and counts), sent in batches by one daemon
 thread, and retried with exponential backoff on connection errors, 408, 429 and 5xx (honouring
@@ -44,7 +46,8 @@ ENV_API_KEY = "PHOENIX_API_KEY"
 ENV_HEADERS = "PHOENIX_CLIENT_HEADERS"
 DEFAULT_ENDPOINT = "http://localhost:6006"
 ANNOTATIONS_PATH = "/v1/span_annotations"
-SESSION_ANNOTATIONS_PATH = "/v1/session_annotations"
+TRACE_ANNOTATIONS_PATH = "/v1/trace_annotations"  # a run-scope scorer's: the whole trace
+SESSION_ANNOTATIONS_PATH = "/v1/session_annotations"  # a conversation's: its session
 ERROR_LABEL = "error"  # label of a failed run's annotation (its explanation says why)
 
 _RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
@@ -81,7 +84,8 @@ def session_annotation(record: ScoreRecord) -> dict[str, Any] | None:
 
 
 def annotation(record: ScoreRecord) -> dict[str, Any]:
-    """The Phoenix span annotation (REST body item) of one score record."""
+    """The Phoenix annotation (REST body item) of one score record: a span annotation, or for
+    a run-scope scorer a trace annotation (see `annotation_path`)."""
     attrs = record.attributes
     result: dict[str, Any] = {}
     score = attrs.get(sc.GEN_AI_EVALUATION_SCORE_VALUE)
@@ -102,14 +106,25 @@ def annotation(record: ScoreRecord) -> dict[str, Any]:
         value = attrs.get(attribute)
         if value is not None:
             metadata[key] = value
-    return {
-        "span_id": f"{record.span_id:016x}",
+    body = {
         "name": record.scorer_id,  # the stable id: `annotations['answer-relevancy'].score < 0.5`
         "annotator_kind": "LLM" if record.judged else "CODE",
         "result": result,
         "metadata": metadata,
         "identifier": "",
     }
+    if record.scope == "run":
+        metadata["root_span_id"] = f"{record.span_id:016x}"
+        return {"trace_id": f"{record.trace_id:032x}", **body}
+    return {"span_id": f"{record.span_id:016x}", **body}
+
+
+def annotation_path(item: Mapping[str, Any]) -> str:
+    """Where an annotation is posted: session and trace annotations to theirs, the others to
+    spans'."""
+    if "session_id" in item:
+        return SESSION_ANNOTATIONS_PATH
+    return TRACE_ANNOTATIONS_PATH if "span_id" not in item else ANNOTATIONS_PATH
 
 
 class PhoenixSink:
@@ -131,8 +146,6 @@ class PhoenixSink:
                  queue_size: int = 10_000, flush_interval_s: float = 1.0, max_retries: int = 5,
                  timeout_s: float = 10.0) -> None:
         self.endpoint = _endpoint(endpoint)
-        self._url = self.endpoint + ANNOTATIONS_PATH + "?sync=false"
-        self._session_url = self.endpoint + SESSION_ANNOTATIONS_PATH + "?sync=false"
         self._headers = _headers(api_key, headers)
         self._batch_size = _positive_int("batch_size", batch_size)
         self._queue_size = _positive_int("queue_size", queue_size)
@@ -238,8 +251,9 @@ class PhoenixSink:
                          for _ in range(min(self._batch_size, len(self._queue)))]
                 self._in_flight = len(batch)
             try:
-                if batch:
-                    self._send(batch)
+                for path in sorted({annotation_path(item) for item in batch}):
+                    self._send([item for item in batch if annotation_path(item) == path],
+                               path)
             except Exception:  # noqa: BLE001 - the thread must outlive any one batch
                 self._log_once("send", "tracescore: sending Phoenix annotations failed",
                                exc_info=True)
@@ -250,17 +264,10 @@ class PhoenixSink:
                     self._in_flight = 0
                     self._cond.notify_all()
 
-    def _send(self, batch: list[dict[str, Any]]) -> None:
-        sessions = [item for item in batch if "session_id" in item]
-        spans = [item for item in batch if "session_id" not in item]
-        for url, items in ((self._url, spans), (self._session_url, sessions)):
-            if items:
-                self._send_to(url, items)
-
-    def _send_to(self, url: str, batch: list[dict[str, Any]]) -> None:
+    def _send(self, batch: list[dict[str, Any]], path: str = ANNOTATIONS_PATH) -> None:
         body = json.dumps({"data": batch}, separators=(",", ":")).encode()
         for attempt in range(self._max_retries + 1):
-            status, retry_after, detail = self._post(body, url)
+            status, retry_after, detail = self._post(body, path)
             if status is not None and 200 <= status < 300:
                 with self._cond:
                     self._counts["sent"] += len(batch)
@@ -284,11 +291,10 @@ class PhoenixSink:
         with self._cond:
             self._drop("shutdown" if self._closed else "retries_exhausted", len(batch))
 
-    def _post(self, body: bytes, url: str | None = None
-              ) -> tuple[int | None, float | None, str]:
+    def _post(self, body: bytes, path: str) -> tuple[int | None, float | None, str]:
         """(HTTP status or None for a transport error, Retry-After seconds, short detail)."""
-        request = urllib.request.Request(url or self._url, data=body, method="POST",
-                                         headers=self._headers)
+        request = urllib.request.Request(self.endpoint + path + "?sync=false", data=body,
+                                         method="POST", headers=self._headers)
         try:
             with suppressed(), urllib.request.urlopen(request, timeout=self._timeout) as response:
                 response.read()

@@ -64,6 +64,7 @@ from tracescore.online._recognise import (
     recogniser_markers,
 )
 from tracescore.online._records import ResultSink
+from tracescore.online._run_steps import read_mark
 from tracescore.online._runs_tracker import (
     has_run_scope,
     is_run_root,
@@ -234,7 +235,8 @@ class ScoringSpanProcessor(SpanProcessor):
                 if self._run_scope and not self._at_root(candidate, trace):
                     self._downstream.on_end(span)
                     return
-                if (trace is not None and (trace.items or trace.dropped)) or candidate.added:
+                if (trace is not None and (trace.items or trace.dropped or trace.marks)
+                        ) or candidate.added:
                     self._collect(span, trace, candidate)
                 self._core.submit(_key(span), candidate.call, span)
                 return
@@ -265,13 +267,15 @@ class ScoringSpanProcessor(SpanProcessor):
             item = read_span(span.name, attributes, span.start_time or 0,
                              functools.partial(_error_of, span, attributes))
             llm = read_llm_call(attributes, span.start_time or 0) if self._contentless else None
+            mark = read_mark(span.name, attributes, span.start_time or 0, span.end_time or 0,
+                             _error_of(span, attributes)) if self._run_scope else None
         except Exception:  # noqa: BLE001 - a span we cannot read contributes nothing
             self._core.log_once("trace_input", "tracescore: could not read a tool or context "
                                 "span", exc_info=True)
-            item = llm = None
+            item = llm = mark = None
         parent = span.parent
         return self._traces.end(context.trace_id, context.span_id,
-                                parent.span_id if parent is not None else None, item, llm)
+                                parent.span_id if parent is not None else None, item, llm, mark)
 
     def _collect(self, span: ReadableSpan, trace: TraceSpans | None,
                  candidate: _Candidate) -> None:
@@ -280,9 +284,13 @@ class ScoringSpanProcessor(SpanProcessor):
             call = candidate.call
             items = [Item(at, None, (text,), len(text)) for at, text in candidate.added]
             if trace is not None:
-                found, call.dropped = self._traces.items_under(trace, span.context.span_id,
+                span_id = span.context.span_id
+                found, call.dropped = self._traces.items_under(trace, span_id,
                                                                candidate.tool_content)
                 items.extend(found)
+                if trace.marks and any(is_run_scoped(o) for o in call.scorers):
+                    call.run_source = self._traces.run_source(trace, span_id,
+                                                              candidate.tool_content)
             call.items = items
         except Exception:  # noqa: BLE001 - scored without them rather than not at all
             self._core.log_once("trace_input", "tracescore: could not collect an agent call's "
@@ -416,7 +424,10 @@ class ScoringSpanProcessor(SpanProcessor):
         randomness = context.trace_id & RANDOMNESS_MASK
         if randomness < self._min_threshold or not span.is_recording():
             return  # no scorer samples this trace: the common, cheap case
-        chosen = self._core.choose(call, randomness)
+        scope = None
+        if self._run_scope and not self._may_be_root(context.trace_id, context.span_id):
+            scope = "call"  # a sub-agent: run-scope scorers wait for its root
+        chosen = self._core.choose(call, randomness, scope=scope)
         if chosen:
             self._stash((context.trace_id, context.span_id), _Candidate(
                 Call(call.input, call.output, call.ground_truth, call.name, chosen),
@@ -432,6 +443,12 @@ class ScoringSpanProcessor(SpanProcessor):
             except (StopIteration, KeyError, RuntimeError):
                 return
             release_budgets(oldest.call.scorers)
+
+    def _may_be_root(self, trace_id: int, span_id: int) -> bool:
+        """Whether the agent call `span_id`, still open, may be its run's root: no other agent
+        span of its trace is open."""
+        trace = self._kept.get(trace_id)
+        return trace is None or not trace.agents - {span_id}
 
     def _unreadable(self, name: str, attributes: Mapping[str, Any]) -> None:
         """Count and log (once per framework and reason) an agent-like span the chain rejected."""
@@ -487,7 +504,8 @@ class ScoringSpanProcessor(SpanProcessor):
             if self._conversations is not None:
                 self._resource = span.resource
                 self._conversations.offer(call, attributes, context.trace_id, context.span_id)
-            chosen = self._core.choose(call, randomness)
+            only = "call" if self._run_scope and not is_run_root(trace) else None
+            chosen = self._core.choose(call, randomness, scope=only)
             if not chosen:
                 return None
             return _Candidate(Call(call.input, call.output, call.ground_truth, call.name, chosen))
