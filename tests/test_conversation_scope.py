@@ -230,3 +230,50 @@ def test_bad_conversation_options_name_the_key(options: dict[str, Any], key: str
     with pytest.raises(tracescore.ConfigurationError, match=key):
         tracescore.configure(exporter="none", scorers=[TurnCounter()],
                              online={"conversations": options})
+
+
+def test_the_journal_rebuilds_conversations_as_they_were_scored(tmp_path: Any) -> None:
+    """Turns journaled by one gateway run (two traces, each a workflow around an agent call)
+    and the version scored are where a second run over the same journal finds them."""
+    from tracescore.gateway._journal import Journal
+    from tracescore.instrument._calls import AgentCall
+    from tracescore.online._conversations import ConversationOptions, ConversationTracker
+
+    now = [0.0]
+    versions: list[tuple[str, int]] = []
+
+    def tracker(journal: Journal) -> ConversationTracker:
+        return ConversationTracker(
+            [OnlineScorer(TurnCounter())], ConversationOptions(quiet_s=5),
+            score=lambda version, sampled: versions.append(
+                (version.conversation, len(version.turns))),
+            store=journal, clock=lambda: now[0])
+
+    def turn(first: ConversationTracker, trace_id: int, span_id: int) -> None:
+        first.offer(AgentCall(span=None, name="a", input=f"q{trace_id}",  # type: ignore[arg-type]
+                              output="a"), {"session.id": "s"}, trace_id, span_id)
+
+    journal = Journal(tmp_path / "journal.db", sync="normal")
+    first = tracker(journal)
+    for trace_id in (1, 2):
+        turn(first, trace_id, 10)  # the agent call
+        turn(first, trace_id, 11)  # the workflow around it, ending after it
+    first.expire()
+    now[0] = 6.0
+    first.expire()
+    assert versions == [("s", 2)]
+    journal.close()
+
+    journal = Journal(tmp_path / "journal.db", sync="normal")
+    second = tracker(journal)
+    for conversation, turns, scored in journal.conversations():
+        second.restore(conversation, turns, scored)
+    now[0] = 20.0
+    second.expire()
+    assert versions == [("s", 2)]  # what was scored is not scored again
+    turn(second, 3, 10)
+    second.expire()
+    now[0] = 30.0
+    second.expire()
+    assert versions == [("s", 2), ("s", 3)]  # the new turn, with the two scored before
+    journal.close()

@@ -361,6 +361,8 @@ class ConversationTracker:
         if self._store is not None:
             try:
                 self._store.forget(conversation)
+                for turn in self._pending(conversation):  # not scored yet: still kept
+                    self._store.add_turn(conversation, turn.to_dict())
             except Exception:  # noqa: BLE001
                 self._count("store_failed")
 
@@ -376,6 +378,7 @@ class ConversationTracker:
                 if (turn.trace_id, turn.span_id) not in ids:
                     ids.add((turn.trace_id, turn.span_id))
                     read.append(turn)
+            read = _one_per_trace(read)  # as they were when scored
             old, new = read[:scored], read[scored:]
             if old:
                 size = sum(t.size for t in old)
