@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from _conversation_scorers import TurnCounter
 from opentelemetry import trace
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -38,8 +40,8 @@ class Rig:
     def __init__(self, **options: Any) -> None:
         self.exporter = InMemorySpanExporter()
         scorer = options.pop("scorer", TurnCounter())
-        meters = {"meter_provider": options.pop("meter_provider")} if "meter_provider" in options \
-            else {}
+        providers = ("meter_provider", "logger_provider")
+        meters: dict[str, Any] = {key: options.pop(key) for key in providers if key in options}
         self.handle = tracescore.configure(
             exporter=self.exporter, batch=False, scorers=[scorer],
             online={"max_wait_s": 1.0, "conversations": {"quiet_s": QUIET_S, **options}, **meters})
@@ -277,3 +279,41 @@ def test_the_journal_rebuilds_conversations_as_they_were_scored(tmp_path: Any) -
     second.expire()
     assert versions == [("s", 2), ("s", 3)]  # the new turn, with the two scored before
     journal.close()
+
+
+class _Refuses(TurnCounter):
+    id = "refuses"
+    name = "Refuses"
+
+    async def evaluate(self, call: Any) -> Any:
+        raise RuntimeError("the judge is down")
+
+
+def test_a_conversation_result_is_a_log_record_with_its_id_and_a_failure_is_data() -> None:
+    log_exporter = InMemoryLogRecordExporter()
+    loggers = LoggerProvider()
+    loggers.add_log_record_processor(SimpleLogRecordProcessor(log_exporter))
+    rig = Rig(scorer=OnlineScorer(TurnCounter(), sinks="log"), logger_provider=loggers)
+    try:
+        rig.ask("g: hello", "g: bye")
+        rig.wait_for(1)
+    finally:
+        rig.shutdown()
+    [record] = [r.log_record for r in log_exporter.get_finished_logs()
+                if r.log_record.event_name == sc.GEN_AI_EVALUATION_RESULT]
+    last = rig.turns("g")[-1].context
+    assert (record.trace_id, record.span_id) == (last.trace_id, last.span_id)  # the last turn
+    assert record.attributes[sc.GEN_AI_CONVERSATION_ID] == "g"
+    assert record.attributes[sc.TS_CONVERSATION_TURNS] == 2
+    assert record.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == 2.0
+
+    rig = Rig(scorer=_Refuses())
+    try:
+        rig.ask("f: hello")
+        [carrier] = rig.wait_for(1)
+        assert rig.handle.stats()["failed"] == 1
+    finally:
+        rig.shutdown()
+    assert _result(carrier)[sc.ERROR_TYPE] == "RuntimeError"
+    assert _result(carrier)[sc.GEN_AI_CONVERSATION_ID] == "f"
+    assert carrier.status.status_code.name == "ERROR"
