@@ -122,7 +122,7 @@ def test_mastra_threads_are_scored_as_conversations_once_quiet_and_again_after_a
         gateway.stop()
 
 
-@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGTERM])
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 def test_a_pending_conversation_survives_a_restart_of_the_gateway(
         stop: signal.Signals, tmp_path: Path, receiver: OTLPReceiver, node_prefix: Path) -> None:
     gateway = start_gateway(tmp_path, receiver, quiet_s=60)  # not quiet before it stops
