@@ -14,6 +14,9 @@ validated once at start; every error is a `ConfigurationError` naming the key (`
     recognise: {builtins: true, mappings: [...]}
     trace:     {max_tool_calls, max_chars, max_spans, max_traces, max_bytes, max_age_s,
                 llm_wait_s}
+    runs:      {quiet_s: 5, max_runs, max_bytes, max_age_s}
+    conversations: {quiet_s: 300, max_turns, max_conversations, max_bytes, max_age_s,
+                id_attributes}
     telemetry: {metrics: false, logs: (auto), endpoint, protocol, interval_s}
     shutdown_timeout_s: 30
 
@@ -44,6 +47,7 @@ from tracescore.gateway._config_keys import (
     host_port,
 )
 from tracescore.gateway._config_scorers import _recognisers, build_online_scorers
+from tracescore.gateway._run_scope import run_bounds
 from tracescore.gateway._split import MIN_MAX_BATCH_BYTES
 
 __all__ = ["COMPRESSIONS", "PROTOCOLS", "GatewayConfig", "build_online_scorers", "host_port",
@@ -248,7 +252,9 @@ class GatewayConfig:
     """Everything `Gateway` needs, validated, in the sections of the YAML file: `receivers`,
     `exporter`, `journal`, `limits`, `scoring`, `telemetry`, plus `recognisers` (the chain the
     `recognise` section builds; None: the built-in conventions), `trace` (the checked `trace`
-    section) and `shutdown_timeout_s`.
+    section), `runs` (the checked `runs` section: the run scope's quiet period and bounds),
+    `conversations` (the checked `conversations` section: when conversation-scope scorers score)
+    and `shutdown_timeout_s`.
 
     Give sections (`receivers=ReceiversConfig(grpc="127.0.0.1:0")`) or the flat names of single
     settings (`grpc_endpoint="127.0.0.1:0"`, `exporter_endpoint=...`, `scorers=[...]`, ...); the
@@ -264,6 +270,8 @@ class GatewayConfig:
     recognisers: Sequence[Any] | None
     trace: Mapping[str, Any]
     shutdown_timeout_s: float
+    conversations: Mapping[str, Any]
+    runs: Mapping[str, Any]
 
     def __init__(self, *, receivers: ReceiversConfig | None = None,
                  exporter: ExporterConfig | None = None, journal: JournalConfig | None = None,
@@ -271,7 +279,8 @@ class GatewayConfig:
                  telemetry: TelemetryConfig | None = None,
                  recognisers: Sequence[Any] | None = None,
                  trace: Mapping[str, Any] | None = None, shutdown_timeout_s: float = 30.0,
-                 **settings: Any) -> None:
+                 runs: Mapping[str, Any] | None = None,
+                 conversations: Mapping[str, Any] | None = None, **settings: Any) -> None:
         given = {"receivers": receivers, "exporter": exporter, "journal": journal,
                  "limits": limits, "scoring": scoring, "telemetry": telemetry}
         changes: dict[str, dict[str, Any]] = {name: {} for name in _SECTIONS}
@@ -294,7 +303,9 @@ class GatewayConfig:
                                else current)
         object.__setattr__(self, "recognisers", recognisers)
         object.__setattr__(self, "trace", {} if trace is None else trace)
+        object.__setattr__(self, "runs", run_bounds(runs))
         object.__setattr__(self, "shutdown_timeout_s", shutdown_timeout_s)
+        object.__setattr__(self, "conversations", {} if conversations is None else conversations)
         self._check()
 
     def _check(self) -> None:
@@ -386,6 +397,12 @@ def load_gateway_config(path: str | os.PathLike[str] | None = None,
     from tracescore.gateway._trace_buffer import buffer_from
 
     buffer_from(trace)  # validated now
+    conversations = nested.pop("conversations", {})
+    from tracescore.online._conversations import as_conversation_options
+
+    as_conversation_options(conversations)  # validated now
+    nested["conversations"] = conversations
+    runs = nested.pop("runs", {})
     recognise = nested.pop("recognise", {})
     recognisers = _recognisers(recognise.get("mappings", []), recognise.get("builtins", True))
     scoring = nested.setdefault("scoring", {})
@@ -395,7 +412,8 @@ def load_gateway_config(path: str | os.PathLike[str] | None = None,
         nested["receivers"]["tls"] = TlsConfig(**nested["receivers"]["tls"])
     sections = {name: _SECTIONS[name](**nested.pop(name)) for name in list(nested)
                 if name in _SECTIONS}
-    config = GatewayConfig(**sections, recognisers=recognisers, trace=trace, **nested)
+    config = GatewayConfig(**sections, recognisers=recognisers, trace=trace, runs=runs,
+                           **nested)
     processor_options(config)  # validated now, not when the gateway starts
     return config
 

@@ -15,7 +15,10 @@ arrived before it (or with it). An agent span without content of its own (`_llm_
 from the LLM calls below it in that buffer; when they have not all arrived yet it is journaled
 and waits for them, at most `trace.llm_wait_s`, then goes on unscored (reason `no_llm_calls`).
 
-(About 520 lines: routing, the hold table and the waits for LLM calls share one lock and the
+Agent spans of a trace a run-scope scorer samples wait for the run's quiet period first
+(`_run_scope`).
+
+(About 560 lines: routing, the hold table and the waits for LLM calls share one lock and the
 duplicate checks across them; apart they would pass it around.)
 """
 
@@ -35,6 +38,7 @@ from tracescore._exceptions import ConfigurationError
 from tracescore.gateway import _otlp
 from tracescore.gateway._journal import HELD, PASS, Entry, Journal
 from tracescore.gateway._metrics import GatewayMetrics
+from tracescore.gateway._run_scope import Arrival, RunScope
 from tracescore.gateway._split import split_request
 from tracescore.gateway._trace_buffer import (
     ITEM_MARKERS,
@@ -46,6 +50,8 @@ from tracescore.gateway._trace_buffer import (
 from tracescore.instrument._calls import AgentCall
 from tracescore.online import _diagnose as diagnose
 from tracescore.online import _metrics as reasons
+from tracescore.online._conversation_scope import MAX_LINKS, carrier_fields
+from tracescore.online._conversations import Turn, as_conversation_options
 from tracescore.online._core import Call, ScoringCore
 from tracescore.online._delivery import ScoreRun
 from tracescore.online._diagnose import Diagnoser
@@ -93,7 +99,8 @@ class Engine:
                  trace_options: Mapping[str, Any] | None = None,
                  max_request_bytes: int | None = None,
                  keep: Callable[[Any, tuple[OnlineScorer, ...]], tuple[OnlineScorer, ...]]
-                 | None = None) -> None:
+                 | None = None, run_options: Mapping[str, Any] | None = None,
+                 conversations: Mapping[str, Any] | None = None) -> None:
         self._recognisers = tuple(recognisers)
         self._keep = keep  # rescore: which of a span's chosen scorers still score it
         self._contentless = contentless_reader(self._recognisers)
@@ -127,15 +134,32 @@ class Engine:
         self.core = ScoringCore(online, options, export=self._finished, carrier=self._carrier,
                                 trace_limits=self.traces.limits,
                                 metrics=OnlineMetrics(meter_provider),
-                                logger_provider=logger_provider)
-        self._threshold = self.core.threshold
+                                logger_provider=logger_provider,
+                                conversations=as_conversation_options(conversations),
+                                conversation_carrier=self._conversation_carrier,
+                                turn_store=journal)
+        scope = self.core.conversations
+        self._turns = scope.tracker if scope is not None else None  # None: no conversation scorer
+        # every agent span may be a turn of a conversation (sampled by its id, not the trace's)
+        self._threshold = 0 if self._turns is not None else self.core.threshold
         # attributes are decoded for the filters only when a scorer has one
         self._filtered = any(o._filtered for o in online)
+        # run-scope scorers: agent spans of the runs they sample wait for the run's quiet period
+        self._runs: RunScope | None = None
+        if self.core.run_scorers:
+            self._runs = RunScope(run_options, self.traces, self.core, self._choose)
+            self._run_threshold = min(o._threshold for o in self.core.run_scorers)
+            self.core.add_timer(self._runs.table.expire)
 
     @property
     def held(self) -> int:
         """Agent spans waiting for their scores (or for the LLM calls they are read from)."""
         return len(self._held) + len(self._waiting)
+
+    def run_stats(self) -> dict[str, int]:
+        """Runs waiting for their quiet period, and runs let go by reason (empty: no run-scope
+        scorer)."""
+        return self._runs.stats() if self._runs is not None else {}
 
     def accept(self, request: ExportTraceServiceRequest, raw: bytes | None = None) -> int:
         """Journal and route one request; returns its span count. `raw`: the request as received
@@ -208,6 +232,9 @@ class Engine:
         """Forward (and offer again for scoring) what the journal kept from a previous run."""
         if self._journal is None:
             return 0
+        if self._turns is not None:  # conversations where the last run left them
+            for conversation, turns, scored in self._journal.conversations():
+                self._turns.restore(conversation, turns, scored)
         replayed = 0
         for entry in self._journal.entries():
             replayed += entry.count
@@ -221,6 +248,8 @@ class Engine:
         return replayed
 
     def flush(self, timeout_s: float) -> bool:
+        if self._runs is not None:  # runs waiting for their quiet period are scored now
+            self._runs.table.release_all(reasons.FLUSH)
         return self.core.flush(max(0.0, timeout_s))
 
     def shutdown(self, timeout_s: float) -> None:
@@ -232,6 +261,8 @@ class Engine:
             self._waited.notify_all()
         for entry in waiting:  # read with what arrived, else unscored
             self._settle_waiting(entry, reasons.SHUTDOWN)
+        if self._runs is not None and not self.core.closing:  # scored within the wait below
+            self._runs.table.release_all(reasons.SHUTDOWN)
         if self.core.closing:
             return
         wait = min(self.core.options.shutdown_timeout_s, max(0.0, timeout_s) * 0.8)
@@ -256,7 +287,7 @@ class Engine:
         watched = self._watched  # the markers, and the keys of agent-like spans
         readable = watched | ITEM_MARKERS  # spans whose attributes are decoded (once)
         randomness = _otlp.randomness
-        contentless, waiting = self._contentless, self._waiting
+        contentless, waiting, runs = self._contentless, self._waiting, self._runs
         for rs in request.resource_spans:
             for ss in rs.scope_spans:
                 for index, span in enumerate(ss.spans):
@@ -265,7 +296,9 @@ class Engine:
                     keys = {kv.key for kv in span.attributes}
                     attributes = (_otlp.attributes_of(span.attributes)
                                   if not readable.isdisjoint(keys) else None)
-                    collect(self.traces, span, attributes)
+                    collect(self.traces, span, attributes, marks=runs is not None)
+                    if runs is not None:
+                        runs.touch(int.from_bytes(span.trace_id, "big"))
                     if waiting:
                         touched.add(int.from_bytes(span.trace_id, "big"))
                     if watched.isdisjoint(keys):
@@ -334,16 +367,15 @@ class Engine:
         chosen: tuple[OnlineScorer, ...] = ()
         try:
             randomness = key[0] & RANDOMNESS_MASK
+            if self._turns is not None and not self.core.closing:
+                self._offer_turn(key, span, call)  # whatever happens to the span's scoring
+            runs = self._runs
+            if runs is not None and not self.core.closing and randomness >= self._run_threshold:
+                parent = int.from_bytes(span.parent_span_id, "big") or None
+                runs.arrive(Arrival(key, parent, item, call, span), item[1].ByteSize())
+                return True  # scored once its run is quiet (`RunScope`)
             if not self.core.closing and randomness >= self._threshold:
-                attributes = _otlp.attributes_of(span.attributes) if self._filtered else {}
-                agent_call = AgentCall(
-                    span=None,  # type: ignore[arg-type]  # no SDK span at the gateway
-                    name=call.agent, input=call.input, output=call.output,
-                    ground_truth=call.ground_truth, attributes=attributes,
-                )
-                chosen = self.core.choose(agent_call, randomness)
-                if chosen and self._keep is not None:
-                    chosen = self._keep(span, chosen)
+                chosen = self._choose(span, call, randomness, None)
         except Exception:  # noqa: BLE001
             self.core.log_once("offer", "tracescore: could not consider an offered agent span",
                                exc_info=True)
@@ -354,6 +386,31 @@ class Engine:
         self.core.submit(key, Call(call.input, call.output, call.ground_truth, call.agent,
                                    chosen, trace), item)
         return True
+
+    def _offer_turn(self, key: _otlp.SpanKey, span: Any, call: RecognisedCall) -> None:
+        """The agent span as a turn of its conversation, if it names one (journaled here,
+        before the request is acknowledged)."""
+        assert self._turns is not None
+        attributes = _otlp.attributes_of(span.attributes)
+        self._turns.offer(AgentCall(
+            span=None,  # type: ignore[arg-type]  # no SDK span at the gateway
+            name=call.agent, input=call.input, output=call.output,
+            ground_truth=call.ground_truth, attributes=attributes,
+        ), attributes, *key)
+
+    def _choose(self, span: Any, call: RecognisedCall, randomness: int, scope: str | None
+                ) -> tuple[OnlineScorer, ...]:
+        """The scorers (of `scope`, None: all) that sample the agent span `span`."""
+        attributes = _otlp.attributes_of(span.attributes) if self._filtered else {}
+        agent_call = AgentCall(
+            span=None,  # type: ignore[arg-type]  # no SDK span at the gateway
+            name=call.agent, input=call.input, output=call.output,
+            ground_truth=call.ground_truth, attributes=attributes,
+        )
+        chosen = self.core.choose(agent_call, randomness, scope=scope)
+        if chosen and self._keep is not None:
+            chosen = self._keep(span, chosen)
+        return chosen
 
     def _replay_held(self, entry: Entry) -> None:
         single = ExportTraceServiceRequest.FromString(entry.body)
@@ -504,6 +561,23 @@ class Engine:
             single, f"{sc.EVALUATION_SPAN_PREFIX} {run.online.scorer_name}",
             carrier_attributes(run.key[1], run.events, run.agent), run.events,
             start_ns=run.start_ns, end_ns=end_ns, scope=SCOPE.name)
+        self._output.put((), request.SerializeToString(), 1)
+
+    def _conversation_carrier(self, run: ScoreRun, turns: Sequence[Turn], end_ns: int) -> None:
+        """A conversation's carrier span: a child of its last turn, linked to every turn."""
+        self._count_cost(run.events)
+        last = turns[-1]
+        evaluated = ExportTraceServiceRequest()
+        evaluated.resource_spans.add().scope_spans.add().spans.add(
+            trace_id=last.trace_id.to_bytes(16, "big"), span_id=last.span_id.to_bytes(8, "big"))
+        request = _otlp.carrier_request(
+            evaluated, f"{sc.EVALUATION_SPAN_PREFIX} {run.online.scorer_name}",
+            carrier_fields(run, turns), run.events, start_ns=run.start_ns, end_ns=end_ns,
+            scope=SCOPE.name)
+        span = _otlp.only_span(request)
+        for turn in turns[-MAX_LINKS:-1]:  # the last turn is linked already
+            span.links.add(trace_id=turn.trace_id.to_bytes(16, "big"),
+                           span_id=turn.span_id.to_bytes(8, "big"))
         self._output.put((), request.SerializeToString(), 1)
 
     def _count_cost(self, events: Sequence[EventPayload]) -> None:

@@ -108,7 +108,8 @@ class Gateway:
                 metrics=self.metrics, journal=self._journal,
                 processor_options=self._options, meter_provider=self._meter_provider,
                 logger_provider=self._logger_provider, trace_options=config.trace,
-                max_request_bytes=config.max_batch_bytes,
+                max_request_bytes=config.max_batch_bytes, run_options=config.runs,
+                conversations=config.conversations,
             )
             self.metrics.gauge("pending", lambda: self._forwarder.pending if self._forwarder else 0)
             self.metrics.gauge("held_now", lambda: self._engine.held if self._engine else 0)
@@ -234,11 +235,17 @@ class Gateway:
         if self._engine is not None:
             for key, value in self._engine.core.stats().items():
                 extra[f"scoring_{key.replace('.', '_')}"] = value
+            for key, value in self._engine.run_stats().items():
+                extra[key.replace(".", "_")] = value
         return self.metrics.prometheus(extra)
 
     def stats(self) -> dict[str, float]:
-        """Counters and gauges (received, forwarded, refused, held, pending, ...)."""
-        return self.metrics.snapshot()
+        """Counters and gauges (received, forwarded, refused, held, pending, ...; with run-scope
+        scorers, runs_waiting and runs_scored.<reason>)."""
+        values = self.metrics.snapshot()
+        if self._engine is not None:
+            values.update(self._engine.run_stats())
+        return values
 
     # --- internals ----------------------------------------------------------------------------
     def _build_telemetry(self) -> None:

@@ -20,6 +20,7 @@ from tracescore import _semconv as sc
 from tracescore.gateway import _otlp
 from tracescore.online._collector import BufferLimits, TraceCollector, collector_from
 from tracescore.online._llm_calls import LLM_MARKERS, read_llm_call
+from tracescore.online._run_steps import read_mark
 from tracescore.online._trace_input import TraceSpans, read_span
 
 __all__ = ["ITEM_MARKERS", "BufferLimits", "TraceCollector", "at", "buffer_from", "collect"]
@@ -30,22 +31,26 @@ _STATUS_ERROR = 2
 ITEM_MARKERS = frozenset({sc.GEN_AI_OPERATION_NAME, sc.OI_SPAN_KIND, sc.TS_CONTEXT}) | LLM_MARKERS
 
 
-def collect(traces: TraceCollector, span: Span, attributes: Mapping[str, Any] | None = None
-            ) -> None:
-    """Remember one OTLP span (its parent link, and its tool call, context or LLM call if any);
-    `attributes`: its decoded attributes when the caller has them (None: it carries no item
-    marker, or they are decoded here). Never raises: a span that cannot be read is skipped."""
+def collect(traces: TraceCollector, span: Span, attributes: Mapping[str, Any] | None = None,
+            *, marks: bool = False) -> None:
+    """Remember one OTLP span (its parent link, and its tool call, context or LLM call if any;
+    with `marks`, what step of a run it is); `attributes`: its decoded attributes when the
+    caller has them (None: it carries no item marker, or they are decoded here). Never raises:
+    a span that cannot be read is skipped."""
     try:
-        item = llm = None
+        item = llm = mark = None
         if attributes is None and any(kv.key in ITEM_MARKERS for kv in span.attributes):
             attributes = _otlp.attributes_of(span.attributes)
         if attributes is not None:
             item = read_span(span.name, attributes, span.start_time_unix_nano,
                              _error_of(span, attributes))
             llm = read_llm_call(attributes, span.start_time_unix_nano)
+        if marks:
+            mark = read_mark(span.name, attributes or {}, span.start_time_unix_nano,
+                             span.end_time_unix_nano, _error_of(span, attributes or {}))
         trace_id, span_id = _otlp.key_of(span)
         parent = int.from_bytes(span.parent_span_id, "big") if span.parent_span_id else None
-        traces.add(trace_id, span_id, parent, item, llm)
+        traces.add(trace_id, span_id, parent, item, llm, mark)
     except Exception:  # noqa: BLE001 - the span is forwarded whatever happens here
         traces.skipped += 1
         if traces.skipped == 1:

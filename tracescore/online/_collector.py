@@ -27,6 +27,7 @@ from typing import Any
 
 from tracescore._exceptions import ConfigurationError
 from tracescore.online._llm_calls import LlmCall
+from tracescore.online._run_steps import Mark, RunSource
 from tracescore.online._trace_input import (
     EMPTY,
     Item,
@@ -115,16 +116,16 @@ class TraceCollector:
             trace.agents.add(agent_id)
 
     def add(self, trace_id: int, span_id: int, parent_id: int | None, item: Item | None,
-            llm: LlmCall | None = None) -> None:
+            llm: LlmCall | None = None, mark: Mark | None = None) -> None:
         """Remember one finished span (the trace is kept from now on if it was not)."""
         with self._lock:
             trace = self._traces.get(trace_id)
             if trace is None:
                 trace = self._new(trace_id)
-            self._add(trace, trace_id, span_id, parent_id, item, llm)
+            self._add(trace, trace_id, span_id, parent_id, item, llm, mark)
 
     def end(self, trace_id: int, span_id: int, parent_id: int | None, item: Item | None,
-            llm: LlmCall | None = None) -> TraceSpans | None:
+            llm: LlmCall | None = None, mark: Mark | None = None) -> TraceSpans | None:
         """Remember one finished span of a trace kept since an agent span of it was `open`ed
         (spans of other traces are ignored). When it is such an agent span: its trace (forgotten
         here once no other agent span of it is open; ask `items_under` & co. with it)."""
@@ -132,7 +133,7 @@ class TraceCollector:
             trace = self._traces.get(trace_id)
             if trace is None:
                 return None
-            self._add(trace, trace_id, span_id, parent_id, item, llm)
+            self._add(trace, trace_id, span_id, parent_id, item, llm, mark)
             if span_id not in trace.agents:
                 return None
             trace.agents.discard(span_id)
@@ -179,11 +180,21 @@ class TraceCollector:
         items, dropped = self.items_under(self._traces.get(trace_id), span_id)
         return decoded(items, dropped, self.limits)
 
+    def run_source(self, trace: TraceSpans | None, root_id: int,
+                   content: Mapping[int, Mapping[str, str]] | None = None) -> RunSource | None:
+        """What was kept below the run root `root_id` (a copy, for `run_of`); None when its
+        trace is not kept."""
+        if trace is None:
+            return None
+        with self._lock:
+            return RunSource(root_id, dict(trace.parents), dict(trace.marks), dict(trace.items),
+                             frozenset(trace.agent_spans), content)
+
     def _add(self, trace: TraceSpans, trace_id: int, span_id: int, parent_id: int | None,
-             item: Item | None, llm: LlmCall | None) -> None:
+             item: Item | None, llm: LlmCall | None, mark: Mark | None = None) -> None:
         """(Caller holds the lock.)"""
         dropped = trace.dropped
-        trace.add(span_id, parent_id, item, self.limits.max_spans, llm)
+        trace.add(span_id, parent_id, item, self.limits.max_spans, llm, mark)
         if trace.dropped == dropped:
             cost = (_SPAN_BYTES + (item.chars if item is not None else 0)
                     + (llm.chars if llm is not None else 0))

@@ -39,6 +39,12 @@ from tracescore.instrument._calls import AgentCall
 from tracescore.online import _metrics as reasons
 from tracescore.online._choose import choose, would_sample
 from tracescore.online._collector import decoded
+from tracescore.online._conversation_scope import ConversationCarrier, ConversationScope
+from tracescore.online._conversations import (
+    ConversationOptions,
+    TurnStore,
+    is_conversation_scoped,
+)
 from tracescore.online._delivery import (
     CarrierSink,
     LogSink,
@@ -61,13 +67,16 @@ from tracescore.online._isolation import ProcessRunner
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._options import OnlineScorer, ProcessorOptions, reference_fallback
 from tracescore.online._records import ResultSink
+from tracescore.online._run_steps import RunSource, run_of
 from tracescore.online._sinks import result_sinks
 from tracescore.online._trace_input import EMPTY, Item, TraceInput, TraceLimits
 from tracescore.online._worker import Worker
 from tracescore.scoring._base import ScorerInput, evaluate_call
 from tracescore.scoring._provenance import provenance
+from tracescore.scoring._runs import Run
 
 _log = logging.getLogger("tracescore")
+_NEVER = 1 << 56  # above every trace's randomness
 _SCORING_SHARE = 0.8  # of a flush timeout spent waiting for pending scoring
 
 
@@ -83,6 +92,8 @@ class Call:
     trace: TraceInput | None = None  # tool calls and context (decoded by the first run)
     items: list[Item] | None = None  # as recorded, decoded in the worker
     dropped: bool = False  # its trace had more spans than `TraceLimits.max_spans`
+    run_source: RunSource | None = None  # a run root's: its trace below it (run-scope scorers)
+    run: Run | None = None  # read from `run_source` by the first run-scope run
 
 
 @dataclass(slots=True)
@@ -102,7 +113,10 @@ class ScoringCore:
                  carrier: Callable[[ScoreRun, int], None],
                  trace_limits: TraceLimits, metrics: OnlineMetrics | None = None,
                  logger_provider: Any = None,
-                 sinks: Mapping[str, ResultSink] | None = None) -> None:
+                 sinks: Mapping[str, ResultSink] | None = None,
+                 conversations: ConversationOptions | None = None,
+                 conversation_carrier: ConversationCarrier | None = None,
+                 turn_store: TurnStore | None = None) -> None:
         if not scorers:
             raise ConfigurationError("ScoringSpanProcessor needs at least one scorer")
         if options.isolation == "thread":  # judges run in this process: check them now, fully
@@ -113,10 +127,16 @@ class ScoringCore:
                 if judge is not None:
                     check_judge(judge)
         self.scorers = scorers
+        # conversation scorers are never chosen per call (`_conversation_scope`)
+        talks = tuple(o for o in scorers if is_conversation_scoped(o))
+        self._call_scorers = tuple(o for o in scorers if o not in talks)  # call and run scope
+        self.run_scorers = tuple(o for o in scorers if getattr(o.scorer, "scope", "") == "run")
+        self.call_scorers = tuple(o for o in self._call_scorers if o not in self.run_scorers)
         self.options = options
         self.trace_limits = trace_limits
         # the lowest rejection threshold: a trace whose randomness is below it is never sampled
-        self.threshold = min(s._threshold for s in scorers)
+        self.threshold = min((s._threshold for s in self._call_scorers), default=_NEVER)
+        conversation_options = conversations or ConversationOptions()
         self.result_sinks = result_sinks(sorted({n for s in scorers for n in s.sinks}), sinks)
         self.metrics = metrics if metrics is not None else OnlineMetrics()
         self._export_item = export
@@ -126,8 +146,11 @@ class ScoringCore:
                               release=self._release)
         self.worker = Worker(  # judged scorers
             queue_size=options.queue_size, concurrency=options.concurrency,
-            tick_s=min(1.0, max(0.01, options.max_wait_s / 4)), on_tick=self.held.expire,
+            tick_s=min(1.0, max(0.01, min(options.max_wait_s,
+                                          conversation_options.quiet_s) / 4)),
+            on_tick=self._tick,
         )
+        self._timers: list[Callable[[], None]] = []  # `add_timer`
         # scorers without a judge: a lane of their own, never behind slow judge calls
         self.fast = Worker(queue_size=options.queue_size, concurrency=options.concurrency,
                            name="tracescore-online-fast")
@@ -135,6 +158,14 @@ class ScoringCore:
         self._routes = {o.scorer_id: self._route(o, carrier, logger_provider) for o in scorers}
         self._inflight: dict[Key, list[asyncio.Task[None]]] = {}
         self._lock = threading.Lock()
+        self.conversations: ConversationScope | None = None  # None: no conversation scorer
+        if talks:
+            self.conversations = ConversationScope(
+                talks, conversation_options, lanes=(self.fast, self.worker),
+                metrics=self.metrics, carrier=conversation_carrier or _no_carrier,
+                logger_provider=logger_provider, result_sinks=self.result_sinks,
+                result_events=_result_events, log_once=self.log_once, store=turn_store)
+            self.add_timer(self.conversations.tracker.expire)
 
     def _route(self, online: OnlineScorer, carrier: Callable[[ScoreRun, int], None],
                logger_provider: Any) -> tuple[bool, tuple[Sink, ...]]:
@@ -151,6 +182,17 @@ class ScoringCore:
                      for n in sorted(online.sinks) if n in self.result_sinks)
         return any(name != "span" for name in online.sinks), tuple(route)
 
+    def add_timer(self, timer: Callable[[], None]) -> None:
+        """Call `timer` on the core's timer thread (each tick: at most 1 s apart), from now on
+        (e.g. a `QuietTable`'s `expire`)."""
+        self._timers.append(timer)
+        self.worker.start()
+
+    def _tick(self) -> None:
+        self.held.expire()
+        for timer in self._timers:
+            timer()
+
     def stats(self) -> dict[str, int]:
         """Counters and gauges (see `ScoringSpanProcessor.stats`)."""
         counts = self.metrics.snapshot()
@@ -161,21 +203,28 @@ class ScoringCore:
         counts["running"] = self.worker.running + self.fast.running
         if self.isolation is not None:
             counts["in_thread"] = self.isolation.in_thread
+        if self.conversations is not None:
+            counts.update(self.conversations.tracker.stats())
         for name, sink in self.result_sinks.items():
             for key, value in _sink_stats(sink).items():
                 counts[f"{name}.{key}"] = value
         return counts
 
     # --- choosing (the agent's thread: cheap, no I/O) ---------------------------------------------
-    def choose(self, call: AgentCall, randomness: int) -> tuple[OnlineScorer, ...]:
-        """The scorers that sample `call` (each holding its rate limit and budget)."""
-        return choose(self.scorers, call, randomness, self.metrics, self.log_once)
+    def choose(self, call: AgentCall, randomness: int, *, scope: str | None = None
+               ) -> tuple[OnlineScorer, ...]:
+        """The scorers that sample `call` (each holding its rate limit and budget); `scope`
+        "call" or "run": only the scorers of that scope (a call that is not its run's root takes
+        no rate limit or budget of a run-scope scorer)."""
+        scorers = (self._call_scorers if scope is None else self.run_scorers if scope == "run"
+                   else self.call_scorers)
+        return choose(scorers, call, randomness, self.metrics, self.log_once) if scorers else ()
 
     def would_sample(self, randomness: int, agent: str,
                      attributes: Mapping[str, Any]) -> dict[str, OnlineScorer]:
         """The scorers whose rate, `agents` and `attributes` filters take a call (no limits,
         budgets nor predicates): those that note it 'unscored' when it cannot be read."""
-        return would_sample(self.scorers, randomness, agent, attributes)
+        return would_sample(self._call_scorers, randomness, agent, attributes)
 
     # --- hand-off -----------------------------------------------------------------------------------
     def submit(self, key: Key, call: Call, item: Any) -> None:
@@ -290,6 +339,19 @@ class ScoringCore:
             except RuntimeError:  # the worker's loop is closed: nothing left to cancel
                 pass
 
+    def _run_of(self, call: Call, online: OnlineScorer) -> Run | None:
+        """The run a run-scope scorer judges (worker side, cached); None for other scorers."""
+        if call.run_source is None or getattr(online.scorer, "scope", "call") != "run":
+            return None
+        if call.run is None:
+            try:
+                call.run = run_of(call.run_source, self.trace_limits)
+            except Exception:  # noqa: BLE001 - scored with its tool calls rather than not at all
+                self.log_once("run_steps", "tracescore: could not read a run's steps",
+                              exc_info=True)
+                call.run_source = None
+        return call.run
+
     def _trace_of(self, call: Call) -> TraceInput:
         """The call's tool calls and context within the limits (worker side, cached)."""
         trace = call.trace
@@ -317,17 +379,19 @@ class ScoringCore:
             if ground_truth is None:
                 fallback = reference_fallback(online.scorer_id, online.scorer)
             trace = self._trace_of(call)
+            steps = self._run_of(call, online)
             with suppressed():
                 if self.isolation is not None:
                     run = self.isolation.run(online.scorer, input=call.input, output=call.output,
                                              ground_truth=ground_truth, run_id=run_id,
                                              timeout_s=online.timeout_s,
-                                             tool_calls=trace.tool_calls, context=trace.context)
+                                             tool_calls=trace.tool_calls, context=trace.context,
+                                             run=steps)
                 else:
                     run = evaluate_call(online.scorer, ScorerInput(
                         input=call.input, output=call.output, ground_truth=ground_truth,
                         run_id=run_id, tool_calls=tuple(trace.tool_calls),
-                        context=tuple(trace.context)))
+                        context=tuple(trace.context), run=steps))
                 result = await asyncio.wait_for(run, online.timeout_s)
         except asyncio.CancelledError:  # shutdown gave up on this run
             self.count_shutdown_drop(call.agent, (online,))
@@ -393,8 +457,10 @@ class ScoringCore:
     def close(self, wait: float) -> float:
         """Stop taking calls, wait (bounded by `wait` seconds) for pending scoring, release
         every held item (reason "shutdown"); the deadline left for the caller's downstream."""
-        self.closing = True
         deadline = time.monotonic() + wait
+        if self.conversations is not None and self.conversations.keeps_nothing:
+            self.conversations.tracker.release_all()  # nothing keeps them: score them now
+        self.closing = True
         self.wait_idle(wait)
         # a job stuck in blocking code cannot hold shutdown: held spans are released regardless
         for worker in (self.fast, self.worker):
@@ -450,6 +516,10 @@ def _result_events(online: OnlineScorer, result: Any, error: BaseException | Non
         None, scorer_id=online.scorer_id, scorer_name=online.scorer_name, error=error,
         sampling_rate=online.rate, run_id=run_id, **provenance(online.scorer),
     ), error
+
+
+def _no_carrier(*args: object) -> None:
+    return None
 
 
 def release_budgets(scorers: Sequence[OnlineScorer]) -> None:

@@ -128,6 +128,7 @@ class RecordSink:
             trace_id=trace_id, span_id=span_id, scorer_id=online.scorer_id,
             scorer_name=online.scorer_name, judged=bool(getattr(online.scorer, "uses_judge", True)),
             scorer_version=scorer_version(online.scorer), attributes=run.events[0][1],
+            scope=str(getattr(online.scorer, "scope", "call")),
         )
         call_sink(self.sink, "emit", self._log_once, record)
         return not run.closing

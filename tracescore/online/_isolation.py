@@ -191,11 +191,12 @@ class ProcessRunner:
 
     async def run(self, scorer: Any, *, input: Any, output: Any, ground_truth: Any, run_id: str,
                   timeout_s: float, tool_calls: Sequence[ToolCall] = (),
-                  context: Sequence[str] = ()) -> Any:
+                  context: Sequence[str] = (), run: Any = None) -> Any:
         """The scorer's result (or its exception), computed in the scoring process when it is
-        meant to run there and can. `tool_calls` / `context` reach a scorer that takes them."""
+        meant to run there and can. `tool_calls` / `context` reach a scorer that takes them;
+        `run`: a run-scope scorer's run."""
         call = ScorerInput(input=input, output=output, ground_truth=ground_truth, run_id=run_id,
-                           tool_calls=tuple(tool_calls), context=tuple(context))
+                           tool_calls=tuple(tool_calls), context=tuple(context), run=run)
         key, registration = self._route(scorer)
         if key is None:
             if registration is not None:  # meant for the process, cannot go there
@@ -204,7 +205,7 @@ class ProcessRunner:
         job_id = next(self._ids)
         try:
             data = pickle.dumps((input, output, ground_truth, run_id, timeout_s,
-                                 tuple(tool_calls), tuple(context)),
+                                 tuple(tool_calls), tuple(context), run),
                                 protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001 - e.g. a lock or a lambda in the input
             return await self._in_thread(scorer, _Unavailable(
@@ -487,7 +488,8 @@ async def _run_job(scorers: dict[int, Any], message: tuple[Any, ...], send: Any)
     _, job_id, key, data = message
     scorer = scorers.get(key)
     try:
-        input, output, ground_truth, run_id, timeout_s, tool_calls, context = pickle.loads(data)
+        input, output, ground_truth, run_id, timeout_s, tool_calls, context, run = \
+            pickle.loads(data)
     except Exception as exc:  # noqa: BLE001 - e.g. an input of a class defined in __main__
         scorer = _Unavailable(f"a job's data cannot be loaded ({type(exc).__name__}: {exc})",
                               "data")
@@ -501,7 +503,7 @@ async def _run_job(scorers: dict[int, Any], message: tuple[Any, ...], send: Any)
             result = await asyncio.wait_for(
                 evaluate_call(scorer, ScorerInput(
                     input=input, output=output, ground_truth=ground_truth, run_id=run_id,
-                    tool_calls=tuple(tool_calls), context=tuple(context))),
+                    tool_calls=tuple(tool_calls), context=tuple(context), run=run)),
                 timeout_s)
         reply = _encode_result(job_id, result)
     except asyncio.CancelledError:

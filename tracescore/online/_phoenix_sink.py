@@ -1,13 +1,20 @@
-"""`PhoenixSink`: scorer results as Arize Phoenix span annotations (`POST /v1/span_annotations`).
+"""`PhoenixSink`: scorer results as Arize Phoenix span annotations (`POST /v1/span_annotations`),
+and a run-scope scorer's results as trace annotations (`POST /v1/trace_annotations`) and a
+conversation's results also as session annotations (`POST /v1/session_annotations`).
 
-Phoenix then shows each score on the evaluated span, as a column of its span table, in its
-filters (`annotations['answer-relevancy'].score < 0.5`) and in the project's stats. The span
-events stay as they are; this sink adds Phoenix's native view.
+Phoenix then shows each score on the evaluated span (a run's on its trace), as a column of its
+span (trace) table, in its filters (`annotations['answer-relevancy'].score < 0.5`) and in the
+project's stats. The span events stay as they are; this sink adds Phoenix's native view.
+(Phoenix's REST API also takes document annotations.)
 
 Records are queued (bounded; a full queue drops and counts), sent in batches by one daemon
 thread, and retried with exponential backoff on connection errors, 408, 429 and 5xx (honouring
 Retry-After). The agent never waits for Phoenix. Annotations are upserts keyed by span, name and
-identifier, so a retried batch never duplicates one.
+identifier, so a retried batch never duplicates one. A conversation's result is annotated on its
+last turn's span and on the Phoenix session named by its conversation id, with the identifier
+`turns=<n>`: each version is a new annotation, a retried one replaces itself. (Phoenix makes a
+session of the spans that carry `session.id`; a session annotation for an id it has no session
+of is dropped by Phoenix.)
 """
 
 from __future__ import annotations
@@ -39,6 +46,8 @@ ENV_API_KEY = "PHOENIX_API_KEY"
 ENV_HEADERS = "PHOENIX_CLIENT_HEADERS"
 DEFAULT_ENDPOINT = "http://localhost:6006"
 ANNOTATIONS_PATH = "/v1/span_annotations"
+TRACE_ANNOTATIONS_PATH = "/v1/trace_annotations"  # a run-scope scorer's: the whole trace
+SESSION_ANNOTATIONS_PATH = "/v1/session_annotations"  # a conversation's: its session
 ERROR_LABEL = "error"  # label of a failed run's annotation (its explanation says why)
 
 _RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
@@ -60,8 +69,23 @@ _METADATA: tuple[tuple[str, str], ...] = (
 )
 
 
+def session_annotation(record: ScoreRecord) -> dict[str, Any] | None:
+    """The Phoenix session annotation of a conversation's result (None for other results)."""
+    attrs = record.attributes
+    session = attrs.get(sc.GEN_AI_CONVERSATION_ID)
+    turns = attrs.get(sc.TS_CONVERSATION_TURNS)
+    if session is None or turns is None:
+        return None
+    item = annotation(record)
+    del item["span_id"]
+    item["metadata"].update(turns=turns, first_turn=attrs.get(sc.TS_CONVERSATION_FIRST_TURN),
+                            last_turn=attrs.get(sc.TS_CONVERSATION_LAST_TURN))
+    return {"session_id": str(session), **item, "identifier": f"turns={turns}"}
+
+
 def annotation(record: ScoreRecord) -> dict[str, Any]:
-    """The Phoenix span annotation (REST body item) of one score record."""
+    """The Phoenix annotation (REST body item) of one score record: a span annotation, or for
+    a run-scope scorer a trace annotation (see `annotation_path`)."""
     attrs = record.attributes
     result: dict[str, Any] = {}
     score = attrs.get(sc.GEN_AI_EVALUATION_SCORE_VALUE)
@@ -82,14 +106,25 @@ def annotation(record: ScoreRecord) -> dict[str, Any]:
         value = attrs.get(attribute)
         if value is not None:
             metadata[key] = value
-    return {
-        "span_id": f"{record.span_id:016x}",
+    body = {
         "name": record.scorer_id,  # the stable id: `annotations['answer-relevancy'].score < 0.5`
         "annotator_kind": "LLM" if record.judged else "CODE",
         "result": result,
         "metadata": metadata,
         "identifier": "",
     }
+    if record.scope == "run":
+        metadata["root_span_id"] = f"{record.span_id:016x}"
+        return {"trace_id": f"{record.trace_id:032x}", **body}
+    return {"span_id": f"{record.span_id:016x}", **body}
+
+
+def annotation_path(item: Mapping[str, Any]) -> str:
+    """Where an annotation is posted: session and trace annotations to theirs, the others to
+    spans'."""
+    if "session_id" in item:
+        return SESSION_ANNOTATIONS_PATH
+    return TRACE_ANNOTATIONS_PATH if "span_id" not in item else ANNOTATIONS_PATH
 
 
 class PhoenixSink:
@@ -111,7 +146,6 @@ class PhoenixSink:
                  queue_size: int = 10_000, flush_interval_s: float = 1.0, max_retries: int = 5,
                  timeout_s: float = 10.0) -> None:
         self.endpoint = _endpoint(endpoint)
-        self._url = self.endpoint + ANNOTATIONS_PATH + "?sync=false"
         self._headers = _headers(api_key, headers)
         self._batch_size = _positive_int("batch_size", batch_size)
         self._queue_size = _positive_int("queue_size", queue_size)
@@ -140,13 +174,16 @@ class PhoenixSink:
         try:
             if self._pid != os.getpid():  # forked: the parent's thread and queue are not ours
                 self._init_state()
-            item = annotation(record)
+            items = [annotation(record)]
+            session = session_annotation(record)
+            if session is not None:
+                items.append(session)
             with self._cond:
                 if self._closed or len(self._queue) >= self._queue_size:
-                    self._drop("shutdown" if self._closed else "queue_full", 1)
+                    self._drop("shutdown" if self._closed else "queue_full", len(items))
                     full = not self._closed
                 else:
-                    self._queue.append(item)
+                    self._queue.extend(items)
                     full = False
                     if len(self._queue) >= self._batch_size:
                         self._cond.notify_all()
@@ -214,8 +251,9 @@ class PhoenixSink:
                          for _ in range(min(self._batch_size, len(self._queue)))]
                 self._in_flight = len(batch)
             try:
-                if batch:
-                    self._send(batch)
+                for path in sorted({annotation_path(item) for item in batch}):
+                    self._send([item for item in batch if annotation_path(item) == path],
+                               path)
             except Exception:  # noqa: BLE001 - the thread must outlive any one batch
                 self._log_once("send", "tracescore: sending Phoenix annotations failed",
                                exc_info=True)
@@ -226,10 +264,10 @@ class PhoenixSink:
                     self._in_flight = 0
                     self._cond.notify_all()
 
-    def _send(self, batch: list[dict[str, Any]]) -> None:
+    def _send(self, batch: list[dict[str, Any]], path: str = ANNOTATIONS_PATH) -> None:
         body = json.dumps({"data": batch}, separators=(",", ":")).encode()
         for attempt in range(self._max_retries + 1):
-            status, retry_after, detail = self._post(body)
+            status, retry_after, detail = self._post(body, path)
             if status is not None and 200 <= status < 300:
                 with self._cond:
                     self._counts["sent"] += len(batch)
@@ -253,10 +291,10 @@ class PhoenixSink:
         with self._cond:
             self._drop("shutdown" if self._closed else "retries_exhausted", len(batch))
 
-    def _post(self, body: bytes) -> tuple[int | None, float | None, str]:
+    def _post(self, body: bytes, path: str) -> tuple[int | None, float | None, str]:
         """(HTTP status or None for a transport error, Retry-After seconds, short detail)."""
-        request = urllib.request.Request(self._url, data=body, method="POST",
-                                         headers=self._headers)
+        request = urllib.request.Request(self.endpoint + path + "?sync=false", data=body,
+                                         method="POST", headers=self._headers)
         try:
             with suppressed(), urllib.request.urlopen(request, timeout=self._timeout) as response:
                 response.read()

@@ -40,6 +40,12 @@ from tracescore.instrument._calls import (
 )
 from tracescore.online import _diagnose as diagnose
 from tracescore.online._collector import TraceCollector, in_process
+from tracescore.online._conversation_scope import conversation_carrier_span
+from tracescore.online._conversations import (
+    ConversationOptions,
+    Turn,
+    as_conversation_options,
+)
 from tracescore.online._core import Call, ScoringCore, release_budgets
 from tracescore.online._delivery import ScoreRun
 from tracescore.online._diagnose import Diagnoser
@@ -58,6 +64,7 @@ from tracescore.online._recognise import (
     recogniser_markers,
 )
 from tracescore.online._records import ResultSink
+from tracescore.online._run_steps import read_mark
 from tracescore.online._runs_tracker import (
     has_run_scope,
     is_run_root,
@@ -116,6 +123,9 @@ class ScoringSpanProcessor(SpanProcessor):
     `trace_limits`: bounds of the tool calls and context collected for a scored agent call from
     the spans that ran inside it (`TraceLimits` or a mapping of its fields); collected only in
     traces a scorer may sample.
+    `conversations`: when scorers of the conversation scope score a conversation
+    (`ConversationOptions` or a mapping of its fields: `quiet_s`, `max_turns`, bounds,
+    `id_attributes`).
     """
 
     def __init__(self, downstream: SpanProcessor, scorers: Sequence[Any] | Any, *,
@@ -124,7 +134,9 @@ class ScoringSpanProcessor(SpanProcessor):
                  score_genai_spans: bool = False, recognise: Sequence[Any] = (),
                  isolation: str = "auto", meter_provider: Any = None, logger_provider: Any = None,
                  sinks: Mapping[str, ResultSink] | None = None,
-                 trace_limits: TraceLimits | Mapping[str, Any] | None = None) -> None:
+                 trace_limits: TraceLimits | Mapping[str, Any] | None = None,
+                 conversations: ConversationOptions | Mapping[str, Any] | None = None
+                 ) -> None:
         if not callable(getattr(downstream, "on_end", None)):
             raise ConfigurationError(
                 f"ScoringSpanProcessor needs a downstream SpanProcessor, got {downstream!r}"
@@ -146,20 +158,27 @@ class ScoringSpanProcessor(SpanProcessor):
         self._downstream_on_ending = getattr(downstream, "_on_ending", None)
         self._core = ScoringCore(online, options, export=self._export, carrier=self._carrier,
                                  trace_limits=limits, metrics=OnlineMetrics(meter_provider),
-                                 logger_provider=logger_provider, sinks=sinks)
+                                 logger_provider=logger_provider, sinks=sinks,
+                                 conversations=as_conversation_options(conversations),
+                                 conversation_carrier=self._conversation_carrier)
+        # conversation scorers: every agent call with a conversation id is a turn (None: none)
+        self._conversations = (self._core.conversations.tracker
+                               if self._core.conversations is not None else None)
+        self._resource: Any = None  # of the agent spans seen (for conversation carriers)
         # agent spans without content of their own are read from the LLM calls below them
         self._contentless = contentless_reader(self._recognisers)
         self._markers = recogniser_markers(self._recognisers)
         self._any_markers = self._markers | self._contentless.markers
         self._diagnose = Diagnoser(self._recognisers)  # agent-like spans the chain cannot read
         self._watched = self._any_markers | self._diagnose.keys
-        self._min_threshold = self._core.threshold
+        # every agent call may be a turn of a conversation (sampled by its id, not the trace's)
+        self._min_threshold = 0 if self._conversations is not None else self._core.threshold
         # traces are collected only where a scorer that reads tool calls or context (or an agent
         # span read from its LLM calls) may sample: the lowest rejection threshold among those
         readers = [o._threshold for o in online if reads_trace(o.scorer) or is_run_scoped(o)]
         self._run_scope = has_run_scope(online)  # run-scope scorers score at a run's root only
         if self._contentless:
-            readers.append(self._min_threshold)
+            readers.append(self._core.threshold)
         self._trace_threshold = min(readers, default=_NEVER)
         self._max_candidates = max(1024, 4 * queue_size)
         self._init_state()
@@ -216,7 +235,8 @@ class ScoringSpanProcessor(SpanProcessor):
                 if self._run_scope and not self._at_root(candidate, trace):
                     self._downstream.on_end(span)
                     return
-                if (trace is not None and (trace.items or trace.dropped)) or candidate.added:
+                if (trace is not None and (trace.items or trace.dropped or trace.marks)
+                        ) or candidate.added:
                     self._collect(span, trace, candidate)
                 self._core.submit(_key(span), candidate.call, span)
                 return
@@ -247,13 +267,15 @@ class ScoringSpanProcessor(SpanProcessor):
             item = read_span(span.name, attributes, span.start_time or 0,
                              functools.partial(_error_of, span, attributes))
             llm = read_llm_call(attributes, span.start_time or 0) if self._contentless else None
+            mark = read_mark(span.name, attributes, span.start_time or 0, span.end_time or 0,
+                             _error_of(span, attributes)) if self._run_scope else None
         except Exception:  # noqa: BLE001 - a span we cannot read contributes nothing
             self._core.log_once("trace_input", "tracescore: could not read a tool or context "
                                 "span", exc_info=True)
-            item = llm = None
+            item = llm = mark = None
         parent = span.parent
         return self._traces.end(context.trace_id, context.span_id,
-                                parent.span_id if parent is not None else None, item, llm)
+                                parent.span_id if parent is not None else None, item, llm, mark)
 
     def _collect(self, span: ReadableSpan, trace: TraceSpans | None,
                  candidate: _Candidate) -> None:
@@ -262,9 +284,13 @@ class ScoringSpanProcessor(SpanProcessor):
             call = candidate.call
             items = [Item(at, None, (text,), len(text)) for at, text in candidate.added]
             if trace is not None:
-                found, call.dropped = self._traces.items_under(trace, span.context.span_id,
+                span_id = span.context.span_id
+                found, call.dropped = self._traces.items_under(trace, span_id,
                                                                candidate.tool_content)
                 items.extend(found)
+                if trace.marks and any(is_run_scoped(o) for o in call.scorers):
+                    call.run_source = self._traces.run_source(trace, span_id,
+                                                              candidate.tool_content)
             call.items = items
         except Exception:  # noqa: BLE001 - scored without them rather than not at all
             self._core.log_once("trace_input", "tracescore: could not collect an agent call's "
@@ -347,6 +373,9 @@ class ScoringSpanProcessor(SpanProcessor):
                         name=call.agent, input=call.input, output=call.output,
                         ground_truth=call.ground_truth, attributes=span.attributes or {},
                     )
+                    if self._conversations is not None:
+                        self._conversations.offer(agent_call, agent_call.attributes,
+                                                  context.trace_id, context.span_id)
                     chosen = self._core.choose(agent_call, randomness)
         except Exception:  # noqa: BLE001
             self._core.log_once("offer", "tracescore: could not consider an offered agent span",
@@ -387,10 +416,18 @@ class ScoringSpanProcessor(SpanProcessor):
         context = span.get_span_context()
         if not context.trace_flags & 1:  # not sampled by the tracer: never scored
             return
+        if self._conversations is not None:  # a deque append; the rest on the core's timer
+            self._resource = getattr(span, "resource", None)
+            self._conversations.offer(call, _attributes_of(span),  # type: ignore[arg-type]
+                                      context.trace_id,
+                                      context.span_id)
         randomness = context.trace_id & RANDOMNESS_MASK
         if randomness < self._min_threshold or not span.is_recording():
             return  # no scorer samples this trace: the common, cheap case
-        chosen = self._core.choose(call, randomness)
+        scope = None
+        if self._run_scope and not self._may_be_root(context.trace_id, context.span_id):
+            scope = "call"  # a sub-agent: run-scope scorers wait for its root
+        chosen = self._core.choose(call, randomness, scope=scope)
         if chosen:
             self._stash((context.trace_id, context.span_id), _Candidate(
                 Call(call.input, call.output, call.ground_truth, call.name, chosen),
@@ -406,6 +443,12 @@ class ScoringSpanProcessor(SpanProcessor):
             except (StopIteration, KeyError, RuntimeError):
                 return
             release_budgets(oldest.call.scorers)
+
+    def _may_be_root(self, trace_id: int, span_id: int) -> bool:
+        """Whether the agent call `span_id`, still open, may be its run's root: no other agent
+        span of its trace is open."""
+        trace = self._kept.get(trace_id)
+        return trace is None or not trace.agents - {span_id}
 
     def _unreadable(self, name: str, attributes: Mapping[str, Any]) -> None:
         """Count and log (once per framework and reason) an agent-like span the chain rejected."""
@@ -458,7 +501,11 @@ class ScoringSpanProcessor(SpanProcessor):
                 name=found.agent, input=found.input, output=found.output,
                 ground_truth=found.ground_truth, attributes=attributes,
             )
-            chosen = self._core.choose(call, randomness)
+            if self._conversations is not None:
+                self._resource = span.resource
+                self._conversations.offer(call, attributes, context.trace_id, context.span_id)
+            only = "call" if self._run_scope and not is_run_root(trace) else None
+            chosen = self._core.choose(call, randomness, scope=only)
             if not chosen:
                 return None
             return _Candidate(Call(call.input, call.output, call.ground_truth, call.name, chosen))
@@ -482,6 +529,9 @@ class ScoringSpanProcessor(SpanProcessor):
             run.item, run.online.scorer_name, run.events, start_ns=run.start_ns,
             end_ns=end_ns, agent_name=run.agent,
         ))
+
+    def _conversation_carrier(self, run: ScoreRun, turns: Sequence[Turn], end_ns: int) -> None:
+        self._downstream.on_end(conversation_carrier_span(run, turns, end_ns, self._resource))
 
     def _after_fork(self) -> None:
         # Held spans and candidates belong to the parent, which exports them; the providers

@@ -15,7 +15,8 @@ class ScoreRecord:
     """One scorer run on one span, as a result sink receives it.
 
     `attributes` are those of the run's `gen_ai.evaluation.result` event (score, label,
-    explanation under content capture, judge usage, `error.type` for a failed run).
+    explanation under content capture, judge usage, `error.type` for a failed run). `scope` is
+    what the scorer judged: "call" (the span), "run" (the whole trace, scored at its root span).
     """
 
     trace_id: int
@@ -25,6 +26,7 @@ class ScoreRecord:
     judged: bool
     scorer_version: str
     attributes: Mapping[str, AttributeValue]
+    scope: str = "call"
 
 
 class ResultSink(Protocol):

@@ -2,11 +2,13 @@
 top-level agent or workflow call), so it is scored at its run's root agent span only, never at
 the sub-agents under it.
 
-The processor asks `keep_run_scorers` when an agent span it sampled ends. The root's end is the
-run's end in process: its children (tool calls, LLM calls, sub-agents) ended before it, so the
-items the collector kept below it are the whole run's, in start order (`ScorerInput.trajectory`
-reads them). A sub-agent's span ends while its root is still open: its run-scope scorers are
-dropped from its call (their budget reservations given back), and run again at the root.
+The root's end is the run's end in process: its children (tool calls, LLM calls, sub-agents)
+ended before it, so what the collector kept below it is the whole run (`_run_steps` reads the
+`Run` from it). A sub-agent ends while its root is still open: sampling it, the processor asks
+the core for its call-scope scorers only (no run-scope rate limit or budget is taken), and
+`keep_run_scorers` drops any run-scope scorer left on a call that is not its run's root when
+its span ends (their budget reservations given back). The gateway waits for a run's quiet
+period instead (`gateway/_run_scope`).
 Sampling is the same rule as every scorer's (the trace id's randomness), so a run is sampled or
 not as a whole. Nothing is held besides what the collector holds already: costs nothing when no
 run-scope scorer is configured (`has_run_scope` is False and the hook is not called).

@@ -201,10 +201,12 @@ class TraceSpans:
     # agent calls seen (read, or to be read from their LLM calls): the LLM calls below one are
     # its own, not an outer agent's
     agent_spans: set[int] = field(default_factory=set)
+    marks: dict[int, Any] = field(default_factory=dict)  # run steps (`_run_steps.Mark`)
 
     def add(self, span_id: int, parent_id: int | None, item: Item | None, max_spans: int,
-            llm: LlmCall | None = None) -> None:
-        """Remember a finished span (its parent link, its item and its LLM call if any)."""
+            llm: LlmCall | None = None, mark: Any = None) -> None:
+        """Remember a finished span (its parent link, its item, its LLM call and its run-step
+        mark if any)."""
         if len(self.parents) >= max_spans and span_id not in self.parents:
             self.dropped += 1
             return
@@ -216,6 +218,8 @@ class TraceSpans:
         if llm is not None:
             self.llm[span_id] = llm
             self.chars += llm.chars
+        if mark is not None:
+            self.marks[span_id] = mark
 
     def llm_under(self, agent_id: int) -> list[LlmCall]:
         """The LLM calls below `agent_id` (any depth) but not below another agent span between

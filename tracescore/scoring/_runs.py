@@ -41,7 +41,8 @@ _UNSET: Any = _Unset()  # an expected step that does not constrain its arguments
 @dataclass(frozen=True, kw_only=True)
 class Step:
     """One step of a run: a tool call (its arguments, result or error), an LLM call (its model
-    and tokens), a sub-agent or a workflow step, with its duration and its own steps."""
+    and tokens), a sub-agent or a workflow step, with when it started (ms after the run's
+    start), its duration and its own steps."""
 
     name: str
     type: str = TOOL_CALL
@@ -53,6 +54,7 @@ class Step:
     input_tokens: int | None = None
     output_tokens: int | None = None
     children: tuple[Step, ...] = ()
+    start_ms: float | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -61,11 +63,17 @@ class Step:
 
 @dataclass(frozen=True, kw_only=True)
 class Run:
-    """A whole agent or workflow call: its steps in start order (each with its own steps)."""
+    """A whole agent or workflow call: its steps in start order (each with its own steps).
+
+    Read from a trace, `steps` are the run's tool calls in start order (its sub-agents' too),
+    what trajectories are compared on, and `timeline` is everything the run did: every LLM
+    call, tool call and sub-agent in start order, a sub-agent's own steps as its children, each
+    with its start, duration and error."""
 
     steps: tuple[Step, ...] = ()
     duration_ms: float | None = None  # the whole run's; None: the sum of its steps'
     error: str | None = None
+    timeline: tuple[Step, ...] = ()
 
     @property
     def step_names(self) -> list[str]:

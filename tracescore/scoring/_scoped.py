@@ -78,7 +78,7 @@ def step_json(step: Step) -> dict[str, Any]:
     from tracescore._content import to_json_safe
 
     shown: dict[str, Any] = {"type": step.type, "name": step.name}
-    for key in ("arguments", "result", "error", "duration_ms", "model"):
+    for key in ("arguments", "result", "error", "start_ms", "duration_ms", "model"):
         value = getattr(step, key)
         if value is not None:
             shown[key] = to_json_safe(value)

@@ -186,7 +186,8 @@ class LLMJudgeScorer(ScopedScorer, JudgedScorer):
             blocks["conversation"] = run.judge_text(_json(turns_json(conversation_turns(call))))
             return blocks
         if self.scope == "run":
-            steps = [step_json(s) for s in call.trajectory.steps]
+            taken = call.trajectory  # read from a trace: everything it did, else its steps
+            steps = [step_json(s) for s in (taken.timeline or taken.steps)]
             blocks["run"] = run.judge_text(_json(steps)) if steps else None
         blocks["output"] = run.judge_text(_text(output, answer_text))
         return blocks
