@@ -3,7 +3,7 @@
 app (OTel SDK, one export per span) -> collector -> tier 1: 3 `tracescore serve` replicas routed
 by trace id -> the collector's `scored` receiver -> the backend; and a copy of the spans that carry
 a conversation id -> tier 2: 2 replicas routed by conversation id. Conversations take turns over
-time, each turn its own trace, the conversation id in the three places frameworks put it. Each
+time, each turn its own trace, the conversation id where four conventions put it. Each
 trace is scored once, on the one tier-1 replica that got all its spans; every turn of a
 conversation reaches the same tier-2 replica, and only turns do.
 """
@@ -33,9 +33,11 @@ from tracescore.testing._tools import free_port
 
 CONFIG = Path(__file__).resolve().parent.parent / "collector_config" / "gateway-fleet.yaml"
 ROUTE_KEY = "tracescore.route.conversation_id"  # what the config routes tier 2 by
-# where frameworks put a conversation id: GenAI semconv on the agent span, OpenInference on
-# every span of the session, Mastra on its agent span
-ID_KEYS = ("gen_ai.conversation.id", "session.id", "mastra.metadata.threadId")
+# where frameworks put a conversation id, in the order the config prefers them: GenAI semconv
+# and Mastra on the agent span, OpenInference and OpenLLMetry on every span of the session
+ID_KEYS = ("gen_ai.conversation.id", "session.id", "mastra.metadata.threadId",
+           "traceloop.association.properties.session_id")
+ON_EVERY_SPAN = {"session.id", "traceloop.association.properties.session_id"}
 TIER1, TIER2 = 3, 2
 CONVERSATIONS, TURNS = 6, 4
 _PORT_TAKEN = ("already in use", "cannot listen")
@@ -152,7 +154,7 @@ def _send(fleet: Fleet, conversations: list[str]) -> tuple[list[Key], dict[str, 
             for index, conversation in enumerate([*conversations, None]):
                 key = ID_KEYS[index % len(ID_KEYS)]
                 on_agent = {key: conversation} if conversation else {}
-                on_all = on_agent if key == "session.id" else {}
+                on_all = on_agent if key in ON_EVERY_SPAN else {}
                 question = f"What is the capital of France? ({conversation}, turn {turn})"
                 agent_attrs = {**agent_attributes(question=question), **on_agent}
                 with (tracer.start_as_current_span("invoke_agent geo", attributes=agent_attrs) as agent,
