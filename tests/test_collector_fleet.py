@@ -206,9 +206,10 @@ def test_each_trace_on_one_scoring_replica_each_conversation_on_one_turn_replica
             assert (span.trace_id, span.span_id) in carrying[conversation]
     for conversation in conversations:
         assert seen[conversation] == {fleet.tier2_for(conversation)}
-        turns = [s for r in turn_receivers for s in r.spans_named("invoke_agent geo") if _conversation(s) == conversation]
+        turns = [s for r in turn_receivers for s in r.spans_named("invoke_agent geo")
+                 if _conversation(s) == conversation]
         assert len({s.trace_id for s in turns}) == TURNS  # every turn, each its own trace
-    assert all(Counter(len(r.spans) > 0 for r in turn_receivers).values())
+    assert all(r.spans for r in turn_receivers)  # both replicas have conversations
     print(f"tier 1 shares of {len(sent)} spans: {tier1_counts}; tier 2: "
           f"{[len(r.spans) for r in turn_receivers]} spans of {CONVERSATIONS} conversations")
 
@@ -226,7 +227,6 @@ def _conversation(span: ReceivedSpan) -> str | None:
     route = span.attributes.get(ROUTE_KEY)
     assert route == next((span.attributes[k] for k in ID_KEYS if k in span.attributes), None)
     return route
-
 
 
 def _post_copy_and_carrier(fleet: Fleet, backend: OTLPReceiver) -> None:
