@@ -109,6 +109,16 @@ TS_CONTEXT = "tracescore.context"
 TS_FAILED_STEP = "tracescore.evaluation.failed_step"  # scorer step that failed (on error)
 EVALUATION_SPAN_PREFIX = "evaluation"  # carrier span name: "evaluation {scorer name}"
 TS_EVALUATION_CARRIER = "tracescore.evaluation.carrier"  # bool attribute marking a carrier span
+# a conversation's result (with gen_ai.conversation.id): the version, by the turns it saw
+TS_CONVERSATION_TURNS = "tracescore.conversation.turns"  # how many turns (int)
+TS_CONVERSATION_FIRST_TURN = "tracescore.conversation.first_turn"  # "<trace id>/<span id>"
+TS_CONVERSATION_LAST_TURN = "tracescore.conversation.last_turn"
+TS_CONVERSATION_TRIGGER = "tracescore.conversation.trigger"  # quiet, turn_limit, max_age ...
+# counter of the conversation scope's events, by `tracescore.conversation.event`: turns,
+# versions.<trigger>, forgotten.<reason> (a scored conversation's turns let go early),
+# dropped.<reason> (turns not taken), turns.filtered, store_failed
+METRIC_CONVERSATION_EVENTS = "tracescore.conversation.events"
+TS_CONVERSATION_EVENT = "tracescore.conversation.event"
 METRIC_EVALUATION_SCORE = "tracescore.evaluation.score"  # histogram of scores
 METRIC_EVALUATION_SAMPLED = "tracescore.evaluation.sampled"
 METRIC_EVALUATION_SCORED = "tracescore.evaluation.scored"

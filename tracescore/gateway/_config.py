@@ -248,7 +248,8 @@ class GatewayConfig:
     """Everything `Gateway` needs, validated, in the sections of the YAML file: `receivers`,
     `exporter`, `journal`, `limits`, `scoring`, `telemetry`, plus `recognisers` (the chain the
     `recognise` section builds; None: the built-in conventions), `trace` (the checked `trace`
-    section) and `shutdown_timeout_s`.
+    section), `conversations` (the checked `conversations` section: when conversation-scope
+    scorers score) and `shutdown_timeout_s`.
 
     Give sections (`receivers=ReceiversConfig(grpc="127.0.0.1:0")`) or the flat names of single
     settings (`grpc_endpoint="127.0.0.1:0"`, `exporter_endpoint=...`, `scorers=[...]`, ...); the
@@ -264,6 +265,7 @@ class GatewayConfig:
     recognisers: Sequence[Any] | None
     trace: Mapping[str, Any]
     shutdown_timeout_s: float
+    conversations: Mapping[str, Any]
 
     def __init__(self, *, receivers: ReceiversConfig | None = None,
                  exporter: ExporterConfig | None = None, journal: JournalConfig | None = None,
@@ -271,7 +273,7 @@ class GatewayConfig:
                  telemetry: TelemetryConfig | None = None,
                  recognisers: Sequence[Any] | None = None,
                  trace: Mapping[str, Any] | None = None, shutdown_timeout_s: float = 30.0,
-                 **settings: Any) -> None:
+                 conversations: Mapping[str, Any] | None = None, **settings: Any) -> None:
         given = {"receivers": receivers, "exporter": exporter, "journal": journal,
                  "limits": limits, "scoring": scoring, "telemetry": telemetry}
         changes: dict[str, dict[str, Any]] = {name: {} for name in _SECTIONS}
@@ -295,6 +297,7 @@ class GatewayConfig:
         object.__setattr__(self, "recognisers", recognisers)
         object.__setattr__(self, "trace", {} if trace is None else trace)
         object.__setattr__(self, "shutdown_timeout_s", shutdown_timeout_s)
+        object.__setattr__(self, "conversations", {} if conversations is None else conversations)
         self._check()
 
     def _check(self) -> None:
@@ -386,6 +389,11 @@ def load_gateway_config(path: str | os.PathLike[str] | None = None,
     from tracescore.gateway._trace_buffer import buffer_from
 
     buffer_from(trace)  # validated now
+    conversations = nested.pop("conversations", {})
+    from tracescore.online._conversations import as_conversation_options
+
+    as_conversation_options(conversations)  # validated now
+    nested["conversations"] = conversations
     recognise = nested.pop("recognise", {})
     recognisers = _recognisers(recognise.get("mappings", []), recognise.get("builtins", True))
     scoring = nested.setdefault("scoring", {})

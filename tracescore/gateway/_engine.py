@@ -46,6 +46,8 @@ from tracescore.gateway._trace_buffer import (
 from tracescore.instrument._calls import AgentCall
 from tracescore.online import _diagnose as diagnose
 from tracescore.online import _metrics as reasons
+from tracescore.online._conversation_scope import MAX_LINKS, carrier_fields
+from tracescore.online._conversations import Turn, as_conversation_options
 from tracescore.online._core import Call, ScoringCore
 from tracescore.online._delivery import ScoreRun
 from tracescore.online._diagnose import Diagnoser
@@ -93,7 +95,7 @@ class Engine:
                  trace_options: Mapping[str, Any] | None = None,
                  max_request_bytes: int | None = None,
                  keep: Callable[[Any, tuple[OnlineScorer, ...]], tuple[OnlineScorer, ...]]
-                 | None = None) -> None:
+                 | None = None, conversations: Mapping[str, Any] | None = None) -> None:
         self._recognisers = tuple(recognisers)
         self._keep = keep  # rescore: which of a span's chosen scorers still score it
         self._contentless = contentless_reader(self._recognisers)
@@ -127,8 +129,14 @@ class Engine:
         self.core = ScoringCore(online, options, export=self._finished, carrier=self._carrier,
                                 trace_limits=self.traces.limits,
                                 metrics=OnlineMetrics(meter_provider),
-                                logger_provider=logger_provider)
-        self._threshold = self.core.threshold
+                                logger_provider=logger_provider,
+                                conversations=as_conversation_options(conversations),
+                                conversation_carrier=self._conversation_carrier,
+                                turn_store=journal)
+        scope = self.core.conversations
+        self._turns = scope.tracker if scope is not None else None  # None: no conversation scorer
+        # every agent span may be a turn of a conversation (sampled by its id, not the trace's)
+        self._threshold = 0 if self._turns is not None else self.core.threshold
         # attributes are decoded for the filters only when a scorer has one
         self._filtered = any(o._filtered for o in online)
 
@@ -208,6 +216,9 @@ class Engine:
         """Forward (and offer again for scoring) what the journal kept from a previous run."""
         if self._journal is None:
             return 0
+        if self._turns is not None:  # conversations where the last run left them
+            for conversation, turns, scored in self._journal.conversations():
+                self._turns.restore(conversation, turns, scored)
         replayed = 0
         for entry in self._journal.entries():
             replayed += entry.count
@@ -335,12 +346,16 @@ class Engine:
         try:
             randomness = key[0] & RANDOMNESS_MASK
             if not self.core.closing and randomness >= self._threshold:
-                attributes = _otlp.attributes_of(span.attributes) if self._filtered else {}
+                turns = self._turns
+                attributes = (_otlp.attributes_of(span.attributes)
+                              if self._filtered or turns is not None else {})
                 agent_call = AgentCall(
                     span=None,  # type: ignore[arg-type]  # no SDK span at the gateway
                     name=call.agent, input=call.input, output=call.output,
                     ground_truth=call.ground_truth, attributes=attributes,
                 )
+                if turns is not None:  # journaled here, before the request is acknowledged
+                    turns.offer(agent_call, attributes, *key)
                 chosen = self.core.choose(agent_call, randomness)
                 if chosen and self._keep is not None:
                     chosen = self._keep(span, chosen)
@@ -504,6 +519,23 @@ class Engine:
             single, f"{sc.EVALUATION_SPAN_PREFIX} {run.online.scorer_name}",
             carrier_attributes(run.key[1], run.events, run.agent), run.events,
             start_ns=run.start_ns, end_ns=end_ns, scope=SCOPE.name)
+        self._output.put((), request.SerializeToString(), 1)
+
+    def _conversation_carrier(self, run: ScoreRun, turns: Sequence[Turn], end_ns: int) -> None:
+        """A conversation's carrier span: a child of its last turn, linked to every turn."""
+        self._count_cost(run.events)
+        last = turns[-1]
+        evaluated = ExportTraceServiceRequest()
+        evaluated.resource_spans.add().scope_spans.add().spans.add(
+            trace_id=last.trace_id.to_bytes(16, "big"), span_id=last.span_id.to_bytes(8, "big"))
+        request = _otlp.carrier_request(
+            evaluated, f"{sc.EVALUATION_SPAN_PREFIX} {run.online.scorer_name}",
+            carrier_fields(run, turns), run.events, start_ns=run.start_ns, end_ns=end_ns,
+            scope=SCOPE.name)
+        span = _otlp.only_span(request)
+        for turn in turns[-MAX_LINKS:-1]:  # the last turn is linked already
+            span.links.add(trace_id=turn.trace_id.to_bytes(16, "big"),
+                           span_id=turn.span_id.to_bytes(8, "big"))
         self._output.put((), request.SerializeToString(), 1)
 
     def _count_cost(self, events: Sequence[EventPayload]) -> None:

@@ -108,7 +108,7 @@ class Gateway:
                 metrics=self.metrics, journal=self._journal,
                 processor_options=self._options, meter_provider=self._meter_provider,
                 logger_provider=self._logger_provider, trace_options=config.trace,
-                max_request_bytes=config.max_batch_bytes,
+                max_request_bytes=config.max_batch_bytes, conversations=config.conversations,
             )
             self.metrics.gauge("pending", lambda: self._forwarder.pending if self._forwarder else 0)
             self.metrics.gauge("held_now", lambda: self._engine.held if self._engine else 0)

@@ -4,15 +4,22 @@ A request is written (and committed) before it is acknowledged, and deleted once
 has acknowledged it, so a crash between the two loses nothing: the next start forwards it again
 (at least once; a crash after forwarding and before the delete sends it twice). A request the
 next hop took before it was acknowledged (the inline send) is never written.
+
+It also keeps the turns of the conversations a conversation-scope scorer follows (`turns`, one
+row per turn, written before its request is acknowledged) and how many turns of each were
+scored (`conversations`), so a restart rebuilds the conversations where they were; a
+conversation's rows go when the gateway lets it go.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tracescore._exceptions import ConfigurationError
 
@@ -22,6 +29,10 @@ HELD = 1  # one agent span held for scoring
 SYNC_MODES = ("normal", "full")
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS spans (id INTEGER PRIMARY KEY, kind INTEGER NOT NULL, "
            "count INTEGER NOT NULL, body BLOB NOT NULL)")
+_TURNS = ("CREATE TABLE IF NOT EXISTS turns (id INTEGER PRIMARY KEY, conversation TEXT NOT NULL, "
+          "body TEXT NOT NULL)")
+_SCORED = ("CREATE TABLE IF NOT EXISTS conversations (conversation TEXT PRIMARY KEY, "
+           "scored INTEGER NOT NULL)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +63,8 @@ class Journal:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(f"PRAGMA synchronous={sync.upper()}")
             db.execute(_SCHEMA)
+            db.execute(_TURNS)
+            db.execute(_SCORED)
             db.execute("BEGIN IMMEDIATE")  # takes the exclusive lock now, not at the first write
             db.execute("COMMIT")
         except (OSError, sqlite3.Error) as exc:
@@ -103,6 +116,41 @@ class Journal:
         """Spans in the journal."""
         with self._lock:
             return int(self._live().execute("SELECT COALESCE(SUM(count), 0) FROM spans").fetchone()[0])
+
+    # --- conversations (a `TurnStore`) ------------------------------------------------------
+    def add_turn(self, conversation: str, turn: Mapping[str, Any]) -> None:
+        """Keep one turn of `conversation`."""
+        body = json.dumps(turn, default=str, ensure_ascii=False)
+        with self._lock:
+            self._live().execute("INSERT INTO turns (conversation, body) VALUES (?, ?)",
+                                 (conversation, body))
+
+    def scored(self, conversation: str, turns: int) -> None:
+        """The first `turns` turns of `conversation` were scored."""
+        with self._lock:
+            self._live().execute("INSERT OR REPLACE INTO conversations VALUES (?, ?)",
+                                 (conversation, turns))
+
+    def forget(self, conversation: str) -> None:
+        """`conversation` was let go: its turns go."""
+        with self._lock:
+            db = self._live()
+            db.execute("BEGIN")
+            db.execute("DELETE FROM turns WHERE conversation = ?", (conversation,))
+            db.execute("DELETE FROM conversations WHERE conversation = ?", (conversation,))
+            db.execute("COMMIT")
+
+    def conversations(self) -> Iterator[tuple[str, list[dict[str, Any]], int]]:
+        """(conversation, its turns in order, how many were scored) of every kept one."""
+        with self._lock:
+            db = self._live()
+            rows = db.execute("SELECT conversation, body FROM turns ORDER BY id").fetchall()
+            scored = dict(db.execute("SELECT conversation, scored FROM conversations").fetchall())
+        turns: dict[str, list[dict[str, Any]]] = {}
+        for conversation, body in rows:
+            turns.setdefault(str(conversation), []).append(json.loads(body))
+        for conversation, kept in turns.items():
+            yield conversation, kept, int(scored.get(conversation, 0))
 
     def close(self) -> None:
         with self._lock:

@@ -39,6 +39,12 @@ from tracescore.instrument._calls import AgentCall
 from tracescore.online import _metrics as reasons
 from tracescore.online._choose import choose, would_sample
 from tracescore.online._collector import decoded
+from tracescore.online._conversation_scope import ConversationCarrier, ConversationScope
+from tracescore.online._conversations import (
+    ConversationOptions,
+    TurnStore,
+    is_conversation_scoped,
+)
 from tracescore.online._delivery import (
     CarrierSink,
     LogSink,
@@ -68,6 +74,7 @@ from tracescore.scoring._base import ScorerInput, evaluate_call
 from tracescore.scoring._provenance import provenance
 
 _log = logging.getLogger("tracescore")
+_NEVER = 1 << 56  # above every trace's randomness
 _SCORING_SHARE = 0.8  # of a flush timeout spent waiting for pending scoring
 
 
@@ -102,7 +109,10 @@ class ScoringCore:
                  carrier: Callable[[ScoreRun, int], None],
                  trace_limits: TraceLimits, metrics: OnlineMetrics | None = None,
                  logger_provider: Any = None,
-                 sinks: Mapping[str, ResultSink] | None = None) -> None:
+                 sinks: Mapping[str, ResultSink] | None = None,
+                 conversations: ConversationOptions | None = None,
+                 conversation_carrier: ConversationCarrier | None = None,
+                 turn_store: TurnStore | None = None) -> None:
         if not scorers:
             raise ConfigurationError("ScoringSpanProcessor needs at least one scorer")
         if options.isolation == "thread":  # judges run in this process: check them now, fully
@@ -115,8 +125,12 @@ class ScoringCore:
         self.scorers = scorers
         self.options = options
         self.trace_limits = trace_limits
+        # conversation scorers are never chosen per call (`_conversation_scope`)
+        talks = tuple(o for o in scorers if is_conversation_scoped(o))
+        self._call_scorers = tuple(o for o in scorers if o not in talks)
         # the lowest rejection threshold: a trace whose randomness is below it is never sampled
-        self.threshold = min(s._threshold for s in scorers)
+        self.threshold = min((s._threshold for s in self._call_scorers), default=_NEVER)
+        conversation_options = conversations or ConversationOptions()
         self.result_sinks = result_sinks(sorted({n for s in scorers for n in s.sinks}), sinks)
         self.metrics = metrics if metrics is not None else OnlineMetrics()
         self._export_item = export
@@ -126,8 +140,11 @@ class ScoringCore:
                               release=self._release)
         self.worker = Worker(  # judged scorers
             queue_size=options.queue_size, concurrency=options.concurrency,
-            tick_s=min(1.0, max(0.01, options.max_wait_s / 4)), on_tick=self.held.expire,
+            tick_s=min(1.0, max(0.01, min(options.max_wait_s,
+                                          conversation_options.quiet_s) / 4)),
+            on_tick=self._tick,
         )
+        self._timers: list[Callable[[], None]] = []  # `add_timer`
         # scorers without a judge: a lane of their own, never behind slow judge calls
         self.fast = Worker(queue_size=options.queue_size, concurrency=options.concurrency,
                            name="tracescore-online-fast")
@@ -135,6 +152,14 @@ class ScoringCore:
         self._routes = {o.scorer_id: self._route(o, carrier, logger_provider) for o in scorers}
         self._inflight: dict[Key, list[asyncio.Task[None]]] = {}
         self._lock = threading.Lock()
+        self.conversations: ConversationScope | None = None  # None: no conversation scorer
+        if talks:
+            self.conversations = ConversationScope(
+                talks, conversation_options, lanes=(self.fast, self.worker),
+                metrics=self.metrics, carrier=conversation_carrier or _no_carrier,
+                logger_provider=logger_provider, result_sinks=self.result_sinks,
+                result_events=_result_events, log_once=self.log_once, store=turn_store)
+            self.add_timer(self.conversations.tracker.expire)
 
     def _route(self, online: OnlineScorer, carrier: Callable[[ScoreRun, int], None],
                logger_provider: Any) -> tuple[bool, tuple[Sink, ...]]:
@@ -151,6 +176,17 @@ class ScoringCore:
                      for n in sorted(online.sinks) if n in self.result_sinks)
         return any(name != "span" for name in online.sinks), tuple(route)
 
+    def add_timer(self, timer: Callable[[], None]) -> None:
+        """Call `timer` on the core's timer thread (each tick: at most 1 s apart), from now on
+        (e.g. a `QuietTable`'s `expire`)."""
+        self._timers.append(timer)
+        self.worker.start()
+
+    def _tick(self) -> None:
+        self.held.expire()
+        for timer in self._timers:
+            timer()
+
     def stats(self) -> dict[str, int]:
         """Counters and gauges (see `ScoringSpanProcessor.stats`)."""
         counts = self.metrics.snapshot()
@@ -161,6 +197,8 @@ class ScoringCore:
         counts["running"] = self.worker.running + self.fast.running
         if self.isolation is not None:
             counts["in_thread"] = self.isolation.in_thread
+        if self.conversations is not None:
+            counts.update(self.conversations.tracker.stats())
         for name, sink in self.result_sinks.items():
             for key, value in _sink_stats(sink).items():
                 counts[f"{name}.{key}"] = value
@@ -169,13 +207,13 @@ class ScoringCore:
     # --- choosing (the agent's thread: cheap, no I/O) ---------------------------------------------
     def choose(self, call: AgentCall, randomness: int) -> tuple[OnlineScorer, ...]:
         """The scorers that sample `call` (each holding its rate limit and budget)."""
-        return choose(self.scorers, call, randomness, self.metrics, self.log_once)
+        return choose(self._call_scorers, call, randomness, self.metrics, self.log_once)
 
     def would_sample(self, randomness: int, agent: str,
                      attributes: Mapping[str, Any]) -> dict[str, OnlineScorer]:
         """The scorers whose rate, `agents` and `attributes` filters take a call (no limits,
         budgets nor predicates): those that note it 'unscored' when it cannot be read."""
-        return would_sample(self.scorers, randomness, agent, attributes)
+        return would_sample(self._call_scorers, randomness, agent, attributes)
 
     # --- hand-off -----------------------------------------------------------------------------------
     def submit(self, key: Key, call: Call, item: Any) -> None:
@@ -393,8 +431,10 @@ class ScoringCore:
     def close(self, wait: float) -> float:
         """Stop taking calls, wait (bounded by `wait` seconds) for pending scoring, release
         every held item (reason "shutdown"); the deadline left for the caller's downstream."""
-        self.closing = True
         deadline = time.monotonic() + wait
+        if self.conversations is not None and self.conversations.keeps_nothing:
+            self.conversations.tracker.release_all()  # nothing keeps them: score them now
+        self.closing = True
         self.wait_idle(wait)
         # a job stuck in blocking code cannot hold shutdown: held spans are released regardless
         for worker in (self.fast, self.worker):
@@ -450,6 +490,10 @@ def _result_events(online: OnlineScorer, result: Any, error: BaseException | Non
         None, scorer_id=online.scorer_id, scorer_name=online.scorer_name, error=error,
         sampling_rate=online.rate, run_id=run_id, **provenance(online.scorer),
     ), error
+
+
+def _no_carrier(*args: object) -> None:
+    return None
 
 
 def release_budgets(scorers: Sequence[OnlineScorer]) -> None:

@@ -68,6 +68,7 @@ class OnlineMetrics:
 
     def __init__(self, meter_provider: metrics.MeterProvider | None = None) -> None:
         meter = metrics.get_meter("tracescore.online", meter_provider=meter_provider)
+        self.meter = meter  # for the instruments of other parts (the conversation scope's)
         self._score = meter.create_histogram(
             sc.METRIC_EVALUATION_SCORE, unit="1", description="Online evaluation scores"
         )

@@ -1,4 +1,5 @@
-"""`PhoenixSink`: scorer results as Arize Phoenix span annotations (`POST /v1/span_annotations`).
+"""`PhoenixSink`: scorer results as Arize Phoenix span annotations (`POST /v1/span_annotations`),
+and a conversation's results also as session annotations (`POST /v1/session_annotations`).
 
 Phoenix then shows each score on the evaluated span, as a column of its span table, in its
 filters (`annotations['answer-relevancy'].score < 0.5`) and in the project's stats. The span
@@ -7,7 +8,11 @@ events stay as they are; this sink adds Phoenix's native view.
 Records are queued (bounded; a full queue drops and counts), sent in batches by one daemon
 thread, and retried with exponential backoff on connection errors, 408, 429 and 5xx (honouring
 Retry-After). The agent never waits for Phoenix. Annotations are upserts keyed by span, name and
-identifier, so a retried batch never duplicates one.
+identifier, so a retried batch never duplicates one. A conversation's result is annotated on its
+last turn's span and on the Phoenix session named by its conversation id, with the identifier
+`turns=<n>`: each version is a new annotation, a retried one replaces itself. (Phoenix makes a
+session of the spans that carry `session.id`; a session annotation for an id it has no session
+of is dropped by Phoenix.)
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ ENV_API_KEY = "PHOENIX_API_KEY"
 ENV_HEADERS = "PHOENIX_CLIENT_HEADERS"
 DEFAULT_ENDPOINT = "http://localhost:6006"
 ANNOTATIONS_PATH = "/v1/span_annotations"
+SESSION_ANNOTATIONS_PATH = "/v1/session_annotations"
 ERROR_LABEL = "error"  # label of a failed run's annotation (its explanation says why)
 
 _RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
@@ -58,6 +64,20 @@ _METADATA: tuple[tuple[str, str], ...] = (
     ("error_type", sc.ERROR_TYPE),
     ("failed_step", sc.TS_FAILED_STEP),
 )
+
+
+def session_annotation(record: ScoreRecord) -> dict[str, Any] | None:
+    """The Phoenix session annotation of a conversation's result (None for other results)."""
+    attrs = record.attributes
+    session = attrs.get(sc.GEN_AI_CONVERSATION_ID)
+    turns = attrs.get(sc.TS_CONVERSATION_TURNS)
+    if session is None or turns is None:
+        return None
+    item = annotation(record)
+    del item["span_id"]
+    item["metadata"].update(turns=turns, first_turn=attrs.get(sc.TS_CONVERSATION_FIRST_TURN),
+                            last_turn=attrs.get(sc.TS_CONVERSATION_LAST_TURN))
+    return {"session_id": str(session), **item, "identifier": f"turns={turns}"}
 
 
 def annotation(record: ScoreRecord) -> dict[str, Any]:
@@ -112,6 +132,7 @@ class PhoenixSink:
                  timeout_s: float = 10.0) -> None:
         self.endpoint = _endpoint(endpoint)
         self._url = self.endpoint + ANNOTATIONS_PATH + "?sync=false"
+        self._session_url = self.endpoint + SESSION_ANNOTATIONS_PATH + "?sync=false"
         self._headers = _headers(api_key, headers)
         self._batch_size = _positive_int("batch_size", batch_size)
         self._queue_size = _positive_int("queue_size", queue_size)
@@ -140,13 +161,16 @@ class PhoenixSink:
         try:
             if self._pid != os.getpid():  # forked: the parent's thread and queue are not ours
                 self._init_state()
-            item = annotation(record)
+            items = [annotation(record)]
+            session = session_annotation(record)
+            if session is not None:
+                items.append(session)
             with self._cond:
                 if self._closed or len(self._queue) >= self._queue_size:
-                    self._drop("shutdown" if self._closed else "queue_full", 1)
+                    self._drop("shutdown" if self._closed else "queue_full", len(items))
                     full = not self._closed
                 else:
-                    self._queue.append(item)
+                    self._queue.extend(items)
                     full = False
                     if len(self._queue) >= self._batch_size:
                         self._cond.notify_all()
@@ -227,9 +251,16 @@ class PhoenixSink:
                     self._cond.notify_all()
 
     def _send(self, batch: list[dict[str, Any]]) -> None:
+        sessions = [item for item in batch if "session_id" in item]
+        spans = [item for item in batch if "session_id" not in item]
+        for url, items in ((self._url, spans), (self._session_url, sessions)):
+            if items:
+                self._send_to(url, items)
+
+    def _send_to(self, url: str, batch: list[dict[str, Any]]) -> None:
         body = json.dumps({"data": batch}, separators=(",", ":")).encode()
         for attempt in range(self._max_retries + 1):
-            status, retry_after, detail = self._post(body)
+            status, retry_after, detail = self._post(body, url)
             if status is not None and 200 <= status < 300:
                 with self._cond:
                     self._counts["sent"] += len(batch)
@@ -253,9 +284,10 @@ class PhoenixSink:
         with self._cond:
             self._drop("shutdown" if self._closed else "retries_exhausted", len(batch))
 
-    def _post(self, body: bytes) -> tuple[int | None, float | None, str]:
+    def _post(self, body: bytes, url: str | None = None
+              ) -> tuple[int | None, float | None, str]:
         """(HTTP status or None for a transport error, Retry-After seconds, short detail)."""
-        request = urllib.request.Request(self._url, data=body, method="POST",
+        request = urllib.request.Request(url or self._url, data=body, method="POST",
                                          headers=self._headers)
         try:
             with suppressed(), urllib.request.urlopen(request, timeout=self._timeout) as response:

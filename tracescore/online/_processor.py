@@ -40,6 +40,12 @@ from tracescore.instrument._calls import (
 )
 from tracescore.online import _diagnose as diagnose
 from tracescore.online._collector import in_process
+from tracescore.online._conversation_scope import conversation_carrier_span
+from tracescore.online._conversations import (
+    ConversationOptions,
+    Turn,
+    as_conversation_options,
+)
 from tracescore.online._core import Call, ScoringCore, release_budgets
 from tracescore.online._delivery import ScoreRun
 from tracescore.online._diagnose import Diagnoser
@@ -116,6 +122,9 @@ class ScoringSpanProcessor(SpanProcessor):
     `trace_limits`: bounds of the tool calls and context collected for a scored agent call from
     the spans that ran inside it (`TraceLimits` or a mapping of its fields); collected only in
     traces a scorer may sample.
+    `conversations`: when scorers of the conversation scope score a conversation
+    (`ConversationOptions` or a mapping of its fields: `quiet_s`, `max_turns`, bounds,
+    `id_attributes`).
     """
 
     def __init__(self, downstream: SpanProcessor, scorers: Sequence[Any] | Any, *,
@@ -124,7 +133,9 @@ class ScoringSpanProcessor(SpanProcessor):
                  score_genai_spans: bool = False, recognise: Sequence[Any] = (),
                  isolation: str = "auto", meter_provider: Any = None, logger_provider: Any = None,
                  sinks: Mapping[str, ResultSink] | None = None,
-                 trace_limits: TraceLimits | Mapping[str, Any] | None = None) -> None:
+                 trace_limits: TraceLimits | Mapping[str, Any] | None = None,
+                 conversations: ConversationOptions | Mapping[str, Any] | None = None
+                 ) -> None:
         if not callable(getattr(downstream, "on_end", None)):
             raise ConfigurationError(
                 f"ScoringSpanProcessor needs a downstream SpanProcessor, got {downstream!r}"
@@ -146,20 +157,27 @@ class ScoringSpanProcessor(SpanProcessor):
         self._downstream_on_ending = getattr(downstream, "_on_ending", None)
         self._core = ScoringCore(online, options, export=self._export, carrier=self._carrier,
                                  trace_limits=limits, metrics=OnlineMetrics(meter_provider),
-                                 logger_provider=logger_provider, sinks=sinks)
+                                 logger_provider=logger_provider, sinks=sinks,
+                                 conversations=as_conversation_options(conversations),
+                                 conversation_carrier=self._conversation_carrier)
+        # conversation scorers: every agent call with a conversation id is a turn (None: none)
+        self._conversations = (self._core.conversations.tracker
+                               if self._core.conversations is not None else None)
+        self._resource: Any = None  # of the agent spans seen (for conversation carriers)
         # agent spans without content of their own are read from the LLM calls below them
         self._contentless = contentless_reader(self._recognisers)
         self._markers = recogniser_markers(self._recognisers)
         self._any_markers = self._markers | self._contentless.markers
         self._diagnose = Diagnoser(self._recognisers)  # agent-like spans the chain cannot read
         self._watched = self._any_markers | self._diagnose.keys
-        self._min_threshold = self._core.threshold
+        # every agent call may be a turn of a conversation (sampled by its id, not the trace's)
+        self._min_threshold = 0 if self._conversations is not None else self._core.threshold
         # traces are collected only where a scorer that reads tool calls or context (or an agent
         # span read from its LLM calls) may sample: the lowest rejection threshold among those
         readers = [o._threshold for o in online if reads_trace(o.scorer) or is_run_scoped(o)]
         self._run_scope = has_run_scope(online)  # run-scope scorers score at a run's root only
         if self._contentless:
-            readers.append(self._min_threshold)
+            readers.append(self._core.threshold)
         self._trace_threshold = min(readers, default=_NEVER)
         self._max_candidates = max(1024, 4 * queue_size)
         self._init_state()
@@ -387,6 +405,11 @@ class ScoringSpanProcessor(SpanProcessor):
         context = span.get_span_context()
         if not context.trace_flags & 1:  # not sampled by the tracer: never scored
             return
+        if self._conversations is not None:  # a deque append; the rest on the core's timer
+            self._resource = getattr(span, "resource", None)
+            self._conversations.offer(call, _attributes_of(span),  # type: ignore[arg-type]
+                                      context.trace_id,
+                                      context.span_id)
         randomness = context.trace_id & RANDOMNESS_MASK
         if randomness < self._min_threshold or not span.is_recording():
             return  # no scorer samples this trace: the common, cheap case
@@ -458,6 +481,9 @@ class ScoringSpanProcessor(SpanProcessor):
                 name=found.agent, input=found.input, output=found.output,
                 ground_truth=found.ground_truth, attributes=attributes,
             )
+            if self._conversations is not None:
+                self._resource = span.resource
+                self._conversations.offer(call, attributes, context.trace_id, context.span_id)
             chosen = self._core.choose(call, randomness)
             if not chosen:
                 return None
@@ -482,6 +508,9 @@ class ScoringSpanProcessor(SpanProcessor):
             run.item, run.online.scorer_name, run.events, start_ns=run.start_ns,
             end_ns=end_ns, agent_name=run.agent,
         ))
+
+    def _conversation_carrier(self, run: ScoreRun, turns: Sequence[Turn], end_ns: int) -> None:
+        self._downstream.on_end(conversation_carrier_span(run, turns, end_ns, self._resource))
 
     def _after_fork(self) -> None:
         # Held spans and candidates belong to the parent, which exports them; the providers

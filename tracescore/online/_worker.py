@@ -78,6 +78,18 @@ class Worker:
                 return True
         return True
 
+    def start(self) -> None:
+        """Start the thread (and its timer) now rather than with the first job. Never raises."""
+        with self._lock:
+            if self._thread is not None or self._stopped:
+                return
+            try:
+                self._start_locked()
+            except Exception:  # noqa: BLE001 - e.g. no new threads at interpreter exit
+                _log.warning("tracescore: could not start the online scoring worker",
+                             exc_info=True)
+                self._loop, self._thread = None, None
+
     @property
     def pending(self) -> int:
         """Jobs queued and not yet started."""

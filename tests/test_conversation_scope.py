@@ -1,0 +1,187 @@
+"""Conversation scope in process: every agent call that carries a conversation id is a turn; a
+conversation is scored once it has been quiet (or at its turn limit), again when new turns
+arrive, each result a new version (never overwriting the last), within its bounds."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from _conversation_scorers import TurnCounter
+from opentelemetry import trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import tracescore
+from tracescore import OnlineScorer
+from tracescore import _semconv as sc
+from tracescore.online._conversations import conversation_randomness
+from tracescore.online._sampling import rejection_threshold
+
+QUIET_S = 0.3
+
+
+@tracescore.agent(name="helpdesk", conversation_id=lambda question: question.split(":")[0])
+def helpdesk(question: str) -> str:
+    return f"answer to {question}"
+
+
+@tracescore.agent(name="helpdesk")
+def loner(question: str) -> str:
+    return "no conversation here"
+
+
+class Rig:
+    def __init__(self, **options: Any) -> None:
+        self.exporter = InMemorySpanExporter()
+        scorer = options.pop("scorer", TurnCounter())
+        meters = {"meter_provider": options.pop("meter_provider")} if "meter_provider" in options \
+            else {}
+        self.handle = tracescore.configure(
+            exporter=self.exporter, batch=False, scorers=[scorer],
+            online={"max_wait_s": 1.0, "conversations": {"quiet_s": QUIET_S, **options}, **meters})
+
+    def shutdown(self) -> None:
+        self.handle.shutdown(30)
+
+    def ask(self, *questions: str) -> None:
+        tracer = trace.get_tracer("test")
+        for question in questions:
+            with tracer.start_as_current_span("request"):  # each turn in a trace of its own
+                helpdesk(question)
+
+    def carriers(self) -> list[Any]:
+        return [s for s in self.exporter.get_finished_spans()
+                if s.attributes.get(sc.TS_EVALUATION_CARRIER)]
+
+    def turns(self, conversation: str) -> list[Any]:
+        return [s for s in self.exporter.get_finished_spans()
+                if s.name == "invoke_agent helpdesk"
+                and s.attributes.get(sc.GEN_AI_CONVERSATION_ID) == conversation]
+
+    def wait_for(self, count: int, timeout: float = 10.0) -> list[Any]:
+        deadline = time.monotonic() + timeout
+        while len(self.carriers()) < count and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self.carriers()
+
+
+@pytest.fixture
+def rig() -> Iterator[Rig]:
+    made = Rig()
+    yield made
+    made.shutdown()
+
+
+def _result(carrier: Any) -> dict[str, Any]:
+    [event] = [e for e in carrier.events if e.name == sc.GEN_AI_EVALUATION_RESULT]
+    return dict(event.attributes)
+
+
+def test_a_conversation_is_scored_once_it_is_quiet_and_again_after_a_new_turn(rig: Rig) -> None:
+    rig.ask("c1: my order is late", "c1: it is order 42", "c1: thanks")
+    [first] = rig.wait_for(1)
+    time.sleep(4 * QUIET_S)
+    assert len(rig.carriers()) == 1  # once per quiet period
+    result = _result(first)
+    assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] == 3.0
+    assert result[sc.GEN_AI_EVALUATION_EXPLANATION] == (
+        "c1: my order is late | c1: it is order 42 | c1: thanks")
+    assert result[sc.GEN_AI_CONVERSATION_ID] == "c1"
+    assert result[sc.TS_CONVERSATION_TURNS] == 3
+    assert result[sc.TS_CONVERSATION_TRIGGER] == "quiet"
+    turns = rig.turns("c1")
+    assert len(turns) == 3
+    # linked to every turn it judged (three traces), a child of the last
+    assert {(link.context.trace_id, link.context.span_id) for link in first.links} == {
+        (t.context.trace_id, t.context.span_id) for t in turns}
+    assert len({t.context.trace_id for t in turns}) == 3
+    assert first.parent.span_id == turns[-1].context.span_id
+    assert first.context.trace_id == turns[-1].context.trace_id
+
+    rig.ask("c1: one more thing")
+    first_again, second = rig.wait_for(2)
+    assert first_again.context == first.context and _result(first_again) == result  # kept
+    again = _result(second)
+    assert again[sc.TS_CONVERSATION_TURNS] == 4 and again[sc.GEN_AI_EVALUATION_SCORE_VALUE] == 4
+    assert again[sc.TS_CONVERSATION_FIRST_TURN] == result[sc.TS_CONVERSATION_FIRST_TURN]
+    assert again[sc.TS_CONVERSATION_LAST_TURN] != result[sc.TS_CONVERSATION_LAST_TURN]
+    assert len(second.links) == 4
+    # the turns themselves went out at once, without conversation results on them
+    assert all(not [e for e in t.events if e.name == sc.GEN_AI_EVALUATION_RESULT]
+               for t in rig.turns("c1"))
+
+
+def test_conversations_are_apart_and_calls_without_an_id_are_no_turns(rig: Rig) -> None:
+    rig.ask("a: hello", "b: hi", "a: bye")
+    loner("anyone?")
+    carriers = rig.wait_for(2)
+    time.sleep(2 * QUIET_S)
+    by_id = {_result(c)[sc.GEN_AI_CONVERSATION_ID]: _result(c) for c in rig.carriers()}
+    assert len(rig.carriers()) == 2 and set(by_id) == {"a", "b"}, carriers
+    assert by_id["a"][sc.GEN_AI_EVALUATION_EXPLANATION] == "a: hello | a: bye"
+    assert by_id["b"][sc.TS_CONVERSATION_TURNS] == 1
+
+
+def test_the_turn_limit_scores_a_conversation_before_it_is_quiet() -> None:
+    rig = Rig(quiet_s=60.0, max_turns=2)
+    try:
+        rig.ask("t: one", "t: two", "t: three", "t: four")
+        first, second = rig.wait_for(2)
+        assert sorted(_result(c)[sc.TS_CONVERSATION_TURNS] for c in (first, second)) == [2, 4]
+        assert {_result(c)[sc.TS_CONVERSATION_TRIGGER] for c in (first, second)} == {
+            "turn_limit"}
+    finally:
+        rig.shutdown()
+
+
+def test_shutdown_scores_a_conversation_still_waiting_for_its_quiet_period() -> None:
+    rig = Rig(quiet_s=60.0)
+    rig.ask("s: one", "s: two")
+    rig.shutdown()
+    [carrier] = rig.carriers()
+    assert _result(carrier)[sc.TS_CONVERSATION_TURNS] == 2
+    assert _result(carrier)[sc.TS_CONVERSATION_TRIGGER] == "shutdown"
+
+
+def test_held_conversations_stay_within_their_bounds_and_are_counted() -> None:
+    reader = InMemoryMetricReader()
+    rig = Rig(quiet_s=60.0, max_conversations=3,
+              meter_provider=MeterProvider(metric_readers=[reader]))
+    try:
+        rig.ask(*(f"k{n}: hello" for n in range(6)))
+        carriers = rig.wait_for(3)
+        stats = rig.handle.stats()
+        assert stats["conversations.pending"] == 3
+        # the oldest were scored early rather than lost, and their turns let go
+        assert stats["conversations.versions.overflow"] == 3
+        assert stats["conversations.forgotten.overflow"] == 3
+        assert stats["conversations.kept"] == 0
+        assert {_result(c)[sc.GEN_AI_CONVERSATION_ID] for c in carriers} == {"k0", "k1", "k2"}
+        counted = {point.attributes[sc.TS_CONVERSATION_EVENT]: point.value
+                   for metric in reader.get_metrics_data().resource_metrics[0]
+                   .scope_metrics[0].metrics if metric.name == sc.METRIC_CONVERSATION_EVENTS
+                   for point in metric.data.data_points}
+        assert counted["turns"] == 6
+        assert counted["versions.overflow"] == counted["forgotten.overflow"] == 3
+    finally:
+        rig.shutdown()
+
+
+def test_sampling_is_decided_by_the_conversation_id() -> None:
+    rig = Rig(scorer=OnlineScorer(TurnCounter(), rate=0.5))
+    ids = [f"conv-{n}" for n in range(16)]
+    expected = {i for i in ids if conversation_randomness(i) >= rejection_threshold(0.5)}
+    assert 0 < len(expected) < len(ids)
+    try:
+        rig.ask(*(f"{i}: hello" for i in ids), *(f"{i}: again" for i in ids))
+        carriers = rig.wait_for(len(expected))
+        time.sleep(2 * QUIET_S)
+        scored = [_result(c) for c in rig.carriers()]
+        assert {r[sc.GEN_AI_CONVERSATION_ID] for r in scored} == expected
+        assert all(r[sc.TS_CONVERSATION_TURNS] == 2 for r in scored), carriers
+    finally:
+        rig.shutdown()

@@ -1,0 +1,228 @@
+"""Scoring a conversation's version and delivering its result, for the scoring core.
+
+A version (`_conversations.Version`) is scored by each sampled conversation scorer on the turns
+its filters took, on the core's worker lanes (never in the scoring process), after its rate
+limit and budget. Its result goes to:
+
+- a carrier span `evaluation {scorer}` in the last turn's trace, a child of that turn, with a
+  span link to every turn judged (the front door builds and sends it);
+- a `gen_ai.evaluation.result` log record tied to the last turn (the "log" sink);
+- result sinks such as Phoenix (an annotation on the last turn's span: each version has its
+  own last turn, so versions are appended, never overwritten);
+- the metrics (sampled, scored, failed, dropped by reason, the score histogram).
+
+Every result carries `gen_ai.conversation.id` and the version: the number of turns it saw and
+its first and last turn (`<trace id>/<span id>`), and what let it go (quiet, turn limit, ...).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
+from opentelemetry.trace import (
+    Link,
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+    TraceFlags,
+    format_span_id,
+    format_trace_id,
+)
+
+from tracescore import _semconv as sc
+from tracescore._suppress import suppressed
+from tracescore.online import _metrics as reasons
+from tracescore.online._conversations import (
+    ConversationOptions,
+    ConversationTracker,
+    Turn,
+    TurnStore,
+    Version,
+)
+from tracescore.online._delivery import (
+    LogSink,
+    MetricsSink,
+    RecordSink,
+    ScoreRun,
+    Sink,
+)
+from tracescore.online._events import EventPayload
+from tracescore.online._metrics import OnlineMetrics
+from tracescore.online._options import OnlineScorer
+from tracescore.online._records import ResultSink
+from tracescore.online._sinks import SCOPE, carrier_attributes
+from tracescore.online._worker import Worker
+from tracescore.scoring._base import ScorerInput, evaluate_call
+from tracescore.scoring._runs import Turn as ScoredTurn
+
+# (run, turns judged, end ns): the front door's carrier span for a conversation's result
+ConversationCarrier = Callable[[ScoreRun, Sequence[Turn], int], None]
+_ids = RandomIdGenerator()
+ResultEvents = Callable[[OnlineScorer, Any, BaseException | None, str],
+                        tuple[list[EventPayload], BaseException | None]]
+
+
+def turn_ref(turn: Turn) -> str:
+    """A turn as results name it: `<trace id>/<span id>` in hex."""
+    return f"{format_trace_id(turn.trace_id)}/{format_span_id(turn.span_id)}"
+
+
+def conversation_attributes(conversation: str, turns: Sequence[Turn], trigger: str
+                            ) -> dict[str, Any]:
+    """What every result of a conversation's version carries."""
+    return {sc.GEN_AI_CONVERSATION_ID: conversation,
+            sc.TS_CONVERSATION_TURNS: len(turns),
+            sc.TS_CONVERSATION_FIRST_TURN: turn_ref(turns[0]),
+            sc.TS_CONVERSATION_LAST_TURN: turn_ref(turns[-1]),
+            sc.TS_CONVERSATION_TRIGGER: trigger}
+
+
+class _CarrierSink:
+    def __init__(self, carrier: ConversationCarrier, log_once: Callable[..., None]) -> None:
+        self._carrier = carrier
+        self._log_once = log_once
+
+    def deliver(self, run: ScoreRun) -> bool:
+        try:
+            self._carrier(run, run.item, time.time_ns())
+        except Exception:  # noqa: BLE001
+            self._log_once("conversation_carrier", "tracescore: a conversation's carrier "
+                           "span could not be sent", exc_info=True)
+        return True
+
+
+class ConversationScope:
+    """The conversation scorers of one core: their tracker, runs and routes."""
+
+    def __init__(self, scorers: Sequence[OnlineScorer], options: ConversationOptions, *,
+                 lanes: tuple[Worker, Worker], metrics: OnlineMetrics,
+                 carrier: ConversationCarrier, logger_provider: Any,
+                 result_sinks: Mapping[str, ResultSink], result_events: ResultEvents,
+                 log_once: Callable[..., None], store: TurnStore | None = None) -> None:
+        events = metrics.meter.create_counter(
+            sc.METRIC_CONVERSATION_EVENTS, unit="{event}",
+            description="Conversation scope: turns taken, versions scored, conversations "
+                        "let go early and turns dropped, by event")
+
+        def counted(key: str) -> None:
+            try:
+                events.add(1, {sc.TS_CONVERSATION_EVENT: key})
+            except Exception:  # noqa: BLE001 - a broken meter costs the metric only
+                log_once("conversation_metric", "tracescore: recording a conversation "
+                         "metric failed", exc_info=True)
+
+        self.tracker = ConversationTracker(scorers, options, score=self._score, store=store,
+                                           counted=counted)
+        self.keeps_nothing = store is None  # in process: pending turns are scored at shutdown
+        self._fast, self._judged = lanes
+        self._metrics = metrics
+        self._result_events = result_events
+        self._log_once = log_once
+        self._routes: dict[str, tuple[Sink, ...]] = {}
+        for online in scorers:
+            route: list[Sink] = [MetricsSink(metrics), _CarrierSink(carrier, log_once)]
+            if "log" in online.sinks:
+                route.append(LogSink(logger_provider, log_once))
+            route.extend(RecordSink(result_sinks[n], log_once)
+                         for n in sorted(online.sinks) if n in result_sinks)
+            self._routes[online.scorer_id] = tuple(route)
+
+    def _score(self, version: Version, sampled: tuple[OnlineScorer, ...]) -> None:
+        """A version let go by the tracker (its timer): queue a run per sampled scorer."""
+        for online in sampled:
+            turns = tuple(t for t in version.turns if online.scorer_id in t.scorers)
+            if not turns:
+                continue
+            agent = turns[-1].agent
+            if online._limiter is not None and not online._limiter.try_acquire():
+                self._metrics.dropped(online.scorer_id, agent, reasons.RATE_LIMITED)
+                continue
+            if online._budget is not None and not online._budget.try_reserve():
+                self._metrics.dropped(online.scorer_id, agent, reasons.BUDGET)
+                continue
+            self._metrics.sampled(online.scorer_id, agent)
+            judged = getattr(online.scorer, "uses_judge", True) is not False
+            lane = self._judged if judged else self._fast
+            if not lane.submit(functools.partial(self._run, online, version, turns,
+                                                 time.time_ns())):
+                if online._budget is not None:
+                    online._budget.release()
+                self._metrics.dropped(online.scorer_id, agent, reasons.QUEUE_FULL)
+
+    async def _run(self, online: OnlineScorer, version: Version, turns: tuple[Turn, ...],
+                   start_ns: int) -> None:
+        run_id = uuid.uuid4().hex
+        last = turns[-1]
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            with suppressed():
+                result = await asyncio.wait_for(evaluate_call(online.scorer, ScorerInput(
+                    input=last.input, output=last.output, run_id=run_id,
+                    turns=tuple(ScoredTurn(input=t.input, output=t.output) for t in turns),
+                )), online.timeout_s)
+        except asyncio.CancelledError:  # shutdown gave up on this run
+            if online._budget is not None:
+                online._budget.release()
+            self._metrics.dropped(online.scorer_id, last.agent, reasons.SHUTDOWN)
+            raise
+        except Exception as exc:  # noqa: BLE001 - failures are data
+            error = exc
+        try:
+            if online._budget is not None:
+                cost = getattr(getattr(result, "usage", None), "cost_usd", None)
+                online._budget.settle(float(cost) if isinstance(cost, (int, float)) else None)
+            events, error = self._result_events(online, result, error, run_id)
+            events[0][1].update(conversation_attributes(version.conversation, turns,
+                                                        version.reason))
+            run = ScoreRun((last.trace_id, last.span_id), turns, online, last.agent, events,
+                           error, None if error is not None else float(result.score),
+                           start_ns, closing=False, landed=True)
+            for sink in self._routes[online.scorer_id]:
+                sink.deliver(run)
+        except Exception:  # noqa: BLE001
+            self._log_once("conversation_deliver", "tracescore: delivering a conversation's "
+                           "score failed", exc_info=True)
+
+
+MAX_LINKS = 128  # the SDK's default span link limit: the latest turns are linked
+
+
+def carrier_fields(run: ScoreRun, turns: Sequence[Turn]) -> dict[str, Any]:
+    """The carrier span's attributes (both front doors): the carrier's own, and the version."""
+    attributes: dict[str, Any] = carrier_attributes(turns[-1].span_id, run.events, run.agent)
+    first = run.events[0][1]
+    for key in (sc.GEN_AI_CONVERSATION_ID, sc.TS_CONVERSATION_TURNS,
+                sc.TS_CONVERSATION_FIRST_TURN, sc.TS_CONVERSATION_LAST_TURN):
+        attributes[key] = first[key]
+    return attributes
+
+
+def conversation_carrier_span(run: ScoreRun, turns: Sequence[Turn], end_ns: int, resource: Any
+                 ) -> ReadableSpan:
+    """The SDK carrier span of a conversation's result: a child of its last turn, linked to
+    every turn (the latest `MAX_LINKS`)."""
+    last = turns[-1]
+    parent = SpanContext(last.trace_id, last.span_id, is_remote=False,
+                         trace_flags=TraceFlags(TraceFlags.SAMPLED))
+    context = SpanContext(last.trace_id, _ids.generate_span_id(), is_remote=False,
+                          trace_flags=TraceFlags(TraceFlags.SAMPLED))
+    attributes = carrier_fields(run, turns)
+    links = [Link(SpanContext(t.trace_id, t.span_id, is_remote=True,
+                              trace_flags=TraceFlags(TraceFlags.SAMPLED)))
+             for t in turns[-MAX_LINKS:]]
+    return ReadableSpan(
+        name=f"{sc.EVALUATION_SPAN_PREFIX} {run.online.scorer_name}", context=context,
+        parent=parent, resource=resource, attributes=attributes,
+        events=[Event(name, attrs, end_ns) for name, attrs in run.events], links=links,
+        kind=SpanKind.INTERNAL,
+        status=Status(StatusCode.ERROR if sc.ERROR_TYPE in attributes else StatusCode.UNSET),
+        start_time=run.start_ns, end_time=max(end_ns, run.start_ns), instrumentation_scope=SCOPE)

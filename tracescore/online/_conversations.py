@@ -1,0 +1,377 @@
+"""Conversation scope: a scorer whose `scope` is "conversation" judges every turn (agent call)
+that shares a conversation id, after the conversation has been quiet for a while.
+
+The front door offers each finished agent call (`offer`: one attribute lookup and a deque
+append, the only work on the agent's or the request's thread). The core's timer drains the
+offers (`expire`), keeps the turns of each conversation, and lets a conversation be scored:
+
+- once nothing arrived for it for `quiet_s` (a `QuietTable` of the turns not yet scored);
+- at once when `max_turns` turns arrived since its last scoring (the turn limit);
+- when it is older than `max_age_s`, or pushed out by `max_conversations` / `max_bytes`
+  (scored early rather than lost), and at shutdown when nothing keeps the turns (in process).
+
+A scored conversation keeps its turns (bounded the same way, oldest forgotten first, counted)
+so that a new turn makes a new, longer version: each result says how many turns it saw and
+which were the first and last, and results are appended, never overwritten. Sampling is by the
+conversation id (the same decision for every turn, in every process); the `agents`,
+`attributes` and predicate filters pick the turns a scorer sees; rate limits and budgets are
+taken when a version is scored. A `store` (the gateway's journal) keeps the turns and the
+versions scored across restarts. Nothing here runs when no scorer has the conversation scope.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections import Counter, OrderedDict, deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from tracescore import _semconv as sc
+from tracescore._exceptions import ConfigurationError
+from tracescore.instrument._calls import AgentCall
+from tracescore.online._choose import _matches
+from tracescore.online._options import OnlineScorer
+from tracescore.online._quiet import AGE, OVERFLOW, Group, QuietTable
+from tracescore.online._sampling import RANDOMNESS_MASK
+
+CONVERSATION = "conversation"
+TURN_LIMIT = "turn_limit"
+SHUTDOWN = "shutdown"
+# where a turn's conversation id is read, in this order (after the user's own keys)
+ID_ATTRIBUTES: tuple[str, ...] = (
+    sc.GEN_AI_CONVERSATION_ID,  # GenAI semconv (Mastra sets it from its thread id too)
+    "session.id",  # OpenInference
+    "mastra.metadata.threadId",  # Mastra's thread id
+    "traceloop.association.properties.conversation_id",  # OpenLLMetry association properties
+    "traceloop.association.properties.session_id",
+    "traceloop.association.properties.thread_id",
+    "traceloop.association.properties.chat_id",
+)
+
+
+def is_conversation_scoped(online: OnlineScorer) -> bool:
+    """Whether `online` judges whole conversations."""
+    return getattr(online.scorer, "scope", "call") == CONVERSATION
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationOptions:
+    """When conversations are scored and how many are held.
+
+    `quiet_s`: a conversation is scored once no turn arrived for it for this long (5 min);
+    `max_turns`: ... or at once when this many turns arrived since its last scoring;
+    `max_conversations` / `max_bytes` / `max_age_s`: bounds of what is held (the oldest
+    conversations are scored early, or forgotten once scored, and counted);
+    `id_attributes`: attributes read for the conversation id before the built-in ones.
+    """
+
+    quiet_s: float = 300.0
+    max_turns: int = 50
+    max_conversations: int = 10_000
+    max_bytes: int = 64 * 1024 * 1024
+    max_age_s: float = 24 * 3600.0
+    id_attributes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("quiet_s", "max_age_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ConfigurationError(f"conversations.{name} must be a number > 0, "
+                                         f"got {value!r}")
+        for name in ("max_turns", "max_conversations", "max_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigurationError(f"conversations.{name} must be an integer >= 1, "
+                                         f"got {value!r}")
+        keys = self.id_attributes
+        if isinstance(keys, str) or not all(isinstance(k, str) and k for k in keys):
+            raise ConfigurationError(f"conversations.id_attributes must be a list of attribute "
+                                     f"names, got {keys!r}")
+        object.__setattr__(self, "id_attributes", tuple(keys))
+
+
+def as_conversation_options(value: ConversationOptions | Mapping[str, Any] | None
+                            ) -> ConversationOptions:
+    """Options from an object, a mapping of its fields (a YAML section) or None (defaults)."""
+    if value is None:
+        return ConversationOptions()
+    if isinstance(value, ConversationOptions):
+        return value
+    if not isinstance(value, Mapping):
+        raise ConfigurationError(f"conversations must be a mapping, got {value!r}")
+    known = set(ConversationOptions.__dataclass_fields__)
+    unknown = sorted(set(value) - known)
+    if unknown:
+        raise ConfigurationError(f"conversations: unknown option(s) {', '.join(unknown)}; "
+                                 f"known: {', '.join(sorted(known))}")
+    return ConversationOptions(**value)
+
+
+def conversation_id(attributes: Mapping[str, Any], keys: Sequence[str]) -> str | None:
+    """The first non-empty value of `keys` in `attributes`, as a string."""
+    for key in keys:
+        value = attributes.get(key)
+        if value is not None and value != "":
+            return str(value)
+    return None
+
+
+def conversation_randomness(conversation: str) -> int:
+    """56 bits of the conversation id's hash: its sampling decision, the same everywhere."""
+    digest = hashlib.blake2b(conversation.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") & RANDOMNESS_MASK
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One agent call of a conversation, as held."""
+
+    input: Any
+    output: Any
+    agent: str | None
+    trace_id: int
+    span_id: int
+    end_ns: int
+    scorers: frozenset[str]  # the conversation scorers whose filters take this turn
+    size: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"input": self.input, "output": self.output, "agent": self.agent,
+                "trace_id": self.trace_id, "span_id": self.span_id, "end_ns": self.end_ns,
+                "scorers": sorted(self.scorers)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Turn:
+        return cls(data["input"], data["output"], data["agent"], int(data["trace_id"]),
+                   int(data["span_id"]), int(data["end_ns"]), frozenset(data["scorers"]),
+                   _size(data["input"], data["output"]))
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """A conversation as scored: its id, every turn so far, why it was let go now."""
+
+    conversation: str
+    turns: tuple[Turn, ...]
+    reason: str
+
+
+class TurnStore(Protocol):
+    """Where turns and versions scored are kept across restarts (the gateway's journal)."""
+
+    def add_turn(self, conversation: str, turn: Mapping[str, Any]) -> None: ...
+
+    def scored(self, conversation: str, turns: int) -> None: ...
+
+    def forget(self, conversation: str) -> None: ...
+
+
+@dataclass(slots=True)
+class _Kept:
+    turns: list[Turn]
+    scored: int  # turns the last version saw
+    created: float
+    bytes: int
+
+
+class ConversationTracker:
+    """Turns by conversation, scored after a quiet period (see the module doc)."""
+
+    def __init__(self, scorers: Sequence[OnlineScorer], options: ConversationOptions, *,
+                 score: Callable[[Version, tuple[OnlineScorer, ...]], None],
+                 store: TurnStore | None = None, max_pending: int = 10_000,
+                 counted: Callable[[str], None] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.scorers = tuple(scorers)
+        self.options = options
+        self._keys = options.id_attributes + tuple(
+            k for k in ID_ATTRIBUTES if k not in options.id_attributes)
+        self._score = score
+        self._store = store
+        self._clock = clock
+        self._offers: deque[tuple[str, Any]] = deque()  # (id, Turn or what makes one)
+        self._max_pending = max_pending
+        # turns not scored yet, in a quiet table; scored conversations' turns in `_kept`
+        self._table: QuietTable[Turn] = QuietTable(
+            quiet_s=options.quiet_s, deliver=self._due, max_groups=options.max_conversations,
+            max_bytes=options.max_bytes, max_age_s=options.max_age_s, clock=clock)
+        self._kept: OrderedDict[str, _Kept] = OrderedDict()  # oldest first
+        self._kept_bytes = 0
+        self._seen: dict[str, set[tuple[int, int]]] = {}  # turn ids held (a replay repeats them)
+        self._lock = threading.RLock()  # the timer thread and flush/shutdown
+        self.counts: Counter[str] = Counter()
+        self._counted = counted  # each count also goes to the metrics
+
+    def _count(self, key: str) -> None:
+        self.counts[key] += 1
+        if self._counted is not None:
+            self._counted(key)
+
+    # --- the agent's / request's thread -------------------------------------------------------
+    def id_of(self, attributes: Mapping[str, Any]) -> str | None:
+        return conversation_id(attributes, self._keys)
+
+    def offer(self, call: AgentCall, attributes: Mapping[str, Any], trace_id: int,
+              span_id: int) -> None:
+        """A finished agent call: a turn when it carries a conversation id. Never raises."""
+        try:
+            conversation = conversation_id(attributes, self._keys)
+            if conversation is None:
+                return
+            if len(self._offers) >= self._max_pending:
+                self._count("dropped.queue_full")
+                return
+            if self._store is not None:  # kept before the request is acknowledged
+                turn = self._turn(call, trace_id, span_id, time.time_ns())
+                if turn is not None:
+                    self._store.add_turn(conversation, turn.to_dict())
+                    self._offers.append((conversation, turn))
+                return
+            self._offers.append((conversation, (call, trace_id, span_id, time.time_ns())))
+        except Exception:  # noqa: BLE001 - telemetry never raises into the agent
+            self._count("dropped.unreadable")
+
+    # --- the core's timer ---------------------------------------------------------------------
+    def expire(self) -> None:
+        """Take the offered turns, then score what is quiet, at its limit or too old."""
+        with self._lock:
+            self._drain()
+            self._table.expire()
+            self._forget_old()
+
+    def _drain(self) -> None:
+        offers = self._offers
+        while offers:
+            conversation, offered = offers.popleft()
+            turn = offered if isinstance(offered, Turn) else self._turn(*offered)
+            if turn is not None:
+                self._add(conversation, turn)
+
+    def _turn(self, call: AgentCall, trace_id: int, span_id: int, end_ns: int) -> Turn | None:
+        """The turn of an agent call, None when no conversation scorer's filters take it."""
+        scorers = frozenset(o.scorer_id for o in self.scorers
+                            if not o._filtered or _matches(o, call, _no_log))
+        if not scorers:
+            self._count("turns.filtered")
+            return None
+        return Turn(call.input, call.output, call.name, trace_id, span_id, end_ns, scorers,
+                    _size(call.input, call.output))
+
+    def _add(self, conversation: str, turn: Turn) -> None:
+        seen = self._seen.setdefault(conversation, set())
+        ident = (turn.trace_id, turn.span_id)
+        if ident in seen:
+            return  # the same span again (a sender's retry, a journal replay)
+        seen.add(ident)
+        self._count("turns")
+        self._table.arrive(conversation, turn, size=turn.size, ready=True)
+        # (the table lets go of the oldest conversations itself: counted as versions)
+        kept = self._kept.get(conversation)
+        pending = len(self._pending(conversation))
+        if pending >= self.options.max_turns:
+            self._table.take(conversation, TURN_LIMIT)
+        elif kept is not None:
+            self._kept.move_to_end(conversation)
+
+    def _pending(self, conversation: str) -> list[Turn]:
+        group = self._table._groups.get(conversation)
+        return group.items if group is not None else []
+
+    def _due(self, group: Group[Turn], reason: str) -> None:
+        """Turns not scored yet leave the quiet table: score the conversation with them all."""
+        conversation = str(group.key)
+        self._count(f"versions.{reason}")
+        kept = self._kept.pop(conversation, None)
+        turns = (kept.turns if kept is not None else []) + group.items
+        self._kept_bytes -= kept.bytes if kept is not None else 0
+        self._score(Version(conversation, tuple(turns), reason), self._sampled(conversation))
+        if self._store is not None:
+            try:
+                self._store.scored(conversation, len(turns))
+            except Exception:  # noqa: BLE001
+                self._count("store_failed")
+        size = sum(t.size for t in turns)
+        self._kept[conversation] = _Kept(turns, len(turns), self._clock(), size)
+        self._kept_bytes += size
+        if reason in (AGE, OVERFLOW):
+            self._forget(conversation, reason)  # a bound: its turns go too
+        self._bound_kept()
+
+    def _sampled(self, conversation: str) -> tuple[OnlineScorer, ...]:
+        randomness = conversation_randomness(conversation)
+        return tuple(o for o in self.scorers if randomness >= o._threshold)
+
+    def _bound_kept(self) -> None:
+        options = self.options
+        while self._kept and (len(self._kept) + len(self._table) > options.max_conversations
+                              or self._kept_bytes + self._table.bytes > options.max_bytes):
+            self._forget(next(iter(self._kept)), OVERFLOW)
+
+    def _forget_old(self) -> None:
+        too_old = self._clock() - self.options.max_age_s
+        while self._kept:
+            conversation, kept = next(iter(self._kept.items()))
+            if kept.created > too_old:
+                break
+            self._forget(conversation, AGE)
+
+    def _forget(self, conversation: str, reason: str) -> None:
+        """A scored conversation's turns go (a later turn starts a new series of versions)."""
+        kept = self._kept.pop(conversation, None)
+        if kept is not None:
+            self._kept_bytes -= kept.bytes
+        if conversation not in self._table:
+            self._seen.pop(conversation, None)
+        self._count(f"forgotten.{reason}")
+        if self._store is not None:
+            try:
+                self._store.forget(conversation)
+            except Exception:  # noqa: BLE001
+                self._count("store_failed")
+
+    # --- restart, flush, shutdown ------------------------------------------------------------
+    def restore(self, conversation: str, turns: Iterable[Mapping[str, Any]], scored: int
+                ) -> None:
+        """Turns a store kept from a previous run: the first `scored` of them were scored; the
+        rest wait for a quiet period from now."""
+        with self._lock:
+            read, ids = [], set()
+            for data in turns:  # a turn replayed before a crash may have been kept twice
+                turn = Turn.from_dict(data)
+                if (turn.trace_id, turn.span_id) not in ids:
+                    ids.add((turn.trace_id, turn.span_id))
+                    read.append(turn)
+            old, new = read[:scored], read[scored:]
+            if old:
+                size = sum(t.size for t in old)
+                self._kept[conversation] = _Kept(old, len(old), self._clock(), size)
+                self._kept_bytes += size
+                self._seen.setdefault(conversation, set()).update(
+                    (t.trace_id, t.span_id) for t in old)
+            for turn in new:
+                self._add(conversation, turn)
+
+    def release_all(self) -> None:
+        """Score every conversation with turns not scored yet (in-process shutdown)."""
+        with self._lock:
+            self._drain()
+            self._table.release_all(SHUTDOWN)
+
+    def stats(self) -> dict[str, int]:
+        counts = {f"conversations.{k}": v for k, v in self.counts.items()}
+        counts["conversations.pending"] = len(self._table)
+        counts["conversations.kept"] = len(self._kept)
+        counts["conversations.bytes"] = self._kept_bytes + self._table.bytes
+        return counts
+
+
+def _no_log(*args: object, **kwargs: object) -> None:
+    return None
+
+
+def _size(*values: Any) -> int:
+    """A turn's rough size in bytes (its values' text)."""
+    return sum(len(v) if isinstance(v, str) else len(repr(v)) for v in values) + 64
