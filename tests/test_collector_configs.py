@@ -7,6 +7,7 @@ component's real config schema, which a component list never did.
 
 from __future__ import annotations
 
+import re
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 import yaml
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from tracescore.online._conversations import ID_ATTRIBUTES
 from tracescore.testing._collector import OTelCollector, validate_config
 from tracescore.testing._collector import main as collector_main
 from tracescore.testing._tools import free_port
@@ -174,7 +176,9 @@ def test_fleet_routes_every_span_by_trace_and_turns_by_conversation() -> None:
     assert processors[-1].startswith("filter/")  # keeps only spans with the key
     assert f'attributes["{key}"] == nil' in config["processors"][processors[-1]]["traces"]["span"][0]
     statements = config["processors"]["transform/conversation-id"]["trace_statements"][0]["statements"]
-    assert statements[-1].startswith(f'set(attributes["{key}"], attributes["gen_ai.conversation.id"])')
+    read = [re.findall(r'attributes\["([^"]+)"\]', statement)[1] for statement in statements]
+    assert read[::-1] == list(ID_ATTRIBUTES)  # the gateway's conversation ids, in its order
+    assert all(statement.startswith(f'set(attributes["{key}"], ') for statement in statements)
 
 
 def test_gateway_configs_acknowledge_only_what_an_exporter_queued() -> None:
