@@ -7,7 +7,8 @@ scoring conversations -> the collector's `conversation-results` receiver (copies
 backend. Conversations take turns over time, each turn its own trace, the conversation id where
 four conventions put it. Each trace is scored once, on the one tier-1 replica that got all its
 spans; each conversation is scored once, with all its turns, on the tier-2 replica its id routes
-to; the backend gets every span once, plus the conversation results.
+to; the backend gets every span once, plus the conversation results. And the documented limit:
+a tier-2 replica added mid-conversation scores the conversations it takes over in two parts.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import threading
 import time
 import urllib.request
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -55,12 +57,14 @@ class Fleet:
     """The collector with both tiers of gateways, on loopback. Tier 1 scores content similarity
     at rate 1 on every agent call; tier 2 counts each conversation's turns once it is quiet."""
 
-    def __init__(self, tmp_path: Path, backend: OTLPReceiver) -> None:
-        self._plan = (tmp_path, backend)
+    def __init__(self, tmp_path: Path, backend: OTLPReceiver, *, spare: int = 0) -> None:
+        self._plan = (tmp_path, backend, spare)
         self._place()
 
     def _place(self) -> None:
-        tmp_path, backend = self._plan
+        """Pick free ports for every process and build them; `spare` tier-2 replicas run but
+        are not in the collector's list until `add_spares()`."""
+        tmp_path, backend, spare = self._plan
         scored, results = free_port(), free_port()
         tier1_config = tmp_path / "tier1.yaml"
         tier1_config.write_text("scoring:\n  isolation: thread\n  scorers: [{scorer: similarity, rate: 1}]\n",
@@ -79,34 +83,37 @@ class Fleet:
         self.tier1 = [gateway(tier1_config, scored, f"t1-{i}", port)
                       for i, port in enumerate(even_ring_ports(TIER1))]
         self.tier2 = [gateway(tier2_config, results, f"t2-{i}", port)
-                      for i, port in enumerate(even_ring_ports(TIER2))]
+                      for i, port in enumerate(even_ring_ports(TIER2) + [free_port() for _ in range(spare)])]
+        self.routed2 = self.tier2[:TIER2]
         self.ring1 = Ring([_endpoint(g) for g in self.tier1])
-        self.ring2 = Ring([_endpoint(g) for g in self.tier2])
+        self.ring2 = Ring([_endpoint(g) for g in self.routed2])
         env = {f"TRACESCORE_GATEWAY_{i + 1}": _endpoint(g) for i, g in enumerate(self.tier1)}
-        env.update({f"TRACESCORE_CONVERSATIONS_{i + 1}": _endpoint(g) for i, g in enumerate(self.tier2)})
+        env.update({f"TRACESCORE_CONVERSATIONS_{i + 1}": _endpoint(g) for i, g in enumerate(self.routed2)})
         env["BACKEND_OTLP_ENDPOINT"] = backend.grpc_address
-        settings = {
+        self._env, self._settings = env, {
             "receivers::otlp/scored::protocols::grpc::endpoint": f"127.0.0.1:{scored}",
             "receivers::otlp/scored::protocols::http::endpoint": f"127.0.0.1:{free_port()}",
             "receivers::otlp/conversation-results::protocols::grpc::endpoint": f"127.0.0.1:{results}",
             "receivers::otlp/conversation-results::protocols::http::endpoint": f"127.0.0.1:{free_port()}",
         }
-        self.collector = OTelCollector(CONFIG, env=env, overrides=settings)
+        self.collector = OTelCollector(CONFIG, env=env, overrides=self._settings)
 
-    def conversation_ids(self, rng: random.Random) -> list[str]:
-        """CONVERSATIONS ids that the ring spreads evenly over tier 2."""
-        wanted, chosen = CONVERSATIONS // TIER2, defaultdict[str, list[str]](list)
-        while any(len(chosen[_endpoint(g)]) < wanted for g in self.tier2):
-            conversation = f"conv-{rng.randrange(10**9)}"
-            replica = self.tier2_for(conversation)
-            if len(chosen[replica]) < wanted:
-                chosen[replica].append(conversation)
-        return [c for ids in chosen.values() for c in ids]
+    def add_spares(self) -> None:
+        """Put every tier-2 replica in the collector's list, as an operator adding replicas
+        does: the collector restarts (SIGTERM drains it) with the longer list."""
+        self.collector.stop()
+        self.routed2 = self.tier2
+        self.ring2 = Ring([_endpoint(g) for g in self.routed2])
+        hostnames = ",".join(_endpoint(g) for g in self.routed2)
+        self.collector = OTelCollector(CONFIG, env=self._env, overrides={
+            **self._settings,
+            "exporters::loadbalancing/conversations::resolver::static::hostnames": f"[{hostnames}]"})
+        self.collector.start()
 
-    def tier2_for(self, conversation: str) -> str:
+    def tier2_for(self, conversation: str, ring: Ring | None = None) -> str:
         """The tier-2 replica the loadbalancing exporter sends this conversation id to: its key
         is `name=value|` per routing attribute (attribute_routing.go)."""
-        return self.ring2.endpoint_for(f"{ROUTE_KEY}={conversation}|".encode())
+        return (ring or self.ring2).endpoint_for(f"{ROUTE_KEY}={conversation}|".encode())
 
     @staticmethod
     def received(tier: list[GatewayProcess]) -> list[float]:
@@ -125,7 +132,7 @@ class Fleet:
                 with ExitStack() as stack:
                     for gateway in self.tier1 + self.tier2:
                         stack.enter_context(gateway)
-                    stack.enter_context(self.collector)
+                    self.collector.start()
                     self._stack = stack.pop_all()
                 return self
             except RuntimeError as exc:  # a port was free when picked, taken before it was bound
@@ -135,18 +142,32 @@ class Fleet:
         raise AssertionError("unreachable")
 
     def __exit__(self, *exc_info: object) -> None:
-        self._stack.close()
+        try:
+            self.collector.stop()
+        finally:
+            self._stack.close()
 
 
 def _endpoint(gateway: GatewayProcess) -> str:
     return f"127.0.0.1:{gateway.grpc_port}"
 
 
+def _pick_ids(rng: random.Random, kind: Callable[[str], str], wanted: dict[str, int]) -> list[str]:
+    """Conversation ids, `wanted[k]` of each kind `k` (e.g. the tier-2 replica an id routes to)."""
+    chosen = defaultdict[str, list[str]](list)
+    while any(len(chosen[k]) < n for k, n in wanted.items()):
+        conversation = f"conv-{rng.randrange(10**9)}"
+        if len(chosen[kind(conversation)]) < wanted.get(kind(conversation), 0):
+            chosen[kind(conversation)].append(conversation)
+    return [c for ids in chosen.values() for c in ids]
+
+
 def _question(conversation: str | None, turn: int) -> str:
     return f"What is the capital of France? ({conversation}, turn {turn})"
 
 
-def _send(fleet: Fleet, conversations: list[str]) -> tuple[list[Key], dict[str, set[Key]]]:
+def _send(fleet: Fleet, conversations: list[str], turns: range = range(TURNS)
+          ) -> tuple[list[Key], dict[str, set[Key]]]:
     """Turns of every conversation in rounds over time, and a trace without a conversation per
     round; each trace an agent span and a chat span below it, exported one span per request
     (the child first). Returns every span sent and each conversation's spans that carry its id."""
@@ -154,7 +175,7 @@ def _send(fleet: Fleet, conversations: list[str]) -> tuple[list[Key], dict[str, 
     carrying: dict[str, set[Key]] = defaultdict(set)
     exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{fleet.collector.grpc_port}", insecure=True)
     with sender(exporter, service="chat-app") as tracer:
-        for turn in range(TURNS):
+        for turn in turns:
             for index, conversation in enumerate([*conversations, None]):
                 key = ID_KEYS[index % len(ID_KEYS)]
                 on_agent = {key: conversation} if conversation else {}
@@ -178,7 +199,8 @@ def test_each_trace_scored_once_on_one_replica_each_conversation_once_with_all_i
     tmp_path: Path, otlp_receiver: OTLPReceiver
 ) -> None:
     with Fleet(tmp_path, otlp_receiver) as fleet:
-        conversations = fleet.conversation_ids(random.Random(7))
+        wanted = {_endpoint(g): CONVERSATIONS // TIER2 for g in fleet.tier2}
+        conversations = _pick_ids(random.Random(7), fleet.tier2_for, wanted)  # spread evenly
         sent, carrying = _send(fleet, conversations)
         otlp_receiver.wait_for_span_ids(sent, timeout=120)
         results = _wait_for_results(otlp_receiver, len(conversations), timeout=60)
@@ -227,3 +249,39 @@ def _wait_for_results(backend: OTLPReceiver, count: int, timeout: float) -> list
         if len(found) >= count or time.monotonic() > deadline:
             return found
         time.sleep(0.05)
+
+
+def test_a_conversation_that_a_new_replica_takes_over_is_scored_in_two_parts(
+    tmp_path: Path, otlp_receiver: OTLPReceiver
+) -> None:
+    """The documented limit: adding a tier-2 replica moves some conversations to it. A moved one
+    is scored by its old replica with the turns before the change and by the new one with the
+    turns after; the others are scored whole."""
+    with Fleet(tmp_path, otlp_receiver, spare=1) as fleet:
+        later = Ring([_endpoint(g) for g in fleet.tier2])  # the ring once the spare is listed
+
+        def moves(conversation: str) -> str:
+            return "moves" if fleet.tier2_for(conversation) != fleet.tier2_for(conversation, later) else "stays"
+
+        conversations = _pick_ids(random.Random(11), moves, {"moves": 2, "stays": 2})
+        moved = {c for c in conversations if moves(c) == "moves"}
+        half = TURNS // 2
+        sent, _ = _send(fleet, conversations, range(half))
+        otlp_receiver.wait_for_span_ids(sent, timeout=120)
+        fleet.add_spares()
+        sent, _ = _send(fleet, conversations, range(half, TURNS))
+        otlp_receiver.wait_for_span_ids(sent, timeout=120)
+        _wait_for_results(otlp_receiver, len(conversations) + len(moved), timeout=60)
+        time.sleep(QUIET_S + 0.5)
+        results = _wait_for_results(otlp_receiver, 0, timeout=0)
+
+    by_conversation = defaultdict[str, list[str]](list)  # the turns each result judged
+    for verdict in results:
+        by_conversation[verdict[sc.GEN_AI_CONVERSATION_ID]].append(verdict[sc.GEN_AI_EVALUATION_EXPLANATION])
+    for conversation in conversations:
+        asked = [_question(conversation, turn) for turn in range(TURNS)]
+        if conversation in moved:  # two parts, neither whole
+            assert sorted(by_conversation[conversation]) == sorted(
+                [" | ".join(asked[:half]), " | ".join(asked[half:])]), conversation
+        else:  # whole in its last version (a first one may have come while the collector restarted)
+            assert by_conversation[conversation][-1] == " | ".join(asked), conversation
