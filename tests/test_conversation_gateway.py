@@ -1,11 +1,13 @@
 """Conversation scope in `tracescore serve`: real Mastra agent calls with thread memory, each turn
-in a trace of its own, are grouped by Mastra's thread id; each conversation is scored once it is
-quiet and again after a new turn; its turns survive a restart of the gateway (the journal)."""
+in a trace of its own, are grouped by Mastra's thread id (and OpenInference's and OpenLLMetry's
+agent calls by their session ids); each conversation is scored once it is quiet and again after
+a new turn; its turns survive a restart of the gateway (the journal)."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import tempfile
 import time
@@ -14,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rigs.conventions import conventions_node_prefix
+from _reach import post_otlp_json
+from rigs.conventions import conventions_node_prefix, export_convention
 
 from tracescore import _semconv as sc
 from tracescore.testing import GatewayProcess, OTLPReceiver, ReceivedSpan
@@ -119,15 +122,17 @@ def test_mastra_threads_are_scored_as_conversations_once_quiet_and_again_after_a
         gateway.stop()
 
 
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGTERM])
 def test_a_pending_conversation_survives_a_restart_of_the_gateway(
-        tmp_path: Path, receiver: OTLPReceiver, node_prefix: Path) -> None:
-    gateway = start_gateway(tmp_path, receiver, quiet_s=60)  # not quiet before the kill
+        stop: signal.Signals, tmp_path: Path, receiver: OTLPReceiver, node_prefix: Path) -> None:
+    gateway = start_gateway(tmp_path, receiver, quiet_s=60)  # not quiet before it stops
     try:
         run_mastra(cases("thread-r", ["First question?", "Second question?"]), gateway,
                    node_prefix)
         receiver.wait_for_spans(1, timeout=30)
-        gateway.process.kill()  # SIGKILL: nothing flushed
-        gateway.process.wait(10)
+        gateway.process.send_signal(stop)  # SIGKILL: nothing flushed; SIGTERM: not scored
+        gateway.process.wait(30)
+        assert not results(receiver, 1, timeout=0)
     finally:
         gateway.stop()
     gateway = start_gateway(tmp_path, receiver)  # the same journal, a short quiet period
@@ -146,3 +151,35 @@ def test_a_pending_conversation_survives_a_restart_of_the_gateway(
         assert len(results(receiver, 3, timeout=0)) == 2
     finally:
         gateway.stop()
+
+
+@pytest.mark.parametrize(("convention", "attribute"), [
+    ("openinference", "session.id"),
+    ("traceloop", "traceloop.association.properties.session_id"),
+])
+def test_python_frameworks_session_ids_make_conversations(
+        convention: str, attribute: str, tmp_path: Path, receiver: OTLPReceiver) -> None:
+    """OpenInference's `using_session` and OpenLLMetry's session association, from the real
+    libraries: each agent call of a session is one turn of its conversation."""
+    turns = [("s-1", "Where is my parcel?"), ("s-2", "Can I change my address?"),
+             ("s-1", "It is parcel 7."), ("s-1", "Thanks!")]
+    out = export_convention(convention, [
+        {"question": q, "answer": f"Answer {n}.", "session": s}
+        for n, (s, q) in enumerate(turns)], tmp_path / "spans.jsonl")
+    lines = out.read_text().splitlines()
+    sent = [s for line in lines for s in spans_from_otlp_json(line)]
+    assert {s.attributes.get(attribute) for s in sent} == {"s-1", "s-2"}
+    gateway = start_gateway(tmp_path, receiver)
+    try:
+        post_otlp_json(gateway.http_port, lines)
+        got = results(receiver, 2)
+        time.sleep(4 * QUIET_S)
+        got = results(receiver, 2)
+    finally:
+        gateway.stop()
+    by_id = {r[sc.GEN_AI_CONVERSATION_ID]: r for r in got}
+    assert len(got) == 2 and set(by_id) == {"s-1", "s-2"}
+    assert by_id["s-1"][sc.GEN_AI_EVALUATION_EXPLANATION] == (
+        "Where is my parcel? | It is parcel 7. | Thanks!")
+    assert by_id["s-1"][sc.TS_CONVERSATION_TURNS] == 3 and by_id["s-1"]["links"] == 3
+    assert by_id["s-2"][sc.TS_CONVERSATION_TURNS] == 1

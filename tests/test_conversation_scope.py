@@ -185,3 +185,48 @@ def test_sampling_is_decided_by_the_conversation_id() -> None:
         assert all(r[sc.TS_CONVERSATION_TURNS] == 2 for r in scored), carriers
     finally:
         rig.shutdown()
+
+
+@tracescore.agent(name="triage", conversation_id=lambda question: question.split(":")[0])
+def triage(question: str) -> str:
+    return helpdesk(question + " (forwarded)")  # a sub-agent in the same conversation
+
+
+def test_an_agent_call_inside_another_of_the_same_conversation_is_not_a_turn_of_its_own(
+        rig: Rig) -> None:
+    triage("n: where is my parcel?")
+    triage("n: thanks")
+    [carrier] = rig.wait_for(1)
+    result = _result(carrier)
+    assert result[sc.TS_CONVERSATION_TURNS] == 2  # one per trace: the outer call
+    assert result[sc.GEN_AI_EVALUATION_EXPLANATION] == "n: where is my parcel? | n: thanks"
+
+
+@tracescore.agent(name="helpdesk", attributes={"app.room": "room-1"},
+                  conversation_id=lambda question: question.split(":")[0])
+def in_room(question: str) -> str:
+    return "ok"
+
+
+def test_attributes_you_name_are_read_for_the_conversation_id_first() -> None:
+    rig = Rig(id_attributes=["app.room"])
+    try:
+        in_room("x: hello")
+        in_room("y: hello again")  # another gen_ai.conversation.id, the same room
+        [carrier] = rig.wait_for(1)
+        time.sleep(2 * QUIET_S)
+        assert len(rig.carriers()) == 1
+        assert _result(carrier)[sc.GEN_AI_CONVERSATION_ID] == "room-1"
+        assert _result(carrier)[sc.TS_CONVERSATION_TURNS] == 2
+    finally:
+        rig.shutdown()
+
+
+@pytest.mark.parametrize(("options", "key"), [
+    ({"quiet_s": 0}, "quiet_s"), ({"max_turns": 0}, "max_turns"),
+    ({"id_attributes": "session.id"}, "id_attributes"), ({"quiet": 1}, "quiet"),
+])
+def test_bad_conversation_options_name_the_key(options: dict[str, Any], key: str) -> None:
+    with pytest.raises(tracescore.ConfigurationError, match=key):
+        tracescore.configure(exporter="none", scorers=[TurnCounter()],
+                             online={"conversations": options})

@@ -112,9 +112,9 @@ class ConversationScope:
             description="Conversation scope: turns taken, versions scored, conversations "
                         "let go early and turns dropped, by event")
 
-        def counted(key: str) -> None:
+        def counted(key: str, n: int) -> None:
             try:
-                events.add(1, {sc.TS_CONVERSATION_EVENT: key})
+                events.add(n, {sc.TS_CONVERSATION_EVENT: key})
             except Exception:  # noqa: BLE001 - a broken meter costs the metric only
                 log_once("conversation_metric", "tracescore: recording a conversation "
                          "metric failed", exc_info=True)

@@ -2,13 +2,18 @@
 that shares a conversation id, after the conversation has been quiet for a while.
 
 The front door offers each finished agent call (`offer`: one attribute lookup and a deque
-append, the only work on the agent's or the request's thread). The core's timer drains the
-offers (`expire`), keeps the turns of each conversation, and lets a conversation be scored:
+append, the only work on the agent's thread; the gateway also journals the turn there, before
+the request is acknowledged). The core's timer drains the offers (`expire`), keeps the turns
+of each conversation, and lets a conversation be scored:
 
 - once nothing arrived for it for `quiet_s` (a `QuietTable` of the turns not yet scored);
 - at once when `max_turns` turns arrived since its last scoring (the turn limit);
 - when it is older than `max_age_s`, or pushed out by `max_conversations` / `max_bytes`
   (scored early rather than lost), and at shutdown when nothing keeps the turns (in process).
+
+A turn is one trace's agent call: when several agent calls of one trace carry the id (a
+workflow around an agent, sub-agents under a session context), the one that ended last, the
+outermost, is the turn.
 
 A scored conversation keeps its turns (bounded the same way, oldest forgotten first, counted)
 so that a new turn makes a new, longer version: each result says how many turns it saw and
@@ -45,8 +50,8 @@ ID_ATTRIBUTES: tuple[str, ...] = (
     sc.GEN_AI_CONVERSATION_ID,  # GenAI semconv (Mastra sets it from its thread id too)
     "session.id",  # OpenInference
     "mastra.metadata.threadId",  # Mastra's thread id
-    "traceloop.association.properties.conversation_id",  # OpenLLMetry association properties
-    "traceloop.association.properties.session_id",
+    "traceloop.association.properties.session_id",  # OpenLLMetry's standard association
+    "traceloop.association.properties.conversation_id",  # ... and other keys users pick
     "traceloop.association.properties.thread_id",
     "traceloop.association.properties.chat_id",
 )
@@ -169,6 +174,15 @@ class TurnStore(Protocol):
     def forget(self, conversation: str) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class _Light:
+    """What a turn keeps of an agent call when no filter needs the rest."""
+
+    input: Any
+    output: Any
+    name: str | None
+
+
 @dataclass(slots=True)
 class _Kept:
     turns: list[Turn]
@@ -183,7 +197,7 @@ class ConversationTracker:
     def __init__(self, scorers: Sequence[OnlineScorer], options: ConversationOptions, *,
                  score: Callable[[Version, tuple[OnlineScorer, ...]], None],
                  store: TurnStore | None = None, max_pending: int = 10_000,
-                 counted: Callable[[str], None] | None = None,
+                 counted: Callable[[str, int], None] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.scorers = tuple(scorers)
         self.options = options
@@ -193,6 +207,9 @@ class ConversationTracker:
         self._store = store
         self._clock = clock
         self._offers: deque[tuple[str, Any]] = deque()  # (id, Turn or what makes one)
+        # every scorer's id when none has a filter (then a turn needs only input and output)
+        self._unfiltered = (frozenset(o.scorer_id for o in self.scorers)
+                            if not any(o._filtered for o in self.scorers) else None)
         self._max_pending = max_pending
         # turns not scored yet, in a quiet table; scored conversations' turns in `_kept`
         self._table: QuietTable[Turn] = QuietTable(
@@ -205,10 +222,10 @@ class ConversationTracker:
         self.counts: Counter[str] = Counter()
         self._counted = counted  # each count also goes to the metrics
 
-    def _count(self, key: str) -> None:
-        self.counts[key] += 1
+    def _count(self, key: str, n: int = 1) -> None:
+        self.counts[key] += n
         if self._counted is not None:
-            self._counted(key)
+            self._counted(key, n)
 
     # --- the agent's / request's thread -------------------------------------------------------
     def id_of(self, attributes: Mapping[str, Any]) -> str | None:
@@ -225,12 +242,17 @@ class ConversationTracker:
                 self._count("dropped.queue_full")
                 return
             if self._store is not None:  # kept before the request is acknowledged
+                if not self._sampled(conversation):
+                    return
                 turn = self._turn(call, trace_id, span_id, time.time_ns())
                 if turn is not None:
                     self._store.add_turn(conversation, turn.to_dict())
                     self._offers.append((conversation, turn))
                 return
-            self._offers.append((conversation, (call, trace_id, span_id, time.time_ns())))
+            kept: AgentCall | _Light = call
+            if self._unfiltered is not None:  # the call (and its span) is not kept alive
+                kept = _Light(call.input, call.output, call.name)
+            self._offers.append((conversation, (kept, trace_id, span_id, time.time_ns())))
         except Exception:  # noqa: BLE001 - telemetry never raises into the agent
             self._count("dropped.unreadable")
 
@@ -244,16 +266,24 @@ class ConversationTracker:
 
     def _drain(self) -> None:
         offers = self._offers
+        unsampled = 0
         while offers:
             conversation, offered = offers.popleft()
+            if not self._sampled(conversation):  # no scorer samples it: nothing held
+                unsampled += 1
+                continue
             turn = offered if isinstance(offered, Turn) else self._turn(*offered)
             if turn is not None:
                 self._add(conversation, turn)
+        if unsampled:
+            self._count("turns.unsampled", unsampled)
 
-    def _turn(self, call: AgentCall, trace_id: int, span_id: int, end_ns: int) -> Turn | None:
+    def _turn(self, call: AgentCall | _Light, trace_id: int, span_id: int, end_ns: int
+              ) -> Turn | None:
         """The turn of an agent call, None when no conversation scorer's filters take it."""
-        scorers = frozenset(o.scorer_id for o in self.scorers
-                            if not o._filtered or _matches(o, call, _no_log))
+        scorers = self._unfiltered or frozenset(
+            o.scorer_id for o in self.scorers
+            if not o._filtered or _matches(o, call, _no_log))  # type: ignore[arg-type]
         if not scorers:
             self._count("turns.filtered")
             return None
@@ -270,7 +300,7 @@ class ConversationTracker:
         self._table.arrive(conversation, turn, size=turn.size, ready=True)
         # (the table lets go of the oldest conversations itself: counted as versions)
         kept = self._kept.get(conversation)
-        pending = len(self._pending(conversation))
+        pending = len({t.trace_id for t in self._pending(conversation)})
         if pending >= self.options.max_turns:
             self._table.take(conversation, TURN_LIMIT)
         elif kept is not None:
@@ -285,7 +315,7 @@ class ConversationTracker:
         conversation = str(group.key)
         self._count(f"versions.{reason}")
         kept = self._kept.pop(conversation, None)
-        turns = (kept.turns if kept is not None else []) + group.items
+        turns = _one_per_trace((kept.turns if kept is not None else []) + group.items)
         self._kept_bytes -= kept.bytes if kept is not None else 0
         self._score(Version(conversation, tuple(turns), reason), self._sampled(conversation))
         if self._store is not None:
@@ -294,13 +324,15 @@ class ConversationTracker:
             except Exception:  # noqa: BLE001
                 self._count("store_failed")
         size = sum(t.size for t in turns)
-        self._kept[conversation] = _Kept(turns, len(turns), self._clock(), size)
+        created = kept.created if kept is not None else group.created  # its age: from its start
+        self._kept[conversation] = _Kept(turns, len(turns), created, size)
         self._kept_bytes += size
         if reason in (AGE, OVERFLOW):
             self._forget(conversation, reason)  # a bound: its turns go too
         self._bound_kept()
 
     def _sampled(self, conversation: str) -> tuple[OnlineScorer, ...]:
+        """The scorers whose rate takes `conversation` (decided by its id)."""
         randomness = conversation_randomness(conversation)
         return tuple(o for o in self.scorers if randomness >= o._threshold)
 
@@ -353,6 +385,7 @@ class ConversationTracker:
                     (t.trace_id, t.span_id) for t in old)
             for turn in new:
                 self._add(conversation, turn)
+            self._bound_kept()
 
     def release_all(self) -> None:
         """Score every conversation with turns not scored yet (in-process shutdown)."""
@@ -366,6 +399,15 @@ class ConversationTracker:
         counts["conversations.kept"] = len(self._kept)
         counts["conversations.bytes"] = self._kept_bytes + self._table.bytes
         return counts
+
+
+def _one_per_trace(turns: list[Turn]) -> list[Turn]:
+    """One turn per trace: the agent call of a trace that ended last (the outermost: a workflow
+    or agent span ends after the agent calls inside it, which carry the same id)."""
+    last = {t.trace_id: t for t in turns}
+    if len(last) == len(turns):
+        return turns
+    return [t for t in turns if last[t.trace_id] is t]
 
 
 def _no_log(*args: object, **kwargs: object) -> None:

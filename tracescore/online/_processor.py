@@ -365,6 +365,9 @@ class ScoringSpanProcessor(SpanProcessor):
                         name=call.agent, input=call.input, output=call.output,
                         ground_truth=call.ground_truth, attributes=span.attributes or {},
                     )
+                    if self._conversations is not None:
+                        self._conversations.offer(agent_call, agent_call.attributes,
+                                                  context.trace_id, context.span_id)
                     chosen = self._core.choose(agent_call, randomness)
         except Exception:  # noqa: BLE001
             self._core.log_once("offer", "tracescore: could not consider an offered agent span",

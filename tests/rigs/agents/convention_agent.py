@@ -57,7 +57,7 @@ def _provider(out: str) -> Any:
     return provider
 
 
-Case = dict[str, Any]  # {"question": str, "answer": str, "ground_truth": str | None}
+Case = dict[str, Any]  # {"question", "answer", "ground_truth"?, "session"?: a conversation}
 
 
 def _mark_ground_truth(case: Case) -> None:
@@ -91,7 +91,13 @@ def run_openinference(out: str, cases: list[Case]) -> None:
 
     for case in cases:
         _switch(current, case)
-        geo(case["question"])
+        if "session" in case:  # a turn of a conversation: OpenInference's session context
+            from openinference.instrumentation import using_session
+
+            with using_session(case["session"]):
+                geo(case["question"])
+        else:
+            geo(case["question"])
     provider.shutdown()
 
 
@@ -119,6 +125,10 @@ def run_traceloop(out: str, cases: list[Case]) -> None:
 
     for case in cases:
         _switch(current, case)
+        if "session" in case:  # a turn of a conversation: OpenLLMetry's association property
+            from traceloop.sdk.associations import AssociationProperty, Associations
+
+            Associations.set([(AssociationProperty.SESSION_ID, case["session"])])
         trip(case["question"])
     trace.get_tracer_provider().shutdown()  # type: ignore[attr-defined]
 
