@@ -7,6 +7,7 @@ component's real config schema, which a component list never did.
 
 from __future__ import annotations
 
+import re
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 import yaml
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from tracescore.online._conversations import ID_ATTRIBUTES
 from tracescore.testing._collector import OTelCollector, validate_config
 from tracescore.testing._collector import main as collector_main
 from tracescore.testing._tools import free_port
@@ -57,6 +59,7 @@ def test_every_promised_config_is_shipped() -> None:
         "debug.yaml", "jaeger-tempo.yaml", "phoenix.yaml", "vendor-otlphttp.yaml",
         "tail-sampling.yaml", "production.yaml",
         "gateway.yaml", "gateway-loadbalancing.yaml", "gateway-tail-sampling.yaml", "archive.yaml",
+        "gateway-fleet.yaml",
     } <= names  # fmt: skip
 
 
@@ -154,16 +157,35 @@ def test_vendor_keys_come_from_the_environment() -> None:
 
 
 def test_loadbalancing_routes_whole_traces() -> None:
-    for name in ("gateway-loadbalancing.yaml", "gateway-tail-sampling.yaml"):
+    for name in ("gateway-loadbalancing.yaml", "gateway-tail-sampling.yaml", "gateway-fleet.yaml"):
         exporter = _load(CONFIG_DIR / name)["exporters"]["loadbalancing"]
         assert exporter["routing_key"] == "traceID", name  # a trace's spans meet on one replica
         assert len(exporter["resolver"]["static"]["hostnames"]) >= 2, name
 
 
+def test_fleet_routes_every_span_by_trace_and_turns_by_conversation() -> None:
+    """Tier 1 gets every span by trace id; tier 2 only the spans with the key it routes by."""
+    config = _load(CONFIG_DIR / "gateway-fleet.yaml")
+    pipelines = config["service"]["pipelines"]
+    assert pipelines["traces"]["exporters"] == ["loadbalancing"]
+    assert pipelines["traces"]["processors"] == ["memory_limiter"]  # nothing dropped or changed
+    conversations = config["exporters"]["loadbalancing/conversations"]
+    assert conversations["routing_key"] == "attributes"
+    (key,) = conversations["routing_attributes"]
+    processors = pipelines["traces/conversations"]["processors"]
+    assert processors[-1].startswith("filter/")  # keeps only spans with the key
+    assert f'attributes["{key}"] == nil' in config["processors"][processors[-1]]["traces"]["span"][0]
+    statements = config["processors"]["transform/conversation-id"]["trace_statements"][0]["statements"]
+    read = [re.findall(r'attributes\["([^"]+)"\]', statement)[1] for statement in statements]
+    assert read[::-1] == list(ID_ATTRIBUTES)  # the gateway's conversation ids, in its order
+    assert all(statement.startswith(f'set(attributes["{key}"], ') for statement in statements)
+
+
 def test_gateway_configs_acknowledge_only_what_an_exporter_queued() -> None:
     """A `batch` processor acknowledges before the exporter's queue has the data and drops what a
     full queue refuses; a retry with a time limit drops acknowledged data when it runs out."""
-    for name in ("gateway.yaml", "gateway-loadbalancing.yaml", "gateway-tail-sampling.yaml"):
+    for name in ("gateway.yaml", "gateway-loadbalancing.yaml", "gateway-tail-sampling.yaml",
+                 "gateway-fleet.yaml"):
         config = _load(CONFIG_DIR / name)
         for pipeline in config["service"]["pipelines"].values():
             if "tail_sampling" in pipeline["processors"]:

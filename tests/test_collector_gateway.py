@@ -9,15 +9,12 @@ Node.js agent instrumented with the OpenTelemetry JS SDK is scored through the s
 
 from __future__ import annotations
 
-import bisect
 import json
 import os
 import random
-import struct
 import subprocess
 import threading
 import urllib.request
-import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -27,6 +24,7 @@ import grpc
 import pytest
 from _gateway_helpers import ANSWER, agent_attributes
 from _helpers import npm_project
+from _lb_ring import Ring, even_ring_ports
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from typing_extensions import Self
 
@@ -47,52 +45,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # the first test may 
 Key = tuple[str, str]  # (trace id, span id), hex
 # how the collector and the gateway say a port picked free was taken by another process meanwhile
 _PORT_TAKEN = ("already in use", "cannot listen")
-
-
-class _Ring:
-    """The loadbalancing exporter's consistent-hash ring (contrib v0.161.0, consistent_hashing.go):
-    200 points per endpoint at crc32(endpoint + little-endian i) mod 131071, a taken position moves
-    to the next free one; a trace goes to the first point at or after crc32(trace id) mod 131071.
-    With three endpoints the arcs are uneven: for random ports one replica owns over 20 % more
-    than a third about one time in seven, so the test picks ports whose ring is even."""
-
-    SIZE, POINTS = 131071, 200
-
-    def __init__(self, endpoints: list[str]) -> None:
-        candidates = sorted(
-            (crc % self.SIZE, crc, endpoint)
-            for endpoint in endpoints
-            for crc in (zlib.crc32(endpoint.encode() + struct.pack("<I", i)) for i in range(self.POINTS))
-        )
-        taken: dict[int, str] = {}
-        for position, _, endpoint in candidates:
-            while position in taken:
-                position = (position + 1) % self.SIZE
-            taken[position] = endpoint
-        self.positions = sorted(taken)
-        self.owner = [taken[p] for p in self.positions]
-
-    def endpoint_for(self, trace_id: bytes) -> str:
-        index = bisect.bisect_left(self.positions, zlib.crc32(trace_id) % self.SIZE)
-        return self.owner[index % len(self.owner)]
-
-    def shares(self) -> dict[str, float]:
-        arcs: Counter[str] = Counter()
-        previous = self.positions[-1] - self.SIZE
-        for position, endpoint in zip(self.positions, self.owner):
-            arcs[endpoint] += position - previous
-            previous = position
-        return {endpoint: arc / self.SIZE for endpoint, arc in arcs.items()}
-
-
-def _even_ring_ports(count: int, tolerance: float = 0.05) -> list[int]:
-    """Free ports whose `127.0.0.1:port` endpoints split the ring within `tolerance` of 1/count."""
-    for _ in range(500):
-        ports = [free_port() for _ in range(count)]
-        shares = _Ring([f"127.0.0.1:{p}" for p in ports]).shares().values()
-        if len(set(ports)) == count and all(abs(s * count - 1) <= tolerance for s in shares):
-            return ports
-    raise AssertionError("no even ring found")
 
 
 class Deployment:
@@ -123,9 +75,9 @@ class Deployment:
                  "--journal", str(tmp_path / f"journal-{index}.db")],
                 grpc_port=port, http_port=free_port(), health_port=free_port(),
             )
-            for index, port in enumerate(_even_ring_ports(REPLICAS) if balanced else [free_port()])
+            for index, port in enumerate(even_ring_ports(REPLICAS) if balanced else [free_port()])
         ]
-        self.ring = _Ring([f"127.0.0.1:{g.grpc_port}" for g in self.gateways])
+        self.ring = Ring([f"127.0.0.1:{g.grpc_port}" for g in self.gateways])
         env = {f"TRACESCORE_GATEWAY_{i + 1}": f"127.0.0.1:{g.grpc_port}" for i, g in enumerate(self.gateways)}
         env["TRACESCORE_GATEWAY_ENDPOINT"] = f"127.0.0.1:{self.gateways[0].grpc_port}"
         env["BACKEND_OTLP_ENDPOINT"] = receiver.grpc_address
