@@ -69,6 +69,7 @@ from tracescore.scoring._provenance import provenance
 
 _log = logging.getLogger("tracescore")
 _SCORING_SHARE = 0.8  # of a flush timeout spent waiting for pending scoring
+_RECENT = 0.3  # weight of the latest run in a scorer's recent run duration (admission)
 
 
 @dataclass(slots=True)
@@ -135,6 +136,8 @@ class ScoringCore:
         self._routes = {o.scorer_id: self._route(o, carrier, logger_provider) for o in scorers}
         self._inflight: dict[Key, list[asyncio.Task[None]]] = {}
         self._lock = threading.Lock()
+        # admission of span-sink runs: a scorer's recent run duration (seconds), by scorer id
+        self._durations: dict[str, float] = {}
 
     def _route(self, online: OnlineScorer, carrier: Callable[[ScoreRun, int], None],
                logger_provider: Any) -> tuple[bool, tuple[Sink, ...]]:
@@ -304,10 +307,38 @@ class ScoringCore:
         return trace
 
     async def _run_scorer(self, job: _Job, online: OnlineScorer) -> None:
-        call = job.call
-        if online.sinks == {"span"} and not self.held.waits_for(job.key, online.scorer_id):
-            release_budgets((online,))  # counted as dropped when the span was exported
+        if online.sinks == {"span"} and not self._admits(job.key, online):
+            release_budgets((online,))  # counted as dropped when the span leaves without it
             return
+        scorer_id = online.scorer_id
+        started = time.monotonic()
+        try:
+            await self._run_admitted(job, online)
+        except asyncio.CancelledError:  # its span left: it would have taken at least this long
+            self._durations[scorer_id] = max(self._durations.get(scorer_id, 0.0),
+                                             time.monotonic() - started)
+            raise
+        elapsed = time.monotonic() - started
+        last = self._durations.get(scorer_id)
+        self._durations[scorer_id] = elapsed if last is None else (
+            _RECENT * elapsed + (1 - _RECENT) * last)
+
+    def _admits(self, key: Key, online: OnlineScorer) -> bool:
+        """Whether a run whose only sink is the held span starts: the span still waits for it
+        and has at least the scorer's recent run duration left before it is released. A run
+        refused here spends no judge request; its span leaves at its deadline and counts the
+        drop as before. (Runs longer than `max_wait_s` are always let start, as they were: one
+        that lands again refreshes the duration.)"""
+        if not self.held.waits_for(key, online.scorer_id):
+            return False
+        expected = self._durations.get(online.scorer_id)
+        if expected is None or expected >= self.options.max_wait_s:
+            return True
+        left = self.held.time_left(key)
+        return left is not None and left >= expected
+
+    async def _run_admitted(self, job: _Job, online: OnlineScorer) -> None:
+        call = job.call
         run_id = uuid.uuid4().hex
         result, error, fallback = None, None, None
         try:

@@ -71,6 +71,11 @@ class HoldTable:
             held = self._held.get(key)
             return held is not None and scorer_id in held.waiting
 
+    def time_left(self, key: Key) -> float | None:
+        """Seconds before the item `key` is released unscored (None: not held)."""
+        held = self._held.get(key)
+        return None if held is None else held.deadline - time.monotonic()
+
     def settle(self, key: Key, events: Mapping[str, Sequence[EventPayload]]) -> bool:
         """Put the events of the scorers in `events` on the item `key` if it still waits for
         them; release it once it waits for nothing. True when any of them landed."""
