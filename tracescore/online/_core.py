@@ -95,6 +95,18 @@ class _Job:
     scorers: tuple[OnlineScorer, ...]  # this job's share of the call's scorers
 
 
+@dataclass(slots=True)
+class _Plan:
+    """How the calls a set of scorers samples are handed off (the same each time: cached)."""
+
+    holding: dict[str, OnlineScorer]  # span-sink scorers by id (copied per call: it shrinks)
+    others: bool  # whether any sink besides the span takes their runs
+    lanes: tuple[tuple[Worker, tuple[OnlineScorer, ...]], ...]  # the non-empty worker lanes
+
+
+_MAX_PLANS = 256  # distinct scorer sets remembered (a call samples a subset of the scorers)
+
+
 class ScoringCore:
     """Chooses, queues, runs and delivers the scorers of agent calls (see the module doc)."""
 
@@ -136,6 +148,7 @@ class ScoringCore:
         self._routes = {o.scorer_id: self._route(o, carrier, logger_provider) for o in scorers}
         self._inflight: dict[Key, list[asyncio.Task[None]]] = {}
         self._lock = threading.Lock()
+        self._plans: dict[tuple[OnlineScorer, ...], _Plan] = {}
         # admission of span-sink runs: a scorer's recent run duration (seconds), by scorer id
         self._durations: dict[str, float] = {}
 
@@ -188,29 +201,44 @@ class ScoringCore:
             self.export(item, ())
             return
         agent = call.agent
+        metrics = self.metrics
         for online in call.scorers:
-            self.metrics.sampled(online.scorer_id, agent)
-        holding = {s.scorer_id: s for s in call.scorers if "span" in s.sinks}
-        others = any(sink != "span" for s in call.scorers for sink in s.sinks)
+            metrics.sampled(online.scorer_id, agent)
+        plan = self._plan(call.scorers)
+        holding = plan.holding
         was_held = False
         if holding:
+            holding = dict(holding)
             was_held = self.held.hold(key, item, agent, holding)
             if not was_held:
                 self.unscored(item, holding, reasons.HELD_OVERFLOW, agent)
                 # scorers whose only sink was the span just exported have nothing left to do
                 release_budgets(tuple(s for s in call.scorers if s.sinks == {"span"}))
-                if not others:
+                if not plan.others:
                     return
                 call.scorers = tuple(s for s in call.scorers if s.sinks != {"span"})
+                plan = self._plan(call.scorers)
         else:
             self.export(item, ())  # a failing downstream must not cost the scoring
         start_ns = time.time_ns()
-        judged = tuple(o for o in call.scorers if self._waits(o))
-        cheap = tuple(o for o in call.scorers if o not in judged)
-        for worker, scorers in ((self.fast, cheap), (self.worker, judged)):
-            if scorers and not worker.submit(functools.partial(
+        for worker, scorers in plan.lanes:
+            if not worker.submit(functools.partial(
                     self._run_job, _Job(key, item, call, start_ns, scorers))):
                 self._refused(key, scorers, holding, was_held, agent)
+
+    def _plan(self, scorers: tuple[OnlineScorer, ...]) -> _Plan:
+        """The hand-off of calls sampled by `scorers`: which hold the span, which lane runs them."""
+        plan = self._plans.get(scorers)
+        if plan is None:
+            judged = tuple(o for o in scorers if self._waits(o))
+            cheap = tuple(o for o in scorers if o not in judged)
+            plan = _Plan({s.scorer_id: s for s in scorers if "span" in s.sinks},
+                         any(sink != "span" for s in scorers for sink in s.sinks),
+                         tuple((w, lane) for w, lane in ((self.fast, cheap), (self.worker, judged))
+                               if lane))
+            if len(self._plans) < _MAX_PLANS:
+                self._plans[scorers] = plan
+        return plan
 
     def _waits(self, online: OnlineScorer) -> bool:
         """Whether a run of `online` waits on something slow (a judge, the scoring process)."""
