@@ -22,12 +22,11 @@ further they would pass it around.)
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,17 +87,25 @@ class Call:
 
 @dataclass(slots=True)
 class _Job:
+    """A worker job (calling it starts its run): one object per job, since every object a held
+    call keeps alive brings the next garbage collection closer in the agent's thread."""
+
+    core: ScoringCore
     key: Key
     item: Any
     call: Call
     start_ns: int
     scorers: tuple[OnlineScorer, ...]  # this job's share of the call's scorers
 
+    def __call__(self) -> Awaitable[None]:
+        return self.core._run_job(self)
+
 
 @dataclass(slots=True)
 class _Plan:
     """How the calls a set of scorers samples are handed off (the same each time: cached)."""
 
+    scorers: tuple[OnlineScorer, ...]
     holding: dict[str, OnlineScorer]  # span-sink scorers by id (copied per call: it shrinks)
     others: bool  # whether any sink besides the span takes their runs
     lanes: tuple[tuple[Worker, tuple[OnlineScorer, ...]], ...]  # the non-empty worker lanes
@@ -205,6 +212,7 @@ class ScoringCore:
         for online in call.scorers:
             metrics.sampled(online.scorer_id, agent)
         plan = self._plan(call.scorers)
+        call.scorers = plan.scorers  # the cached tuple: the call's own goes at once
         holding = plan.holding
         was_held = False
         if holding:
@@ -222,8 +230,7 @@ class ScoringCore:
             self.export(item, ())  # a failing downstream must not cost the scoring
         start_ns = time.time_ns()
         for worker, scorers in plan.lanes:
-            if not worker.submit(functools.partial(
-                    self._run_job, _Job(key, item, call, start_ns, scorers))):
+            if not worker.submit(_Job(self, key, item, call, start_ns, scorers)):
                 self._refused(key, scorers, holding, was_held, agent)
 
     def _plan(self, scorers: tuple[OnlineScorer, ...]) -> _Plan:
@@ -232,7 +239,7 @@ class ScoringCore:
         if plan is None:
             judged = tuple(o for o in scorers if self._waits(o))
             cheap = tuple(o for o in scorers if o not in judged)
-            plan = _Plan({s.scorer_id: s for s in scorers if "span" in s.sinks},
+            plan = _Plan(scorers, {s.scorer_id: s for s in scorers if "span" in s.sinks},
                          any(sink != "span" for s in scorers for sink in s.sinks),
                          tuple((w, lane) for w, lane in ((self.fast, cheap), (self.worker, judged))
                                if lane))
@@ -283,12 +290,12 @@ class ScoringCore:
     def _release(self, held: Held, reason: str | None) -> None:
         """A held item leaves: settled (`reason` None), or with its waiting scorers unscored."""
         if reason is None:
-            self.export(held.item, held.events)
+            self.export(held.item, held.events or ())
             return
         self._cancel_inflight(held.key)
         if reason == reasons.TIMEOUT:
             self.metrics.held_timeout(held.agent)
-        self.unscored(held.item, held.waiting, reason, held.agent, held.events)
+        self.unscored(held.item, held.waiting, reason, held.agent, held.events or ())
 
     # --- worker side --------------------------------------------------------------------------------
     async def _run_job(self, job: _Job) -> None:
@@ -458,7 +465,7 @@ class ScoringCore:
         # a job stuck in blocking code cannot hold shutdown: held spans are released regardless
         for worker in (self.fast, self.worker):
             for never_run in worker.stop(timeout=min(0.5, wait)):
-                job = never_run.args[0]  # type: ignore[attr-defined]
+                job: _Job = never_run  # type: ignore[assignment]
                 self.count_shutdown_drop(job.call.agent, job.scorers)
         self.held.release_all(reasons.SHUTDOWN)
         # spans other threads are releasing must reach downstream before it closes
