@@ -161,6 +161,8 @@ HEADLINES: list[Headline] = [
             ("in_process", "in-process judge"),
         )
     ),
+    Headline("online", "overload, slow judge: judge requests per landed score (ideal 3)",
+             ("overload_requests_per_landed",), "requests", "<=", 3.3),
     Headline(
         "online", "RSS growth, 10x overload", ("memory_overload", "growth_mb"), "MB", "<", 50.0
     ),

@@ -434,6 +434,37 @@ def test_slow_scoring_beyond_max_wait_exports_unscored_and_late_result_goes_else
     assert_exactly_once(h, [span])  # the late result did not export the agent span again
 
 
+class _SlowScorer(LengthScorer):
+    """Takes `delay` seconds per run; records when each run started."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__("slow")
+        self.delay = delay
+        self.started = 0
+
+    async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
+                   run_id: str | None = None) -> ScoreResult:
+        self.started += 1
+        await asyncio.sleep(self.delay)
+        return await super().arun(input=input, output=output, run_id=run_id)
+
+
+def test_a_run_that_cannot_land_before_its_span_leaves_never_starts(make) -> None:
+    # one run at a time, 0.3 s each, spans held 1 s: the runs started from 0.9 s on would be
+    # cut off when their spans leave; admission starts only those that can still land
+    slow = _SlowScorer(0.3)
+    h = make([slow], max_wait_s=1.0, concurrency=1)
+    for _ in range(8):
+        h.call()
+    h.wait_for(lambda: len(h.agent_spans()) == 8)  # scored, or timed out
+    landed = sum(1 for span in h.agent_spans() if results(span))
+    stats = h.processor.stats()
+    assert 2 <= landed < 8
+    assert slow.started == landed  # every run started landed: none spent in vain
+    assert stats["dropped"] == stats["held_timeout"] == 8 - landed  # counted as before
+    assert {r[sc.TS_UNSCORED_REASON] for s in h.agent_spans() for r in unscored(s)} == {"timeout"}
+
+
 def test_one_slow_scorer_does_not_hide_a_fast_ones_result(make) -> None:
     h = make([LengthScorer("fast"), LengthScorer("slow", gate=threading.Event())],
              max_wait_s=0.05, shutdown_timeout_s=0.05)

@@ -174,6 +174,15 @@ def test_real_scorers_run_in_the_scoring_process_and_score_the_span(pipeline: Pi
     assert stats["scored"] >= 3 and stats["in_thread"] == 0
 
 
+def test_the_scoring_process_runs_below_the_agents_cpu_priority(pipeline: Pipeline) -> None:
+    probe = pipeline.call("probe", "hi")
+    assert pipeline.processor.force_flush(60_000)
+    (result,) = results(pipeline.wait_exported(probe)).values()
+    child = int(result[sc.GEN_AI_EVALUATION_SCORE_VALUE])
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    assert os.getpriority(os.PRIO_PROCESS, child) == min(own + 10, 19)
+
+
 def test_a_failing_scorer_is_a_failure_event_with_its_error(pipeline: Pipeline) -> None:
     span = pipeline.call("probe", "fail")
     assert pipeline.processor.force_flush(30_000)

@@ -22,12 +22,11 @@ further they would pass it around.)
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,6 +77,7 @@ from tracescore.scoring._runs import Run
 _log = logging.getLogger("tracescore")
 _NEVER = 1 << 56  # above every trace's randomness
 _SCORING_SHARE = 0.8  # of a flush timeout spent waiting for pending scoring
+_RECENT = 0.3  # weight of the latest run in a scorer's recent run duration (admission)
 
 
 @dataclass(slots=True)
@@ -98,11 +98,31 @@ class Call:
 
 @dataclass(slots=True)
 class _Job:
+    """A worker job (calling it starts its run): one object per job, since every object a held
+    call keeps alive brings the next garbage collection closer in the agent's thread."""
+
+    core: ScoringCore
     key: Key
     item: Any
     call: Call
     start_ns: int
     scorers: tuple[OnlineScorer, ...]  # this job's share of the call's scorers
+
+    def __call__(self) -> Awaitable[None]:
+        return self.core._run_job(self)
+
+
+@dataclass(slots=True)
+class _Plan:
+    """How the calls a set of scorers samples are handed off (the same each time: cached)."""
+
+    scorers: tuple[OnlineScorer, ...]
+    holding: dict[str, OnlineScorer]  # span-sink scorers by id (copied per call: it shrinks)
+    others: bool  # whether any sink besides the span takes their runs
+    lanes: tuple[tuple[Worker, tuple[OnlineScorer, ...]], ...]  # the non-empty worker lanes
+
+
+_MAX_PLANS = 256  # distinct scorer sets remembered (a call samples a subset of the scorers)
 
 
 class ScoringCore:
@@ -158,6 +178,9 @@ class ScoringCore:
         self._routes = {o.scorer_id: self._route(o, carrier, logger_provider) for o in scorers}
         self._inflight: dict[Key, list[asyncio.Task[None]]] = {}
         self._lock = threading.Lock()
+        self._plans: dict[tuple[OnlineScorer, ...], _Plan] = {}
+        # admission of span-sink runs: a scorer's recent run duration (seconds), by scorer id
+        self._durations: dict[str, float] = {}
         self.conversations: ConversationScope | None = None  # None: no conversation scorer
         if talks:
             self.conversations = ConversationScope(
@@ -234,29 +257,44 @@ class ScoringCore:
             self.export(item, ())
             return
         agent = call.agent
+        metrics = self.metrics
         for online in call.scorers:
-            self.metrics.sampled(online.scorer_id, agent)
-        holding = {s.scorer_id: s for s in call.scorers if "span" in s.sinks}
-        others = any(sink != "span" for s in call.scorers for sink in s.sinks)
+            metrics.sampled(online.scorer_id, agent)
+        plan = self._plan(call.scorers)
+        call.scorers = plan.scorers  # the cached tuple: the call's own goes at once
+        holding = plan.holding
         was_held = False
         if holding:
+            holding = dict(holding)
             was_held = self.held.hold(key, item, agent, holding)
             if not was_held:
                 self.unscored(item, holding, reasons.HELD_OVERFLOW, agent)
                 # scorers whose only sink was the span just exported have nothing left to do
                 release_budgets(tuple(s for s in call.scorers if s.sinks == {"span"}))
-                if not others:
+                if not plan.others:
                     return
                 call.scorers = tuple(s for s in call.scorers if s.sinks != {"span"})
+                plan = self._plan(call.scorers)
         else:
             self.export(item, ())  # a failing downstream must not cost the scoring
         start_ns = time.time_ns()
-        judged = tuple(o for o in call.scorers if self._waits(o))
-        cheap = tuple(o for o in call.scorers if o not in judged)
-        for worker, scorers in ((self.fast, cheap), (self.worker, judged)):
-            if scorers and not worker.submit(functools.partial(
-                    self._run_job, _Job(key, item, call, start_ns, scorers))):
+        for worker, scorers in plan.lanes:
+            if not worker.submit(_Job(self, key, item, call, start_ns, scorers)):
                 self._refused(key, scorers, holding, was_held, agent)
+
+    def _plan(self, scorers: tuple[OnlineScorer, ...]) -> _Plan:
+        """The hand-off of calls sampled by `scorers`: which hold the span, which lane runs them."""
+        plan = self._plans.get(scorers)
+        if plan is None:
+            judged = tuple(o for o in scorers if self._waits(o))
+            cheap = tuple(o for o in scorers if o not in judged)
+            plan = _Plan(scorers, {s.scorer_id: s for s in scorers if "span" in s.sinks},
+                         any(sink != "span" for s in scorers for sink in s.sinks),
+                         tuple((w, lane) for w, lane in ((self.fast, cheap), (self.worker, judged))
+                               if lane))
+            if len(self._plans) < _MAX_PLANS:
+                self._plans[scorers] = plan
+        return plan
 
     def _waits(self, online: OnlineScorer) -> bool:
         """Whether a run of `online` waits on something slow (a judge, the scoring process)."""
@@ -301,12 +339,12 @@ class ScoringCore:
     def _release(self, held: Held, reason: str | None) -> None:
         """A held item leaves: settled (`reason` None), or with its waiting scorers unscored."""
         if reason is None:
-            self.export(held.item, held.events)
+            self.export(held.item, held.events or ())
             return
         self._cancel_inflight(held.key)
         if reason == reasons.TIMEOUT:
             self.metrics.held_timeout(held.agent)
-        self.unscored(held.item, held.waiting, reason, held.agent, held.events)
+        self.unscored(held.item, held.waiting, reason, held.agent, held.events or ())
 
     # --- worker side --------------------------------------------------------------------------------
     async def _run_job(self, job: _Job) -> None:
@@ -366,10 +404,38 @@ class ScoringCore:
         return trace
 
     async def _run_scorer(self, job: _Job, online: OnlineScorer) -> None:
-        call = job.call
-        if online.sinks == {"span"} and not self.held.waits_for(job.key, online.scorer_id):
-            release_budgets((online,))  # counted as dropped when the span was exported
+        if online.sinks == {"span"} and not self._admits(job.key, online):
+            release_budgets((online,))  # counted as dropped when the span leaves without it
             return
+        scorer_id = online.scorer_id
+        started = time.monotonic()
+        try:
+            await self._run_admitted(job, online)
+        except asyncio.CancelledError:  # its span left: it would have taken at least this long
+            self._durations[scorer_id] = max(self._durations.get(scorer_id, 0.0),
+                                             time.monotonic() - started)
+            raise
+        elapsed = time.monotonic() - started
+        last = self._durations.get(scorer_id)
+        self._durations[scorer_id] = elapsed if last is None else (
+            _RECENT * elapsed + (1 - _RECENT) * last)
+
+    def _admits(self, key: Key, online: OnlineScorer) -> bool:
+        """Whether a run whose only sink is the held span starts: the span still waits for it
+        and has at least the scorer's recent run duration left before it is released. A run
+        refused here spends no judge request; its span leaves at its deadline and counts the
+        drop as before. (Runs longer than `max_wait_s` are always let start, as they were: one
+        that lands again refreshes the duration.)"""
+        if not self.held.waits_for(key, online.scorer_id):
+            return False
+        expected = self._durations.get(online.scorer_id)
+        if expected is None or expected >= self.options.max_wait_s:
+            return True
+        left = self.held.time_left(key)
+        return left is not None and left >= expected
+
+    async def _run_admitted(self, job: _Job, online: OnlineScorer) -> None:
+        call = job.call
         run_id = uuid.uuid4().hex
         result, error, fallback = None, None, None
         try:
@@ -465,7 +531,7 @@ class ScoringCore:
         # a job stuck in blocking code cannot hold shutdown: held spans are released regardless
         for worker in (self.fast, self.worker):
             for never_run in worker.stop(timeout=min(0.5, wait)):
-                job = never_run.args[0]  # type: ignore[attr-defined]
+                job: _Job = never_run  # type: ignore[assignment]
                 self.count_shutdown_drop(job.call.agent, job.scorers)
         self.held.release_all(reasons.SHUTDOWN)
         # spans other threads are releasing must reach downstream before it closes

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from tracescore.online import _metrics as reasons
@@ -32,7 +32,7 @@ class Held:
     agent: str | None
     waiting: dict[str, OnlineScorer]  # by scorer id
     deadline: float
-    events: list[EventPayload] = field(default_factory=list)
+    events: list[EventPayload] | None = None  # made when the first lands (one object less held)
 
 
 class HoldTable:
@@ -71,6 +71,11 @@ class HoldTable:
             held = self._held.get(key)
             return held is not None and scorer_id in held.waiting
 
+    def time_left(self, key: Key) -> float | None:
+        """Seconds before the item `key` is released unscored (None: not held)."""
+        held = self._held.get(key)
+        return None if held is None else held.deadline - time.monotonic()
+
     def settle(self, key: Key, events: Mapping[str, Sequence[EventPayload]]) -> bool:
         """Put the events of the scorers in `events` on the item `key` if it still waits for
         them; release it once it waits for nothing. True when any of them landed."""
@@ -81,6 +86,8 @@ class HoldTable:
                 for scorer_id, payloads in events.items():
                     if held.waiting.pop(scorer_id, None) is not None:
                         landed = True
+                        if held.events is None:
+                            held.events = []
                         held.events.extend(payloads)
                 if not held.waiting:
                     done = self._take(key)

@@ -12,7 +12,10 @@ default (`isolation="auto"`) scorers that call a judge run in ONE scoring proces
 - fed over its stdin, by a writer thread, with length-prefixed pickles: each scorer once, then
   jobs; results and failures come back over a copy of its stdout, read by a reader thread
   (stdout itself goes to stderr, and whatever came before the channel's sync marker is skipped);
-- gone when the parent is: it exits at EOF on its stdin.
+- gone when the parent is: it exits at EOF on its stdin;
+- at a lower CPU priority (niceness +10 on Unix): on a busy host the agent's process gets the
+  cores first, and the scoring process (litellm's import, request building, reply parsing)
+  the rest.
 
 `isolation="process"` sends every scorer there; `"thread"` starts no process. Whatever the
 mode, a scorer that cannot be pickled or loaded there (or is defined in `__main__`), a job whose
@@ -55,6 +58,7 @@ _CHILD_CODE = ("import os; channel = os.dup(1); os.dup2(2, 1); "
                "from tracescore.online._isolation import _child_main; _child_main(channel)")
 _SYNC = b"\x00tracescore-scoring-channel\x00"  # the first bytes of the child's frames
 _MAX_PREAMBLE = 1 << 20  # bytes the interpreter may print before that (site hooks)
+_NICE = 10  # the scoring process's CPU priority below the agent's (Unix niceness increment)
 _START_ATTEMPTS = 3  # children that die before they are ready, before we stop trying
 _runners: weakref.WeakSet[ProcessRunner] = weakref.WeakSet()
 _forked_away: list[_Child] = []  # a forked child's copies of the parent's pipes, kept from GC
@@ -422,12 +426,22 @@ def _child_main(channel_fd: int) -> None:
     """Entry point of the scoring process: run jobs until its stdin closes. Frames go to
     `channel_fd`; fd 1 is stderr by now, so stray prints (litellm's banners) stay out."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    _yield_cpu()
     channel = os.fdopen(channel_fd, "wb")
     try:
         asyncio.run(_serve(sys.stdin.buffer, channel))
     finally:
         sys.stderr.flush()
         os._exit(0)  # litellm's and httpx's threads need no waiting for
+
+
+def _yield_cpu() -> None:
+    """Lower this process's CPU priority: when cores are scarce, the agents' processes run
+    first and scoring (litellm's import and request work included) takes what is left."""
+    try:
+        os.nice(_NICE)
+    except (AttributeError, OSError):  # no nice (Windows) or not allowed: normal priority
+        pass
 
 
 async def _serve(requests: IO[bytes], channel: IO[bytes]) -> None:

@@ -83,7 +83,7 @@ class OnlineMetrics:
         self._counts: Counter[str] = Counter()
         self._broken = False
         # `sampled` meter adds waiting for a thread other than the agent's (see `sampled`)
-        self._pending: collections.deque[dict[str, str]] = collections.deque()
+        self._pending: collections.deque[tuple[str, str | None]] = collections.deque()
 
     def _bump(self, key: str, n: int = 1) -> None:
         with self._lock:
@@ -97,22 +97,23 @@ class OnlineMetrics:
 
     @_guarded
     def sampled(self, scorer_id: str, agent: str | None) -> None:
-        """Count a sampled call now (`snapshot`); its meter add waits for `flush_pending`, which
-        the scoring threads call before any other count, so the agent's thread skips the SDK."""
-        self._bump("sampled")
-        self._pending.append(_attrs(scorer_id, agent))
+        """Count a sampled call; the count and its meter add wait for `flush_pending`, which
+        `snapshot` and the scoring threads call before any other count, so the agent's thread
+        only appends to a deque."""
+        self._pending.append((scorer_id, agent))
 
     @_guarded
     def flush_pending(self) -> None:
-        """Add the waiting `sampled` counts to their meter counter (a scoring thread)."""
+        """Count the waiting `sampled` calls and add them to their meter counter."""
         pending = self._pending
         counter = self._counters["sampled"]
         while pending:
             try:
-                attrs = pending.popleft()
+                scorer_id, agent = pending.popleft()
             except IndexError:  # another thread took the last one
                 return
-            counter.add(1, attrs)
+            self._bump("sampled")
+            counter.add(1, _attrs(scorer_id, agent))
 
     @_guarded
     def scored(self, scorer_id: str, agent: str | None, score: float) -> None:
