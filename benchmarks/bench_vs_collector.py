@@ -96,7 +96,8 @@ _PARTS = (
 
 def profile(binary: Path, gateway: Any, sink: Sink, rate: int, seconds: float
             ) -> dict[str, float] | None:
-    """% of the gateway's GIL-holding samples per part of the path (py-spy), or None."""
+    """% of the gateway's GIL-holding samples per part of the path (py-spy), or None; "samples":
+    how many there were (at these rates the process is mostly idle: a few per second)."""
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     if not Path(spy).exists():
         print("(no py-spy: `make venv` installs it with the dev extra)")
@@ -114,8 +115,9 @@ def profile(binary: Path, gateway: Any, sink: Sink, rate: int, seconds: float
         stack, _, samples = line.rpartition(" ")
         part = next(name for name, needles in _PARTS if all(n in stack for n in needles))
         shares[part] += int(samples)
-    total = sum(shares.values()) or 1
-    return {name: 100 * count / total for name, count in shares.items()}
+    total = sum(shares.values())
+    return {"samples": total,
+            **{name: 100 * count / (total or 1) for name, count in shares.items()}}
 
 
 def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -230,9 +232,12 @@ def main() -> None:
     highest = results.get("highest_sustained")
     print(f"highest offered rate both sustain: {highest['rate'] if highest else 'none tried'}")
     if results.get("profile"):
-        print_table([[part, share] for part, share in results["profile"].items()],
+        shares = dict(results["profile"])
+        samples = shares.pop("samples")
+        print_table([[part, share] for part, share in shares.items()],
                     ["part of the gateway's path", "% of GIL-holding samples"],
-                    title="Where the gateway's Python time goes (py-spy --gil, all threads)")
+                    title=f"Where the gateway's Python time goes (py-spy --gil, all threads, "
+                          f"{samples} samples)")
     write_json(args.json, results)
 
 
