@@ -216,7 +216,8 @@ class GatewayUnderTest:
             ["--config", str(config_file), "--endpoint", sink.endpoint,
              "--journal", str(workdir / f"journal-{random.getrandbits(32):x}.db"),
              "--health", "off", "--http", "off", "--log-level", "warning", *(extra or [])],
-            command_prefix=prefix, env={"LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            # `python -m` puts the working directory first on sys.path, before PYTHONPATH
+            cwd=checkout, command_prefix=prefix, env={"LITELLM_LOCAL_MODEL_COST_MAP": "True",
                                         **({"PYTHONPATH": str(checkout)} if checkout else {})},
         ).start()
         self.address = f"127.0.0.1:{self.process.grpc_port}"

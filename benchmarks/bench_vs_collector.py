@@ -15,10 +15,13 @@ several rounds each: the machine may be shared, so medians and the rounds' sprea
 
 `--plain` adds a third middle: a plain Python pass-through on grpcio (each request forwarded on
 the receiving thread; no journal, no recognition), what the transport alone costs.
+`--baseline DIR` adds the gateway of another checkout (e.g. `git worktree add /tmp/base main`)
+as a fourth middle, so a change is measured against the revision before it in the same run.
 `--profile` (needs `py-spy` installed) records the gateway's threads while they hold the GIL
 during one more run at the first rate and prints where that time goes, by part of the path.
 
     python benchmarks/bench_vs_collector.py [--quick] [--json PATH] [--rates 2000,4800] [--profile]
+                                            [--plain] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ SPANS_PER_TRACE = 10  # a root and 9 children
 GATEWAY = "tracescore serve"
 COLLECTOR = "otelcol"
 PLAIN = "plain grpcio"  # --plain: forward on the receiving thread, nothing else (the floor)
+BASELINE = "baseline gateway"  # --baseline DIR: `tracescore serve` of another checkout
 LADDER = (8000, 12000, 16000, 24000, 32000)
 
 
@@ -92,7 +96,8 @@ _PARTS = (
 
 def profile(binary: Path, gateway: Any, sink: Sink, rate: int, seconds: float
             ) -> dict[str, float] | None:
-    """% of the gateway's GIL-holding samples per part of the path (py-spy), or None."""
+    """% of the gateway's GIL-holding samples per part of the path (py-spy), or None; "samples":
+    how many there were (at these rates the process is mostly idle: a few per second)."""
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     if not Path(spy).exists():
         print("(no py-spy: `make venv` installs it with the dev extra)")
@@ -110,8 +115,9 @@ def profile(binary: Path, gateway: Any, sink: Sink, rate: int, seconds: float
         stack, _, samples = line.rpartition(" ")
         part = next(name for name, needles in _PARTS if all(n in stack for n in needles))
         shares[part] += int(samples)
-    total = sum(shares.values()) or 1
-    return {name: 100 * count / total for name, count in shares.items()}
+    total = sum(shares.values())
+    return {"samples": total,
+            **{name: 100 * count / (total or 1) for name, count in shares.items()}}
 
 
 def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -138,9 +144,9 @@ def compare(binary: Path, middles: dict[str, Any], sink: Sink, rate: int, second
     result["ratio"] = result[GATEWAY]["spans_per_cpu_s"] / result[COLLECTOR]["spans_per_cpu_s"]
     result["ratio_min"], result["ratio_max"] = min(per_round), max(per_round)
     result["sustained"] = result[GATEWAY]["sustained"] and result[COLLECTOR]["sustained"]
-    if PLAIN in result:
-        result["plain_ratio"] = (result[PLAIN]["spans_per_cpu_s"]
-                                 / result[COLLECTOR]["spans_per_cpu_s"])
+    for name, key in ((PLAIN, "plain_ratio"), (BASELINE, "baseline_ratio")):
+        if name in result:
+            result[key] = result[name]["spans_per_cpu_s"] / result[COLLECTOR]["spans_per_cpu_s"]
     return result
 
 
@@ -154,6 +160,7 @@ def main() -> None:
     parser.add_argument("--no-ladder", action="store_true", help="only the fixed rates")
     parser.add_argument("--profile", action="store_true", help="profile the gateway (py-spy)")
     parser.add_argument("--plain", action="store_true", help="add a plain grpcio pass-through")
+    parser.add_argument("--baseline", type=Path, help="another checkout's gateway, side by side")
     args = parser.parse_args()
     rounds = args.rounds or (2 if args.quick else 4)
     seconds = args.seconds or (5.0 if args.quick else 10.0)
@@ -172,6 +179,9 @@ def main() -> None:
             middles[COLLECTOR] = Collector(otelcol, sink, Path(tmp), core)
             if args.plain:
                 middles[PLAIN] = PlainPassThrough(sink, core)
+            if args.baseline:
+                middles[BASELINE] = GatewayUnderTest(sink, Path(tmp), core,
+                                                     checkout=args.baseline.resolve())
             for middle in middles.values():  # connections up, code paths warm
                 offer(binary, middle.address, middle.pid, sink, 2000, 1.0)
             for rate in (int(r) for r in args.rates.split(",")):
@@ -212,12 +222,22 @@ def main() -> None:
     if plain:
         print_table(plain, ["offered spans/s", "plain grpcio spans/CPU-s", "plain / otelcol"],
                     title="The transport alone: a plain Python pass-through on grpcio")
+    base = [[int(rate), found[BASELINE]["spans_per_cpu_s"], found["baseline_ratio"],
+             found[GATEWAY]["spans_per_cpu_s"] / found[BASELINE]["spans_per_cpu_s"]]
+            for rate, found in results["rates"].items() if BASELINE in found]
+    if base:
+        print_table(base, ["offered spans/s", "baseline spans/CPU-s", "baseline / otelcol",
+                           "this checkout / baseline"],
+                    title=f"The gateway of {args.baseline}, in the same rounds")
     highest = results.get("highest_sustained")
     print(f"highest offered rate both sustain: {highest['rate'] if highest else 'none tried'}")
     if results.get("profile"):
-        print_table([[part, share] for part, share in results["profile"].items()],
+        shares = dict(results["profile"])
+        samples = shares.pop("samples")
+        print_table([[part, share] for part, share in shares.items()],
                     ["part of the gateway's path", "% of GIL-holding samples"],
-                    title="Where the gateway's Python time goes (py-spy --gil, all threads)")
+                    title=f"Where the gateway's Python time goes (py-spy --gil, all threads, "
+                          f"{samples} samples)")
     write_json(args.json, results)
 
 

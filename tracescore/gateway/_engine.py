@@ -161,14 +161,17 @@ class Engine:
         scorer)."""
         return self._runs.stats() if self._runs is not None else {}
 
-    def accept(self, request: ExportTraceServiceRequest, raw: bytes | None = None) -> int:
-        """Journal and route one request; returns its span count. `raw`: the request as received
-        (protobuf), forwarded as is when nothing in it is held (sent inline when possible, and
-        then never journaled: the next hop has it before the acknowledgement)."""
+    def accept(self, request: ExportTraceServiceRequest, raw: bytes | None = None, *,
+               count: int | None = None) -> int:
+        """Journal and route one request; returns its span count (`count`: already counted).
+        `raw`: the request as received (protobuf), forwarded as is when nothing in it is held
+        (sent inline when possible, and then never journaled: the next hop has it before the
+        acknowledgement)."""
         found, touched = self._agent_spans(request, raw)
         if touched:
             self._resume(touched)
-        count = _otlp.count_spans(request)
+        if count is None:
+            count = _otlp.count_spans(request)
         if not self._pass_through:
             if found:
                 self._hold(found)

@@ -177,7 +177,7 @@ class Gateway:
             self.metrics.add("refused", count)
             raise Refused("the gateway is at its span limit; retry later", busy=True)
         try:
-            engine.accept(request, raw)
+            engine.accept(request, raw, count=count)
         except NextHopRejected as exc:  # the direct send's final answer, passed back
             raise Rejected(str(exc), exc.http_status, exc.grpc_code) from None
         except Undeliverable as exc:  # nothing was journaled: refused for good, not acked

@@ -14,10 +14,12 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from tracescore.gateway._door import Door, Limits, Refused, Rejected, authorized, listen
+from tracescore.gateway._senders import LEAN_GRPC_OPTIONS
+
 _log = logging.getLogger("tracescore.gateway")
 _GRPC_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 _EMPTY_REPLY = ExportTraceServiceResponse().SerializeToString()
-from tracescore.gateway._door import Door, Limits, Refused, Rejected, authorized, listen
 
 
 # --- gRPC ---------------------------------------------------------------------------------------
@@ -58,7 +60,8 @@ def grpc_receiver(address: tuple[str, int], door: Door, limits: Limits, *,
                  ("grpc.so_reuseport", 0),
                  ("grpc.max_connection_idle_ms", round(limits.idle_timeout_s * 1000)),
                  ("grpc.server_handshake_timeout_ms", round(limits.read_timeout_s * 1000)),
-                 ("grpc.max_allowed_incoming_connections", limits.max_connections)],
+                 ("grpc.max_allowed_incoming_connections", limits.max_connections),
+                 *LEAN_GRPC_OPTIONS],
     )
     host, port = address
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
