@@ -174,6 +174,23 @@ def test_real_scorers_run_in_the_scoring_process_and_score_the_span(pipeline: Pi
     assert stats["scored"] >= 3 and stats["in_thread"] == 0
 
 
+def test_a_tracescore_folder_where_the_agent_runs_does_not_shadow_the_scoring_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shadow = tmp_path / "tracescore"
+    shadow.mkdir()
+    (shadow / "__init__.py").write_text("raise ImportError('the folder, not the package')\n")
+    monkeypatch.chdir(tmp_path)
+    own = Pipeline(scorers=[OnlineScorer(ProbeScorer(), agents="probe")])
+    try:
+        probe = own.call("probe", "hi")
+        assert own.processor.force_flush(60_000)
+        (result,) = results(own.wait_exported(probe)).values()
+        assert result[sc.GEN_AI_EVALUATION_SCORE_VALUE] not in (os.getpid(), 0)
+        assert own.processor.stats()["in_thread"] == 0
+    finally:
+        own.provider.shutdown()
+
+
 def test_the_scoring_process_runs_below_the_agents_cpu_priority(pipeline: Pipeline) -> None:
     probe = pipeline.call("probe", "hi")
     assert pipeline.processor.force_flush(60_000)

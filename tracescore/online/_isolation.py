@@ -54,7 +54,10 @@ _log = logging.getLogger("tracescore")
 ISOLATIONS = ("auto", "process", "thread")
 _HEADER = struct.Struct("!I")
 # The channel is a copy of stdout taken before any import; stdout itself then goes to stderr.
-_CHILD_CODE = ("import os; channel = os.dup(1); os.dup2(2, 1); "
+# `-c` puts the working directory first on sys.path: dropped, so the child imports what the
+# parent did (its path comes in PYTHONPATH), not a `tracescore` or `litellm` folder where it runs.
+_CHILD_CODE = ("import sys; sys.path[:] = [p for p in sys.path if p]; "
+               "import os; channel = os.dup(1); os.dup2(2, 1); "
                "from tracescore.online._isolation import _child_main; _child_main(channel)")
 _SYNC = b"\x00tracescore-scoring-channel\x00"  # the first bytes of the child's frames
 _MAX_PREAMBLE = 1 << 20  # bytes the interpreter may print before that (site hooks)
@@ -389,7 +392,8 @@ class ProcessRunner:
 
 def _child_env() -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if isinstance(p, str) and p)
+    # the parent's "" (its working directory, for `python -c` or a REPL) as the directory itself
+    env["PYTHONPATH"] = os.pathsep.join(p or os.getcwd() for p in sys.path if isinstance(p, str))
     env["OTEL_SDK_DISABLED"] = "true"
     return env
 
