@@ -18,8 +18,9 @@ and waits for them, at most `trace.llm_wait_s`, then goes on unscored (reason `n
 Agent spans of a trace a run-scope scorer samples wait for the run's quiet period first
 (`_run_scope`).
 
-(About 560 lines: routing, the hold table and the waits for LLM calls share one lock and the
-duplicate checks across them; apart they would pass it around.)
+(About 600 lines: routing, the hold table, the waits for LLM calls and the run and conversation
+scopes' intake hooks share one lock and the duplicate checks across them; apart they would pass
+it around. The scopes' own work is in `_run_scope` and `online._conversation_scope`.)
 """
 
 from __future__ import annotations

@@ -15,8 +15,9 @@ Both front doors drive it: the in-process `ScoringSpanProcessor` (SDK spans) and
 Each run is routed to its sinks in one loop (`_delivery`). Every submitted item leaves through
 `export` exactly once, whatever happens to its scoring.
 
-(About 470 lines: hand-off, runs and their shutdown share the in-flight bookkeeping; split
-further they would pass it around.)
+(About 610 lines: hand-off, admission, runs and their shutdown share the in-flight bookkeeping
+and its lock, and the run and conversation scopes plug in here; split further they would pass
+it around.)
 """
 
 from __future__ import annotations

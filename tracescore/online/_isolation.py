@@ -23,7 +23,7 @@ data cannot be, and every job once the process cannot start (three tries) run in
 thread instead (logged once per scorer and cause). A child that dies after starting fails its
 pending runs; the next job starts a new one.
 
-(About 540 lines: the parent's `ProcessRunner` and the child's `_child_main` speak the one framed
+(About 560 lines: the parent's `ProcessRunner` and the child's `_child_main` speak the one framed
 protocol defined here; apart, each half would import the other's.)
 """
 
