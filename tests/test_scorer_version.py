@@ -4,6 +4,9 @@ never for a new object with equal options, an API key, headers, a timeout or ret
 
 from __future__ import annotations
 
+import importlib
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -144,6 +147,47 @@ def test_the_release_changes_the_version(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(_provenance, "__version__", "99.0.0")
     after = build("completeness").version
     assert after != before and after.startswith("99.0.0+") and before.startswith("0.")
+
+
+@pytest.mark.parametrize("edited", ["_offline_relevancy.py", "_prompts.py", "relevancy.py"])
+def test_an_edited_rule_or_prompt_of_tracescore_changes_the_version(
+        monkeypatch: pytest.MonkeyPatch, edited: str) -> None:
+    from tracescore.scoring import _provenance
+
+    scorer = build("answer-relevancy", model="tracescore/offline")
+    before = _provenance.compute_version(scorer)
+    real = _provenance._file_digest.__wrapped__
+    monkeypatch.setattr(_provenance, "_file_digest",
+                        lambda path: real(path) + ("+edit" if path.endswith(edited) else ""))
+    _provenance._package_digest.cache_clear()
+    try:
+        after = _provenance.compute_version(scorer)
+    finally:
+        monkeypatch.undo()
+        _provenance._package_digest.cache_clear()
+    assert after != before and after.split("+")[0] == before.split("+")[0]
+    assert _provenance.compute_version(scorer) == before
+
+
+def test_an_edited_scorer_class_of_your_own_changes_its_version(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracescore.scoring import _provenance
+
+    source = tmp_path / "my_scorers.py"
+    source.write_text("from tracescore.scoring import Scorer\n\n"
+                      "class Mine(Scorer):\n    id = 'mine'\n    name = 'Mine'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("my_scorers")
+    try:
+        scorer = module.Mine()
+        before = _provenance.compute_version(scorer)
+        assert _provenance.compute_version(module.Mine()) == before
+        source.write_text(source.read_text() + "    # the rule changed\n")
+        _provenance._file_digest.cache_clear()
+        assert _provenance.compute_version(scorer) != before
+    finally:
+        sys.modules.pop("my_scorers", None)
+        _provenance._file_digest.cache_clear()
 
 
 def test_the_version_is_computed_once_per_scorer() -> None:

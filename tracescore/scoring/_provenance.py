@@ -2,9 +2,10 @@
 
 A scorer's version is `{release}+{12 hex digits}`, the digits a SHA-256 over its id, its class,
 its options (the public attributes its constructor set: scale, thresholds, instructions, steps,
-include, scope, ...), the tracescore release (whose code and prompts the built-in scorers are) and
-its judge: the model string and the judge options that change the answers (temperature, seed,
-...). Never a secret: attributes named like keys, tokens, headers or credentials, and the judge's
+include, scope, ...), the tracescore release, its code (the source files of tracescore's scorers,
+judges and prompts, and those of a scorer class of the user's own, so an edited prompt or rule
+gives a new version before a new release does) and its judge: the model string and the judge
+options that change the answers (temperature, seed, ...). Never a secret: attributes named like keys, tokens, headers or credentials, and the judge's
 address, timeout and retries, stay out, so a rotated key or a longer timeout keeps the version.
 
 A scorer computes it once (`Scorer.version`, cached on the object); a scorer that declares its own
@@ -15,12 +16,16 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import hashlib
+import inspect
 import json
 import math
 import re
+import sys
 import weakref
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, TypedDict
 
 from tracescore._version import __version__
@@ -75,9 +80,45 @@ def compute_version(scorer: Any) -> str:
     """The version of `scorer` from its id, class, options, judge and the release."""
     cls = type(scorer)
     spec = {"id": str(getattr(scorer, "id", "")), "class": f"{cls.__module__}.{cls.__qualname__}",
-            "release": __version__, "judge": _judge_spec(scorer), "options": options_of(scorer)}
+            "release": __version__, "code": code_digest(cls), "judge": _judge_spec(scorer),
+            "options": options_of(scorer)}
     text = json.dumps(spec, sort_keys=True, separators=(",", ":"), default=str)
     return f"{__version__}+{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+
+
+def code_digest(cls: type) -> str:
+    """A hash of the code that decides `cls`'s scores: tracescore's scoring package (scorers,
+    judges, prompts and their data files) and the source files of the classes of `cls`'s own
+    outside it (empty parts where no source can be read, e.g. a frozen application)."""
+    own = sorted({path for klass in cls.__mro__
+                  if not klass.__module__.startswith(("tracescore.", "builtins", "abc"))
+                  and (path := _source_file(klass))})
+    return hashlib.sha256("|".join([_package_digest(), *map(_file_digest, own)]).encode()
+                          ).hexdigest()[:16]
+
+
+def _source_file(klass: type) -> str | None:
+    module = sys.modules.get(klass.__module__)
+    try:
+        return inspect.getsourcefile(module) if module is not None else None
+    except TypeError:  # a built-in or C module
+        return None
+
+
+@functools.cache
+def _package_digest() -> str:
+    folder = Path(__file__).parent
+    return hashlib.sha256("|".join(
+        f"{path.name}:{_file_digest(str(path))}" for path in sorted(folder.iterdir())
+        if path.suffix in (".py", ".txt")).encode()).hexdigest()
+
+
+@functools.cache
+def _file_digest(path: str) -> str:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return ""
 
 
 def judge_model(scorer: Any) -> str | None:
