@@ -181,17 +181,36 @@ def test_fleet_routes_every_span_by_trace_and_turns_by_conversation() -> None:
     assert all(statement.startswith(f'set(attributes["{key}"], ') for statement in statements)
 
 
+GATEWAY_CONFIGS = ("gateway.yaml", "gateway-loadbalancing.yaml", "gateway-tail-sampling.yaml",
+                   "gateway-fleet.yaml")
+
+
+def test_gateway_configs_take_every_signal_on_every_receiver() -> None:
+    """A replica sends its `log` sink's records and its metrics where it forwards spans, and apps
+    send theirs to the main receiver: a receiver without a pipeline for a signal refuses it."""
+    for name in GATEWAY_CONFIGS:
+        config = _load(CONFIG_DIR / name)
+        pipelines = config["service"]["pipelines"]
+        for receiver in config["receivers"]:
+            signals = {key.split("/")[0] for key, p in pipelines.items() if receiver in p["receivers"]}
+            assert signals == {"traces", "logs", "metrics"}, (name, receiver)
+        for key, pipeline in pipelines.items():
+            if key.split("/")[0] != "traces":
+                assert pipeline["exporters"] == ["otlp/backend"], (name, key)  # not to the scorers
+
+
 def test_gateway_configs_acknowledge_only_what_an_exporter_queued() -> None:
     """A `batch` processor acknowledges before the exporter's queue has the data and drops what a
     full queue refuses; a retry with a time limit drops acknowledged data when it runs out."""
-    for name in ("gateway.yaml", "gateway-loadbalancing.yaml", "gateway-tail-sampling.yaml",
-                 "gateway-fleet.yaml"):
+    for name in GATEWAY_CONFIGS:
         config = _load(CONFIG_DIR / name)
-        for pipeline in config["service"]["pipelines"].values():
+        pipelines = config["service"]["pipelines"].values()
+        sampled = {e for p in pipelines if "tail_sampling" in p["processors"] for e in p["exporters"]}
+        for pipeline in pipelines:
             if "tail_sampling" in pipeline["processors"]:
                 continue  # it holds traces in memory until it decides: nothing to promise
             assert "batch" not in pipeline["processors"], name
-            for exporter_name in pipeline["exporters"]:
+            for exporter_name in set(pipeline["exporters"]) - sampled:  # that exporter promises nothing
                 exporter = config["exporters"][exporter_name]
                 exporter = exporter.get("protocol", {}).get("otlp", exporter)
                 assert exporter["retry_on_failure"]["max_elapsed_time"] == 0, (name, exporter_name)

@@ -3,8 +3,9 @@
 app -> collector (loadbalancing, routing_key traceID, static resolver) -> 3 `tracescore serve`
 replicas -> the same collector's `scored` receiver -> loopback OTLP receiver. Spans are counted:
 each arrives exactly once, each sampled agent span carries its score once, the replicas share the
-work; a replica SIGKILLed mid-run and started again loses nothing that was acknowledged; and a
-Node.js agent instrumented with the OpenTelemetry JS SDK is scored through the same path.
+work; a replica SIGKILLed mid-run and started again loses nothing that was acknowledged; the
+replicas' log records and metrics and the apps' own reach the backend too; and a Node.js agent
+instrumented with the OpenTelemetry JS SDK is scored through the same path.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import pytest
 from _gateway_helpers import ANSWER, agent_attributes
 from _helpers import npm_project
 from _lb_ring import Ring, even_ring_ports
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from typing_extensions import Self
 
@@ -51,12 +54,15 @@ class Deployment:
     """A shipped gateway config's collector in front of and behind its gateways, all on loopback.
 
     gateway.yaml runs one replica; the loadbalancing configs run REPLICAS. Every replica scores
-    with content similarity at `rate`.
+    with content similarity at `rate`; with `telemetry` it also sends its results as log records
+    (the `log` sink) and its metrics every 0.2 s, to its forward endpoint as by default.
     """
 
     def __init__(self, tmp_path: Path, receiver: OTLPReceiver, config: str = "gateway-loadbalancing.yaml",
-                 *, rate: float = RATE, overrides: dict[str, str] | None = None) -> None:
+                 *, rate: float = RATE, overrides: dict[str, str] | None = None,
+                 telemetry: bool = False) -> None:
         self._plan = (tmp_path, receiver, config, rate, overrides)
+        self._telemetry = telemetry
         self._place()
 
     def _place(self) -> None:
@@ -64,8 +70,10 @@ class Deployment:
         tmp_path, receiver, config, rate, overrides = self._plan
         scored_grpc, scored_http = free_port(), free_port()
         gateway_config = tmp_path / "gateway.yaml"
+        sinks = ", sinks: [span, log]" if self._telemetry else ""
+        telemetry = "telemetry: {metrics: true, interval_s: 0.2}\n" if self._telemetry else ""
         gateway_config.write_text(
-            f"scoring:\n  isolation: thread\n  scorers: [{{scorer: similarity, rate: {rate}}}]\n",
+            f"scoring:\n  isolation: thread\n  scorers: [{{scorer: similarity, rate: {rate}{sinks}}}]\n{telemetry}",
             encoding="utf-8",
         )
         balanced = config != "gateway.yaml"
@@ -295,6 +303,54 @@ def test_one_replica_behind_the_shipped_gateway_config(tmp_path: Path, otlp_rece
     assert sorted(_received(otlp_receiver)) == sorted(sent)  # every span, exactly once
     assert len(received) == 200
     _assert_scored_once([s for s in received if s.name == "invoke_agent geo"])
+
+
+@pytest.mark.parametrize("config", ["gateway.yaml", "gateway-loadbalancing.yaml", "gateway-tail-sampling.yaml"])
+def test_log_records_and_metrics_reach_the_backend(
+    config: str, tmp_path: Path, otlp_receiver: OTLPReceiver
+) -> None:
+    """The replicas' `log` sink records and metrics, sent where they forward spans, and the apps'
+    own log records and metrics, sent to the collector's main receiver, all reach the backend;
+    tail sampling leaves log records alone (it may drop their traces)."""
+    request = _traces(random.Random(31), 6)
+    agents = {(s.trace_id.hex(), s.span_id.hex()) for s in request.resource_spans[0].scope_spans[0].spans
+              if s.name == "invoke_agent geo"}  # fmt: skip
+    overrides = {"processors::tail_sampling::decision_wait": "1s"} if "tail" in config else None
+    with Deployment(tmp_path, otlp_receiver, config, rate=1.0, telemetry=True,
+                    overrides=overrides) as deployment:  # fmt: skip
+        _send(deployment, [request])
+        records = otlp_receiver.wait_for_logs(lambda r: r.event_name == sc.GEN_AI_EVALUATION_RESULT,
+                                              count=len(agents), timeout=60)
+        received = otlp_receiver.wait_for_metric("tracescore.gateway.received", timeout=60)
+        otlp_receiver.wait_for_metric("tracescore.evaluation.scored", timeout=60)
+        with grpc.insecure_channel(f"127.0.0.1:{deployment.collector.grpc_port}") as channel:
+            channel.unary_unary(_EXPORT_LOGS)(_app_log().SerializeToString(), timeout=30)
+            channel.unary_unary(_EXPORT_METRICS)(_app_metric().SerializeToString(), timeout=30)
+        otlp_receiver.wait_for_logs(lambda r: r.body == "app log line", timeout=60)
+        otlp_receiver.wait_for_metric("app.requests", timeout=60)
+        # stopped while the collector is up: their last flush of telemetry finds it at once
+        assert [gateway.terminate() for gateway in deployment.gateways] == [0] * len(deployment.gateways)
+    assert {(r.trace_id, r.span_id) for r in records} == agents  # one result per agent call
+    assert {r.resource["service.name"] for r in records} == {"tracescore-gateway"}
+    assert received.resource["service.name"] == "tracescore-gateway"
+
+
+_EXPORT_LOGS = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
+_EXPORT_METRICS = "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"
+
+
+def _app_log() -> ExportLogsServiceRequest:
+    request = ExportLogsServiceRequest()
+    record = request.resource_logs.add().scope_logs.add().log_records.add()
+    record.body.string_value = "app log line"
+    return request
+
+
+def _app_metric() -> ExportMetricsServiceRequest:
+    request = ExportMetricsServiceRequest()
+    metric = request.resource_metrics.add().scope_metrics.add().metrics.add(name="app.requests")
+    metric.gauge.data_points.add(as_int=1, time_unix_nano=1_700_000_000_000_000_000)
+    return request
 
 
 OFF_TOPIC = "Bananas grow well in warm humid weather."  # content similarity 0.13 to the question
