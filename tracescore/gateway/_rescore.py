@@ -71,6 +71,9 @@ class RescoreSummary:
     skipped: int = 0
     rescored: int = 0
     estimates: tuple[ScorerEstimate, ...] = ()
+    runs_scored: int = 0  # runs given to run-scope scorers (at their root agent span)
+    conversations_scored: int = 0  # conversation versions given to conversation scorers
+    scopes: frozenset[str] = frozenset()  # "runs", "conversations": scorers of those scopes
 
 
 class FileOutput:
@@ -135,7 +138,9 @@ def rescore(paths: Sequence[Path], *, scorers: Sequence[Any], recognisers: Seque
             timeout_s: float = 600.0,
             trace_options: dict[str, Any] | None = None,
             warn: Callable[[str], None] | None = None,
-            force: bool = False, dry_run: bool = False) -> RescoreSummary:
+            force: bool = False, dry_run: bool = False,
+            run_options: dict[str, Any] | None = None,
+            conversations: dict[str, Any] | None = None) -> RescoreSummary:
     """Score the agent spans of `paths` again and write them (all spans with `all_spans`).
 
     Reading waits while as many spans are held as the processor may hold at once, so a large
@@ -146,6 +151,11 @@ def rescore(paths: Sequence[Path], *, scorers: Sequence[Any], recognisers: Seque
     spans that had none. A bad line raises `ConfigurationError` "FILE:LINE: ...". A scorer skips
     a span with its own version's result (`force`: scores it again); `dry_run` calls no judge and
     estimates instead (`estimates`), giving `output` the spans as they came.
+
+    The files are complete: runs (`run_options`, the `runs:` bounds) and conversations
+    (`conversations`, the `conversations:` settings) are scored at the end of the input, not
+    after a wall-clock quiet period; a run-scope result at the same version on the root agent
+    span skips that run like any span.
     """
     from tracescore.online._options import as_online_scorers
 
@@ -160,7 +170,9 @@ def rescore(paths: Sequence[Path], *, scorers: Sequence[Any], recognisers: Seque
     seen = _Seen(force)
     engine = Engine(scorers=chosen, recognisers=recognisers,
                     output=counting, metrics=GatewayMetrics(), processor_options=options,
-                    pass_through=all_spans, trace_options=trace_options, keep=seen)
+                    pass_through=all_spans, trace_options=trace_options, keep=seen,
+                    run_options=_at_end(run_options), conversations=_at_end(conversations))
+    seen.run_ids = frozenset(online.scorer_id for online in engine.core.run_scorers)
     room = max(1, int(options.get("max_held_spans", 2048)) // 2)
     total = sum(path.stat().st_size for path in paths if path.is_file())
     reader = LineReader(paths, warn or _log.warning)
@@ -184,7 +196,22 @@ def rescore(paths: Sequence[Path], *, scorers: Sequence[Any], recognisers: Seque
     return RescoreSummary(read, selected, engine.offered, counting.written, stats,
                           spans_delivered=counting.written, no_reference=missing,
                           skipped=seen.skipped, rescored=seen.rescored,
-                          estimates=tuple(e.summary() for e in stand_ins))
+                          estimates=tuple(e.summary() for e in stand_ins),
+                          runs_scored=seen.runs,
+                          conversations_scored=sum(
+                              n for name, n in stats.items()
+                              if name.startswith("conversations.versions.")),
+                          scopes=frozenset(name for name, on in (
+                              ("runs", bool(engine.core.run_scorers)),
+                              ("conversations", engine.core.conversations is not None)) if on))
+
+
+_NEVER = 1e9  # seconds: a stored run or conversation waits for the end of the input
+
+
+def _at_end(options: dict[str, Any] | None) -> dict[str, Any]:
+    """Scope settings with no wall-clock quiet period or age limit (the size bounds stay)."""
+    return {**(options or {}), "quiet_s": _NEVER, "max_age_s": _NEVER}
 
 
 class _Seen:
@@ -196,8 +223,17 @@ class _Seen:
         self._lock = threading.Lock()
         self.skipped = 0
         self.rescored = 0
+        self.run_ids: frozenset[str] = frozenset()  # the run-scope scorers' ids
+        self.runs = 0  # root agent spans given to a run-scope scorer
 
     def __call__(self, span: Any, chosen: tuple[OnlineScorer, ...]) -> tuple[OnlineScorer, ...]:
+        kept = self._kept(span, chosen)
+        if any(online.scorer_id in self.run_ids for online in kept):
+            with self._lock:
+                self.runs += 1
+        return kept
+
+    def _kept(self, span: Any, chosen: tuple[OnlineScorer, ...]) -> tuple[OnlineScorer, ...]:
         done = scored_versions(span)
         if not done:
             return chosen
@@ -381,7 +417,8 @@ def run_rescore_command(inputs: Sequence[Path], *, config_file: Path | None,
                           all_spans=all_spans, processor_options=options,
                           progress=bar.update if bar else None,
                           trace_options=dict(config.trace), warn=warn, force=force,
-                          dry_run=dry_run)
+                          dry_run=dry_run, run_options=dict(config.runs),
+                          conversations=dict(config.conversations))
     finally:
         if bar is not None:
             bar.close()
