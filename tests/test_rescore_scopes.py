@@ -4,7 +4,9 @@ order, at the end of the input (no wall-clock quiet period)."""
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -101,25 +103,50 @@ def talks(tmp_path: Path) -> Path:
             support(f"{talk}: question {turn}")
             time.sleep(0.002)
     handle.shutdown()
-    lines = path.read_text().splitlines()
-    path.write_text("\n".join(reversed(lines)) + "\n")
+    _one_span_a_line(path, path, reverse=True)
     return path
 
 
-def test_each_conversation_is_scored_once_with_its_turns_in_time_order(talks: Path,
-                                                                       tmp_path: Path) -> None:
-    with StubLLMServer() as stub:
-        stub.default_reply = {"satisfied": True, "reasoning": "answered"}
-        config = tmp_path / "talks.yaml"
-        config.write_text(
-            "scoring:\n  scorers:\n    - scorer: multi-turn-judge\n"
-            "      options: {criterion: The user got an answer., model: openai/judge-stub, "
-            f"api_base: '{stub.base_url}', api_key: sk-test}}\n      sinks: [carrier]\n")
-        out = tmp_path / "out.jsonl"
-        line = _run(str(talks), "--config", str(config), "-o", str(out))
-        prompts = [str(request) for request in stub.requests]
+def _one_span_a_line(source: Path, target: Path, *, reverse: bool = False,
+                     leave_out: str | None = None) -> None:
+    """Rewrite an OTLP JSON-lines file one span a line (last span first with `reverse`),
+    without the spans whose JSON holds `leave_out`."""
+    lines: list[str] = []
+    for line in source.read_text().splitlines():
+        request = json.loads(line)
+        for rs in request["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                for span in ss["spans"]:
+                    if leave_out is None or leave_out not in json.dumps(span):
+                        lines.append(json.dumps({"resourceSpans": [
+                            {**rs, "scopeSpans": [{**ss, "spans": [span]}]}]}))
+    target.write_text("\n".join(reversed(lines) if reverse else lines) + "\n")
+
+
+def _talks_config(tmp_path: Path, base_url: str) -> Path:
+    config = tmp_path / "talks.yaml"
+    config.write_text(
+        "scoring:\n  scorers:\n    - scorer: multi-turn-judge\n"
+        "      options: {criterion: The user got an answer., model: openai/judge-stub, "
+        f"api_base: '{base_url}', api_key: sk-test}}\n      sinks: [carrier]\n")
+    return config
+
+
+@pytest.fixture
+def stub() -> Iterator[StubLLMServer]:
+    with StubLLMServer() as running:
+        running.default_reply = {"satisfied": True, "reasoning": "answered"}
+        yield running
+
+
+def test_each_conversation_is_scored_once_with_its_turns_in_time_order(
+        talks: Path, tmp_path: Path, stub: StubLLMServer) -> None:
+    config = _talks_config(tmp_path, stub.base_url)
+    out = tmp_path / "out.jsonl"
+    line = _run(str(talks), "--config", str(config), "-o", str(out))
+    prompts = [str(request) for request in stub.requests]
     assert len(prompts) == 2
-    for prompt in prompts:
+    for prompt in prompts:  # the file has the last turn first: the order is the spans' times
         talk = "alpha" if "alpha: question" in prompt else "beta"
         places = [prompt.index(f"{talk}: question {turn}") for turn in range(3)]
         assert places == sorted(places)
@@ -132,6 +159,26 @@ def test_each_conversation_is_scored_once_with_its_turns_in_time_order(talks: Pa
         assert len({str(s.attributes.get("gen_ai.conversation.id")) for s in linked}) == 1
         last = max(linked, key=lambda s: s.start_time_unix_nano)
         assert carrier.parent_span_id == last.span_id  # in the last turn's trace
+        assert carrier.attributes["tracescore.conversation.turns"] == 3
     assert "2 conversations scored" in line
     dry = _run(str(talks), "--config", str(config), "--dry-run")
-    assert "2 conversations" in dry
+    assert "2 scorer runs would be made" in dry and "2 conversations" in dry
+
+
+def test_a_conversation_scored_over_the_same_turns_is_skipped(
+        talks: Path, tmp_path: Path, stub: StubLLMServer) -> None:
+    config = _talks_config(tmp_path, stub.base_url)
+    partial, out = tmp_path / "partial.jsonl", tmp_path / "out.jsonl"
+    _one_span_a_line(talks, partial, leave_out="beta: question 2")  # beta's last turn not yet
+    _run(str(partial), "--config", str(config), "-o", str(out))
+    assert len(stub.requests) == 2
+
+    both = _run(str(out), "--config", str(config), "-o", str(tmp_path / "again.jsonl"))
+    assert "0 conversations scored" in both and "2 skipped" in both
+    assert len(stub.requests) == 2
+    # with beta's last turn: alpha's turns are the same (skipped), beta has a new version
+    grown = _run(str(out), str(talks), "--config", str(config), "-o", str(tmp_path / "b.jsonl"))
+    assert "1 conversations scored" in grown and "1 skipped" in grown
+    assert "beta: question 2" in str(stub.requests[-1])
+    forced = _run(str(out), "--config", str(config), "-o", str(tmp_path / "c.jsonl"), "--force")
+    assert "2 conversations scored" in forced and "2 re-scored" in forced
