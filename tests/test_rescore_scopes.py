@@ -82,7 +82,7 @@ def test_each_run_is_scored_once_at_its_root_with_all_its_steps(runs: Path,
     assert "4 runs scored" in line
 
     dry = _run(str(runs), "--config", str(_trajectory_config(tmp_path)), "--dry-run")
-    assert "4 runs" in dry
+    assert "4 scorer runs would be made" in dry and "; 4 runs would be scored" in dry
     again = _run(str(out), "--config", str(_trajectory_config(tmp_path)), "-o",
                  str(tmp_path / "again.jsonl"))
     assert "0 runs scored" in again and "4 skipped" in again
@@ -128,7 +128,7 @@ def _talks_config(tmp_path: Path, base_url: str) -> Path:
     config.write_text(
         "scoring:\n  scorers:\n    - scorer: multi-turn-judge\n"
         "      options: {criterion: The user got an answer., model: openai/judge-stub, "
-        f"api_base: '{base_url}', api_key: sk-test}}\n      sinks: [carrier]\n")
+        f"api_base: '{base_url}', api_key: sk-test}}\n")
     return config
 
 
@@ -162,7 +162,7 @@ def test_each_conversation_is_scored_once_with_its_turns_in_time_order(
         assert carrier.attributes["tracescore.conversation.turns"] == 3
     assert "2 conversations scored" in line
     dry = _run(str(talks), "--config", str(config), "--dry-run")
-    assert "2 scorer runs would be made" in dry and "2 conversations" in dry
+    assert "2 scorer runs would be made" in dry and "; 2 conversations would be scored" in dry
 
 
 def test_a_conversation_scored_over_the_same_turns_is_skipped(
