@@ -322,13 +322,18 @@ def rescore(inputs: Sequence[Path], config_file: Path | None, scorers: Sequence[
         click.echo(f"warning: {missing.warning(scorer_id)}", err=True)
     seen = (f"{summary.skipped} skipped (already scored by the same scorer version), "
             f"{summary.rescored} re-scored")
+    counted = [f"{count} {name}" for count, name in (
+        (summary.runs_scored, "runs"), (summary.conversations_scored, "conversations"))
+        if count or name in summary.scopes]  # whole runs, conversations (their scorers')
+    scopes = "".join(f", {text} scored" for text in counted)
     if dry_run:
         from tracescore.gateway._rescore_estimate import estimate_lines
 
         runs = sum(e.runs for e in summary.estimates)
         click.echo(f"dry run: read {summary.spans_read} spans, {summary.spans_selected} "
                    f"selected, {summary.agent_spans} agent spans offered; {runs} scorer runs "
-                   f"would be made, {seen}")
+                   f"would be made, {seen}"
+                   + (f"; {' and '.join(counted)} would be scored" if counted else ""))
         for text in estimate_lines(summary.estimates):
             click.echo(text)
         click.echo("nothing was scored, written or sent")
@@ -336,7 +341,7 @@ def rescore(inputs: Sequence[Path], config_file: Path | None, scorers: Sequence[
     line = (f"read {summary.spans_read} spans, {summary.spans_selected} selected, "
             f"{summary.agent_spans} agent spans offered, "
             f"{summary.stats.get('scored', 0)} scores, {summary.stats.get('failed', 0)} failed, "
-            f"{seen}; ")
+            f"{seen}{scopes}; ")
     if not summary.undelivered:
         click.echo(f"{line}wrote {summary.spans_written} spans")
         return

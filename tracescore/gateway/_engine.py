@@ -400,7 +400,7 @@ class Engine:
             span=None,  # type: ignore[arg-type]  # no SDK span at the gateway
             name=call.agent, input=call.input, output=call.output,
             ground_truth=call.ground_truth, attributes=attributes,
-        ), attributes, *key)
+        ), attributes, *key, end_ns=span.end_time_unix_nano or None)  # its time, not arrival
 
     def _choose(self, span: Any, call: RecognisedCall, randomness: int, scope: str | None
                 ) -> tuple[OnlineScorer, ...]:

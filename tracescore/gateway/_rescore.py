@@ -27,6 +27,8 @@ from tracescore.gateway._engine import Engine
 from tracescore.gateway._metrics import GatewayMetrics
 from tracescore.gateway._rescore_estimate import Estimate, ScorerEstimate
 from tracescore.gateway._rescore_input import LineReader
+from tracescore.online._conversation_scope import turn_ref
+from tracescore.online._conversations import Turn
 from tracescore.online._core import release_budgets
 from tracescore.online._options import OnlineScorer
 from tracescore.scoring._provenance import scorer_version
@@ -71,6 +73,9 @@ class RescoreSummary:
     skipped: int = 0
     rescored: int = 0
     estimates: tuple[ScorerEstimate, ...] = ()
+    runs_scored: int = 0  # runs given to run-scope scorers (at their root agent span)
+    conversations_scored: int = 0  # conversation versions given to conversation scorers
+    scopes: frozenset[str] = frozenset()  # "runs", "conversations": scorers of those scopes
 
 
 class FileOutput:
@@ -135,7 +140,9 @@ def rescore(paths: Sequence[Path], *, scorers: Sequence[Any], recognisers: Seque
             timeout_s: float = 600.0,
             trace_options: dict[str, Any] | None = None,
             warn: Callable[[str], None] | None = None,
-            force: bool = False, dry_run: bool = False) -> RescoreSummary:
+            force: bool = False, dry_run: bool = False,
+            run_options: dict[str, Any] | None = None,
+            conversations: dict[str, Any] | None = None) -> RescoreSummary:
     """Score the agent spans of `paths` again and write them (all spans with `all_spans`).
 
     Reading waits while as many spans are held as the processor may hold at once, so a large
@@ -146,6 +153,11 @@ def rescore(paths: Sequence[Path], *, scorers: Sequence[Any], recognisers: Seque
     spans that had none. A bad line raises `ConfigurationError` "FILE:LINE: ...". A scorer skips
     a span with its own version's result (`force`: scores it again); `dry_run` calls no judge and
     estimates instead (`estimates`), giving `output` the spans as they came.
+
+    The files are complete: runs (`run_options`, the `runs:` bounds) and conversations
+    (`conversations`, the `conversations:` settings) are scored at the end of the input, not
+    after a wall-clock quiet period; a run-scope result at the same version on the root agent
+    span skips that run like any span.
     """
     from tracescore.online._options import as_online_scorers
 
@@ -160,7 +172,11 @@ def rescore(paths: Sequence[Path], *, scorers: Sequence[Any], recognisers: Seque
     seen = _Seen(force)
     engine = Engine(scorers=chosen, recognisers=recognisers,
                     output=counting, metrics=GatewayMetrics(), processor_options=options,
-                    pass_through=all_spans, trace_options=trace_options, keep=seen)
+                    pass_through=all_spans, trace_options=trace_options, keep=seen,
+                    run_options=_at_end(run_options), conversations=_at_end(conversations))
+    seen.run_ids = frozenset(online.scorer_id for online in engine.core.run_scorers)
+    if engine.core.conversations is not None:
+        engine.core.conversations.keep = seen.conversation
     room = max(1, int(options.get("max_held_spans", 2048)) // 2)
     total = sum(path.stat().st_size for path in paths if path.is_file())
     reader = LineReader(paths, warn or _log.warning)
@@ -168,6 +184,7 @@ def rescore(paths: Sequence[Path], *, scorers: Sequence[Any], recognisers: Seque
     try:
         for request, done in reader.requests():
             read += _otlp.count_spans(request)
+            seen.read_carriers(request)
             select(request, since_ns, until_ns)
             selected += _otlp.count_spans(request)
             while engine.held >= room:
@@ -184,20 +201,83 @@ def rescore(paths: Sequence[Path], *, scorers: Sequence[Any], recognisers: Seque
     return RescoreSummary(read, selected, engine.offered, counting.written, stats,
                           spans_delivered=counting.written, no_reference=missing,
                           skipped=seen.skipped, rescored=seen.rescored,
-                          estimates=tuple(e.summary() for e in stand_ins))
+                          estimates=tuple(e.summary() for e in stand_ins),
+                          runs_scored=seen.runs,
+                          conversations_scored=len(seen.conversations),
+                          scopes=frozenset(name for name, on in (
+                              ("runs", bool(engine.core.run_scorers)),
+                              ("conversations", engine.core.conversations is not None)) if on))
+
+
+_NEVER = 1e9  # seconds: a stored run or conversation waits for the end of the input
+
+
+def _at_end(options: dict[str, Any] | None) -> dict[str, Any]:
+    """Scope settings with no wall-clock quiet period or age limit (the size bounds stay)."""
+    return {**(options or {}), "quiet_s": _NEVER, "max_age_s": _NEVER}
 
 
 class _Seen:
     """Which of a stored span's chosen scorers still score it: not one whose result at the same
-    version it carries (unless `force`). Counts the runs skipped and the spans re-scored."""
+    version it carries (unless `force`). Counts the runs skipped and the spans re-scored.
+
+    The same for conversations: a conversation is not scored again by a scorer when the input
+    holds that scorer's result at the same version over the same turns (a carrier span naming
+    the same conversation id, number of turns, first and last turn)."""
 
     def __init__(self, force: bool) -> None:
         self._force = force
         self._lock = threading.Lock()
         self.skipped = 0
         self.rescored = 0
+        self.run_ids: frozenset[str] = frozenset()  # the run-scope scorers' ids
+        self.runs = 0  # root agent spans given to a run-scope scorer
+        self.conversations: set[str] = set()  # conversation ids given to a conversation scorer
+        self._versions: dict[tuple[str, int, str, str, str], set[str]] = {}  # carriers read
+
+    def read_carriers(self, request: ExportTraceServiceRequest) -> None:
+        """Remember the conversation results of the carrier spans in `request`."""
+        for rs in request.resource_spans:
+            for ss in rs.scope_spans:
+                for span in ss.spans:
+                    if span.name.startswith(sc.EVALUATION_SPAN_PREFIX + " "):
+                        self._read_carrier(span)
+
+    def _read_carrier(self, span: Any) -> None:
+        attributes = _otlp.attributes_of(span.attributes)
+        conversation = attributes.get(sc.GEN_AI_CONVERSATION_ID)
+        if conversation is None or sc.TS_CONVERSATION_TURNS not in attributes:
+            return
+        turns = (str(conversation), int(attributes[sc.TS_CONVERSATION_TURNS]),
+                 str(attributes.get(sc.TS_CONVERSATION_FIRST_TURN)),
+                 str(attributes.get(sc.TS_CONVERSATION_LAST_TURN)))
+        with self._lock:
+            for scorer_id, versions in scored_versions(span).items():
+                self._versions.setdefault((*turns, scorer_id), set()).update(versions)
+
+    def conversation(self, online: OnlineScorer, conversation: str,
+                     turns: tuple[Turn, ...]) -> bool:
+        """Whether `online` scores these turns of `conversation` (counted either way)."""
+        key = (conversation, len(turns), turn_ref(turns[0]), turn_ref(turns[-1]),
+               online.scorer_id)
+        with self._lock:
+            done = self._versions.get(key, set())
+            same = scorer_version(online.scorer) in done
+            if same and not self._force:
+                self.skipped += 1
+                return False
+            self.rescored += bool(done)
+            self.conversations.add(conversation)
+        return True
 
     def __call__(self, span: Any, chosen: tuple[OnlineScorer, ...]) -> tuple[OnlineScorer, ...]:
+        kept = self._kept(span, chosen)
+        if any(online.scorer_id in self.run_ids for online in kept):
+            with self._lock:
+                self.runs += 1
+        return kept
+
+    def _kept(self, span: Any, chosen: tuple[OnlineScorer, ...]) -> tuple[OnlineScorer, ...]:
         done = scored_versions(span)
         if not done:
             return chosen
@@ -381,7 +461,8 @@ def run_rescore_command(inputs: Sequence[Path], *, config_file: Path | None,
                           all_spans=all_spans, processor_options=options,
                           progress=bar.update if bar else None,
                           trace_options=dict(config.trace), warn=warn, force=force,
-                          dry_run=dry_run)
+                          dry_run=dry_run, run_options=dict(config.runs),
+                          conversations=dict(config.conversations))
     finally:
         if bar is not None:
             bar.close()

@@ -122,6 +122,8 @@ class ConversationScope:
         self.tracker = ConversationTracker(scorers, options, score=self._score, store=store,
                                            counted=counted)
         self.keeps_nothing = store is None  # in process: pending turns are scored at shutdown
+        # rescore: False for a scorer whose result over these turns the input holds already
+        self.keep: Callable[[OnlineScorer, str, tuple[Turn, ...]], bool] | None = None
         self._fast, self._judged = lanes
         self._metrics = metrics
         self._result_events = result_events
@@ -139,7 +141,8 @@ class ConversationScope:
         """A version let go by the tracker (its timer): queue a run per sampled scorer."""
         for online in sampled:
             turns = tuple(t for t in version.turns if online.scorer_id in t.scorers)
-            if not turns:
+            if not turns or (self.keep is not None
+                             and not self.keep(online, version.conversation, turns)):
                 continue
             agent = turns[-1].agent
             if online._limiter is not None and not online._limiter.try_acquire():

@@ -232,9 +232,11 @@ class ConversationTracker:
         return conversation_id(attributes, self._keys)
 
     def offer(self, call: AgentCall, attributes: Mapping[str, Any], trace_id: int,
-              span_id: int) -> None:
-        """A finished agent call: a turn when it carries a conversation id. Never raises."""
+              span_id: int, end_ns: int | None = None) -> None:
+        """A finished agent call (`end_ns`: its span's end, default now): a turn when it
+        carries a conversation id. Never raises."""
         try:
+            ended = end_ns or time.time_ns()
             conversation = conversation_id(attributes, self._keys)
             if conversation is None:
                 return
@@ -244,7 +246,7 @@ class ConversationTracker:
             if self._store is not None:  # kept before the request is acknowledged
                 if not self._sampled(conversation):
                     return
-                turn = self._turn(call, trace_id, span_id, time.time_ns())
+                turn = self._turn(call, trace_id, span_id, ended)
                 if turn is not None:
                     self._store.add_turn(conversation, turn.to_dict())
                     self._offers.append((conversation, turn))
@@ -252,7 +254,7 @@ class ConversationTracker:
             kept: AgentCall | _Light = call
             if self._unfiltered is not None:  # the call (and its span) is not kept alive
                 kept = _Light(call.input, call.output, call.name)
-            self._offers.append((conversation, (kept, trace_id, span_id, time.time_ns())))
+            self._offers.append((conversation, (kept, trace_id, span_id, ended)))
         except Exception:  # noqa: BLE001 - telemetry never raises into the agent
             self._count("dropped.unreadable")
 
@@ -315,7 +317,8 @@ class ConversationTracker:
         conversation = str(group.key)
         self._count(f"versions.{reason}")
         kept = self._kept.pop(conversation, None)
-        turns = _one_per_trace((kept.turns if kept is not None else []) + group.items)
+        turns = _one_per_trace(sorted((kept.turns if kept is not None else []) + group.items,
+                                      key=lambda turn: turn.end_ns))  # in time order
         self._kept_bytes -= kept.bytes if kept is not None else 0
         self._score(Version(conversation, tuple(turns), reason), self._sampled(conversation))
         if self._store is not None:
@@ -406,7 +409,8 @@ class ConversationTracker:
 
 def _one_per_trace(turns: list[Turn]) -> list[Turn]:
     """One turn per trace: the agent call of a trace that ended last (the outermost: a workflow
-    or agent span ends after the agent calls inside it, which carry the same id)."""
+    or agent span ends after the agent calls inside it, which carry the same id); `turns` in
+    the order they ended."""
     last = {t.trace_id: t for t in turns}
     if len(last) == len(turns):
         return turns
