@@ -26,46 +26,39 @@ from typing import Any, NamedTuple
 
 from tracescore.scoring._base import JudgeUsage
 from tracescore.scoring._judge_api import OFFLINE_MODEL, JudgeReply, JudgeRequest, JudgeStepError
-from tracescore.scoring._offline_relevancy import Question, fold, same_word, verdict
+from tracescore.scoring._offline_relevancy import (
+    ENGLISH_STOPWORDS,
+    WORD,
+    Question,
+    fold,
+    same_word,
+    verdict,
+    vocabulary,
+)
 from tracescore.scoring._prompting import format_score
 from tracescore.scoring._prompts import TASK_REASON, TASK_STATEMENTS, TASK_VERDICTS
 
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _SENTENCE_END = re.compile(r"(?<!\b[A-Z]\.)(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9À-Ý])")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 
 
-def _words(text: str) -> frozenset[str]:
-    """A vocabulary written as a whitespace-separated word list."""
-    return frozenset(text.split())
-
-
-_STOPWORDS = _words("""
-a about above after again against all also am an and any are as at be because been before
-being below between both but by could did do does doing down during each few for from further
-had has have having he her here hers herself him himself his i if in into is it its itself
-just let me more most my myself no nor not now of off on once only or other our ours
-ourselves out over own same she should so some such than that the their theirs them themselves
-then there these they this those through to too under until up very was we were what when
-where which while who whom whose why will with would you your yours yourself yourselves can
-may might must shall yes there's it's that's i'm one get got
-""")
+_STOPWORDS = ENGLISH_STOPWORDS
 # words that only frame a question or request
-_FRAME_WORDS = _words("""
+_FRAME_WORDS = vocabulary("""
 how tell explain describe name give list please know show find say define mean meaning
 """)
-_PLACE_CUES = _words("""
+_PLACE_CUES = vocabulary("""
 where capital city country located location place continent region state town province
 """)
-_PERSON_CUES = _words("""
+_PERSON_CUES = vocabulary("""
 who whom whose author inventor founder president ceo person wrote invented founded discovered
 painted directed composed leader king queen
 """)
-_NUMBER_CUES = _words("""
+_NUMBER_CUES = vocabulary("""
 many much old long far number count population percent percentage price cost age size
 height distance
 """)
-_TIME_CUES = _words("when year date day century month time")
+_TIME_CUES = vocabulary("when year date day century month time")
 # number words as values, so "two" and "2" are the same answer term
 _NUMBER_VALUES = {word: value for value, word in enumerate((
     "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
@@ -106,7 +99,7 @@ class _Question:
     """The parts of a question the verdicts are made from."""
 
     def __init__(self, text: str) -> None:
-        words = _WORD.findall(text)
+        words = WORD.findall(text)
         lowered = [w.lower() for w in words]
         self.stems = {_stem(w) for w in words}
         self.numbers = _numbers(text)
@@ -132,7 +125,7 @@ def _number_key(numeral: str) -> str:
 def _numbers(text: str) -> dict[str, str]:
     """The numbers in `text` (numerals and number words), by key, with their first spelling."""
     found = {_number_key(n): n for n in reversed(_NUMERAL.findall(text))}
-    for word in reversed(_WORD.findall(text)):
+    for word in reversed(WORD.findall(text)):
         value = _NUMBER_VALUES.get(word.lower())
         if value is not None:
             found[str(value)] = word
@@ -141,7 +134,7 @@ def _numbers(text: str) -> dict[str, str]:
 
 def content_stems(text: str) -> set[str]:
     """The stems of the content words of `text` (no stop words, no numbers)."""
-    return {_stem(w) for w in _WORD.findall(text)
+    return {_stem(w) for w in WORD.findall(text)
             if w.lower() not in _STOPWORDS and w.lower() not in _NUMBER_VALUES
             and not _NUMERAL.fullmatch(w)}
 
@@ -172,7 +165,7 @@ def _answer_terms(text: str, question: _Question) -> _Terms:
     names: dict[str, str] = {}
     named = question.expects in ("place", "person")
     for sentence in split_statements(text):
-        words = _WORD.findall(sentence)
+        words = WORD.findall(sentence)
         first_counts = named or len(words) <= 3
         for i, word in enumerate(words):
             lowered = word.lower()
@@ -196,7 +189,7 @@ def _against_reference(verdict: dict[str, str], statement: str, question: _Quest
     if verdict["result"] != "yes":
         return verdict
     terms = _answer_terms(statement, question)
-    hedged = bool(_HEDGES & {w.lower() for w in _WORD.findall(statement)})
+    hedged = bool(_HEDGES & {w.lower() for w in WORD.findall(statement)})
     for own, expected, agree in ((terms.numbers, reference.numbers, _near if hedged else _equal),
                                  (terms.names, reference.names, _same_name)):
         if own and expected and not any(agree(a, b) for a in own for b in expected):
@@ -207,7 +200,7 @@ def _against_reference(verdict: dict[str, str], statement: str, question: _Quest
     return verdict
 
 
-_HEDGES = _words("about around roughly approximately nearly almost some circa approx")
+_HEDGES = vocabulary("about around roughly approximately nearly almost some circa approx")
 
 
 def _equal(a: str, b: str) -> bool:

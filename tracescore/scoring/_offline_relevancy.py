@@ -22,16 +22,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _NUMERAL = re.compile(r"\d")
 
 
-def _vocabulary(text: str) -> frozenset[str]:
+def vocabulary(text: str) -> frozenset[str]:
+    """A vocabulary written as a whitespace-separated word list."""
     return frozenset(text.split())
 
 
-# English function words, and the commonest of French, Spanish, Italian, Portuguese, German
-_STOP = _vocabulary("""
+# English function words (the offline judge's other checks use them too)
+ENGLISH_STOPWORDS = vocabulary("""
 a about above after again against all also am an and any are as at be because been before
 being below between both but by could did do does doing down during each few for from further
 had has have having he her here hers herself him himself his i if in into is it its itself
@@ -39,50 +40,55 @@ just let me more most my myself no nor not now of off on once only or other our 
 ourselves out over own same she should so some such than that the their theirs them themselves
 then there these they this those through to too under until up very was we were what when
 where which while who whom whose why will with would you your yours yourself yourselves can
-may might must shall yes there's it's that's i'm get got what's how
+may might must shall yes there's it's that's i'm one get got
+""")
+# for relevancy: without "one" (an answer may be "one"), with the commonest function words of
+# French, Spanish, Italian, Portuguese and German
+_STOP = (ENGLISH_STOPWORDS - {"one"}) | vocabulary("""
+how what's
 la le les el los las de del du des un une una uno unos es est et y e il lo gli della di da
 en au aux d l à o os um uma é è der die das den dem ein eine einen und ist sind gibt hay
 """)
-_FRAME = _vocabulary("tell explain describe name give list please know show find say define mean meaning")
+_FRAME = vocabulary("tell explain describe name give list please know show find say define mean meaning")
 # words that praise, worry or fill, and so add nothing to the question's own words
-_EMPTY = _vocabulary("""
+_EMPTY = vocabulary("""
 something thing things anything everything many much lot lots people person really always
 often important importance interesting serious seriously matter matters care deeply fascinating
 scary annoying useful popular fun delicious beautiful terrible wonderful frustrating great good
 nice big problem issue topic part talk wonder reason reasons priority top common essential
 question questions answer know concept term subject word words kind
 """)
-_PRONOUN_START = _vocabulary("i i'm i've we'll thanks thank sorry okay ok hmm well")
-_DETERMINERS = _vocabulary("a an the my your our their his her its this that")
-_SUBJECT_PRONOUNS = _vocabulary("it its they their he his she her this these")
-_YES_NO_START = _vocabulary("""
+_PRONOUN_START = vocabulary("i i'm i've we'll thanks thank sorry okay ok hmm well")
+_DETERMINERS = vocabulary("a an the my your our their his her its this that")
+_SUBJECT_PRONOUNS = vocabulary("it its they their he his she her this these")
+_YES_NO_START = vocabulary("""
 is are was were do does did can could will would should has have had may might must
 """)
-_YES_NO_ANSWER = _vocabulary("yes no not nope yeah yep sure absolutely never")
-_NUMBER_WORDS = _vocabulary("""
+_YES_NO_ANSWER = vocabulary("yes no not nope yeah yep sure absolutely never")
+_NUMBER_WORDS = vocabulary("""
 zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen
 sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety
 hundred thousand million billion trillion dozen half couple few several
 uno dos tres cuatro cinco seis siete ocho nueve diez deux trois quatre cinq sept huit neuf dix
 eins zwei drei vier fünf sechs sieben acht neun zehn due tre quattro sette otto nove dieci
 """)
-_UNITS = _vocabulary("""
+_UNITS = vocabulary("""
 second seconds minute minutes hour hours day days week weeks fortnight month months year years
 decade decades century centuries am pm noon midnight morning evening night daily weekly
 """)
-_MONTHS = _vocabulary("""
+_MONTHS = vocabulary("""
 january february march april may june july august september october november december
 spring summer autumn fall winter monday tuesday wednesday thursday friday saturday sunday
 """)
-_STEP_VERBS = _vocabulary("""
+_STEP_VERBS = vocabulary("""
 go open click tap press hit use turn call add pour put set select choose enter type check make
 take remove hold push pull wash rinse fill submit send contact request ask pay email fit swap
 loosen tighten jack unscrew shut dim lower close quit enable disable restart install download
 upload sign log follow visit book bring mix stir heat boil bake cook cover blot dab wait steep
 apply write change update delete edit cut keep avoid try run block order freeze return
 """)
-_HOW_PROCEDURE = _vocabulary("do can should could would to")
-_REASON_START = _vocabulary("because since as so due")
+_HOW_PROCEDURE = vocabulary("do can should could would to")
+_REASON_START = vocabulary("because since as so due")
 
 
 @lru_cache(maxsize=8192)
@@ -132,7 +138,7 @@ class Question:
     yes_no: bool = False
 
     def __post_init__(self) -> None:
-        words = _WORD.findall(self.text)
+        words = WORD.findall(self.text)
         lowered = [fold(w) for w in words]
         self.yes_no = bool(lowered) and lowered[0] in _YES_NO_START
         self.entities = {_stem(w) for i, w in enumerate(words)
@@ -227,7 +233,7 @@ def _matches(question: Question, stems: Sequence[str]) -> tuple[int, int, int]:
 
 def verdict(question: Question, statement: str, first: bool) -> dict[str, str]:
     """The verdict on one statement; only the first one may be a bare answer ("Paris.")."""
-    words = _WORD.findall(statement)
+    words = WORD.findall(statement)
     if not words:
         return {"result": "no", "reason": "The statement has no words to relate to the question."}
     folded = [fold(w) for w in words]
