@@ -216,8 +216,8 @@ def main() -> None:
     provider = TracerProvider()
     provider.add_span_processor(_switch)
     trace.set_tracer_provider(provider)
-    rounds, n = (3, 2_000) if args.quick else (7, 5_000)
-    base = 1_000 if args.quick else 2_000
+    rounds, n = (3, 1_000) if args.quick else (5, 2_000)
+    base = 400 if args.quick else 1_000
     result = {"environment": environment(), "cpu_per_call": cpu_per_call(rounds, n),
               "memory": memory(base)}
     write_json(args.json, result)
