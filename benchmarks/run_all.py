@@ -58,6 +58,7 @@ BENCHMARKS: dict[str, str] = {
     "vs_collector": "bench_vs_collector.py",
     "redact": "bench_redact.py",
     "offline_judges": "bench_offline_judges.py",
+    "scopes": "bench_scopes.py",
 }
 
 
@@ -212,6 +213,13 @@ HEADLINES: list[Headline] = [
                  ("vs_answer_relevancy", name), "x")
         for name in ("toxicity", "llm-tool-call-accuracy")
     ),
+    *(
+        Headline("scopes", f"agent call, {case} / call scorer only, rate 1, process CPU",
+                 ("cpu_per_call", "rate 1", "cases", case, "process_ratio"), "x")
+        for case in ("b: + run scorer", "c: + conversation scorer")
+    ),
+    Headline("scopes", "open conversation (3 turns), tracemalloc bytes, 10x load",
+             ("memory", "10x, default bounds", "traced_bytes_per_offered"), "bytes"),
     Headline("import", "import opentelemetry.trace", ("cases", "otel api", "median_ms"), "ms"),
     Headline(
         "import",
