@@ -4,6 +4,7 @@ arrive, each result a new version (never overwriting the last), within its bound
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -317,3 +318,40 @@ def test_a_conversation_result_is_a_log_record_with_its_id_and_a_failure_is_data
     assert _result(carrier)[sc.ERROR_TYPE] == "RuntimeError"
     assert _result(carrier)[sc.GEN_AI_CONVERSATION_ID] == "f"
     assert carrier.status.status_code.name == "ERROR"
+
+
+class _SlowCounter(TurnCounter):
+    """Takes longer than shutdown waits: its versions are still queued when the worker stops."""
+
+    async def evaluate(self, call: Any) -> Any:
+        await asyncio.sleep(2.0)
+        return await super().evaluate(call)
+
+
+def test_a_shutdown_shorter_than_the_queued_conversations_counts_them_and_raises_nothing(
+        ) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from tracescore.instrument._calls import AgentCall, notify_agent_call
+    from tracescore.online import ScoringSpanProcessor
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    processor = ScoringSpanProcessor(
+        SimpleSpanProcessor(exporter), [OnlineScorer(_SlowCounter())],
+        conversations={"quiet_s": 300}, shutdown_timeout_s=0.3, concurrency=1)
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("test")
+    for n in range(4):
+        attrs = {sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.GEN_AI_AGENT_NAME: "helpdesk",
+                 sc.GEN_AI_CONVERSATION_ID: f"c{n}"}
+        with tracer.start_as_current_span("invoke_agent helpdesk", attributes=attrs) as span:
+            notify_agent_call(AgentCall(span=span, name="helpdesk", input=f"q{n}",
+                                        output="a", attributes=attrs))
+    time.sleep(0.3)  # the turns reach the tracker (the core's timer)
+    provider.shutdown()  # raised AttributeError from the never-run conversation jobs before
+    dropped = {k: v for k, v in processor.stats().items() if "shutdown" in k and v}
+    assert dropped, processor.stats()
+    assert len([s for s in exporter.get_finished_spans()
+                if s.name == "invoke_agent helpdesk"]) == 4  # the turns themselves went out

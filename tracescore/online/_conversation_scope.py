@@ -18,10 +18,10 @@ its first and last turn (`<trace id>/<span id>`), and what let it go (quiet, tur
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry.sdk.trace import Event, ReadableSpan
@@ -99,6 +99,29 @@ class _CarrierSink:
         return True
 
 
+@dataclass(slots=True)
+class _ConversationJob:
+    """A worker job scoring one version with one scorer; `agent` and `scorers` say whom a job
+    never run (shutdown) was for."""
+
+    scope: ConversationScope
+    online: OnlineScorer
+    version: Version
+    turns: tuple[Turn, ...]
+    start_ns: int
+
+    @property
+    def agent(self) -> str | None:
+        return self.turns[-1].agent
+
+    @property
+    def scorers(self) -> tuple[OnlineScorer, ...]:
+        return (self.online,)
+
+    def __call__(self) -> Awaitable[None]:
+        return self.scope._run(self.online, self.version, self.turns, self.start_ns)
+
+
 class ConversationScope:
     """The conversation scorers of one core: their tracker, runs and routes."""
 
@@ -154,8 +177,7 @@ class ConversationScope:
             self._metrics.sampled(online.scorer_id, agent)
             judged = getattr(online.scorer, "uses_judge", True) is not False
             lane = self._judged if judged else self._fast
-            if not lane.submit(functools.partial(self._run, online, version, turns,
-                                                 time.time_ns())):
+            if not lane.submit(_ConversationJob(self, online, version, turns, time.time_ns())):
                 if online._budget is not None:
                     online._budget.release()
                 self._metrics.dropped(online.scorer_id, agent, reasons.QUEUE_FULL)

@@ -531,9 +531,10 @@ class ScoringCore:
         self.wait_idle(wait)
         # a job stuck in blocking code cannot hold shutdown: held spans are released regardless
         for worker in (self.fast, self.worker):
-            for never_run in worker.stop(timeout=min(0.5, wait)):
-                job: _Job = never_run  # type: ignore[assignment]
-                self.count_shutdown_drop(job.call.agent, job.scorers)
+            for job in worker.stop(timeout=min(0.5, wait)):
+                # a call's job, or a conversation's (`_conversation_scope`): both name theirs
+                agent = job.call.agent if isinstance(job, _Job) else getattr(job, "agent", None)
+                self.count_shutdown_drop(agent, getattr(job, "scorers", ()))
         self.held.release_all(reasons.SHUTDOWN)
         # spans other threads are releasing must reach downstream before it closes
         self.held.wait_released(max(wait, 1.0))
