@@ -7,10 +7,14 @@
     call, in alternating rounds, as ratios to (a). Code scorers only: no judge, no network.
     A conversation's own scoring waits for its quiet period (300 s), so (c) measures the
     tracking: reading the id and keeping the turn.
+  * the same in the gateway: the engine of `tracescore serve` fed those calls' spans as OTLP
+    requests (one trace a request), with the same three scorer sets: the process's CPU per span.
   * memory of open conversations: N conversations of 3 turns each, all waiting for their quiet
     period, for a baseline N and 10x N, with the default bounds; then 10x N again with
     `max_conversations` (and, separately, `max_bytes`) set to the baseline's size: tracemalloc
-    and RSS growth per open conversation, and the conversations scored early by the bound.
+    and RSS growth per open conversation, and the conversations scored early by the bound. In the
+    gateway's engine with a journal (turns are journaled): memory and journal bytes per open
+    conversation at N and 10x N.
 
     python benchmarks/bench_scopes.py [--quick] [--json PATH]
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable, Sequence
@@ -30,14 +35,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import environment, interleaved, print_table, rss_mb, write_json
 from _scope_scorers import TurnCount
 from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import (
     SimpleSpanProcessor,
     SpanExporter,
     SpanExportResult,
 )
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import tracescore
+from tracescore.gateway._engine import Engine
+from tracescore.gateway._journal import Journal
+from tracescore.gateway._metrics import GatewayMetrics
 from tracescore.online import OnlineScorer, ScoringSpanProcessor
 from tracescore.online._listener import LISTENERS
 
@@ -176,10 +187,7 @@ def open_conversations(count: int, **bounds: Any) -> dict[str, Any]:
     rss = rss_mb() - rss0
     stats = {k: v for k, v in proc.stats().items() if k.startswith("conversations.")}
     seconds = time.perf_counter() - started
-    try:
-        proc.shutdown(60_000)  # scores what waits (after the measurement)
-    except AttributeError:  # the core's close() on a queued conversation job (seen here)
-        pass
+    proc.shutdown(60_000)  # scores what waits (after the measurement)
     open_now = stats.get("conversations.pending", 0)
     return {"conversations": count, "open": open_now, "bounds": bounds,
             "traced_mb": traced / 2**20, "rss_mb": rss,
@@ -208,6 +216,101 @@ def memory(base: int) -> dict[str, Any]:
     return runs
 
 
+# --- 3. the gateway's engine ---------------------------------------------------------------------
+class _NoOutput:
+    def put(self, ids: tuple[int, ...], body: bytes, count: int) -> None:
+        pass
+
+
+def _recorded(conversations: int, calls: int) -> list[bytes]:
+    """The OTLP requests of `calls` agent calls over `conversations` conversations, one trace a
+    request, recorded from the real decorators."""
+    exporter = InMemorySpanExporter()
+    recorder = SimpleSpanProcessor(exporter)
+    _switch.delegate = recorder
+    for n in range(calls):
+        helpdesk(f"chat-{n % conversations}", f"{QUESTION} ({n})")
+    by_trace: dict[int, list[ReadableSpan]] = {}
+    for span in exporter.get_finished_spans():
+        by_trace.setdefault(span.context.trace_id, []).append(span)
+    return [encode_spans(spans).SerializeToString() for spans in by_trace.values()]
+
+
+def _engine(scorers: list[Any], journal: Journal | None = None) -> Engine:
+    return Engine(scorers=scorers, recognisers=tracescore.build_recognisers(),
+                  output=_NoOutput(), metrics=GatewayMetrics(), journal=journal,
+                  processor_options={"isolation": "thread", "queue_size": 100_000},
+                  run_options={"quiet_s": 0.05}, conversations={"quiet_s": 300})
+
+
+def gateway_cpu_per_span(rounds: int, n: int) -> dict[str, Any]:
+    cases = {"a: call scorer": [_call_scorer()],
+             "b: + run scorer": [_call_scorer(), _run_scorer()],
+             "c: + conversation scorer": [_call_scorer(), _run_scorer(), TurnCount()]}
+    bodies = _recorded(1000, n)
+    spans = sum(len(ss.spans) for body in bodies
+                for rs in ExportTraceServiceRequest.FromString(body).resource_spans
+                for ss in rs.scope_spans)
+    engines = {name: _engine(scorers) for name, scorers in cases.items()}
+    cursor = {name: 0 for name in cases}
+    timed: dict[str, Callable[[], None]] = {}
+    for name, engine in engines.items():
+        def one(engine: Engine = engine, name: str = name) -> None:
+            body = bodies[cursor[name] % len(bodies)]
+            cursor[name] += 1
+            engine.accept(ExportTraceServiceRequest.FromString(body), body)
+        timed[name] = one
+
+    def settle() -> None:  # the runs' quiet period and the scoring are part of the cost
+        for engine in engines.values():
+            engine.flush(120)
+    figures = interleaved(timed, rounds=rounds, n=len(bodies), clock="process", settle=settle)
+    per_span = len(bodies) / spans
+    base = figures["a: call scorer"]
+    rows = {name: {"process_us_per_span": figures[name] * per_span / 1000,
+                   "ratio": figures[name] / base} for name in cases}
+    for engine in engines.values():
+        engine.shutdown(30)
+    print_table([[name, r["process_us_per_span"], r["ratio"]] for name, r in rows.items()],
+                ["engine scorers", "process CPU us/span", "/ a"],
+                title=f"The gateway's engine: CPU per span ({len(bodies)} traces of "
+                      f"{spans // len(bodies)} spans x {rounds} rounds, alternating, rate 1)")
+    return rows
+
+
+def gateway_memory(base: int) -> dict[str, Any]:
+    """Open conversations held by the gateway's engine, with their turns journaled."""
+    out: dict[str, Any] = {}
+    for count in (base, 10 * base):
+        bodies = _recorded(count, TURNS * count)
+        with tempfile.TemporaryDirectory() as folder:
+            journal = Journal(Path(folder) / "journal.db", sync="normal")
+            engine = _engine([TurnCount()], journal)
+            gc.collect()
+            rss0 = rss_mb()
+            tracemalloc.start()
+            for body in bodies:
+                engine.accept(ExportTraceServiceRequest.FromString(body), body)
+            time.sleep(1.5)  # the core's timer takes the queued turns in
+            gc.collect()
+            traced = tracemalloc.get_traced_memory()[0]
+            tracemalloc.stop()
+            rss = rss_mb() - rss0
+            journal_bytes = sum(f.stat().st_size for f in Path(folder).iterdir())
+            engine.shutdown(30)
+            journal.close()
+        out[f"{count} conversations"] = {
+            "conversations": count, "traced_mb": traced / 2**20, "rss_mb": rss,
+            "traced_bytes_per_conversation": traced / count, "journal_mb": journal_bytes / 2**20,
+            "journal_bytes_per_conversation": journal_bytes / count}
+    print_table([[name, r["traced_mb"], r["rss_mb"], r["traced_bytes_per_conversation"],
+                  r["journal_mb"], r["journal_bytes_per_conversation"]] for name, r in out.items()],
+                ["load", "tracemalloc MB", "RSS MB", "traced B/conv", "journal MB",
+                 "journal B/conv"],
+                title=f"The gateway's engine: open conversations ({TURNS} turns each, journaled)")
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
@@ -219,7 +322,9 @@ def main() -> None:
     rounds, n = (3, 1_000) if args.quick else (5, 2_000)
     base = 400 if args.quick else 1_000
     result = {"environment": environment(), "cpu_per_call": cpu_per_call(rounds, n),
-              "memory": memory(base)}
+              "memory": memory(base),
+              "gateway_cpu_per_span": gateway_cpu_per_span(rounds, n // 2),
+              "gateway_memory": gateway_memory(base)}
     write_json(args.json, result)
 
 

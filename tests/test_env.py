@@ -15,7 +15,8 @@ NAME = re.compile(r"TRACESCORE_[A-Z0-9_]*[A-Z0-9]")
 # names the docs mention that tracescore does not read: placeholders of the shipped Collector
 # configs (collector_config/) and a switch of this project's own test suite
 NOT_READ = {"TRACESCORE_GATEWAY_ENDPOINT", "TRACESCORE_GATEWAY_1", "TRACESCORE_GATEWAY_2",
-            "TRACESCORE_GATEWAY_3", "TRACESCORE_UPDATE_SCREENSHOT"}
+            "TRACESCORE_GATEWAY_3", "TRACESCORE_CONVERSATIONS_1", "TRACESCORE_CONVERSATIONS_2",
+            "TRACESCORE_UPDATE_SCREENSHOT"}
 DEFINED = {var.name for var in _env.ALL}
 
 

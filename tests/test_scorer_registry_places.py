@@ -56,7 +56,7 @@ def search(query: str) -> str:
     return ANSWER
 
 
-@tracescore.agent(name="support")
+@tracescore.agent(name="support", conversation_id=lambda question: "chat-1")
 def support(question: str) -> str:
     return search(question)
 
@@ -68,12 +68,18 @@ def test_configure_scores_a_live_call_with_every_scorer_named(specs: dict[str, A
     try:
         support(QUESTION)
         assert handle.flush(SCORING_BUDGET_S)
+        handle.shutdown(SCORING_BUDGET_S)  # scores the conversation still waiting
     finally:
         shut_down_pipelines()
-    (span,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent support"]
-    events = {e.attributes[sc.TS_SCORER_ID]: e.attributes for e in span.events
-              if e.name == sc.GEN_AI_EVALUATION_RESULT}
+    # a call's and a run's results on the agent span; the conversation's (scored at shutdown:
+    # its quiet period has not passed) on its carrier span
+    spans = exporter.get_finished_spans()
+    carriers = [s for s in spans if s.attributes and s.attributes.get(sc.TS_EVALUATION_CARRIER)]
+    (span,) = [s for s in spans if s.name == "invoke_agent support"]
+    events = {e.attributes[sc.TS_SCORER_ID]: e.attributes for s in (span, *carriers)
+              for e in s.events if e.name == sc.GEN_AI_EVALUATION_RESULT}
     assert set(events) == set(specs)
+    assert [c.events[0].attributes[sc.TS_SCORER_ID] for c in carriers] == ["multi-turn-judge"]
     assert {sid: a.get(sc.ERROR_TYPE) for sid, a in events.items()} == dict.fromkeys(specs)
     assert events["tool-call-accuracy"][sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0  # saw the call
 

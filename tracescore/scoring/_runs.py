@@ -138,7 +138,7 @@ class Turn:
 
 
 # --- from data (dataset items, options) ------------------------------------------------------
-_STEP_KEYS = ("name", "type", "arguments", "result", "error", "duration_ms", "model",
+_STEP_KEYS = ("name", "type", "arguments", "result", "error", "start_ms", "duration_ms", "model",
               "input_tokens", "output_tokens", "steps")
 _EXPECTATION_KEYS = ("steps", "ordering", "allow_repeated_steps", "max_steps",
                      "max_total_tokens", "max_total_duration_ms", "no_redundant_calls",
@@ -168,7 +168,7 @@ def _step(value: object, where: str) -> Step:
         raise ConfigurationError(f"{where} must be a step name or an object with a 'name', "
                                  f"got {type(value).__name__}")
     _known(value, _STEP_KEYS, where)
-    kwargs = {k: value[k] for k in _STEP_KEYS[:9] if k in value}
+    kwargs = {k: value[k] for k in _STEP_KEYS if k != "steps" and k in value}
     _name_and_type(kwargs, where, required_type=True)
     return Step(**kwargs, children=_steps(value.get("steps", []), f"{where}.steps"))
 
