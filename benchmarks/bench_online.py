@@ -56,8 +56,9 @@ from _common import (
     rss_mb,
     write_json,
 )
+from _pipeline import Discard, Switch
 from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import (
     SimpleSpanProcessor,
     SpanExporter,
@@ -76,38 +77,14 @@ JUDGE_CALLS_PER_RUN = 3  # answer relevancy: statements, verdicts, reason
 
 
 # --- plumbing ------------------------------------------------------------------------------------
-class _Discard(SpanExporter):
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        return SpanExportResult.SUCCESS
-
-    def shutdown(self) -> None:
-        pass
-
-
-class _Switch(SpanProcessor):
-    """The global provider's one processor; each phase points it at its own pipeline."""
-
-    def __init__(self) -> None:
-        self.delegate: SpanProcessor = SimpleSpanProcessor(_Discard())
-
-    def on_start(self, span: Any, parent_context: Any = None) -> None:
-        self.delegate.on_start(span, parent_context=parent_context)
-
-    def on_end(self, span: ReadableSpan) -> None:
-        self.delegate.on_end(span)
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return self.delegate.force_flush(timeout_millis)
-
-
-_switch = _Switch()
+_switch = Switch()
 
 
 def activate(processor: ScoringSpanProcessor | None) -> None:
     """Route spans (and agent calls) to `processor` only; None = tracing alone."""
     if processor is None:
         LISTENERS.only(None)
-        _switch.delegate = SimpleSpanProcessor(_Discard())
+        _switch.delegate = SimpleSpanProcessor(Discard())
     else:
         LISTENERS.only(processor)
         _switch.delegate = processor
@@ -243,13 +220,13 @@ def per_call_overhead(rounds: int, n: int) -> dict[str, tuple[float, float]]:
 
     def unsampled() -> ScoringSpanProcessor:
         return ScoringSpanProcessor(
-            SimpleSpanProcessor(_Discard()), [OnlineScorer(InstantScorer(), rate=0.0)]
+            SimpleSpanProcessor(Discard()), [OnlineScorer(InstantScorer(), rate=0.0)]
         )
 
     def handoff() -> ScoringSpanProcessor:
         busy = InstantScorer(gate=threading.Event())  # never opens: jobs queue up
         return ScoringSpanProcessor(
-            SimpleSpanProcessor(_Discard()),
+            SimpleSpanProcessor(Discard()),
             [busy],
             concurrency=1,
             queue_size=n + 10,
@@ -260,7 +237,7 @@ def per_call_overhead(rounds: int, n: int) -> dict[str, tuple[float, float]]:
 
     def total() -> ScoringSpanProcessor:
         return ScoringSpanProcessor(
-            SimpleSpanProcessor(_Discard()),
+            SimpleSpanProcessor(Discard()),
             [InstantScorer()],
             queue_size=n + 10,
             max_held_spans=n + 10,
@@ -311,7 +288,7 @@ def agent_latency(judge: StubJudge, blocks: int, per_block: int) -> dict[str, li
         processor = None
         if isolation is not None:
             processor = ScoringSpanProcessor(
-                SimpleSpanProcessor(_Discard()), [judge.scorer()], max_wait_s=30,
+                SimpleSpanProcessor(Discard()), [judge.scorer()], max_wait_s=30,
                 shutdown_timeout_s=0.5, isolation=isolation,
             )
             activate(processor)
@@ -340,7 +317,7 @@ def _wait_scored(processor: ScoringSpanProcessor, timeout_s: float) -> None:
 # --- 3. throughput against the ideal ------------------------------------------------------------
 def throughput(scorer: Any, latency_s: float, concurrency: int, jobs: int) -> dict[str, float]:
     processor = ScoringSpanProcessor(
-        SimpleSpanProcessor(_Discard()),
+        SimpleSpanProcessor(Discard()),
         [scorer],
         concurrency=concurrency,
         queue_size=jobs + 10,
@@ -378,7 +355,7 @@ def memory_under_overload(
     ideal = concurrency / (JUDGE_CALLS_PER_RUN * latency_s)
     rate = 10 * ideal
     processor = ScoringSpanProcessor(
-        SimpleSpanProcessor(_Discard()),
+        SimpleSpanProcessor(Discard()),
         [judge.scorer()],
         concurrency=concurrency,
         shutdown_timeout_s=0.5,

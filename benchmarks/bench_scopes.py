@@ -27,21 +27,20 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import environment, interleaved, print_table, rss_mb, write_json
+from _pipeline import Discard, Switch
 from _scope_scorers import TurnCount
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import (
     SimpleSpanProcessor,
-    SpanExporter,
-    SpanExportResult,
 )
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -57,31 +56,7 @@ ANSWER = "Your parcel left the depot today."
 TURNS = 3
 
 
-class _Discard(SpanExporter):
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        return SpanExportResult.SUCCESS
-
-    def shutdown(self) -> None:
-        pass
-
-
-class _Switch(SpanProcessor):
-    """The global provider's one processor; each case points it at its own pipeline."""
-
-    def __init__(self) -> None:
-        self.delegate: SpanProcessor = SimpleSpanProcessor(_Discard())
-
-    def on_start(self, span: Any, parent_context: Any = None) -> None:
-        self.delegate.on_start(span, parent_context=parent_context)
-
-    def on_end(self, span: ReadableSpan) -> None:
-        self.delegate.on_end(span)
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return self.delegate.force_flush(timeout_millis)
-
-
-_switch = _Switch()
+_switch = Switch()
 
 
 def _activate(processor: ScoringSpanProcessor) -> None:
@@ -113,7 +88,7 @@ def _run_scorer() -> Any:
 def _processor(scorers: list[Any], rate: float, **conversations: Any) -> ScoringSpanProcessor:
     online = [OnlineScorer(s, rate=rate, sinks=["carrier"] if getattr(s, "scope", "call")
                            == "conversation" else ["span"]) for s in scorers]
-    return ScoringSpanProcessor(SimpleSpanProcessor(_Discard()), online, isolation="thread",
+    return ScoringSpanProcessor(SimpleSpanProcessor(Discard()), online, isolation="thread",
                                 queue_size=100_000, conversations={"quiet_s": 300, **conversations})
 
 
