@@ -160,8 +160,11 @@ def rescore(paths: Sequence[Path], *, scorers: Sequence[Any], recognisers: Seque
     watched = [_watch_reference(online) for online in as_online_scorers(scorers)]
     chosen = [online for online, _ in watched]
     stand_ins = [Estimate(online.scorer) for online in chosen] if dry_run else []
-    if dry_run:  # the same selection, with stand-ins that never call a judge
-        chosen = [replace(online, scorer=e) for online, e in zip(chosen, stand_ins)]
+    if dry_run:  # the same selection, with stand-ins that never call a judge and results
+        # that go nowhere but the span (which `output` discards): no carrier, log record or
+        # result sink (Phoenix) is built or reached
+        chosen = [replace(online, scorer=e, sinks=("span",))
+                  for online, e in zip(chosen, stand_ins)]
     options = {"max_wait_s": 600.0, **(processor_options or {}),
                **({"isolation": "thread"} if dry_run else {})}
     seen = Seen(force)
