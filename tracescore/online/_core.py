@@ -483,9 +483,10 @@ class ScoringCore:
         run = ScoreRun(job.key, job.item, online, job.call.agent, events, error,
                        None if error is not None else float(result.score), job.start_ns,
                        self.closing)
-        # counted as scored (or failed) only where it lands; a span exported without it
-        # already counted it as dropped
-        run.landed = others and not self.closing
+        # counted as scored (or failed) only where it lands (the carrier, log and result sinks
+        # take it also while closing: their downstream closes after the core); a span exported
+        # without it already counted it as dropped
+        run.landed = others
         for sink in route:
             if sink.deliver(run):
                 run.landed = True

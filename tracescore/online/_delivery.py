@@ -46,7 +46,7 @@ class ScoreRun:
     error: BaseException | None
     score: float | None
     start_ns: int
-    closing: bool  # the core is shutting down: only the span and result sinks still take it
+    closing: bool  # the core is shutting down (its downstream still takes results until closed)
     landed: bool = False
 
 
@@ -88,8 +88,6 @@ class CarrierSink:
         self._log_once = log_once
 
     def deliver(self, run: ScoreRun) -> bool:
-        if run.closing:
-            return False
         try:
             self._export(run, time.time_ns())
         except Exception:  # noqa: BLE001
@@ -111,7 +109,8 @@ class LogSink:
         if not emit_log_records(evaluated, run.events, self._provider):
             self._log_once("log", "tracescore: the 'log' sink needs a LoggerProvider "
                            "(opentelemetry._logs.set_logger_provider); no records emitted")
-        return not run.closing
+            return False
+        return True
 
 
 class RecordSink:
@@ -130,8 +129,7 @@ class RecordSink:
             scorer_version=scorer_version(online.scorer), attributes=run.events[0][1],
             scope=str(getattr(online.scorer, "scope", "call")),
         )
-        call_sink(self.sink, "emit", self._log_once, record)
-        return not run.closing
+        return call_sink(self.sink, "emit", self._log_once, record)
 
 
 def call_sink(sink: ResultSink, method: str, log_once: LogOnce, *args: Any) -> bool:
