@@ -38,7 +38,7 @@ def _scorer_selection(command: _F) -> _F:
 
 ENV_ENDPOINTS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 EXIT_UNDELIVERED = 1  # `rescore`: some spans did not reach the endpoint
-EXIT_UNSCORED = 3  # `eval`: a scorer scored no item (every call errored)
+EXIT_UNSCORED = 3  # `eval`: a scorer scored no item; `rescore`: every score failed
 EXIT_INTERRUPTED = 130  # the shell's code for a process ended by SIGINT (128 + 2)
 
 
@@ -300,7 +300,8 @@ def rescore(inputs: Sequence[Path], config_file: Path | None, scorers: Sequence[
     \b
     Exit codes: 0 every span written; 1 some spans did not reach --endpoint (down, refused or
     rejected them: the last line says how many and why); 2 a bad option, a bad input line
-    (FILE:LINE) or no spans in INPUTS.
+    (FILE:LINE), no spans in INPUTS, or a judge that cannot work (unknown model, no API key:
+    checked before anything is read, also for --dry-run); 3 every score failed.
     """
     from tracescore._exceptions import ConfigurationError
     from tracescore.gateway._rescore import run_rescore_command
@@ -342,12 +343,16 @@ def rescore(inputs: Sequence[Path], config_file: Path | None, scorers: Sequence[
             f"{summary.agent_spans} agent spans offered, "
             f"{summary.stats.get('scored', 0)} scores, {summary.stats.get('failed', 0)} failed, "
             f"{seen}{scopes}; ")
-    if not summary.undelivered:
-        click.echo(f"{line}wrote {summary.spans_written} spans")
-        return
-    click.echo(f"{line}wrote {summary.spans_delivered} of {summary.spans_written} spans: "
-               f"{summary.undelivered}", err=True)
-    sys.exit(EXIT_UNDELIVERED)
+    if summary.undelivered:
+        click.echo(f"{line}wrote {summary.spans_delivered} of {summary.spans_written} spans: "
+                   f"{summary.undelivered}", err=True)
+        sys.exit(EXIT_UNDELIVERED)
+    click.echo(f"{line}wrote {summary.spans_written} spans")
+    failed, scored = summary.stats.get("failed", 0), summary.stats.get("scored", 0)
+    if failed and not scored:
+        click.echo(f"error: every score failed ({failed}); the spans were written with the "
+                   f"failures as evaluation events (see error.type)", err=True)
+        sys.exit(EXIT_UNSCORED)
 
 
 @main.command()

@@ -121,16 +121,9 @@ def _check_scorers(scorers: Any) -> list[Scorer]:
 
 def _preflight(scorers: list[Scorer]) -> None:
     """Check every judge (model known, API key set) before the first item."""
-    from tracescore.scoring._judge_api import Judge
-    from tracescore.scoring._resolve import preflight_judge
+    from tracescore.scoring._resolve import preflight_scorers
 
-    for scorer in scorers:
-        judge = getattr(scorer, "judge", None)
-        if isinstance(judge, Judge):
-            try:
-                preflight_judge(judge)
-            except ConfigurationError as exc:
-                raise ConfigurationError(f"scorer {scorer.id!r}: {exc}") from None
+    preflight_scorers(scorers)
 
 
 def _check_thresholds(thresholds: Mapping[str, float] | None,

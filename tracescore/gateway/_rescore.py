@@ -27,6 +27,7 @@ from tracescore.gateway._metrics import GatewayMetrics
 from tracescore.gateway._rescore_estimate import Estimate, ScorerEstimate
 from tracescore.gateway._rescore_input import LineReader
 from tracescore.gateway._rescore_seen import Seen
+from tracescore.scoring._resolve import preflight_scorers
 
 _log = logging.getLogger("tracescore.rescore")
 # scorers that compare the output with the ground truth, and with something else without one
@@ -357,6 +358,7 @@ def run_rescore_command(inputs: Sequence[Path], *, config_file: Path | None,
     if agents:
         changes["agents"] = tuple(agents)
     scorers = [replace(online, **changes) for online in config.scorers or ()]
+    preflight_scorers(scorers)  # a dry run too: it estimates what the real run would do
     options = processor_options(with_overrides(config, max_wait_s=max(config.max_wait_s, 600.0)))
     sink: FileOutput | _EndpointOutput | _Nowhere = (
         _Nowhere() if dry_run else FileOutput(output) if output is not None

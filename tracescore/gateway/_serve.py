@@ -12,6 +12,7 @@ from typing import Any
 
 from tracescore.gateway._config import GatewayConfig
 from tracescore.gateway._gateway import Gateway
+from tracescore.scoring._resolve import preflight_scorers
 
 LIFECYCLE = "tracescore.gateway.lifecycle"
 
@@ -64,7 +65,9 @@ def raise_open_files_limit() -> None:
 
 
 def serve(config: GatewayConfig) -> int:
-    """Start the gateway, block until SIGTERM or SIGINT, then drain; the exit code."""
+    """Start the gateway, block until SIGTERM or SIGINT, then drain; the exit code. A judge that
+    cannot work (unknown model, no API key) raises ConfigurationError before anything starts."""
+    preflight_scorers(config.scorers or ())
     log = logging.getLogger(LIFECYCLE)
     raise_open_files_limit()
     stop = threading.Event()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tracescore._exceptions import ConfigurationError
@@ -21,6 +21,20 @@ def preflight_judge(judge: Judge) -> None:
     """Check a judge before its first call: configuration, model and API key (ConfigurationError)."""
     if isinstance(judge, LiteLLMJudge):
         judge.preflight()
+
+
+def preflight_scorers(scorers: Iterable[Any]) -> None:
+    """Preflight the judge of every scorer (a scorer, or an online scorer wrapping one) before any
+    work: ConfigurationError naming the scorer when one cannot work (model, API key)."""
+    for item in scorers:
+        scorer = getattr(item, "scorer", item)
+        judge = getattr(scorer, "judge", None)
+        if isinstance(judge, Judge):
+            try:
+                preflight_judge(judge)
+            except ConfigurationError as exc:
+                raise ConfigurationError(
+                    f"scorer {getattr(scorer, 'id', scorer)!r}: {exc}") from None
 
 
 def resolve_judge(model: Any, judge_kwargs: Mapping[str, Any]) -> Judge:
