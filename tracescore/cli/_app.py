@@ -339,10 +339,12 @@ def rescore(inputs: Sequence[Path], config_file: Path | None, scorers: Sequence[
             click.echo(text)
         click.echo("nothing was scored, written or sent")
         return
+    dropped = summary.stats.get("dropped", 0)
     line = (f"read {summary.spans_read} spans, {summary.spans_selected} selected, "
             f"{summary.agent_spans} agent spans offered, "
             f"{summary.stats.get('scored', 0)} scores, {summary.stats.get('failed', 0)} failed, "
-            f"{seen}{scopes}; ")
+            + (f"{dropped} not scored in time, " if dropped else "")
+            + f"{seen}{scopes}; ")
     if summary.undelivered:
         click.echo(f"{line}wrote {summary.spans_delivered} of {summary.spans_written} spans: "
                    f"{summary.undelivered}", err=True)

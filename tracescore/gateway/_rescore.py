@@ -166,7 +166,9 @@ def rescore(paths: Sequence[Path], *, scorers: Sequence[Any], recognisers: Seque
         # result sink (Phoenix) is built or reached
         chosen = [replace(online, scorer=e, sinks=("span",))
                   for online, e in zip(chosen, stand_ins)]
-    options = {"max_wait_s": 600.0, **(processor_options or {}),
+    # the input is complete: scoring gets the whole `timeout_s` at its end (the gateway's
+    # shutdown bound would drop the runs still waiting for a judge starting up)
+    options = {"max_wait_s": 600.0, **(processor_options or {}), "shutdown_timeout_s": timeout_s,
                **({"isolation": "thread"} if dry_run else {})}
     seen = Seen(force)
     engine = Engine(scorers=chosen, recognisers=recognisers,
