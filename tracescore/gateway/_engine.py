@@ -49,23 +49,30 @@ from tracescore.gateway._trace_buffer import (
     collect,
 )
 from tracescore.instrument._calls import AgentCall
-from tracescore.online import _diagnose as diagnose
 from tracescore.online import _metrics as reasons
 from tracescore.online._conversation_scope import MAX_LINKS, carrier_fields
 from tracescore.online._conversations import Turn, as_conversation_options
 from tracescore.online._core import Call, ScoringCore
 from tracescore.online._delivery import ScoreRun
-from tracescore.online._diagnose import Diagnoser
-from tracescore.online._event_content import with_event_content
 from tracescore.online._events import EventPayload
-from tracescore.online._llm_calls import ContentlessAgent, contentless_reader, from_llm_calls
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._options import OnlineScorer, ProcessorOptions, as_online_scorers
-from tracescore.online._recognise import RecognisedCall, recognise, recogniser_markers
 from tracescore.online._sampling import RANDOMNESS_MASK
 from tracescore.online._sinks import SCOPE, carrier_attributes
-from tracescore.online._trace_input import EMPTY, TraceInput
-from tracescore.online.intake import attributes_of
+from tracescore.online.intake import (
+    EMPTY,
+    ContentlessAgent,
+    Diagnoser,
+    RecognisedCall,
+    TraceInput,
+    attributes_of,
+    contentless_reader,
+    from_llm_calls,
+    note_unreadable,
+    recognise,
+    recogniser_markers,
+    with_event_content,
+)
 
 _log = logging.getLogger("tracescore.gateway")
 
@@ -345,7 +352,7 @@ class Engine:
         if unreadable is not None:
             self._metrics.add_labelled("unreadable_agent_spans",
                                        (unreadable.framework, unreadable.reason))
-            diagnose.note(unreadable, name, attributes)
+            note_unreadable(unreadable, name, attributes)
 
     def _offer(self, row: int | None, single: ExportTraceServiceRequest,
                call: RecognisedCall | ContentlessAgent, trace: TraceInput = EMPTY) -> None:
