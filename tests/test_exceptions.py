@@ -44,15 +44,34 @@ def test_every_exported_exception_is_a_tracescore_error_from_the_one_module() ->
     exported = _exported_exceptions()
     assert "tracescore.JudgeAuthenticationError" in exported  # the walk sees the public API
     outside = {name: cls.__module__ for name, cls in exported.items()
-               if not issubclass(cls, TracescoreError) or cls.__module__ != _exceptions.__name__}
+               if not issubclass(cls, TracescoreError)
+               or getattr(_exceptions, cls.__name__, None) is not cls}
     assert outside == {}
 
 
+def _defined_in_the_one_module() -> list[type[BaseException]]:
+    return [cls for _, cls in inspect.getmembers(_exceptions, inspect.isclass)
+            if issubclass(cls, BaseException) and cls.__module__ in ("tracescore",
+                                                                      _exceptions.__name__)]
+
+
 def test_every_exception_of_the_one_module_is_a_tracescore_error() -> None:
-    classes = [cls for _, cls in inspect.getmembers(_exceptions, inspect.isclass)
-               if issubclass(cls, BaseException) and cls.__module__ == _exceptions.__name__]
+    classes = _defined_in_the_one_module()
     assert len(classes) >= 10
     assert all(issubclass(cls, TracescoreError) for cls in classes)
+
+
+def test_every_error_is_importable_from_the_top_under_its_public_module() -> None:
+    import pickle
+
+    import tracescore
+
+    for cls in _defined_in_the_one_module():
+        assert cls.__module__ == "tracescore", cls
+        assert cls.__name__ in tracescore.__all__
+        assert getattr(tracescore, cls.__name__) is cls
+    error = pickle.loads(pickle.dumps(tracescore.ConfigurationError("boom")))  # by the public path
+    assert type(error) is tracescore.ConfigurationError and str(error) == "boom"
 
 
 @pytest.mark.parametrize(("module", "name", "base"), FORMER_HOMES)

@@ -114,107 +114,17 @@ _EXPORTS: dict[str, str] = {
     "TracescoreError": "tracescore._exceptions",
     "ConfigurationError": "tracescore._exceptions",
     "JudgeError": "tracescore._exceptions",
+    "JudgeStepError": "tracescore._exceptions",
     "JudgeAuthenticationError": "tracescore._exceptions",
     "ScorerError": "tracescore._exceptions",
+    "SetupError": "tracescore._exceptions",
+    "DatasetError": "tracescore._exceptions",
+    "InputError": "tracescore._exceptions",
+    "OtlpJsonError": "tracescore._exceptions",
+    "CollectorBuildError": "tracescore._exceptions",
 }
 
-__all__ = [
-    "AgentCall",
-    "AgentMapping",
-    "AnswerRelevancyScorer",
-    "BiasScorer",
-    "CalibrationReport",
-    "CompletenessScorer",
-    "ConfigurationError",
-    "ContentSimilarityScorer",
-    "ContextRelevanceScorer",
-    "ContextThreadPoolExecutor",
-    "EvalResult",
-    "EvalSummary",
-    "FaithfulnessScorer",
-    "Gateway",
-    "GatewayConfig",
-    "HallucinationScorer",
-    "ItemFailure",
-    "ItemResult",
-    "Judge",
-    "JudgeAuthenticationError",
-    "JudgeError",
-    "JudgeReply",
-    "JudgeRequest",
-    "JudgeUsage",
-    "JudgedScorer",
-    "KeywordCoverageScorer",
-    "LLMJudgeScorer",
-    "LabelSpec",
-    "LiteLLMJudge",
-    "MultiTurnJudgeScorer",
-    "OfflineJudge",
-    "OnlineScorer",
-    "PhoenixSink",
-    "RecognisedCall",
-    "ScoreResult",
-    "Scorer",
-    "ScorerError",
-    "ScorerInput",
-    "ScoringSpanProcessor",
-    "TextualDifferenceScorer",
-    "ToneConsistencyScorer",
-    "ToolCall",
-    "ToolCallAccuracyLLMScorer",
-    "ToolCallAccuracyScorer",
-    "ToxicityScorer",
-    "TraceLimits",
-    "TracescoreError",
-    "TracescoreHandle",
-    "TrajectoryAccuracyLLMScorer",
-    "TrajectoryAccuracyScorer",
-    "TrajectoryScorer",
-    "__version__",
-    "add_agent_call_listener",
-    "add_context",
-    "agent",
-    "arun_evals",
-    "build_recognisers",
-    "calibrate",
-    "configure",
-    "create_answer_relevancy_scorer",
-    "create_bias_scorer",
-    "create_completeness_scorer",
-    "create_content_similarity_scorer",
-    "create_context_relevance_scorer",
-    "create_faithfulness_scorer",
-    "create_hallucination_scorer",
-    "create_keyword_coverage_scorer",
-    "create_llm_judge_scorer",
-    "create_multi_turn_judge_scorer",
-    "create_textual_difference_scorer",
-    "create_tone_scorer",
-    "create_tool_call_accuracy_scorer",
-    "create_tool_call_accuracy_scorer_llm",
-    "create_toxicity_scorer",
-    "create_trajectory_accuracy_scorer",
-    "create_trajectory_accuracy_scorer_llm",
-    "create_trajectory_scorer",
-    "flush",
-    "ground_truth",
-    "instrument_agent",
-    "instrument_litellm",
-    "llm",
-    "load_gateway_config",
-    "propagate_context",
-    "recognise",
-    "recogniser_markers",
-    "remove_agent_call_listener",
-    "run_evals",
-    "set_content_capture",
-    "set_ground_truth",
-    "shutdown",
-    "span",
-    "tool",
-    "uninstrument_agent",
-    "uninstrument_litellm",
-]
+__all__ = ["__version__", *sorted(_EXPORTS)]  # noqa: PLE0604 - the one list is `_EXPORTS`
 
 
 def __getattr__(name: str) -> Any:
@@ -230,90 +140,264 @@ def __dir__() -> list[str]:
     return sorted(__all__)
 
 
-if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from tracescore._config import set_content_capture
-    from tracescore._exceptions import ConfigurationError, JudgeError, ScorerError, TracescoreError
-    from tracescore._setup import TracescoreHandle, configure, flush, shutdown
-    from tracescore.calibration import CalibrationReport, LabelSpec, calibrate
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs (`X as X`: exported)
+    from tracescore._config import set_content_capture as set_content_capture
+    from tracescore._exceptions import (
+        CollectorBuildError as CollectorBuildError,
+    )
+    from tracescore._exceptions import (
+        ConfigurationError as ConfigurationError,
+    )
+    from tracescore._exceptions import (
+        DatasetError as DatasetError,
+    )
+    from tracescore._exceptions import (
+        InputError as InputError,
+    )
+    from tracescore._exceptions import (
+        JudgeError as JudgeError,
+    )
+    from tracescore._exceptions import (
+        JudgeStepError as JudgeStepError,
+    )
+    from tracescore._exceptions import (
+        OtlpJsonError as OtlpJsonError,
+    )
+    from tracescore._exceptions import (
+        ScorerError as ScorerError,
+    )
+    from tracescore._exceptions import (
+        SetupError as SetupError,
+    )
+    from tracescore._exceptions import (
+        TracescoreError as TracescoreError,
+    )
+    from tracescore._setup import TracescoreHandle as TracescoreHandle
+    from tracescore._setup import configure as configure
+    from tracescore._setup import flush as flush
+    from tracescore._setup import shutdown as shutdown
+    from tracescore.calibration import CalibrationReport as CalibrationReport
+    from tracescore.calibration import LabelSpec as LabelSpec
+    from tracescore.calibration import calibrate as calibrate
     from tracescore.evals import (
-        EvalResult,
-        EvalSummary,
-        ItemFailure,
-        ItemResult,
-        arun_evals,
-        run_evals,
+        EvalResult as EvalResult,
     )
-    from tracescore.gateway import Gateway, GatewayConfig, load_gateway_config
-    from tracescore.instrument._agent_object import instrument_agent, uninstrument_agent
+    from tracescore.evals import (
+        EvalSummary as EvalSummary,
+    )
+    from tracescore.evals import (
+        ItemFailure as ItemFailure,
+    )
+    from tracescore.evals import (
+        ItemResult as ItemResult,
+    )
+    from tracescore.evals import (
+        arun_evals as arun_evals,
+    )
+    from tracescore.evals import (
+        run_evals as run_evals,
+    )
+    from tracescore.gateway import Gateway as Gateway
+    from tracescore.gateway import GatewayConfig as GatewayConfig
+    from tracescore.gateway import load_gateway_config as load_gateway_config
+    from tracescore.instrument._agent_object import instrument_agent as instrument_agent
+    from tracescore.instrument._agent_object import uninstrument_agent as uninstrument_agent
     from tracescore.instrument._calls import (
-        AgentCall,
-        add_agent_call_listener,
-        add_context,
-        ground_truth,
-        remove_agent_call_listener,
-        set_ground_truth,
+        AgentCall as AgentCall,
     )
-    from tracescore.instrument._context import ContextThreadPoolExecutor, propagate_context
-    from tracescore.instrument._decorators import agent, llm, span, tool
-    from tracescore.instrument._litellm import instrument_litellm, uninstrument_litellm
+    from tracescore.instrument._calls import (
+        add_agent_call_listener as add_agent_call_listener,
+    )
+    from tracescore.instrument._calls import (
+        add_context as add_context,
+    )
+    from tracescore.instrument._calls import (
+        ground_truth as ground_truth,
+    )
+    from tracescore.instrument._calls import (
+        remove_agent_call_listener as remove_agent_call_listener,
+    )
+    from tracescore.instrument._calls import (
+        set_ground_truth as set_ground_truth,
+    )
+    from tracescore.instrument._context import (
+        ContextThreadPoolExecutor as ContextThreadPoolExecutor,
+    )
+    from tracescore.instrument._context import propagate_context as propagate_context
+    from tracescore.instrument._decorators import agent as agent
+    from tracescore.instrument._decorators import llm as llm
+    from tracescore.instrument._decorators import span as span
+    from tracescore.instrument._decorators import tool as tool
+    from tracescore.instrument._litellm import instrument_litellm as instrument_litellm
+    from tracescore.instrument._litellm import uninstrument_litellm as uninstrument_litellm
     from tracescore.online import (
-        AgentMapping,
-        OnlineScorer,
-        PhoenixSink,
-        RecognisedCall,
-        ScoringSpanProcessor,
-        TraceLimits,
-        build_recognisers,
-        recognise,
-        recogniser_markers,
+        AgentMapping as AgentMapping,
+    )
+    from tracescore.online import (
+        OnlineScorer as OnlineScorer,
+    )
+    from tracescore.online import (
+        PhoenixSink as PhoenixSink,
+    )
+    from tracescore.online import (
+        RecognisedCall as RecognisedCall,
+    )
+    from tracescore.online import (
+        ScoringSpanProcessor as ScoringSpanProcessor,
+    )
+    from tracescore.online import (
+        TraceLimits as TraceLimits,
+    )
+    from tracescore.online import (
+        build_recognisers as build_recognisers,
+    )
+    from tracescore.online import (
+        recognise as recognise,
+    )
+    from tracescore.online import (
+        recogniser_markers as recogniser_markers,
     )
     from tracescore.scoring import (
-        AnswerRelevancyScorer,
-        BiasScorer,
-        CompletenessScorer,
-        ContentSimilarityScorer,
-        ContextRelevanceScorer,
-        FaithfulnessScorer,
-        HallucinationScorer,
-        Judge,
-        JudgeAuthenticationError,
-        JudgedScorer,
-        JudgeReply,
-        JudgeRequest,
-        JudgeUsage,
-        KeywordCoverageScorer,
-        LiteLLMJudge,
-        LLMJudgeScorer,
-        MultiTurnJudgeScorer,
-        OfflineJudge,
-        Scorer,
-        ScoreResult,
-        ScorerInput,
-        TextualDifferenceScorer,
-        ToneConsistencyScorer,
-        ToolCall,
-        ToolCallAccuracyLLMScorer,
-        ToolCallAccuracyScorer,
-        ToxicityScorer,
-        TrajectoryAccuracyLLMScorer,
-        TrajectoryAccuracyScorer,
-        TrajectoryScorer,
-        create_answer_relevancy_scorer,
-        create_bias_scorer,
-        create_completeness_scorer,
-        create_content_similarity_scorer,
-        create_context_relevance_scorer,
-        create_faithfulness_scorer,
-        create_hallucination_scorer,
-        create_keyword_coverage_scorer,
-        create_llm_judge_scorer,
-        create_multi_turn_judge_scorer,
-        create_textual_difference_scorer,
-        create_tone_scorer,
-        create_tool_call_accuracy_scorer,
-        create_tool_call_accuracy_scorer_llm,
-        create_toxicity_scorer,
-        create_trajectory_accuracy_scorer,
-        create_trajectory_accuracy_scorer_llm,
-        create_trajectory_scorer,
+        AnswerRelevancyScorer as AnswerRelevancyScorer,
+    )
+    from tracescore.scoring import (
+        BiasScorer as BiasScorer,
+    )
+    from tracescore.scoring import (
+        CompletenessScorer as CompletenessScorer,
+    )
+    from tracescore.scoring import (
+        ContentSimilarityScorer as ContentSimilarityScorer,
+    )
+    from tracescore.scoring import (
+        ContextRelevanceScorer as ContextRelevanceScorer,
+    )
+    from tracescore.scoring import (
+        FaithfulnessScorer as FaithfulnessScorer,
+    )
+    from tracescore.scoring import (
+        HallucinationScorer as HallucinationScorer,
+    )
+    from tracescore.scoring import (
+        Judge as Judge,
+    )
+    from tracescore.scoring import (
+        JudgeAuthenticationError as JudgeAuthenticationError,
+    )
+    from tracescore.scoring import (
+        JudgedScorer as JudgedScorer,
+    )
+    from tracescore.scoring import (
+        JudgeReply as JudgeReply,
+    )
+    from tracescore.scoring import (
+        JudgeRequest as JudgeRequest,
+    )
+    from tracescore.scoring import (
+        JudgeUsage as JudgeUsage,
+    )
+    from tracescore.scoring import (
+        KeywordCoverageScorer as KeywordCoverageScorer,
+    )
+    from tracescore.scoring import (
+        LiteLLMJudge as LiteLLMJudge,
+    )
+    from tracescore.scoring import (
+        LLMJudgeScorer as LLMJudgeScorer,
+    )
+    from tracescore.scoring import (
+        MultiTurnJudgeScorer as MultiTurnJudgeScorer,
+    )
+    from tracescore.scoring import (
+        OfflineJudge as OfflineJudge,
+    )
+    from tracescore.scoring import (
+        Scorer as Scorer,
+    )
+    from tracescore.scoring import (
+        ScoreResult as ScoreResult,
+    )
+    from tracescore.scoring import (
+        ScorerInput as ScorerInput,
+    )
+    from tracescore.scoring import (
+        TextualDifferenceScorer as TextualDifferenceScorer,
+    )
+    from tracescore.scoring import (
+        ToneConsistencyScorer as ToneConsistencyScorer,
+    )
+    from tracescore.scoring import (
+        ToolCall as ToolCall,
+    )
+    from tracescore.scoring import (
+        ToolCallAccuracyLLMScorer as ToolCallAccuracyLLMScorer,
+    )
+    from tracescore.scoring import (
+        ToolCallAccuracyScorer as ToolCallAccuracyScorer,
+    )
+    from tracescore.scoring import (
+        ToxicityScorer as ToxicityScorer,
+    )
+    from tracescore.scoring import (
+        TrajectoryAccuracyLLMScorer as TrajectoryAccuracyLLMScorer,
+    )
+    from tracescore.scoring import (
+        TrajectoryAccuracyScorer as TrajectoryAccuracyScorer,
+    )
+    from tracescore.scoring import (
+        TrajectoryScorer as TrajectoryScorer,
+    )
+    from tracescore.scoring import (
+        create_answer_relevancy_scorer as create_answer_relevancy_scorer,
+    )
+    from tracescore.scoring import (
+        create_bias_scorer as create_bias_scorer,
+    )
+    from tracescore.scoring import (
+        create_completeness_scorer as create_completeness_scorer,
+    )
+    from tracescore.scoring import (
+        create_content_similarity_scorer as create_content_similarity_scorer,
+    )
+    from tracescore.scoring import (
+        create_context_relevance_scorer as create_context_relevance_scorer,
+    )
+    from tracescore.scoring import (
+        create_faithfulness_scorer as create_faithfulness_scorer,
+    )
+    from tracescore.scoring import (
+        create_hallucination_scorer as create_hallucination_scorer,
+    )
+    from tracescore.scoring import (
+        create_keyword_coverage_scorer as create_keyword_coverage_scorer,
+    )
+    from tracescore.scoring import (
+        create_llm_judge_scorer as create_llm_judge_scorer,
+    )
+    from tracescore.scoring import (
+        create_multi_turn_judge_scorer as create_multi_turn_judge_scorer,
+    )
+    from tracescore.scoring import (
+        create_textual_difference_scorer as create_textual_difference_scorer,
+    )
+    from tracescore.scoring import (
+        create_tone_scorer as create_tone_scorer,
+    )
+    from tracescore.scoring import (
+        create_tool_call_accuracy_scorer as create_tool_call_accuracy_scorer,
+    )
+    from tracescore.scoring import (
+        create_tool_call_accuracy_scorer_llm as create_tool_call_accuracy_scorer_llm,
+    )
+    from tracescore.scoring import (
+        create_toxicity_scorer as create_toxicity_scorer,
+    )
+    from tracescore.scoring import (
+        create_trajectory_accuracy_scorer as create_trajectory_accuracy_scorer,
+    )
+    from tracescore.scoring import (
+        create_trajectory_accuracy_scorer_llm as create_trajectory_accuracy_scorer_llm,
+    )
+    from tracescore.scoring import (
+        create_trajectory_scorer as create_trajectory_scorer,
     )

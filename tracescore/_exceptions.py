@@ -12,7 +12,8 @@
     │       └── JudgeAuthenticationError   the judge's API key is missing or refused
     └── ScorerError            a scorer step failed; names scorer + step, carries the partial result
 
-Each is also importable from where it was first defined (`tracescore.scoring`, ...). Telemetry
+Each is importable from `tracescore` (its `__module__`, so tracebacks, pickles and `error.type`
+name the public path) and also from where it was first defined (`tracescore.scoring`, ...). Telemetry
 paths (decorators, processors, online scoring) never raise these into user code: they log once
 and record the failure as data.
 """
@@ -95,3 +96,10 @@ class ScorerError(TracescoreError):
         self.step = step
         self.partial = partial or {}
         self.raw_reply = raw_reply
+
+
+for _error in (TracescoreError, ConfigurationError, SetupError, DatasetError, InputError,
+               OtlpJsonError, CollectorBuildError, JudgeError, JudgeStepError,
+               JudgeAuthenticationError, ScorerError):
+    _error.__module__ = "tracescore"  # the public home: `tracescore.<Name>`
+del _error

@@ -104,7 +104,7 @@ def _reference(value: Any, base: Path, where: str) -> dict[Any, Any]:
 
 
 def _recognisers(mappings: Any, builtins: Any) -> tuple[Any, ...]:
-    from tracescore.online._recognise import build_recognisers
+    from tracescore.online.intake import build_recognisers
 
     return tuple(build_recognisers(mappings, where="recognise.mappings", builtins=builtins,
                                    builtins_key="recognise.builtins"))

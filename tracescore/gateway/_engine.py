@@ -49,22 +49,30 @@ from tracescore.gateway._trace_buffer import (
     collect,
 )
 from tracescore.instrument._calls import AgentCall
-from tracescore.online import _diagnose as diagnose
 from tracescore.online import _metrics as reasons
 from tracescore.online._conversation_scope import MAX_LINKS, carrier_fields
 from tracescore.online._conversations import Turn, as_conversation_options
 from tracescore.online._core import Call, ScoringCore
 from tracescore.online._delivery import ScoreRun
-from tracescore.online._diagnose import Diagnoser
-from tracescore.online._event_content import with_event_content
 from tracescore.online._events import EventPayload
-from tracescore.online._llm_calls import ContentlessAgent, contentless_reader, from_llm_calls
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._options import OnlineScorer, ProcessorOptions, as_online_scorers
-from tracescore.online._recognise import RecognisedCall, recognise, recogniser_markers
 from tracescore.online._sampling import RANDOMNESS_MASK
 from tracescore.online._sinks import SCOPE, carrier_attributes
-from tracescore.online._trace_input import EMPTY, TraceInput
+from tracescore.online.intake import (
+    EMPTY,
+    ContentlessAgent,
+    Diagnoser,
+    RecognisedCall,
+    TraceInput,
+    attributes_of,
+    contentless_reader,
+    from_llm_calls,
+    note_unreadable,
+    recognise,
+    recogniser_markers,
+    with_event_content,
+)
 
 _log = logging.getLogger("tracescore.gateway")
 
@@ -144,12 +152,12 @@ class Engine:
         # every agent span may be a turn of a conversation (sampled by its id, not the trace's)
         self._threshold = 0 if self._turns is not None else self.core.threshold
         # attributes are decoded for the filters only when a scorer has one
-        self._filtered = any(o._filtered for o in online)
+        self._filtered = any(o.filtered for o in online)
         # run-scope scorers: agent spans of the runs they sample wait for the run's quiet period
         self._runs: RunScope | None = None
         if self.core.run_scorers:
             self._runs = RunScope(run_options, self.traces, self.core, self._choose)
-            self._run_threshold = min(o._threshold for o in self.core.run_scorers)
+            self._run_threshold = min(o.threshold for o in self.core.run_scorers)
             self.core.add_timer(self._runs.table.expire)
 
     @property
@@ -298,7 +306,7 @@ class Engine:
                     if randomness(span.trace_id) < threshold:
                         continue
                     keys = {kv.key for kv in span.attributes}
-                    attributes = (_otlp.attributes_of(span.attributes)
+                    attributes = (attributes_of(span.attributes)
                                   if not readable.isdisjoint(keys) else None)
                     collect(self.traces, span, attributes, marks=runs is not None)
                     if runs is not None:
@@ -344,7 +352,7 @@ class Engine:
         if unreadable is not None:
             self._metrics.add_labelled("unreadable_agent_spans",
                                        (unreadable.framework, unreadable.reason))
-            diagnose.note(unreadable, name, attributes)
+            note_unreadable(unreadable, name, attributes)
 
     def _offer(self, row: int | None, single: ExportTraceServiceRequest,
                call: RecognisedCall | ContentlessAgent, trace: TraceInput = EMPTY) -> None:
@@ -395,7 +403,7 @@ class Engine:
         """The agent span as a turn of its conversation, if it names one (journaled here,
         before the request is acknowledged)."""
         assert self._turns is not None
-        attributes = _otlp.attributes_of(span.attributes)
+        attributes = attributes_of(span.attributes)
         self._turns.offer(AgentCall(
             span=None,  # type: ignore[arg-type]  # no SDK span at the gateway
             name=call.agent, input=call.input, output=call.output,
@@ -405,7 +413,7 @@ class Engine:
     def _choose(self, span: Any, call: RecognisedCall, randomness: int, scope: str | None
                 ) -> tuple[OnlineScorer, ...]:
         """The scorers (of `scope`, None: all) that sample the agent span `span`."""
-        attributes = _otlp.attributes_of(span.attributes) if self._filtered else {}
+        attributes = attributes_of(span.attributes) if self._filtered else {}
         agent_call = AgentCall(
             span=None,  # type: ignore[arg-type]  # no SDK span at the gateway
             name=call.agent, input=call.input, output=call.output,
@@ -419,7 +427,7 @@ class Engine:
     def _replay_held(self, entry: Entry) -> None:
         single = ExportTraceServiceRequest.FromString(entry.body)
         span = _otlp.only_span(single)
-        attributes = _readable(span, _otlp.attributes_of(span.attributes))
+        attributes = _readable(span, attributes_of(span.attributes))
         call: RecognisedCall | ContentlessAgent | None = recognise(span.name, attributes,
                                                                    self._recognisers)
         if call is None and self._contentless:
@@ -535,7 +543,7 @@ class Engine:
         scorers: dict[str, OnlineScorer] = {}
         try:
             scorers = self.core.would_sample(key[0] & RANDOMNESS_MASK, agent.agent,
-                                             _otlp.attributes_of(span.attributes))
+                                             attributes_of(span.attributes))
         except Exception:  # noqa: BLE001 - forwarded as it is rather than not at all
             self.core.log_once("offer", "tracescore: could not consider an offered agent span",
                                exc_info=True)
@@ -598,8 +606,8 @@ def _readable(span: Any, attributes: Mapping[str, Any] | None) -> Mapping[str, A
     """What the recognisers read of an OTLP span: its attributes (decoded here when None), with
     the GenAI content its events recorded (`_event_content`)."""
     if attributes is None:
-        attributes = _otlp.attributes_of(span.attributes)
+        attributes = attributes_of(span.attributes)
     if not span.events:
         return attributes
     return with_event_content(attributes, ((e.name, e.attributes) for e in span.events),
-                              _otlp.attributes_of)
+                              attributes_of)

@@ -26,10 +26,20 @@ from tracescore.gateway._trace_buffer import (
     at,
     collect,
 )
-from tracescore.online._diagnose import REASONS, Diagnoser, Unreadable, suggest_mapping
-from tracescore.online._llm_calls import ContentlessAgent, contentless_reader, from_llm_calls
-from tracescore.online._recognise import RecognisedCall, recognise, recogniser_markers
-from tracescore.online._trace_input import TraceLimits
+from tracescore.online.intake import (
+    REASONS,
+    ContentlessAgent,
+    Diagnoser,
+    RecognisedCall,
+    TraceLimits,
+    Unreadable,
+    attributes_of,
+    contentless_reader,
+    from_llm_calls,
+    recognise,
+    recogniser_markers,
+    suggest_mapping,
+)
 from tracescore.scoring._inputs import answer_text, question_text
 
 
@@ -102,7 +112,7 @@ class Inspector:
     def _add(self, span: Span, where: str) -> None:
         self.spans += 1
         keys = {kv.key for kv in span.attributes}
-        attributes = (_otlp.attributes_of(span.attributes)
+        attributes = (attributes_of(span.attributes)
                       if not self._readable.isdisjoint(keys) else None)
         collect(self._traces, span, attributes)
         outcome: RecognisedCall | ContentlessAgent | Unreadable | None = None

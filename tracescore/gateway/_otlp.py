@@ -6,12 +6,11 @@ of spans that may be agent calls are decoded, and the core's events are written 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 
@@ -42,25 +41,6 @@ def spans_of(request: ExportTraceServiceRequest) -> Iterator[tuple[ResourceSpans
 
 def count_spans(request: ExportTraceServiceRequest) -> int:
     return sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
-
-
-def value_of(value: AnyValue) -> Any:
-    """A Python value for an OTLP AnyValue (maps and bytes become JSON / hex text)."""
-    which = value.WhichOneof("value")
-    if which is None:
-        return None
-    if which == "array_value":
-        return tuple(value_of(v) for v in value.array_value.values)
-    if which == "kvlist_value":
-        return json.dumps({kv.key: _jsonable(value_of(kv.value))
-                           for kv in value.kvlist_value.values}, ensure_ascii=False)
-    if which == "bytes_value":
-        return value.bytes_value.hex()
-    return getattr(value, which)
-
-
-def attributes_of(pairs: Sequence[KeyValue]) -> dict[str, Any]:
-    return {kv.key: value_of(kv.value) for kv in pairs}
 
 
 def add_events(span: Span, events: Sequence[tuple[str, Mapping[str, Any]]],
@@ -135,6 +115,3 @@ def set_value(target: AnyValue, value: object) -> None:
     else:
         target.string_value = str(value)
 
-
-def _jsonable(value: object) -> object:
-    return list(value) if isinstance(value, tuple) else value

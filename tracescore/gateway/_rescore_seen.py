@@ -9,11 +9,11 @@ from typing import Any
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from tracescore import _semconv as sc
-from tracescore.gateway import _otlp
 from tracescore.online._conversation_scope import turn_ref
 from tracescore.online._conversations import Turn
 from tracescore.online._core import release_budgets
 from tracescore.online._options import OnlineScorer
+from tracescore.online.intake import attributes_of
 from tracescore.scoring._provenance import scorer_version
 
 
@@ -44,7 +44,7 @@ class Seen:
                         self._read_carrier(span)
 
     def _read_carrier(self, span: Any) -> None:
-        attributes = _otlp.attributes_of(span.attributes)
+        attributes = attributes_of(span.attributes)
         conversation = attributes.get(sc.GEN_AI_CONVERSATION_ID)
         if conversation is None or sc.TS_CONVERSATION_TURNS not in attributes:
             return
@@ -100,7 +100,7 @@ def scored_versions(span: Any) -> dict[str, set[str]]:
     for event in span.events:
         if event.name != sc.GEN_AI_EVALUATION_RESULT:
             continue
-        attributes = _otlp.attributes_of(event.attributes)
+        attributes = attributes_of(event.attributes)
         scorer_id = attributes.get(sc.TS_SCORER_ID)
         if isinstance(scorer_id, str) and sc.GEN_AI_EVALUATION_SCORE_VALUE in attributes:
             found.setdefault(scorer_id, set()).add(str(attributes.get(sc.TS_SCORER_VERSION, "")))

@@ -22,12 +22,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracescore._exceptions import ConfigurationError
-from tracescore.online._collector import TraceCollector
 from tracescore.online._core import Call, ScoringCore
 from tracescore.online._options import OnlineScorer
 from tracescore.online._quiet import Group, QuietTable
-from tracescore.online._run_steps import RunSource, agent_above
 from tracescore.online._sampling import RANDOMNESS_MASK
+from tracescore.online.intake import RunSource, TraceCollector, agent_above
 
 RUN_KEYS = ("quiet_s", "max_runs", "max_bytes", "max_age_s")
 

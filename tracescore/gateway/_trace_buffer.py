@@ -18,10 +18,17 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from tracescore import _semconv as sc
 from tracescore.gateway import _otlp
-from tracescore.online._collector import BufferLimits, TraceCollector, collector_from
-from tracescore.online._llm_calls import LLM_MARKERS, read_llm_call
-from tracescore.online._run_steps import read_mark
-from tracescore.online._trace_input import TraceSpans, read_span
+from tracescore.online.intake import (
+    LLM_MARKERS,
+    BufferLimits,
+    TraceCollector,
+    TraceSpans,
+    attributes_of,
+    collector_from,
+    read_llm_call,
+    read_mark,
+    read_span,
+)
 
 __all__ = ["ITEM_MARKERS", "BufferLimits", "TraceCollector", "at", "buffer_from", "collect"]
 
@@ -40,7 +47,7 @@ def collect(traces: TraceCollector, span: Span, attributes: Mapping[str, Any] | 
     try:
         item = llm = mark = None
         if attributes is None and any(kv.key in ITEM_MARKERS for kv in span.attributes):
-            attributes = _otlp.attributes_of(span.attributes)
+            attributes = attributes_of(span.attributes)
         if attributes is not None:
             item = read_span(span.name, attributes, span.start_time_unix_nano,
                              _error_of(span, attributes))

@@ -21,14 +21,14 @@ def choose(scorers: Sequence[OnlineScorer], call: AgentCall, randomness: int,
     or budget refused are counted as dropped."""
     chosen: list[OnlineScorer] = []
     for online in scorers:
-        if randomness < online._threshold or (
-            online._filtered and not _matches(online, call, log_once)
+        if randomness < online.threshold or (
+            online.filtered and not matches(online, call, log_once)
         ):
             continue
-        if online._limiter is not None and not online._limiter.try_acquire():
+        if not online.acquire_rate():
             metrics.dropped(online.scorer_id, call.name, reasons.RATE_LIMITED)
             continue
-        if online._budget is not None and not online._budget.try_reserve():
+        if not online.reserve_budget():
             metrics.dropped(online.scorer_id, call.name, reasons.BUDGET)
             continue
         chosen.append(online)
@@ -40,13 +40,13 @@ def would_sample(scorers: Sequence[OnlineScorer], randomness: int, agent: str,
     """The scorers whose rate, `agents` and `attributes` filters take a call (no limits,
     budgets nor predicates), by id."""
     return {online.scorer_id: online for online in scorers
-            if randomness >= online._threshold
+            if randomness >= online.threshold
             and (online.agents is None or agent in online.agents)
             and all(_same_value(attributes.get(key, _MISSING), expected)
                     for key, expected in (online.attributes or {}).items())}
 
 
-def _matches(online: OnlineScorer, call: AgentCall, log_once: Callable[..., None]) -> bool:
+def matches(online: OnlineScorer, call: AgentCall, log_once: Callable[..., None]) -> bool:
     agents = online.agents
     if agents is not None and call.name not in agents:
         return False

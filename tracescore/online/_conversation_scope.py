@@ -168,18 +168,17 @@ class ConversationScope:
                              and not self.keep(online, version.conversation, turns)):
                 continue
             agent = turns[-1].agent
-            if online._limiter is not None and not online._limiter.try_acquire():
+            if not online.acquire_rate():
                 self._metrics.dropped(online.scorer_id, agent, reasons.RATE_LIMITED)
                 continue
-            if online._budget is not None and not online._budget.try_reserve():
+            if not online.reserve_budget():
                 self._metrics.dropped(online.scorer_id, agent, reasons.BUDGET)
                 continue
             self._metrics.sampled(online.scorer_id, agent)
             judged = getattr(online.scorer, "uses_judge", True) is not False
             lane = self._judged if judged else self._fast
             if not lane.submit(_ConversationJob(self, online, version, turns, time.time_ns())):
-                if online._budget is not None:
-                    online._budget.release()
+                online.release_budget()
                 self._metrics.dropped(online.scorer_id, agent, reasons.QUEUE_FULL)
 
     async def _run(self, online: OnlineScorer, version: Version, turns: tuple[Turn, ...],
@@ -195,16 +194,14 @@ class ConversationScope:
                     turns=tuple(ScoredTurn(input=t.input, output=t.output) for t in turns),
                 )), online.timeout_s)
         except asyncio.CancelledError:  # shutdown gave up on this run
-            if online._budget is not None:
-                online._budget.release()
+            online.release_budget()
             self._metrics.dropped(online.scorer_id, last.agent, reasons.SHUTDOWN)
             raise
         except Exception as exc:  # noqa: BLE001 - failures are data
             error = exc
         try:
-            if online._budget is not None:
-                cost = getattr(getattr(result, "usage", None), "cost_usd", None)
-                online._budget.settle(float(cost) if isinstance(cost, (int, float)) else None)
+            cost = getattr(getattr(result, "usage", None), "cost_usd", None)
+            online.settle_budget(float(cost) if isinstance(cost, (int, float)) else None)
             events, error = self._result_events(online, result, error, run_id)
             events[0][1].update(conversation_attributes(version.conversation, turns,
                                                         version.reason))

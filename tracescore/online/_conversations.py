@@ -37,7 +37,7 @@ from typing import Any, Protocol
 from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
 from tracescore.instrument._calls import AgentCall
-from tracescore.online._choose import _matches
+from tracescore.online._choose import matches
 from tracescore.online._options import OnlineScorer
 from tracescore.online._quiet import AGE, OVERFLOW, Group, QuietTable
 from tracescore.online._sampling import RANDOMNESS_MASK
@@ -209,7 +209,7 @@ class ConversationTracker:
         self._offers: deque[tuple[str, Any]] = deque()  # (id, Turn or what makes one)
         # every scorer's id when none has a filter (then a turn needs only input and output)
         self._unfiltered = (frozenset(o.scorer_id for o in self.scorers)
-                            if not any(o._filtered for o in self.scorers) else None)
+                            if not any(o.filtered for o in self.scorers) else None)
         self._max_pending = max_pending
         # turns not scored yet, in a quiet table; scored conversations' turns in `_kept`
         self._table: QuietTable[Turn] = QuietTable(
@@ -285,7 +285,7 @@ class ConversationTracker:
         """The turn of an agent call, None when no conversation scorer's filters take it."""
         scorers = self._unfiltered or frozenset(
             o.scorer_id for o in self.scorers
-            if not o._filtered or _matches(o, call, _no_log))  # type: ignore[arg-type]
+            if not o.filtered or matches(o, call, _no_log))  # type: ignore[arg-type]
         if not scorers:
             self._count("turns.filtered")
             return None
@@ -337,7 +337,7 @@ class ConversationTracker:
     def _sampled(self, conversation: str) -> tuple[OnlineScorer, ...]:
         """The scorers whose rate takes `conversation` (decided by its id)."""
         randomness = conversation_randomness(conversation)
-        return tuple(o for o in self.scorers if randomness >= o._threshold)
+        return tuple(o for o in self.scorers if randomness >= o.threshold)
 
     def _bound_kept(self) -> None:
         options = self.options

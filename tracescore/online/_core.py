@@ -473,8 +473,7 @@ class ScoringCore:
 
     def _deliver(self, job: _Job, online: OnlineScorer, result: Any, error: BaseException | None,
                  run_id: str, fallback: str | None = None) -> None:
-        if online._budget is not None:
-            online._budget.settle(_cost_of(result))
+        online.settle_budget(_cost_of(result))
         events, error = _result_events(online, result, error, run_id)
         if fallback is not None and error is None:  # scored, but not against a ground truth
             events[0][1][sc.TS_REFERENCE_MISSING] = True
@@ -558,9 +557,7 @@ class ScoringCore:
         self._lock = threading.Lock()
         self.metrics._lock = threading.Lock()
         for online in self.scorers:
-            for state in (online._limiter, online._budget):
-                if state is not None:
-                    state._lock = threading.Lock()
+            online.after_fork()
 
     def log_once(self, key: str, message: str, *args: object, exc_info: bool = False) -> None:
         if key not in self._logged:
@@ -594,8 +591,7 @@ def _no_carrier(*args: object) -> None:
 def release_budgets(scorers: Sequence[OnlineScorer]) -> None:
     """Give back the budget reservations of scorers that will not run."""
     for online in scorers:
-        if online._budget is not None:
-            online._budget.release()
+        online.release_budget()
 
 
 def _cost_of(result: Any) -> float | None:

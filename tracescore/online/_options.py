@@ -118,6 +118,40 @@ class OnlineScorer:
         provenance(scorer)  # the scorer's version, from its options before any run
 
     @property
+    def threshold(self) -> int:
+        """Trace randomness below this is not sampled (from `rate`)."""
+        return self._threshold
+
+    @property
+    def filtered(self) -> bool:
+        """Whether `agents`, `attributes` or `predicate` narrow the calls scored."""
+        return self._filtered
+
+    def acquire_rate(self) -> bool:
+        """Take one run from the rate limit; False when the limit refuses (or True: no limit)."""
+        return self._limiter is None or self._limiter.try_acquire()
+
+    def reserve_budget(self) -> bool:
+        """Reserve one run's cost from the budget; False when it is spent (or True: no budget)."""
+        return self._budget is None or self._budget.try_reserve()
+
+    def release_budget(self) -> None:
+        """Give back a reservation whose run will not happen."""
+        if self._budget is not None:
+            self._budget.release()
+
+    def settle_budget(self, cost_usd: float | None) -> None:
+        """Settle a reservation with the run's judge cost (None: unknown, counted as zero)."""
+        if self._budget is not None:
+            self._budget.settle(cost_usd)
+
+    def after_fork(self) -> None:
+        """In a forked child: fresh locks for the limit and budget (a parent thread may hold one)."""
+        for state in (self._limiter, self._budget):
+            if state is not None:
+                state.after_fork()
+
+    @property
     def scorer_id(self) -> str:
         return str(self.scorer.id)
 

@@ -175,7 +175,7 @@ class ScoringSpanProcessor(SpanProcessor):
         self._min_threshold = 0 if self._conversations is not None else self._core.threshold
         # traces are collected only where a scorer that reads tool calls or context (or an agent
         # span read from its LLM calls) may sample: the lowest rejection threshold among those
-        readers = [o._threshold for o in online if reads_trace(o.scorer) or is_run_scoped(o)]
+        readers = [o.threshold for o in online if reads_trace(o.scorer) or is_run_scoped(o)]
         self._run_scope = has_run_scope(online)  # run-scope scorers score at a run's root only
         if self._contentless:
             readers.append(self._core.threshold)

@@ -64,6 +64,10 @@ class RateLimiter:
                 return True
             return False
 
+    def after_fork(self) -> None:
+        """A fresh lock in a forked child (a parent thread may have held the old one)."""
+        self._lock = threading.Lock()
+
 
 class CostBudget:
     """Judge spend over a sliding hour; admits a run while spend plus in-flight estimate < budget.
@@ -116,6 +120,10 @@ class CostBudget:
         """Give back the reservation of an admitted run that never ran."""
         with self._lock:
             self._in_flight = max(0, self._in_flight - 1)
+
+    def after_fork(self) -> None:
+        """A fresh lock in a forked child (a parent thread may have held the old one)."""
+        self._lock = threading.Lock()
 
     @property
     def spent_usd(self) -> float:
