@@ -335,3 +335,22 @@ def test_multi_turn_judge_scores_equal_the_reference(reference: Path) -> None:
         assert (ours.score, ours.analyze_step_result) == (their["score"], their["analyze"])
         assert ours.reason is not None and ours.reason.startswith(
             "Criterion met" if case["replies"][0]["satisfied"] else "Criterion not met")
+
+
+def test_the_sub_agent_average_rounds_like_the_reference(reference: Path) -> None:
+    """Three sub-agents matching 1 of 5, 3 of 4 and 1 of 1 expected calls: the average is taken
+    before its weight, as the reference does (the other order lands on the other side of a tie)."""
+    expected = (["search", "fetch", "summarize", "refund", "log"],
+                ["search", "fetch", "summarize", "refund"], ["search"])
+    made = (["search"], ["search", "fetch", "summarize"], ["search"])
+    run = [{"name": f"agent{i}", "type": "agent",
+            "steps": [{"name": n, "type": "tool_call"} for n in names]}
+           for i, names in enumerate(made)]
+    item = {"steps": [{"name": f"agent{i}", "steps": {"steps": names}}
+                      for i, names in enumerate(expected)]}
+    [their] = _reference(reference, [{
+        "scorer": "trajectory", "options": {},
+        "trajectory": {"steps": [_their_step(s) for s in run]},
+        "expected": _their_expectation(item)}])
+    ours = create_trajectory_scorer().run(trajectory=run, expected_trajectory=item)
+    assert ours.score == their["score"]

@@ -239,7 +239,7 @@ def evaluate(run: Run, config: Expectation, weights: dict[str, float]) -> dict[s
         total = sum(w for w, _ in scored)
         score = sum(w / total * v for w, v in scored) if scored and total > 0 else 1.0
         if nested:
-            score = 0.7 * score + 0.3 * sum(n["score"] for n in nested) / len(nested)
+            score = 0.7 * score + 0.3 * (sum(n["score"] for n in nested) / len(nested))
         score = round_half_up(score)
     return {"score": score, "accuracy": accuracy, "efficiency": eff, "blacklist": black,
             "tool_failures": failures, "nested": nested or None}
