@@ -5,10 +5,12 @@
 
 `sample_calls` draws scored agent calls from stored traces into a labelling file;
 `read_phoenix_labels` reads the labels people gave in Phoenix as a calibration dataset.
+`corrected_pass_rate` corrects a judge's pass rate by people's labels on a subset.
 """
 
 from __future__ import annotations
 
+from tracescore.calibration._corrected import CorrectedPassRate, PassRate, corrected_pass_rate
 from tracescore.calibration._labels import LabelSpace, LabelSpec
 from tracescore.calibration._report import (
     CalibrationError,
@@ -24,9 +26,12 @@ __all__ = [
     "CalibrationError",
     "CalibrationReport",
     "CalibrationRow",
+    "CorrectedPassRate",
     "Interval",
     "LabelSpace",
     "LabelSpec",
+    "PassRate",
     "RunCost",
     "calibrate",
+    "corrected_pass_rate",
 ]
