@@ -16,8 +16,9 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# 4 workers on any machine: most slow tests wait on subprocesses (collector, Phoenix, gateways)
 test: $(STAMP) lint docs collector chromium side-envs
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 4
 
 # the real libraries the tests run (agent frameworks, Phoenix) in cached side environments, built
 # several at once (minutes cold, instant when cached). Like Phoenix below, they are the suite's rigs
