@@ -21,6 +21,7 @@ from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter, Sp
 
 from tracescore._endpoints import grpc_target, http_traces_url
 from tracescore._exceptions import ConfigurationError
+from tracescore._private_files import open_private
 
 _log = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ class OTLPJsonFileExporter(SpanExporter):
         self.path = Path(path)
         self._lock = threading.Lock()
         try:
-            self._file: Any = self.path.open("a", encoding="utf-8")
+            self._file: Any = open_private(self.path, "a")
         except OSError as exc:
             raise ConfigurationError(f"cannot open trace file {str(self.path)!r}: {exc}") from exc
 

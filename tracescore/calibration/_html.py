@@ -8,6 +8,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from tracescore._private_files import write_private
 from tracescore.calibration._report import CalibrationReport, CalibrationRow
 
 _STYLE = """
@@ -24,7 +25,7 @@ _PLOT = 320  # px of the scatter's square
 
 def write_html(report: CalibrationReport, path: str | Path) -> None:
     """Write `report` as an HTML page to `path`."""
-    Path(path).write_text(html_report(report), encoding="utf-8")
+    write_private(path, html_report(report))
 
 
 def html_report(report: CalibrationReport) -> str:

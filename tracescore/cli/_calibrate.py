@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from tracescore._private_files import write_private
 from tracescore.cli._setup import ENV_JUDGE_MODEL, SCORER_NAMES, SetupError
 
 if TYPE_CHECKING:
@@ -144,8 +145,8 @@ def calibrate_command(dataset: Path | None, scorer: str, scorer_options: Sequenc
     else:
         _print(report, show)
         if json_path is not None:
-            Path(json_path).write_text(json.dumps(report.to_dict(), ensure_ascii=False,
-                                                  indent=2) + "\n", encoding="utf-8")
+            write_private(json_path, json.dumps(report.to_dict(), ensure_ascii=False,
+                                                indent=2) + "\n")
             click.echo(f"JSON report written to {json_path}")
     if html_path is not None:
         write_html(report, html_path)

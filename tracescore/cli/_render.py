@@ -14,6 +14,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from tracescore import _semconv as sc
+from tracescore._private_files import open_private, write_private
 
 if TYPE_CHECKING:
     from tracescore.cli._otlp import FileSpan
@@ -136,8 +137,7 @@ def write_results(path: Path, result: EvalResult) -> None:
     if path.suffix.lower() == ".csv":
         _write_csv(path, result)
     else:
-        path.write_text(json.dumps(result.to_dict(), ensure_ascii=False, indent=2) + "\n",
-                        encoding="utf-8")
+        write_private(path, json.dumps(result.to_dict(), ensure_ascii=False, indent=2) + "\n")
 
 
 def _write_csv(path: Path, result: EvalResult) -> None:
@@ -146,7 +146,7 @@ def _write_csv(path: Path, result: EvalResult) -> None:
     for sid in ids:
         header += [f"{sid}.score", f"{sid}.label", f"{sid}.reason"]
     header.append("errors")
-    with path.open("w", encoding="utf-8", newline="") as fh:
+    with open_private(path, "w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(header)
         for item in result.items:

@@ -20,6 +20,7 @@ from typing import Any
 
 from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
+from tracescore._private_files import open_private
 from tracescore.cli._otlp import FileSpan
 
 LABEL_COLUMN = "label"
@@ -128,14 +129,14 @@ def write_labelling_file(path: Path, calls: Iterable[ScoredCall]) -> int:
         for row in rows:
             del row["ground_truth"]
     if path.suffix.lower() == ".csv":
-        with path.open("w", encoding="utf-8", newline="") as handle:
+        with open_private(path, "w", newline="") as handle:
             columns = [c for c in _COLUMNS if not rows or c in rows[0]]
             writer = csv.DictWriter(handle, fieldnames=columns)
             writer.writeheader()
             for row in rows:
                 writer.writerow({k: _cell(v) for k, v in row.items()})
     else:
-        with path.open("w", encoding="utf-8") as handle:
+        with open_private(path, "w") as handle:
             for row in rows:
                 handle.write(json.dumps(row, ensure_ascii=False) + "\n")
     return len(rows)

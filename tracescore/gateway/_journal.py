@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tracescore._exceptions import ConfigurationError
+from tracescore._private_files import make_private
 
 PASS = 0  # spans forwarded as they came
 HELD = 1  # one agent span held for scoring
@@ -58,6 +59,7 @@ class Journal:
         self._lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_private(self.path)  # spans, prompts and answers: the owner's alone (0600)
             db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
             db.execute("PRAGMA locking_mode=EXCLUSIVE")
             db.execute("PRAGMA journal_mode=WAL")

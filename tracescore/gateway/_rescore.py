@@ -21,6 +21,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from tracescore._exceptions import ConfigurationError
 from tracescore._otlp_json import to_otlp_json
+from tracescore._private_files import open_private
 from tracescore.gateway import _otlp
 from tracescore.gateway._engine import Engine
 from tracescore.gateway._metrics import GatewayMetrics
@@ -79,7 +80,7 @@ class FileOutput:
 
     def __init__(self, path: Path) -> None:
         try:
-            self._file: IO[str] = path.open("w", encoding="utf-8")
+            self._file: IO[str] = open_private(path, "w")
         except OSError as exc:
             raise ConfigurationError(f"--output: cannot write {str(path)!r}: {exc}") from None
         self._lock = threading.Lock()
