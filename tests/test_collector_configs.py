@@ -80,6 +80,8 @@ def test_config_starts_and_stops_cleanly(path: Path, tmp_path: Path) -> None:
         log = collector.log()
     assert collector.returncode == 0, log  # and drains and exits cleanly on SIGTERM
     assert "Everything is ready" in log
+    # the pinned collector's current component names: no "alias is deprecated" warning
+    assert [line for line in log.splitlines() if "deprecated" in line.lower()] == []
 
 
 def _post_one_span(url: str) -> int:
@@ -146,7 +148,7 @@ def test_production_config_bounds_memory_and_retries() -> None:
     for pipeline in config["service"]["pipelines"].values():
         assert pipeline["processors"][0] == "memory_limiter"  # first, so it can refuse data early
         assert pipeline["processors"][-1] == "batch"
-    backend = config["exporters"]["otlp/backend"]
+    backend = config["exporters"]["otlp_grpc/backend"]
     assert backend["retry_on_failure"]["enabled"] and backend["sending_queue"]["enabled"]
 
 
@@ -158,7 +160,7 @@ def test_vendor_keys_come_from_the_environment() -> None:
 
 def test_loadbalancing_routes_whole_traces() -> None:
     for name in ("gateway-loadbalancing.yaml", "gateway-tail-sampling.yaml", "gateway-fleet.yaml"):
-        exporter = _load(CONFIG_DIR / name)["exporters"]["loadbalancing"]
+        exporter = _load(CONFIG_DIR / name)["exporters"]["load_balancing"]
         assert exporter["routing_key"] == "traceID", name  # a trace's spans meet on one replica
         assert len(exporter["resolver"]["static"]["hostnames"]) >= 2, name
 
@@ -167,9 +169,9 @@ def test_fleet_routes_every_span_by_trace_and_turns_by_conversation() -> None:
     """Tier 1 gets every span by trace id; tier 2 only the spans with the key it routes by."""
     config = _load(CONFIG_DIR / "gateway-fleet.yaml")
     pipelines = config["service"]["pipelines"]
-    assert pipelines["traces"]["exporters"] == ["loadbalancing"]
+    assert pipelines["traces"]["exporters"] == ["load_balancing"]
     assert pipelines["traces"]["processors"] == ["memory_limiter"]  # nothing dropped or changed
-    conversations = config["exporters"]["loadbalancing/conversations"]
+    conversations = config["exporters"]["load_balancing/conversations"]
     assert conversations["routing_key"] == "attributes"
     (key,) = conversations["routing_attributes"]
     processors = pipelines["traces/conversations"]["processors"]
@@ -196,7 +198,7 @@ def test_gateway_configs_take_every_signal_on_every_receiver() -> None:
             assert signals == {"traces", "logs", "metrics"}, (name, receiver)
         for key, pipeline in pipelines.items():
             if key.split("/")[0] != "traces":
-                assert pipeline["exporters"] == ["otlp/backend"], (name, key)  # not to the scorers
+                assert pipeline["exporters"] == ["otlp_grpc/backend"], (name, key)  # not to the scorers
 
 
 def test_gateway_configs_acknowledge_only_what_an_exporter_queued() -> None:

@@ -95,8 +95,8 @@ def test_every_span_and_score_event_crosses_the_collector_intact(
 ) -> None:
     calls = 25
     exporter, downstream = (
-        ("otlp", otlp_receiver.grpc_address) if protocol == "grpc"
-        else ("otlphttp", otlp_receiver.http_endpoint)
+        ("otlp_grpc", otlp_receiver.grpc_address) if protocol == "grpc"
+        else ("otlp_http", otlp_receiver.http_endpoint)
     )  # fmt: skip
     sent = InMemorySpanExporter()
     collector = otel_collector(PASS_THROUGH.format(exporter=exporter, endpoint=downstream))

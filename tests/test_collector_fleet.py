@@ -107,7 +107,7 @@ class Fleet:
         hostnames = ",".join(_endpoint(g) for g in self.routed2)
         self.collector = OTelCollector(CONFIG, env=self._env, overrides={
             **self._settings,
-            "exporters::loadbalancing/conversations::resolver::static::hostnames": f"[{hostnames}]"})
+            "exporters::load_balancing/conversations::resolver::static::hostnames": f"[{hostnames}]"})
         self.collector.start()
 
     def tier2_for(self, conversation: str, ring: Ring | None = None) -> str:

@@ -94,7 +94,7 @@ class Deployment:
             "receivers::otlp/scored::protocols::http::endpoint": f"127.0.0.1:{scored_http}",
         }
         if balanced:  # quicker retries than the shipped 5 s, so a restarted replica is found sooner
-            retry = "exporters::loadbalancing::protocol::otlp::retry_on_failure"
+            retry = "exporters::load_balancing::protocol::otlp::retry_on_failure"
             settings.update({f"{retry}::initial_interval": "500ms", f"{retry}::max_interval": "2s"})
         self.collector = OTelCollector(CONFIG_DIR / config, env=env, overrides={**settings, **(overrides or {})})
 
@@ -259,7 +259,7 @@ def test_a_replica_down_past_its_queue_is_refused_not_dropped(
 ) -> None:
     """While a replica is down its share waits in its exporter's queue; once that is full the
     collector must refuse (retryable) what it cannot queue, never acknowledge and drop it."""
-    queue = "exporters::loadbalancing::protocol::otlp::sending_queue::queue_size"
+    queue = "exporters::load_balancing::protocol::otlp::sending_queue::queue_size"
     rng = random.Random(29)
     acknowledged: list[Key] = []
     refused: list[grpc.StatusCode] = []
