@@ -159,6 +159,9 @@ def test_the_previous_handler_comes_back_when_turned_off(monkeypatch: pytest.Mon
     def mine(signum: int, frame: object) -> None:
         pass
 
+    # a test before this one in the same process may have left tracescore's handler replaced
+    # by its own while still counted as installed (the app's handler wins, by design)
+    monkeypatch.setattr(_signals, "_installed", False)
     signal.signal(signal.SIGTERM, mine)
     tracescore.configure(exporter="none")
     assert signal.getsignal(signal.SIGTERM) is _signals._handle
