@@ -2,60 +2,21 @@
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
 
 import pytest
+from _redis import RedisServer, redis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracescore.online._fleet_limits import FleetLimiter
 
-redis = pytest.importorskip("redis")  # the `fleet` extra, in `dev`
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class _Server:
-    def __init__(self) -> None:
-        self.port = _free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        binary = shutil.which("redis-server")
-        assert binary, "redis-server is not installed: run `make redis`"
-        self.proc = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        client = redis.Redis.from_url(self.url)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                return
-            except redis.exceptions.ConnectionError:
-                assert time.monotonic() < deadline, "redis-server did not start"
-                time.sleep(0.02)
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            self.proc.wait(10)
-            self.proc = None
-
 
 @pytest.fixture
-def server() -> Iterator[_Server]:
-    srv = _Server()
+def server() -> Iterator[RedisServer]:
+    srv = RedisServer()
     srv.start()
     try:
         yield srv
@@ -63,7 +24,7 @@ def server() -> Iterator[_Server]:
         srv.stop()
 
 
-def test_replicas_reserving_at_once_share_one_request_limit(server: _Server) -> None:
+def test_replicas_reserving_at_once_share_one_request_limit(server: RedisServer) -> None:
     limit = 25
     replicas = [FleetLimiter(server.url, "judge-a", requests_per_minute=limit) for _ in range(3)]
     admitted: list[int] = []
@@ -91,7 +52,7 @@ def test_replicas_reserving_at_once_share_one_request_limit(server: _Server) -> 
                       max_size=40),
        budget=st.floats(0.01, 0.2))
 def test_spend_settled_with_real_usage_stays_within_the_budget(
-    shared_server: _Server, costs: list[tuple[float, float]], budget: float
+    shared_server: RedisServer, costs: list[tuple[float, float]], budget: float
 ) -> None:
     """Reserve at an estimate, settle at the real cost: what is admitted never passes the budget
     as long as the real cost is at most the estimate (otherwise by at most one call's excess)."""
@@ -109,8 +70,8 @@ def test_spend_settled_with_real_usage_stays_within_the_budget(
 
 
 @pytest.fixture(scope="module")
-def shared_server() -> Iterator[_Server]:
-    srv = _Server()
+def shared_server() -> Iterator[RedisServer]:
+    srv = RedisServer()
     srv.start()
     try:
         yield srv
@@ -118,7 +79,7 @@ def shared_server() -> Iterator[_Server]:
         srv.stop()
 
 
-def test_tokens_per_minute_and_release(server: _Server) -> None:
+def test_tokens_per_minute_and_release(server: RedisServer) -> None:
     limiter = FleetLimiter(server.url, "model-x", tokens_per_minute=1000, requests_per_minute=2)
     first = limiter.reserve(tokens=600)
     assert first is not None
@@ -131,20 +92,20 @@ def test_tokens_per_minute_and_release(server: _Server) -> None:
     assert limiter.reserve(tokens=700) is not None
 
 
-def test_keys_of_a_scope_live_in_one_cluster_slot(server: _Server) -> None:
+def test_keys_of_a_scope_live_in_one_cluster_slot(server: RedisServer) -> None:
     from redis.crc import key_slot
 
     limiter = FleetLimiter(server.url, "gpt-4o-mini", requests_per_minute=5, budget_usd_per_hour=1)
     reservation = limiter.reserve(tokens=10, usd=0.01)
     assert reservation is not None
-    keys = redis.Redis.from_url(server.url).keys("*")
+    keys = redis.Redis.from_url(server.url, decode_responses=True).keys("*")
     assert len(keys) == 5
-    assert len({key_slot(k) for k in keys}) == 1
+    assert len({key_slot(str(k).encode()) for k in keys}) == 1
 
 
 @pytest.mark.parametrize(("mode", "admitted"), [("refuse", 0), ("share", 4), ("unlimited", 30)])
 def test_redis_stopped_midway_falls_back_as_configured_and_counts_it(
-    server: _Server, mode: str, admitted: int, caplog: pytest.LogCaptureFixture
+    server: RedisServer, mode: str, admitted: int, caplog: pytest.LogCaptureFixture
 ) -> None:
     limiter = FleetLimiter(server.url, f"fallback-{mode}", requests_per_minute=12,
                            on_unreachable=mode, replicas=3)  # type: ignore[arg-type]

@@ -174,12 +174,19 @@ class ConversationScope:
             if online._budget is not None and not online._budget.try_reserve():
                 self._metrics.dropped(online.scorer_id, agent, reasons.BUDGET)
                 continue
+            if online.fleet_limits is not None and not online.fleet_limits.try_admit():
+                if online._budget is not None:
+                    online._budget.release()
+                self._metrics.dropped(online.scorer_id, agent, reasons.RATE_LIMITED)
+                continue
             self._metrics.sampled(online.scorer_id, agent)
             judged = getattr(online.scorer, "uses_judge", True) is not False
             lane = self._judged if judged else self._fast
             if not lane.submit(_ConversationJob(self, online, version, turns, time.time_ns())):
                 if online._budget is not None:
                     online._budget.release()
+                if online.fleet_limits is not None:
+                    online.fleet_limits.release_run()
                 self._metrics.dropped(online.scorer_id, agent, reasons.QUEUE_FULL)
 
     async def _run(self, online: OnlineScorer, version: Version, turns: tuple[Turn, ...],
@@ -197,6 +204,8 @@ class ConversationScope:
         except asyncio.CancelledError:  # shutdown gave up on this run
             if online._budget is not None:
                 online._budget.release()
+            if online.fleet_limits is not None:
+                online.fleet_limits.release_run()
             self._metrics.dropped(online.scorer_id, last.agent, reasons.SHUTDOWN)
             raise
         except Exception as exc:  # noqa: BLE001 - failures are data
@@ -205,6 +214,10 @@ class ConversationScope:
             if online._budget is not None:
                 cost = getattr(getattr(result, "usage", None), "cost_usd", None)
                 online._budget.settle(float(cost) if isinstance(cost, (int, float)) else None)
+            if online.fleet_limits is not None:
+                cost = getattr(getattr(result, "usage", None), "cost_usd", None)
+                online.fleet_limits.settle_run(float(cost) if isinstance(cost, (int, float))
+                                               else None)
             events, error = self._result_events(online, result, error, run_id)
             events[0][1].update(conversation_attributes(version.conversation, turns,
                                                         version.reason))

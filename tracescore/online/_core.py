@@ -475,6 +475,8 @@ class ScoringCore:
                  run_id: str, fallback: str | None = None) -> None:
         if online._budget is not None:
             online._budget.settle(_cost_of(result))
+        if online.fleet_limits is not None:
+            online.fleet_limits.settle_run(_cost_of(result))
         events, error = _result_events(online, result, error, run_id)
         if fallback is not None and error is None:  # scored, but not against a ground truth
             events[0][1][sc.TS_REFERENCE_MISSING] = True
@@ -595,6 +597,8 @@ def release_budgets(scorers: Sequence[OnlineScorer]) -> None:
     for online in scorers:
         if online._budget is not None:
             online._budget.release()
+        if online.fleet_limits is not None:
+            online.fleet_limits.release_run()
 
 
 def _cost_of(result: Any) -> float | None:

@@ -192,6 +192,8 @@ class FleetLimiter:
         self._lock = threading.Lock()
         self._last_log = -_LOG_EVERY_S
         self._clock = clock
+        self._outstanding: deque[Reservation] = deque()
+        self._avg_usd = 0.0
         self.admitted = 0
         self.refused = 0
         self.unreachable = 0  # Redis errors, each handled by `on_unreachable`
@@ -227,6 +229,34 @@ class FleetLimiter:
     def release(self, reservation: Reservation) -> None:
         """Give back an admitted call that never reached the judge."""
         self._finish(reservation, 0, 0.0, released=True)
+
+    # --- the scoring core's interface: one run admitted, then settled or released ------------
+
+    def try_admit(self) -> bool:
+        """Admit one scorer run, reserved at the running average of the runs' real cost."""
+        reservation = self.reserve(usd=self._avg_usd)
+        if reservation is None:
+            return False
+        with self._lock:
+            self._outstanding.append(reservation)
+        return True
+
+    def settle_run(self, cost_usd: float | None) -> None:
+        """An admitted run finished at `cost_usd` (None: unknown, counted as zero)."""
+        cost = float(cost_usd) if cost_usd else 0.0
+        with self._lock:
+            reservation = self._outstanding.popleft() if self._outstanding else None
+            if cost > 0.0:
+                self._avg_usd = cost if self._avg_usd == 0.0 else 0.8 * self._avg_usd + 0.2 * cost
+        if reservation is not None:
+            self.settle(reservation, None, cost)
+
+    def release_run(self) -> None:
+        """An admitted run will not run."""
+        with self._lock:
+            reservation = self._outstanding.popleft() if self._outstanding else None
+        if reservation is not None:
+            self.release(reservation)
 
     def _finish(self, reservation: Reservation, tokens: int, usd: float, *, released: bool) -> None:
         if reservation.local:

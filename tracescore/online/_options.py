@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tracescore._exceptions import ConfigurationError
+from tracescore.online._fleet_limits import FleetLimiter
 from tracescore.online._isolation import ISOLATIONS
 from tracescore.online._sampling import CostBudget, RateLimiter, rejection_threshold
 from tracescore.scoring._provenance import provenance
@@ -38,6 +39,9 @@ class OnlineScorer:
     - `rate_limit_per_minute`: at most this many scored calls per minute.
     - `budget_usd_per_hour`: stop sampling while the judge spent this much in the last hour
       (scorers that use no judge are never limited by it).
+    - `fleet_limits`: a `FleetLimiter` shared through Redis by every replica and process that
+      points at the same Redis and scope (requests/min, tokens/min, dollars per hour), checked
+      after the limits above; its refusals count as `rate_limited`.
     - `reference`: ground truth for calls without one: a mapping looked up by the call's input
       (or its string form, or the last user message of chat messages), or a callable
       `reference(input) -> ground truth | None`.
@@ -56,6 +60,7 @@ class OnlineScorer:
     reference: Mapping[Any, Any] | Callable[[Any], Any] | None = None
     sinks: Iterable[str] | str = ("span",)
     timeout_s: float = 120.0
+    fleet_limits: FleetLimiter | None = None
     _threshold: int = field(init=False, repr=False)
     _limiter: RateLimiter | None = field(init=False, repr=False)
     _budget: CostBudget | None = field(init=False, repr=False)
