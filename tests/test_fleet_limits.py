@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from _redis import RedisServer, redis
@@ -121,3 +122,34 @@ def test_redis_stopped_midway_falls_back_as_configured_and_counts_it(
     assert limiter.unreachable == 30
     assert [r.message for r in caplog.records].count(
         next(r.message for r in caplog.records if "Redis unreachable" in r.message)) == 1
+
+
+def test_the_gateway_yaml_gives_a_scorer_fleet_limits(server: RedisServer, tmp_path: Path) -> None:
+    from tracescore.gateway import load_gateway_config
+
+    path = tmp_path / "gateway.yaml"
+    path.write_text(
+        "scoring:\n  scorers:\n    - scorer: similarity\n      fleet: {redis_url: '" + server.url
+        + "', requests_per_minute: 2, budget_usd_per_hour: 1.5, on_unreachable: share,"
+        " replicas: 3}\n")
+    (online,) = load_gateway_config(path, environ={}).scorers or ()
+    limiter = online.fleet_limits
+    assert limiter is not None and limiter.on_unreachable == "share"
+    assert limiter.scope == online.scorer_id
+    assert [limiter.try_admit() for _ in range(3)] == [True, True, False]
+
+
+@pytest.mark.parametrize(("fleet", "key"), [
+    ("{requests_per_minute: 2}", "scoring.scorers[0].fleet"),
+    ("{redis_url: 'redis://127.0.0.1:1', colour: red}", "scoring.scorers[0].fleet.colour"),
+    ("{redis_url: 'redis://127.0.0.1:1', on_unreachable: maybe}", "on_unreachable"),
+    ("{redis_url: 'redis://127.0.0.1:1', replicas: 0}", "replicas"),
+])
+def test_bad_fleet_settings_name_the_key(fleet: str, key: str, tmp_path: Path) -> None:
+    from tracescore._exceptions import ConfigurationError
+    from tracescore.gateway import load_gateway_config
+
+    path = tmp_path / "gateway.yaml"
+    path.write_text("scoring: {scorers: [{scorer: similarity, fleet: " + fleet + "}]}\n")
+    with pytest.raises(ConfigurationError, match=key.replace("[", r"\[").replace("]", r"\]")):
+        load_gateway_config(path, environ={})

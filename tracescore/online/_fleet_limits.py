@@ -278,3 +278,25 @@ class FleetLimiter:
             count = self.unreachable
         _log.warning("tracescore fleet limits: Redis unreachable (%s: %s); %d errors so far; "
                      "on_unreachable=%s", type(exc).__name__, exc, count, self.on_unreachable)
+
+
+_SETTINGS = ("redis_url", "scope", "requests_per_minute", "tokens_per_minute",
+             "budget_usd_per_hour", "on_unreachable", "replicas", "timeout_s")
+
+
+def fleet_limiter_from(settings: Any, default_scope: str, where: str) -> FleetLimiter:
+    """A `FleetLimiter` from a config mapping (the gateway YAML's `fleet:` of a scorer)."""
+    from tracescore._exceptions import ConfigurationError
+
+    if not isinstance(settings, dict) or "redis_url" not in settings:
+        raise ConfigurationError(f"{where} must be a mapping with redis_url, got {settings!r}")
+    unknown = sorted(str(k) for k in settings if k not in _SETTINGS)
+    if unknown:
+        raise ConfigurationError(f"{where}.{unknown[0]}: unknown key; expected one of "
+                                 f"{', '.join(_SETTINGS)}")
+    options = {k: v for k, v in settings.items() if k not in ("redis_url", "scope")}
+    try:
+        return FleetLimiter(str(settings["redis_url"]), str(settings.get("scope") or default_scope),
+                            **options)
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(f"{where}: {exc}") from None
