@@ -5,7 +5,9 @@ falls back to its share of the limit, counted and logged."""
 from __future__ import annotations
 
 import random
+import re
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +87,12 @@ def test_three_replicas_hold_one_limit_and_fall_back_to_shares_without_redis(
         _send(replicas, rng, per_replica=6)
         assert _scored(otlp_receiver, 36) == _LIMIT + 3 * (_LIMIT // 3)
         assert len(stub_llm.requests) <= 2 * _LIMIT * 3
-        for gateway in replicas:  # the fallback is logged (and counted) on every replica
+        for gateway in replicas:  # the fallback is logged and counted on every replica
+            with urllib.request.urlopen(f"http://127.0.0.1:{gateway.health_port}/metrics",
+                                        timeout=5) as reply:
+                text = reply.read().decode()
+            assert re.search(r"^tracescore_gateway_fleet_redis_unreachable [1-9]", text,
+                             re.MULTILINE)
             assert any("Redis unreachable" in str(entry) and "on_unreachable=share" in str(entry)
                        for entry in gateway.logs)
     finally:
