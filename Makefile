@@ -6,7 +6,7 @@ DIST ?= dist
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: venv side-envs test demo bench lint docs docs-serve phoenix demo-phoenix collector telemetrygen chromium wheel clean
+.PHONY: venv side-envs test demo bench lint docs docs-serve phoenix demo-phoenix collector telemetrygen chromium redis wheel clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 # 4 workers on any machine: most slow tests wait on subprocesses (collector, Phoenix, gateways)
-test: $(STAMP) lint docs collector chromium side-envs
+test: $(STAMP) lint docs collector chromium redis side-envs
 	$(PY) -m pytest -q -n 4
 
 # the real libraries the tests run (agent frameworks, Phoenix) in cached side environments, built
@@ -63,6 +63,14 @@ chromium:
 		(export DEBIAN_FRONTEND=noninteractive; apt-get install -y -qq chromium || (apt-get update -qq && apt-get install -y -qq chromium)) \
 		|| echo "make chromium: could not install chromium (needs root and Debian's apt);" \
 			"tests/test_phoenix_browser.py will fail until it is installed"; }
+
+# Debian's redis-server for the fleet limits' tests (each test starts its own on a free loopback
+# port; needs root, skipped when installed)
+redis:
+	@command -v redis-server >/dev/null 2>&1 || { \
+		(export DEBIAN_FRONTEND=noninteractive; apt-get install -y -qq redis-server || (apt-get update -qq && apt-get install -y -qq redis-server)) \
+		|| echo "make redis: could not install redis-server (needs root and Debian's apt);" \
+			"tests/test_fleet_limits.py will fail until it is installed"; }
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

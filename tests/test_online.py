@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
+from _redis import RedisServer, redis
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
@@ -370,6 +371,33 @@ def test_cost_budget_stops_judge_scoring_when_spent(make) -> None:
     assert len(scorer.calls) == 2  # 0.8 spent; a third (~0.4 more) would exceed 1.0
     assert h.processor.stats()["dropped.budget_exhausted"] == 2
     assert results(h.agent_spans()[0])[0][sc.TS_JUDGE_COST_USD] == pytest.approx(0.4)
+
+
+@pytest.fixture
+def redis_server() -> Iterator[RedisServer]:
+    server = RedisServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+def test_fleet_limits_hold_across_processors_sharing_one_redis(make, redis_server) -> None:
+    """Two scoring processors (two replicas' worth) share one Redis: 5 runs a minute in all, and
+    a judge spend of $1 an hour; the refused runs count as rate_limited."""
+    from tracescore.online._fleet_limits import FleetLimiter
+
+    scorers = [LengthScorer(cost=0.15), LengthScorer(cost=0.15)]
+    harnesses = [make([OnlineScorer(scorer, fleet_limits=FleetLimiter(
+        redis_server.url, "length", requests_per_minute=5, budget_usd_per_hour=1.0))])
+        for scorer in scorers]
+    for _ in range(6):
+        for h in harnesses:
+            h.call()
+            assert h.flush()
+    assert sum(len(s.calls) for s in scorers) == 5
+    assert sum(h.processor.stats()["dropped.rate_limited"] for h in harnesses) == 7
+    totals = redis.Redis.from_url(redis_server.url).hget("{tracescore:length}:totals", "usd")
+    assert float(totals or 0) == pytest.approx(5 * 0.15)
 
 
 # --- failures and limits -----------------------------------------------------------------------------------

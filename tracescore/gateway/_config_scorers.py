@@ -11,7 +11,7 @@ from tracescore._exceptions import ConfigurationError
 from tracescore.gateway._config_keys import _text
 
 _SCORER_KEYS = ("scorer", "options", "rate", "agents", "attributes", "rate_limit_per_minute",
-                "budget_usd_per_hour", "reference", "sinks", "timeout_s")
+                "budget_usd_per_hour", "reference", "sinks", "timeout_s", "fleet")
 
 
 def build_online_scorers(specs: Sequence[Any] | None, judge_model: str | None, *,
@@ -43,6 +43,8 @@ def build_online_scorers(specs: Sequence[Any] | None, judge_model: str | None, *
         online = {k: v for k, v in spec.items() if k not in ("scorer", "options")}
         if "reference" in online:
             online["reference"] = _reference(online["reference"], base, f"{where}.reference")
+        if "fleet" in online:
+            online["fleet_limits"] = _fleet(online.pop("fleet"), scorer, f"{where}.fleet")
         try:
             built.append(OnlineScorer(scorer, **online))
         except (ConfigurationError, TypeError) as exc:
@@ -75,6 +77,12 @@ def _scorer(name: str, options: Any, model: str, where: str) -> Any:
         return scorer
     except (ConfigurationError, TypeError) as exc:
         raise ConfigurationError(f"{where}.options: {exc}") from None
+
+
+def _fleet(settings: Any, scorer: Any, where: str) -> Any:
+    from tracescore.online._fleet_limits import fleet_limiter_from
+
+    return fleet_limiter_from(settings, str(getattr(scorer, "id", "scorer")), where)
 
 
 def _reference(value: Any, base: Path, where: str) -> dict[Any, Any]:

@@ -21,6 +21,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 
 from tracescore._exceptions import ConfigurationError
 from tracescore.gateway import _otlp
+from tracescore.gateway._backlog import register_backlog
 from tracescore.gateway._config import GatewayConfig, host_port, processor_options
 from tracescore.gateway._engine import Engine
 from tracescore.gateway._forward import Forwarder, GrpcSender, HttpSender, NextHopRejected, Sender
@@ -113,6 +114,7 @@ class Gateway:
             )
             self.metrics.gauge("pending", lambda: self._forwarder.pending if self._forwarder else 0)
             self.metrics.gauge("held_now", lambda: self._engine.held if self._engine else 0)
+            register_backlog(self.metrics, self._engine)
             traces = self._engine.traces
             self.metrics.gauge("trace_buffer_traces", lambda: traces.traces)
             self.metrics.gauge("trace_buffer_bytes", lambda: traces.bytes)

@@ -31,6 +31,11 @@ def choose(scorers: Sequence[OnlineScorer], call: AgentCall, randomness: int,
         if not online.reserve_budget():
             metrics.dropped(online.scorer_id, call.name, reasons.BUDGET)
             continue
+        if online.fleet_limits is not None and not online.fleet_limits.try_admit():
+            if online._budget is not None:
+                online._budget.release()
+            metrics.dropped(online.scorer_id, call.name, reasons.RATE_LIMITED)
+            continue
         chosen.append(online)
     return tuple(chosen)
 

@@ -174,6 +174,11 @@ class ConversationScope:
             if not online.reserve_budget():
                 self._metrics.dropped(online.scorer_id, agent, reasons.BUDGET)
                 continue
+            if online.fleet_limits is not None and not online.fleet_limits.try_admit():
+                if online._budget is not None:
+                    online._budget.release()
+                self._metrics.dropped(online.scorer_id, agent, reasons.RATE_LIMITED)
+                continue
             self._metrics.sampled(online.scorer_id, agent)
             judged = getattr(online.scorer, "uses_judge", True) is not False
             lane = self._judged if judged else self._fast

@@ -55,6 +55,14 @@ class HoldTable:
     def __len__(self) -> int:
         return len(self._held)
 
+    def oldest_age_s(self) -> float:
+        """Seconds the oldest held item has waited (0: none held); deadlines are in order."""
+        with self._lock:
+            first = next(iter(self._held.values()), None)
+        if first is None:
+            return 0.0
+        return max(0.0, self._max_wait_s - (first.deadline - time.monotonic()))
+
     def hold(self, key: Key, item: Any, agent: str | None,
              waiting: dict[str, OnlineScorer]) -> bool:
         """Hold `item` until the scorers `waiting` settle; False when the table is full."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tracescore._exceptions import ConfigurationError
+from tracescore.online._fleet_limits import FleetLimiter
 from tracescore.online._isolation import ISOLATIONS
 from tracescore.online._sampling import CostBudget, RateLimiter, rejection_threshold
 from tracescore.scoring._provenance import provenance
@@ -38,6 +39,9 @@ class OnlineScorer:
     - `rate_limit_per_minute`: at most this many scored calls per minute.
     - `budget_usd_per_hour`: stop sampling while the judge spent this much in the last hour
       (scorers that use no judge are never limited by it).
+    - `fleet_limits`: a `FleetLimiter` shared through Redis by every replica and process that
+      points at the same Redis and scope (requests/min, tokens/min, dollars per hour), checked
+      after the limits above; its refusals count as `rate_limited`.
     - `reference`: ground truth for calls without one: a mapping looked up by the call's input
       (or its string form, or the last user message of chat messages), or a callable
       `reference(input) -> ground truth | None`.
@@ -56,6 +60,7 @@ class OnlineScorer:
     reference: Mapping[Any, Any] | Callable[[Any], Any] | None = None
     sinks: Iterable[str] | str = ("span",)
     timeout_s: float = 120.0
+    fleet_limits: FleetLimiter | None = None
     _threshold: int = field(init=False, repr=False)
     _limiter: RateLimiter | None = field(init=False, repr=False)
     _budget: CostBudget | None = field(init=False, repr=False)
@@ -136,14 +141,19 @@ class OnlineScorer:
         return self._budget is None or self._budget.try_reserve()
 
     def release_budget(self) -> None:
-        """Give back a reservation whose run will not happen."""
+        """Give back a reservation (local and fleet) whose run will not happen."""
         if self._budget is not None:
             self._budget.release()
+        if self.fleet_limits is not None:
+            self.fleet_limits.release_run()
 
     def settle_budget(self, cost_usd: float | None) -> None:
-        """Settle a reservation with the run's judge cost (None: unknown, counted as zero)."""
+        """Settle a reservation (local and fleet) with the run's judge cost (None: unknown,
+        counted as zero)."""
         if self._budget is not None:
             self._budget.settle(cost_usd)
+        if self.fleet_limits is not None:
+            self.fleet_limits.settle_run(cost_usd)
 
     def after_fork(self) -> None:
         """In a forked child: fresh locks for the limit and budget (a parent thread may hold one)."""
