@@ -43,3 +43,38 @@ def go_agent() -> Path:
                 raise RuntimeError(f"go build failed in {GO_AGENT}:\n{done.stderr[-4000:]}")
             (home / _READY).write_text("built\n")
     return binary
+
+
+JVM_AGENT = Path(__file__).resolve().parent.parent / "jvm" / "agent"
+
+
+def jvm_agent() -> list[str]:
+    """The command that runs the JVM agent (`java -cp … Agent`), compiled with Maven into the
+    cache dir on first use (its dependencies from Maven Central; minutes; process-safe)."""
+    home = cache_dir() / f"jvm-agent-{_sources_hash(JVM_AGENT, ('.java',))}"
+    classpath = home / "classpath.txt"
+    with _file_lock(cache_dir() / f"{home.name}.lock"):
+        if not (home / _READY).exists():
+            shutil.rmtree(home, ignore_errors=True)
+            home.mkdir(parents=True)
+            done = subprocess.run(
+                ["mvn", "-q", "-B", f"-Dagent.build={home / 'target'}", "compile",
+                 "dependency:build-classpath", f"-Dmdep.outputFile={classpath}"],
+                cwd=JVM_AGENT, capture_output=True, text=True, timeout=1200, check=False)
+            if done.returncode != 0:
+                raise RuntimeError(f"mvn failed in {JVM_AGENT}:\n{done.stdout[-4000:]}"
+                                   f"{done.stderr[-4000:]}")
+            (home / _READY).write_text("built\n")
+    path = os.pathsep.join([str(home / "target" / "classes"), classpath.read_text().strip()])
+    return ["java", "-cp", path, "dev.tracescore.reach.Agent"]
+
+
+def main() -> int:
+    """Build both agents (`make native-agents`, part of `make test`)."""
+    print(go_agent())
+    print(" ".join(jvm_agent()[:1]), "agent compiled")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
