@@ -183,3 +183,35 @@ def test_a_recorded_span_is_scored_and_looked_up_by_its_unwrapped_question() -> 
     assert scorer.calls == [{"input": "What is the capital of France?",
                              "output": "Paris is the capital of France.", "ground_truth": "Paris"}]
     provider.shutdown()
+
+
+@pytest.mark.parametrize("recorded_input", ["[]", " [] ", None])
+def test_an_agent_span_with_an_empty_input_is_read_from_its_llm_calls(
+        recorded_input: str | None) -> None:
+    """`gen_ai.input.messages="[]"` (the question passed by keyword): the question comes from the
+    model call below the agent span, the answer from the span itself or that call."""
+    scorer = _Recorder()
+    provider = TracerProvider()
+    provider.add_span_processor(ScoringSpanProcessor(
+        SimpleSpanProcessor(InMemorySpanExporter()), [scorer], recognise=["genai"],
+        isolation="thread"))
+    tracer = provider.get_tracer("some.agent.library")
+    agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "geo",
+             "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [
+                 {"type": "text", "content": "Paris."}]}])}
+    if recorded_input is not None:
+        agent["gen_ai.input.messages"] = recorded_input
+    chat = {"gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": json.dumps([
+                {"role": "system", "parts": [{"type": "text", "content": "Be brief."}]},
+                {"role": "user", "parts": [{"type": "text", "content": "Capital of France?"}]}]),
+            "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [
+                {"type": "text", "content": "Paris."}]}])}
+    with tracer.start_as_current_span("invoke_agent geo", attributes=agent), \
+            tracer.start_as_current_span("chat m", attributes=chat):
+        pass
+    assert provider.force_flush(30_000)
+    assert len(scorer.calls) == 1
+    assert question_text(scorer.calls[0]["input"]) == "Capital of France?"
+    assert answer_text(scorer.calls[0]["output"]) == "Paris."
+    provider.shutdown()
