@@ -6,7 +6,7 @@ DIST ?= dist
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: venv side-envs test demo bench lint docs docs-serve phoenix demo-phoenix collector telemetrygen chromium redis wheel clean
+.PHONY: native-agents venv side-envs test demo bench lint docs docs-serve phoenix demo-phoenix collector telemetrygen chromium redis wheel clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 # 4 workers on any machine: most slow tests wait on subprocesses (collector, Phoenix, gateways)
-test: $(STAMP) lint docs collector chromium redis side-envs
+test: $(STAMP) lint docs collector chromium redis side-envs native-agents
 	$(PY) -m pytest -q -n 4
 
 # the real libraries the tests run (agent frameworks, Phoenix) in cached side environments, built
@@ -25,6 +25,14 @@ test: $(STAMP) lint docs collector chromium redis side-envs
 # (tests/rigs, not in the wheel), run as `python -m rigs.NAME` with tests/ on PYTHONPATH.
 side-envs: $(STAMP)
 	PYTHONPATH=tests $(PY) -m rigs.side_envs
+
+# the reach suite's agents in other languages (tests/go/agent, tests/jvm/agent), built once into
+# the cache dir; a JDK and Maven from Debian when missing (needs root), Go as for the collector
+native-agents: $(STAMP)
+	@command -v mvn >/dev/null 2>&1 || { \
+		(export DEBIAN_FRONTEND=noninteractive; apt-get install -y -qq maven default-jdk-headless || (apt-get update -qq && apt-get install -y -qq maven default-jdk-headless)) \
+		|| echo "make native-agents: could not install maven (needs root and Debian's apt)"; }
+	PYTHONPATH=tests $(PY) -m rigs.native_agents
 
 docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict --quiet

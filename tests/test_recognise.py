@@ -96,8 +96,8 @@ def test_mappings_come_first_then_the_builtins_in_order() -> None:
 def test_ground_truth_attribute_is_read_for_every_builtin() -> None:
     assert sc.TS_GROUND_TRUTH == "tracescore.ground_truth"
     attributes = {sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
-                  sc.GEN_AI_INPUT_MESSAGES: "[]", sc.GEN_AI_OUTPUT_MESSAGES: "[]",
-                  sc.TS_GROUND_TRUTH: "Paris"}
+                  sc.GEN_AI_INPUT_MESSAGES: '[{"role": "user", "content": "Capital?"}]',
+                  sc.GEN_AI_OUTPUT_MESSAGES: "[]", sc.TS_GROUND_TRUTH: "Paris"}
     call = tracescore.recognise("invoke_agent", attributes)
     assert call is not None and call.ground_truth == "Paris"
 

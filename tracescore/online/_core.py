@@ -70,6 +70,7 @@ from tracescore.online._records import ResultSink
 from tracescore.online._run_steps import RunSource, run_of
 from tracescore.online._sinks import result_sinks
 from tracescore.online._trace_input import EMPTY, Item, TraceInput, TraceLimits
+from tracescore.online._unwrap import unwrap_input, unwrap_output
 from tracescore.online._worker import Worker
 from tracescore.scoring._base import ScorerInput, evaluate_call
 from tracescore.scoring._provenance import provenance
@@ -95,6 +96,7 @@ class Call:
     dropped: bool = False  # its trace had more spans than `TraceLimits.max_spans`
     run_source: RunSource | None = None  # a run root's: its trace below it (run-scope scorers)
     run: Run | None = None  # read from `run_source` by the first run-scope run
+    unwrapped: bool = False  # input and output normalised (`_unwrap`) by the first run
 
 
 @dataclass(slots=True)
@@ -440,6 +442,9 @@ class ScoringCore:
         run_id = uuid.uuid4().hex
         result, error, fallback = None, None, None
         try:
+            if not call.unwrapped:  # in the worker: the agent's thread never parses content
+                call.input, call.output = unwrap_input(call.input), unwrap_output(call.output)
+                call.unwrapped = True
             ground_truth = call.ground_truth
             if ground_truth is None:
                 ground_truth = online.lookup_reference(call.input)

@@ -11,7 +11,7 @@ bounded time for calls that arrive after their agent span.
 `CONTENTLESS_AGENTS` describes those agent spans as data, per built-in convention (the keys of a
 `recognise.mappings` entry (`attributes`, `span_name`, `agent`), without `input` and `output`,
 plus `absent`: content keys the span
-must not carry, so a span that records content its reader refused, such as a LangGraph node's
+must not carry (or `empty`: keys it carries with an empty value, such as `"[]"`), so a span that records content its reader refused, such as a LangGraph node's
 step, is no contentless agent): an entry applies when its convention is in the recognise chain
 and the chain did not read the span. `read_llm_call` reads the LLM
 spans: GenAI semconv `chat` / `text_completion` / `generate_content` spans
@@ -35,7 +35,10 @@ from tracescore.online._recognise import AgentMapping, RecognisedCall, Recognise
 CONTENTLESS_AGENTS: dict[str, tuple[dict[str, Any], ...]] = {
     "genai": ({"attributes": {"gen_ai.operation.name": "invoke_agent"},
                "absent": ["gen_ai.input.messages", "gen_ai.output.messages"],
-               "agent": "gen_ai.agent.name"},),
+               "agent": "gen_ai.agent.name"},
+              # the input recorded empty (`"[]"`: the question was passed by keyword)
+              {"attributes": {"gen_ai.operation.name": "invoke_agent"},
+               "empty": ["gen_ai.input.messages"], "agent": "gen_ai.agent.name"}),
     "openinference": (
         {"attributes": {"openinference.span.kind": "AGENT"},
          "absent": ["input.value", "output.value"], "agent": "agent.name"},
@@ -80,7 +83,8 @@ class ContentlessReader:
         chosen = set(conventions)
         self._entries = tuple(
             (name, dict(entry["attributes"]), entry.get("agent"), tuple(entry.get("absent", ())),
-             re.compile(entry["span_name"]) if "span_name" in entry else None)
+             re.compile(entry["span_name"]) if "span_name" in entry else None,
+             tuple(entry.get("empty", ())))
             for name, entries in CONTENTLESS_AGENTS.items() if name in chosen
             for entry in entries)
         self.markers = frozenset(key for _, conditions, *_ in self._entries for key in conditions)
@@ -103,14 +107,22 @@ class ContentlessReader:
         return not self.markers.isdisjoint(attributes) and self(name, attributes) is not None
 
     def __call__(self, name: str, attributes: Mapping[str, Any]) -> ContentlessAgent | None:
-        for convention, conditions, agent_key, absent, span_name in self._entries:
+        for convention, conditions, agent_key, absent, span_name, empty in self._entries:
             if (all(attributes.get(key) == value for key, value in conditions.items())
                     and not any(key in attributes for key in absent)
+                    and all(is_empty(attributes.get(key, "[]")) for key in empty)
                     and (span_name is None or span_name.fullmatch(name) is not None)):
                 agent = attributes.get(agent_key) if agent_key is not None else None
                 return ContentlessAgent(convention, str(agent) if agent else name,
                                         _messages.decoded(attributes.get(sc.TS_GROUND_TRUTH)))
         return None
+
+
+def is_empty(value: object) -> bool:
+    """A recorded value that holds nothing: no text, an empty list or object, `null`."""
+    if isinstance(value, str):
+        return value.strip() in ("", "[]", "{}", "null", '""')
+    return value is None or (isinstance(value, (list, tuple, dict)) and not value)
 
 
 def contentless_reader(recognisers: Iterable[Recogniser]) -> ContentlessReader:

@@ -430,7 +430,8 @@ class ScoringSpanProcessor(SpanProcessor):
         chosen = self._core.choose(call, randomness, scope=scope)
         if chosen:
             self._stash((context.trace_id, context.span_id), _Candidate(
-                Call(call.input, call.output, call.ground_truth, call.name, chosen),
+                Call(call.input, call.output, call.ground_truth, call.name, chosen,
+                     unwrapped=True),  # the decorator's own objects: scored as given
                 call.context, call.tool_content,
             ))
 

@@ -63,8 +63,8 @@ def _read_genai(name: str, attributes: Mapping[str, Any]) -> RecognisedCall | No
         return None
     raw_in = attributes.get(sc.GEN_AI_INPUT_MESSAGES)
     raw_out = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
-    if raw_in is None or raw_out is None:
-        return None
+    if raw_in is None or raw_out is None or (isinstance(raw_in, str) and raw_in.strip() == "[]"):
+        return None  # an empty input is read from the LLM calls below (`_llm_calls`)
     agent = attributes.get(sc.GEN_AI_AGENT_NAME, attributes.get(sc.GEN_AI_WORKFLOW_NAME))
     return RecognisedCall("genai", agent_name(agent, name),
                           _messages.as_input(messages_of(raw_in)), output_text(raw_out),

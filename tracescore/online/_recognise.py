@@ -40,6 +40,7 @@ from tracescore.online._readers import (
     agent_name,
     as_output,
 )
+from tracescore.online._unwrap import member
 
 _log = logging.getLogger("tracescore")
 _MISSING: Any = object()
@@ -288,16 +289,9 @@ def recognise(name: str, attributes: Mapping[str, Any],
 
 # --- value helpers --------------------------------------------------------------------------------
 def _member(raw: object, path: str | None) -> object:
-    """The member at the dotted `path` of a JSON object attribute (None when it has none), or
-    the attribute itself when there is no path."""
-    if path is None or raw is None:
-        return raw
-    value = _messages.decoded(raw)
-    for step in path.split("."):
-        if not isinstance(value, dict):
-            return None
-        value = value.get(step)
-    return value
+    """The member at the dotted `path` of an attribute (None when it has none), or the
+    attribute itself when there is no path."""
+    return member(raw, path)  # list elements too (`args.0`), through any encoding
 
 
 def _same(value: object, expected: object) -> bool:

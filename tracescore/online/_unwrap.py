@@ -1,0 +1,297 @@
+"""Recorded question and answer unwrapped from the encodings frameworks write them in.
+
+Rules (one normaliser for every reader; applied in the scoring worker, never in the agent's
+thread):
+
+- A string whose value is itself encoded is decoded, repeatedly: a JSON string literal
+  (`"\\"Paris\\""`), JSON objects and arrays, Python reprs of tuples, lists and dicts
+  (`('What is …?',)`), and reprs of objects (`ChatMessage(_role=<ChatRole.USER: 'user'>,
+  _content=[TextContent(text='…')])`, read as their keyword fields, leading underscores
+  dropped, enum reprs as their value). Nothing is evaluated: reprs are parsed, never run.
+- Chat messages in any of these forms (`role`/`_role`/`type` + `content`/`text`/`parts`/
+  `blocks`/`contents`) become `{"role", "content"}` messages; roles are folded (`human` →
+  user, `ai`/`model`/`bot` → assistant, `developer` → system, `function`/`ipython` → tool).
+- Call arguments (`{"args": [...], "kwargs": {...}}`, a tuple of positional arguments, or the
+  JSON of keyword arguments) give the *user-text argument*: a value under a known question
+  key (`question`, `query`, `prompt`, `input`, `task`, `message`, …), else the first string
+  argument that reads as prose (has a space), never a flag, number or id.
+- The question is the last user message (a system prompt or tool return never is); the
+  answer the last assistant message with text (never a system, user or tool message).
+
+A value that matches none of these is returned as it is.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["member", "unwrap_input", "unwrap_output"]
+
+_MAX_DEPTH = 6
+_MAX_LEN = 1_000_000  # longer text is not parsed (it is judged as it is)
+_ENUM_REPR = re.compile(r"<[\w.]+: ('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|-?\d+)>")
+_QUESTION_KEYS = ("question", "query", "prompt", "input", "task", "user_input", "user_message",
+                  "message", "request", "instruction", "instructions", "goal", "text", "content",
+                  "msg", "q")
+_ANSWER_KEYS = ("answer", "output", "final_output", "response", "result", "completion", "text",
+                "content", "message")
+_ROLE_KEYS = ("role", "type", "author", "sender")
+_CONTENT_KEYS = ("content", "text", "parts", "blocks", "contents", "items")
+_ROLES = {"human": "user", "user": "user", "ai": "assistant", "assistant": "assistant",
+          "model": "assistant", "bot": "assistant", "system": "system", "developer": "system",
+          "tool": "tool", "function": "tool", "ipython": "tool"}
+_TEXT_PARTS = frozenset({"text", "input_text", "output_text", "textcontent", "textblock",
+                         "textpart", "text_content"})
+
+
+class _NotLiteral(ValueError):
+    """A repr holding something other than literals and keyword calls."""
+
+
+def unwrap_input(value: object) -> object:
+    """The recorded input with its encodings removed: a message list (its question the last
+    user message), the user-text argument, or `value` as it is."""
+    try:
+        return _input(value, 0)
+    except (RecursionError, ValueError, TypeError):
+        return value
+
+
+def unwrap_output(value: object) -> object:
+    """The recorded output with its encodings removed: the last assistant text, the decoded
+    value, or `value` as it is."""
+    try:
+        return _output(value, 0)
+    except (RecursionError, ValueError, TypeError):
+        return value
+
+
+def member(raw: object, path: str | None) -> object:
+    """The member at the dotted `path` (`args.0`, `kwargs.task`, `input.messages`) of a
+    recorded value, decoded as above (None when it has none); `raw` itself without a path."""
+    if path is None or raw is None:
+        return raw
+    value = _decoded(raw, 0)
+    for step in path.split("."):
+        value = _decoded(value, 0)
+        if isinstance(value, Mapping):
+            value = value.get(step)
+        elif isinstance(value, (list, tuple)) and step.lstrip("-").isdigit():
+            index = int(step)
+            value = value[index] if -len(value) <= index < len(value) else None
+        else:
+            return None
+    return value
+
+
+# --- decoding ---------------------------------------------------------------------------------
+def _decoded(value: object, depth: int) -> object:
+    """A string's encoded value (JSON, a Python literal or object repr), decoded until it is
+    no longer an encoded string; anything else as it is."""
+    while isinstance(value, str) and depth < _MAX_DEPTH and len(value) < _MAX_LEN:
+        text = value.strip()
+        if not text or text[0] not in "\"'{[(" and not _looks_like_object(text):
+            return value
+        try:
+            value = json.loads(text)
+        except ValueError:
+            try:
+                value = _literal(text)
+            except (_NotLiteral, SyntaxError, ValueError, MemoryError, RecursionError):
+                return value
+        depth += 1
+    return value
+
+
+def _looks_like_object(text: str) -> bool:
+    head, paren, _ = text.partition("(")
+    return bool(paren) and text.endswith(")") and head.replace(".", "").isidentifier()
+
+
+def _literal(text: str) -> object:
+    tree = ast.parse(_ENUM_REPR.sub(r"\1", text), mode="eval")
+    return _node(tree.body)
+
+
+def _node(node: ast.AST) -> object:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return [_node(item) for item in node.elts]
+    if isinstance(node, ast.Dict):
+        return {_node(k) if k is not None else None: _node(v)
+                for k, v in zip(node.keys, node.values)}
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _node(node.operand)
+        if isinstance(inner, (int, float)):
+            return -inner
+    if isinstance(node, ast.Call):  # an object repr: its fields, by keyword
+        fields: dict[str, Any] = {kw.arg.lstrip("_"): _node(kw.value)
+                                  for kw in node.keywords if kw.arg is not None}
+        if node.args:
+            fields.setdefault("args", [_node(a) for a in node.args])
+        fields.setdefault("__type__", ast.unparse(node.func).rsplit(".", 1)[-1])
+        return fields
+    if isinstance(node, (ast.Name, ast.Attribute)):  # an enum member or constant by name
+        return ast.unparse(node)
+    raise _NotLiteral(type(node).__name__)
+
+
+# --- messages ---------------------------------------------------------------------------------
+def _role(value: Mapping[Any, Any]) -> str | None:
+    for key in _ROLE_KEYS:
+        raw = value.get(key)
+        if isinstance(raw, Mapping):  # an enum object repr: {"value": "user"}
+            raw = raw.get("value")
+        if isinstance(raw, str):
+            role = _ROLES.get(raw.rsplit(".", 1)[-1].lower())
+            if role is not None:
+                return role
+    kind = value.get("__type__")
+    if isinstance(kind, str):  # HumanMessage, SystemMessage, AIMessage, ...
+        lowered = kind.lower().removesuffix("message").removesuffix("chat")
+        return _ROLES.get(lowered)
+    return None
+
+
+def _content_text(value: object, depth: int) -> str | None:
+    value = _decoded(value, depth)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        kind = str(value.get("type", value.get("__type__", "text"))).lower()
+        if kind not in _TEXT_PARTS and not kind.endswith("text"):
+            return None
+        for key in ("text", "content", "value"):
+            if key in value:
+                return _content_text(value[key], depth + 1)
+        return None
+    if isinstance(value, (list, tuple)):
+        texts = [t for t in (_content_text(v, depth + 1) for v in value) if t]
+        return "".join(texts) if texts else None
+    return None
+
+
+def _message(value: object, depth: int) -> dict[str, str] | None:
+    """`{"role", "content"}` of a chat message in any serialisation; None for anything else."""
+    if not isinstance(value, Mapping):
+        return None
+    role = _role(value)
+    if role is None:
+        return None
+    for key in _CONTENT_KEYS:
+        if key in value:
+            text = _content_text(value[key], depth + 1)
+            return {"role": role, "content": text or ""}
+    return {"role": role, "content": ""}
+
+
+def _messages(value: object, depth: int) -> list[dict[str, str]] | None:
+    if isinstance(value, Mapping):
+        if "messages" in value:
+            return _messages(_decoded(value["messages"], depth), depth + 1)
+        one = _message(value, depth)
+        return None if one is None else [one]
+    if isinstance(value, (list, tuple)) and value:
+        messages = [_message(_decoded(v, depth), depth) for v in value]
+        if all(m is not None for m in messages):
+            return [m for m in messages if m is not None]
+    return None
+
+
+# --- question and answer ----------------------------------------------------------------------
+def _input(value: object, depth: int) -> object:
+    decoded = _decoded(value, depth)
+    if isinstance(decoded, str):
+        return decoded
+    if isinstance(decoded, (bool, int, float)) or decoded is None:
+        return value  # a bare number or flag is nothing we can improve on
+    messages = _messages(decoded, depth)
+    if messages is not None:
+        return _conversation(messages) if any(m["role"] == "user" for m in messages) else value
+    text = _argument(decoded, depth)
+    return value if text is None else text
+
+
+def _conversation(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Up to the last user message with text (the question); tool returns and empty messages
+    left out."""
+    kept = [m for m in messages if m["content"] and m["role"] != "tool"]
+    last = max((i for i, m in enumerate(kept) if m["role"] == "user"), default=None)
+    return kept if last is None else kept[:last + 1]
+
+
+def _argument(value: object, depth: int) -> str | None:
+    """The user-text argument of a call's arguments (see the module's rules)."""
+    if depth >= _MAX_DEPTH:
+        return None
+    if isinstance(value, Mapping):
+        if "kwargs" in value or "args" in value:
+            for part in ("kwargs", "args"):
+                text = _argument(_decoded(value.get(part), depth), depth + 1)
+                if text:
+                    return text
+            return None
+        for key in _QUESTION_KEYS:
+            if key in value:
+                text = _question_of(value[key], depth + 1)
+                if text:
+                    return text
+        return _prose(v for k, v in value.items()
+                      if isinstance(k, str) and not _is_identifier_key(k))
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            decoded = _decoded(item, depth)
+            if isinstance(decoded, Mapping):
+                text = _argument(decoded, depth + 1)
+                if text:
+                    return text
+        return _prose(value)
+    return None
+
+
+def _question_of(value: object, depth: int) -> str | None:
+    found = _input(value, depth)
+    if isinstance(found, str):
+        return found.strip() or None
+    if isinstance(found, list) and found and isinstance(found[-1], Mapping):
+        last = found[-1]
+        if last.get("role") == "user" and isinstance(last.get("content"), str):
+            return last["content"] or None
+    return None
+
+
+def _is_identifier_key(key: str) -> bool:
+    lowered = key.lower()
+    return lowered.endswith(("id", "_ids", "key", "token", "url", "path")) or lowered in (
+        "model", "stream", "role", "name", "type", "format")
+
+
+def _prose(values: Any) -> str | None:
+    """The first string that reads as prose (holds a space), else None."""
+    for value in values:
+        if isinstance(value, str) and " " in value.strip():
+            return value.strip()
+    return None
+
+
+def _output(value: object, depth: int) -> object:
+    decoded = _decoded(value, depth)
+    if isinstance(decoded, str):
+        return decoded
+    messages = _messages(decoded, depth)
+    if messages is not None:
+        for message in reversed(messages):
+            if message["role"] == "assistant" and message["content"]:
+                return message["content"]
+        return "" if all(m["role"] != "assistant" for m in messages) and any(
+            m["role"] == "system" for m in messages) else value
+    if isinstance(decoded, Mapping) and ("args" in decoded or "__type__" in decoded):
+        for key in _ANSWER_KEYS:
+            if isinstance(decoded.get(key), str):
+                return str(decoded[key])
+    return value
