@@ -87,6 +87,7 @@ _EXPORTS: dict[str, str] = {
     "JudgeReply": "tracescore.scoring",
     # online scoring
     "OnlineScorer": "tracescore.online",
+    "FleetLimiter": "tracescore.online",
     "TraceLimits": "tracescore.online",
     "ScoringSpanProcessor": "tracescore.online",
     "PhoenixSink": "tracescore.online",
@@ -232,6 +233,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs (`X as X`: ex
     from tracescore.instrument._litellm import uninstrument_litellm as uninstrument_litellm
     from tracescore.online import (
         AgentMapping as AgentMapping,
+    )
+    from tracescore.online import (
+        FleetLimiter as FleetLimiter,
     )
     from tracescore.online import (
         OnlineScorer as OnlineScorer,

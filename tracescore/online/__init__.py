@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from tracescore.online._events import evaluation_events
+from tracescore.online._fleet_limits import FleetLimiter
 from tracescore.online._options import OnlineScorer
 from tracescore.online._phoenix_sink import PhoenixSink
 from tracescore.online._processor import ScoringSpanProcessor
@@ -23,6 +24,7 @@ from tracescore.online._trace_input import TraceLimits
 
 __all__ = [
     "AgentMapping",
+    "FleetLimiter",
     "OnlineScorer",
     "PhoenixSink",
     "RecognisedCall",
