@@ -109,6 +109,8 @@ TS_CONTEXT = "tracescore.context"
 TS_FAILED_STEP = "tracescore.evaluation.failed_step"  # scorer step that failed (on error)
 EVALUATION_SPAN_PREFIX = "evaluation"  # carrier span name: "evaluation {scorer name}"
 TS_EVALUATION_CARRIER = "tracescore.evaluation.carrier"  # bool attribute marking a carrier span
+# on a carrier span: ms from the end of the span it judges to its result (the carrier lasts 0)
+TS_EVALUATION_DELAY_MS = "tracescore.evaluation.delay_ms"
 # a conversation's result (with gen_ai.conversation.id): the version, by the turns it saw
 TS_CONVERSATION_TURNS = "tracescore.conversation.turns"  # how many turns (int)
 TS_CONVERSATION_FIRST_TURN = "tracescore.conversation.first_turn"  # "<trace id>/<span id>"
