@@ -116,6 +116,8 @@ TS_CONVERSATION_TURNS = "tracescore.conversation.turns"  # how many turns (int)
 TS_CONVERSATION_FIRST_TURN = "tracescore.conversation.first_turn"  # "<trace id>/<span id>"
 TS_CONVERSATION_LAST_TURN = "tracescore.conversation.last_turn"
 TS_CONVERSATION_TRIGGER = "tracescore.conversation.trigger"  # quiet, turn_limit, max_age ...
+# turns of the conversation a version did not see (dropped under load, let go by a bound)
+TS_CONVERSATION_TURNS_MISSING = "tracescore.conversation.turns_missing"
 # counter of the conversation scope's events, by `tracescore.conversation.event`: turns,
 # versions.<trigger>, forgotten.<reason> (a scored conversation's turns let go early),
 # dropped.<reason> (turns not taken), turns.filtered, store_failed

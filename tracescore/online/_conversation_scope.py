@@ -75,14 +75,17 @@ def turn_ref(turn: Turn) -> str:
     return f"{format_trace_id(turn.trace_id)}/{format_span_id(turn.span_id)}"
 
 
-def conversation_attributes(conversation: str, turns: Sequence[Turn], trigger: str
-                            ) -> dict[str, Any]:
-    """What every result of a conversation's version carries."""
-    return {sc.GEN_AI_CONVERSATION_ID: conversation,
-            sc.TS_CONVERSATION_TURNS: len(turns),
-            sc.TS_CONVERSATION_FIRST_TURN: turn_ref(turns[0]),
-            sc.TS_CONVERSATION_LAST_TURN: turn_ref(turns[-1]),
-            sc.TS_CONVERSATION_TRIGGER: trigger}
+def conversation_attributes(conversation: str, turns: Sequence[Turn], trigger: str,
+                            missing: int = 0) -> dict[str, Any]:
+    """What every result of a conversation's version carries (the turns it lacks, if any)."""
+    attributes = {sc.GEN_AI_CONVERSATION_ID: conversation,
+                  sc.TS_CONVERSATION_TURNS: len(turns),
+                  sc.TS_CONVERSATION_FIRST_TURN: turn_ref(turns[0]),
+                  sc.TS_CONVERSATION_LAST_TURN: turn_ref(turns[-1]),
+                  sc.TS_CONVERSATION_TRIGGER: trigger}
+    if missing:
+        attributes[sc.TS_CONVERSATION_TURNS_MISSING] = missing
+    return attributes
 
 
 class _CarrierSink:
@@ -209,7 +212,7 @@ class ConversationScope:
             online.settle_budget(float(cost) if isinstance(cost, (int, float)) else None)
             events, error = self._result_events(online, result, error, run_id)
             events[0][1].update(conversation_attributes(version.conversation, turns,
-                                                        version.reason))
+                                                        version.reason, version.missing))
             run = ScoreRun((last.trace_id, last.span_id), turns, online, last.agent, events,
                            error, None if error is not None else float(result.score),
                            start_ns, closing=False, landed=True)
@@ -229,8 +232,10 @@ def carrier_fields(run: ScoreRun, turns: Sequence[Turn], delay_ms: float) -> dic
                                                     delay_ms)
     first = run.events[0][1]
     for key in (sc.GEN_AI_CONVERSATION_ID, sc.TS_CONVERSATION_TURNS,
-                sc.TS_CONVERSATION_FIRST_TURN, sc.TS_CONVERSATION_LAST_TURN):
-        attributes[key] = first[key]
+                sc.TS_CONVERSATION_FIRST_TURN, sc.TS_CONVERSATION_LAST_TURN,
+                sc.TS_CONVERSATION_TURNS_MISSING):
+        if key in first:
+            attributes[key] = first[key]
     return attributes
 
 
