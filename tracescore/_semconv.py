@@ -118,6 +118,8 @@ TS_CONVERSATION_LAST_TURN = "tracescore.conversation.last_turn"
 TS_CONVERSATION_TRIGGER = "tracescore.conversation.trigger"  # quiet, turn_limit, max_age ...
 # turns of the conversation a version did not see (dropped under load, let go by a bound)
 TS_CONVERSATION_TURNS_MISSING = "tracescore.conversation.turns_missing"
+# on a run's result: why the run may lack spans (before_start, max_age, overflow, trace_forgotten)
+TS_RUN_PARTIAL = "tracescore.run.partial"
 # counter of the conversation scope's events, by `tracescore.conversation.event`: turns,
 # versions.<trigger>, forgotten.<reason> (a scored conversation's turns let go early),
 # dropped.<reason> (turns not taken), turns.filtered, store_failed

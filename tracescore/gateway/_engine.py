@@ -109,7 +109,9 @@ class Engine:
                  max_request_bytes: int | None = None,
                  keep: Callable[[Any, tuple[OnlineScorer, ...]], tuple[OnlineScorer, ...]]
                  | None = None, run_options: Mapping[str, Any] | None = None,
-                 conversations: Mapping[str, Any] | None = None) -> None:
+                 conversations: Mapping[str, Any] | None = None, live: bool = True) -> None:
+        # live: spans arrive as they happen (not rescore's files): a run that began before
+        # this engine started may lack spans that went to the instance before
         self._recognisers = tuple(recognisers)
         self._keep = keep  # rescore: which of a span's chosen scorers still score it
         self._contentless = contentless_reader(self._recognisers)
@@ -156,7 +158,8 @@ class Engine:
         # run-scope scorers: agent spans of the runs they sample wait for the run's quiet period
         self._runs: RunScope | None = None
         if self.core.run_scorers:
-            self._runs = RunScope(run_options, self.traces, self.core, self._choose)
+            self._runs = RunScope(run_options, self.traces, self.core, self._choose,
+                                  started_ns=time.time_ns() if live else None)
             self._run_threshold = min(o.threshold for o in self.core.run_scorers)
             self.core.add_timer(self._runs.table.expire)
 
