@@ -24,9 +24,11 @@ from tracescore.testing import GatewayProcess, OTLPReceiver
 TESTS = Path(__file__).resolve().parent
 
 
-def _in_trace(carrier_start: int, carrier_end: int, judged_start: int, judged_end: int) -> bool:
+def _in_trace(carrier_start: int | None, carrier_end: int | None, judged_start: int | None,
+              judged_end: int | None) -> bool:
     """Zero-length, within the judged span (in process a turn is taken just before its span
     ends)."""
+    assert None not in (carrier_start, carrier_end, judged_start, judged_end)
     return carrier_start == carrier_end and judged_start <= carrier_start <= judged_end
 
 

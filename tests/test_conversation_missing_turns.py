@@ -12,6 +12,7 @@ from typing import Any
 from _conversation_scorers import TurnCounter
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from opentelemetry.trace import INVALID_SPAN
 from test_conversation_scope import Rig
 
 from tracescore import OnlineScorer
@@ -48,7 +49,7 @@ def test_every_version_says_how_many_turns_it_lacks(rounds: list[Any], max_pendi
             conversation = CONVERSATIONS[index]
             trace_id += 1
             offered[conversation] += 1
-            tracker.offer(AgentCall(span=None, name="agent", input=f"q{trace_id}", output="a"),
+            tracker.offer(AgentCall(span=INVALID_SPAN, name="agent", input=f"q{trace_id}", output="a"),
                           {sc.GEN_AI_CONVERSATION_ID: conversation}, trace_id, 1,
                           end_ns=trace_id)
         now[0] += advance
