@@ -295,15 +295,17 @@ def _send_with_sdk(exporter: Any, name: str) -> None:
 
 def test_idle_and_stalled_connections_are_closed_and_real_senders_get_through(
         tmp_path: Path, next_hop: OTLPReceiver) -> None:
-    """480 idle or stalled sockets against a gateway limited to 256 open files and 100
-    connections per receiver: every one is closed after the 1 s timeouts, the thread count
+    """480 idle or stalled sockets against a gateway limited to 256 open files (so 64
+    connections per receiver, derived from it): every one is closed after the 1 s timeouts, the
+    thread count
     stays flat, refusals and closes are counted and logged once per burst, and the
     OpenTelemetry SDK's own HTTP and gRPC exporters still deliver."""
     gateway = GatewayProcess(
         ["--endpoint", next_hop.grpc_endpoint, "--journal", str(tmp_path / "j.db"),
-         "--set", "receivers.max_connections=100", "--set", "receivers.idle_timeout_s=1",
+         "--set", "receivers.idle_timeout_s=1",
          "--set", "receivers.read_timeout_s=1", "--set", "scoring.isolation=thread"],
         command_prefix=["prlimit", "--nofile=256:256"]).start()
+    assert any("lowered from 1000 to 64" in e.get("message", "") for e in gateway.logs)
     flood: list[socket.socket] = []
     try:
         threads_before = _threads(gateway.process.pid)

@@ -79,6 +79,7 @@ def test_each_run_is_scored_once_at_its_root_with_all_its_steps(runs: Path,
     for span in scored:
         (result,) = span.events_named(EVAL)
         assert result.attributes["gen_ai.evaluation.score.value"] == 1.0  # both tools seen
+        assert "tracescore.run.partial" not in result.attributes  # a file holds whole runs
     assert "4 runs scored" in line
 
     dry = _run(str(runs), "--config", str(_trajectory_config(tmp_path)), "--dry-run")

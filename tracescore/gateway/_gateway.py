@@ -27,6 +27,7 @@ from tracescore.gateway._engine import Engine
 from tracescore.gateway._forward import Forwarder, GrpcSender, HttpSender, NextHopRejected, Sender
 from tracescore.gateway._journal import PASS, Journal
 from tracescore.gateway._metrics import GatewayMetrics
+from tracescore.gateway._open_files import fit_connections, open_files_limit
 from tracescore.gateway._receiver import (
     HttpServer,
     Limits,
@@ -275,7 +276,10 @@ class Gateway:
                         config.retry_after_s, config.bearer_token,
                         read_timeout_s=config.read_timeout_s,
                         idle_timeout_s=config.idle_timeout_s,
-                        max_connections=config.max_connections)
+                        max_connections=fit_connections(
+                            config.max_connections,
+                            (config.grpc_endpoint is not None) + (config.http_endpoint is not None),
+                            open_files_limit()))
         tls = None
         if config.tls_cert_file and config.tls_key_file:
             try:
