@@ -55,7 +55,7 @@ def _in_process(calls: int, unscored: bool) -> float:
         def export(self, spans: Any) -> SpanExportResult:
             return SpanExportResult.SUCCESS
 
-    limit = {"rate_limit_per_minute": 1} if unscored else {}
+    limit: dict[str, Any] = {"rate_limit_per_minute": 1} if unscored else {}
     scorer = OnlineScorer(tracescore.create_content_similarity_scorer(), **limit)
     reader = InMemoryMetricReader()
     provider = TracerProvider()

@@ -8,10 +8,11 @@ makes the same series. The names, units and attributes are in docs/watching-qual
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from opentelemetry.metrics import Meter
+from opentelemetry.metrics import CallbackOptions, Meter, Observation
 from opentelemetry.util.types import AttributeValue
 
 from tracescore import _semconv as sc
@@ -71,50 +72,56 @@ def with_agent(events: Sequence[tuple[str, dict[str, Any]]], agent: str | None
 
 
 class QualityMetrics:
-    """The instruments on one or more meters (the gateway adds one its /metrics reads)."""
+    """The instruments on one or more meters (the gateway adds one its /metrics reads).
+
+    The result and unscored counts, the ones every call may add to, are summed here under one
+    lock and reported by observable counters when a reader collects (a dict update per call
+    instead of two SDK measurements); the histograms and the judge's counters, recorded only
+    when a scorer ran, are ordinary instruments."""
 
     def __init__(self, meters: Iterable[Meter]) -> None:
-        self._sets = [_Instruments(meter) for meter in meters]
-        self._scorers: dict[str, tuple[str, float | None]] = {}
+        self._results = _Totals(_RESULT_KEYS)
+        self._weighted = _Totals(_RESULT_KEYS)
+        self._unscored = _Totals(_UNSCORED_KEYS)
+        self._sets: list[_Instruments] = []
+        self._scorers: dict[str, str] = {}
+        for meter in meters:
+            self.add_meter(meter)
 
     def add_meter(self, meter: Meter) -> None:
-        """Record on `meter` too, from now on."""
-        self._sets = [*self._sets, _Instruments(meter)]
+        """Record on `meter` too (its counts from the start: they are cumulative)."""
+        self._sets = [*self._sets, _Instruments(meter, self._results, self._weighted,
+                                                self._unscored)]
 
     def describe(self, scorers: Iterable[Any]) -> None:
-        """Remember each online scorer's name and rate, for the unscored counts by scorer id."""
+        """Remember each online scorer's name, for the unscored counts by scorer id."""
         for online in scorers:
-            self._scorers[online.scorer_id] = (online.scorer_name, getattr(online, "rate", None))
+            self._scorers[online.scorer_id] = online.scorer_name
 
     def result(self, attrs: Attributes, agent: str | None, error: str | None) -> None:
         """One finished run: its `gen_ai.evaluation.result` attributes (and the error type)."""
-        name = attrs.get(sc.GEN_AI_EVALUATION_NAME)
-        base: dict[str, AttributeValue] = {} if name is None else {sc.GEN_AI_EVALUATION_NAME: name}
-        model = attrs.get(sc.TS_JUDGE_MODEL)
-        judge = dict(base) if model is None else {**base, sc.GEN_AI_REQUEST_MODEL: model}
-        if agent is not None:
-            base[sc.GEN_AI_AGENT_NAME] = agent
-        version = attrs.get(sc.TS_SCORER_VERSION)
-        if version is not None:
-            base[sc.TS_SCORER_VERSION] = version
-        score = attrs.get(sc.GEN_AI_EVALUATION_SCORE_VALUE)
-        calls = attrs.get(sc.TS_JUDGE_CALLS)
-        tokens = [(kind, attrs.get(key)) for kind, key in
-                  (("input", sc.TS_JUDGE_INPUT_TOKENS), ("output", sc.TS_JUDGE_OUTPUT_TOKENS))]
-        cost = attrs.get(sc.TS_JUDGE_COST_USD)
-        latency_ms = attrs.get(sc.TS_JUDGE_LATENCY_MS)
-        counted: dict[str, AttributeValue] | None = None
+        get = attrs.get
+        name = get(sc.GEN_AI_EVALUATION_NAME)
+        score = get(sc.GEN_AI_EVALUATION_SCORE_VALUE)
+        version = get(sc.TS_SCORER_VERSION)
         if error is None and isinstance(score, (int, float)):
-            counted = {**base, OUTCOME: outcome(attrs)}
-            label = attrs.get(sc.GEN_AI_EVALUATION_SCORE_LABEL)
-            if label is not None:
-                counted[sc.GEN_AI_EVALUATION_SCORE_LABEL] = label
-        stands_for = weight(attrs.get(sc.TS_SAMPLING_RATE))
+            key = (name, agent, version, get(sc.GEN_AI_EVALUATION_SCORE_LABEL), outcome(attrs))
+            self._results.add(key, 1)
+            self._weighted.add(key, weight(get(sc.TS_SAMPLING_RATE)))
+            base = _present(((sc.GEN_AI_EVALUATION_NAME, name), (sc.GEN_AI_AGENT_NAME, agent),
+                             (sc.TS_SCORER_VERSION, version)))
+            for ins in self._sets:
+                ins.score.record(float(score), base)
+        calls = get(sc.TS_JUDGE_CALLS)
+        if error is None and not (isinstance(calls, int) and calls > 0):
+            return  # no judge ran: nothing more to count
+        judge = _present(((sc.GEN_AI_EVALUATION_NAME, name),
+                          (sc.GEN_AI_REQUEST_MODEL, get(sc.TS_JUDGE_MODEL))))
+        latency_ms = get(sc.TS_JUDGE_LATENCY_MS)
+        cost = get(sc.TS_JUDGE_COST_USD)
+        tokens = [(kind, get(key)) for kind, key in
+                  (("input", sc.TS_JUDGE_INPUT_TOKENS), ("output", sc.TS_JUDGE_OUTPUT_TOKENS))]
         for ins in self._sets:
-            if counted is not None:
-                ins.results.add(1, counted)
-                ins.weighted.add(stands_for, counted)
-                ins.score.record(float(score), base)  # type: ignore[arg-type]
             if error is not None:
                 ins.errors.add(1, {**judge, sc.ERROR_TYPE: error})
             if isinstance(calls, int) and calls > 0:
@@ -129,29 +136,53 @@ class QualityMetrics:
 
     def unscored(self, scorer_id: str, agent: str | None, reason: str, n: int = 1) -> None:
         """`n` sampled calls of scorer `scorer_id` left unscored for `reason`."""
-        name, _ = self._scorers.get(scorer_id, (scorer_id, None))
-        attrs: dict[str, AttributeValue] = {sc.GEN_AI_EVALUATION_NAME: name,
-                                            sc.TS_UNSCORED_REASON: reason}
-        if agent is not None:
-            attrs[sc.GEN_AI_AGENT_NAME] = agent
-        for ins in self._sets:
-            ins.unscored.add(n, attrs)
+        self._unscored.add((self._scorers.get(scorer_id, scorer_id), agent, reason), n)
+
+
+_RESULT_KEYS = (sc.GEN_AI_EVALUATION_NAME, sc.GEN_AI_AGENT_NAME, sc.TS_SCORER_VERSION,
+                sc.GEN_AI_EVALUATION_SCORE_LABEL, OUTCOME)
+_UNSCORED_KEYS = (sc.GEN_AI_EVALUATION_NAME, sc.GEN_AI_AGENT_NAME, sc.TS_UNSCORED_REASON)
+
+
+def _present(pairs: Iterable[tuple[str, Any]]) -> dict[str, AttributeValue]:
+    return {key: value for key, value in pairs if value is not None}
+
+
+class _Totals:
+    """Cumulative sums by attribute values (None: the attribute is absent), read by callbacks."""
+
+    def __init__(self, keys: tuple[str, ...]) -> None:
+        self._keys = keys
+        self._lock = threading.Lock()
+        self._sums: dict[tuple[Any, ...], float] = {}
+
+    def add(self, values: tuple[Any, ...], amount: float) -> None:
+        with self._lock:
+            self._sums[values] = self._sums.get(values, 0) + amount
+
+    def observe(self, options: CallbackOptions) -> list[Observation]:
+        with self._lock:
+            sums = list(self._sums.items())
+        return [Observation(total, _present(zip(self._keys, values))) for values, total in sums]
 
 
 class _Instruments:
     """The quality instruments on one meter."""
 
-    def __init__(self, meter: Meter) -> None:
-        self.results = meter.create_counter(
-            RESULTS, unit="{evaluation}", description="Scored results, by outcome and label")
-        self.weighted = meter.create_counter(
-            RESULTS_WEIGHTED, unit="{call}",
+    def __init__(self, meter: Meter, results: _Totals, weighted: _Totals,
+                 unscored: _Totals) -> None:
+        meter.create_observable_counter(
+            RESULTS, [results.observe], unit="{evaluation}",
+            description="Scored results, by outcome and label")
+        meter.create_observable_counter(
+            RESULTS_WEIGHTED, [weighted.observe], unit="{call}",
             description="Calls the scored results stand for (each counts 1/sampling rate)")
+        meter.create_observable_counter(
+            UNSCORED, [unscored.observe], unit="{evaluation}",
+            description="Sampled calls left unscored, by reason")
         self.score = meter.create_histogram(
             SCORE, unit="1", description="Online evaluation scores",
             explicit_bucket_boundaries_advisory=list(SCORE_BUCKETS))
-        self.unscored = meter.create_counter(
-            UNSCORED, unit="{evaluation}", description="Sampled calls left unscored, by reason")
         self.calls = meter.create_counter(
             JUDGE_CALLS, unit="{call}", description="Judge (LLM) calls made by scorers")
         self.errors = meter.create_counter(
