@@ -190,7 +190,7 @@ def stack(tmp_path: Path, stub_llm: StubLLMServer) -> Iterator[dict[str, Any]]:
     ) as collector:
         gateway = Gateway(GatewayConfig(
             grpc_endpoint="127.0.0.1:0", http_endpoint="127.0.0.1:0",
-            health_endpoint="127.0.0.1:0", exporter_endpoint=backend.http_endpoint,
+            health_endpoint="127.0.0.1:0", exporter_endpoint=backend.grpc_endpoint,
             journal_path=str(tmp_path / "j.db"), journal_sync="normal", isolation="thread",
             scorers=[OnlineScorer(tracescore.create_content_similarity_scorer())],
             shutdown_timeout_s=5.0)).start()

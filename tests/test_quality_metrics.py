@@ -200,3 +200,42 @@ def test_gateway_text_is_valid_prometheus_exposition() -> None:
     assert "error while linting" not in check.stderr + check.stdout, check.stderr
     assert check.returncode in (0, 3), check.stderr
     provider.shutdown()
+
+
+def test_the_gateway_serves_its_scorers_quality_in_metrics(tmp_path) -> None:
+    """`tracescore serve`'s /metrics: the quality series, by outcome, beside its own counters."""
+    import re
+    import urllib.request
+
+    from _gateway_helpers import agent_trace, sender
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    from tracescore.gateway import Gateway, GatewayConfig
+    from tracescore.scoring import create_content_similarity_scorer
+    from tracescore.testing import OTLPReceiver
+
+    question = "What is the capital of France?"
+    with OTLPReceiver() as backend:
+        gateway = Gateway(GatewayConfig(
+            grpc_endpoint="127.0.0.1:0", http_endpoint="127.0.0.1:0",
+            health_endpoint="127.0.0.1:0", exporter_endpoint=backend.grpc_endpoint,
+            journal_path=str(tmp_path / "j.db"), journal_sync="normal", isolation="thread",
+            scorers=[OnlineScorer(create_content_similarity_scorer())],
+            shutdown_timeout_s=5.0)).start()
+        try:
+            exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{gateway.http_port}/v1/traces")
+            with sender(exporter) as tracer:
+                for answer in [question] * 3 + ["Bananas are yellow and curved."] * 2:
+                    agent_trace(tracer, plain_children=0, question=question, answer=answer)
+            backend.wait_for_spans(5, timeout=30)  # forwarded: scored
+            url = f"http://127.0.0.1:{gateway.health_port}/metrics"
+            with urllib.request.urlopen(url, timeout=10) as reply:
+                text = reply.read().decode()
+        finally:
+            gateway.stop(timeout_s=5)
+    results = {m.group(1): float(m.group(2)) for m in re.finditer(
+        r'^tracescore_evaluation_results_total\{.*tracescore_evaluation_outcome="(\w+)".*\} (\S+)$',
+        text, re.MULTILINE)}
+    assert results == {"pass": 3, "fail": 2}
+    assert 'gen_ai_agent_name="geo"' in text and "tracescore_evaluation_score_bucket{" in text
+    assert "tracescore_gateway_received_total" in text  # its own counters still there
