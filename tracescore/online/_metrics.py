@@ -67,12 +67,10 @@ def _guarded(record: Callable[..., None]) -> Callable[..., None]:
 class OnlineMetrics:
     """Score histogram and sampled/scored/dropped/failed/held-timeout counters."""
 
-    def __init__(self, meter_provider: metrics.MeterProvider | None = None,
-                 quality_meters: tuple[metrics.Meter, ...] = ()) -> None:
+    def __init__(self, meter_provider: metrics.MeterProvider | None = None) -> None:
         meter = metrics.get_meter("tracescore.online", meter_provider=meter_provider)
         self.meter = meter  # for the instruments of other parts (the conversation scope's)
-        # the score histogram and the other quality metrics (plus `quality_meters`' copies)
-        self.quality = QualityMetrics((meter, *quality_meters))
+        self.quality = QualityMetrics([meter])  # the score histogram and the other quality metrics
         self._counters = {
             key: meter.create_counter(name, unit=unit, description=description)
             for key, (name, unit, description) in _COUNTERS.items()
