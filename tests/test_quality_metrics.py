@@ -239,3 +239,25 @@ def test_the_gateway_serves_its_scorers_quality_in_metrics(tmp_path) -> None:
     assert results == {"pass": 3, "fail": 2}
     assert 'gen_ai_agent_name="geo"' in text and "tracescore_evaluation_score_bucket{" in text
     assert "tracescore_gateway_received_total" in text  # its own counters still there
+
+
+def test_the_collector_config_derives_outcomes_and_buckets_as_tracescore_does() -> None:
+    """collector_config/quality-metrics.yaml repeats the pass labels, the 0.5 rule and the
+    buckets: the same series from records as from tracescore's own metrics."""
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    path = Path(__file__).resolve().parents[1] / "collector_config" / "quality-metrics.yaml"
+    config = yaml.safe_load(path.read_text())
+    statements = "\n".join(
+        s for group in config["processors"]["transform/evaluation"]["log_statements"]
+        for s in group["statements"])
+    (labels,) = re.findall(r'IsMatch\([^,]+, "\^\(([\w|]+)\)\$"\)', statements)
+    assert set(labels.split("|")) == q.PASSING_LABELS
+    assert f'["gen_ai.evaluation.score.value"] >= {q.UNLABELLED_PASS_AT}' in statements
+    metrics = {m["name"]: m for m in config["connectors"]["signal_to_metrics"]["logs"]}
+    assert set(metrics) == set(q.NAMES) - {q.UNSCORED}  # unscored calls leave no record
+    assert tuple(metrics[q.SCORE]["histogram"]["buckets"]) == q.SCORE_BUCKETS
+    assert tuple(metrics[q.JUDGE_DURATION]["histogram"]["buckets"]) == q.DURATION_BUCKETS
