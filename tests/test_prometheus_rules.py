@@ -302,6 +302,15 @@ def test_a_quality_drop_fires_on_enough_calls_and_silence_fires_no_data(stack, p
     assert series["pass_rate_lower:1h"] == pytest.approx(lower, abs=1e-9)
     assert series["pass_rate_upper:1h"] == pytest.approx(upper, abs=1e-9)
 
+    # each result series once: the collector dropped tracescore's own copy of what the records
+    # give (filter/derived), and passed its unscored counts on
+    keys = "gen_ai_agent_name, gen_ai_evaluation_name, gen_ai_evaluation_score_label, " \
+           "tracescore_evaluation_outcome, tracescore_scorer_version"
+    copies = prometheus.query(f"count by ({keys}) (tracescore_evaluation_results_total)")
+    assert copies and {point["value"][1] for point in copies} == {"1"}
+    unscored = prometheus.query("tracescore_evaluation_unscored_total")
+    assert {p["metric"]["otel_scope_name"] for p in unscored} == {"tracescore.online"}
+
     check_dashboard(prometheus)
 
 
