@@ -50,6 +50,8 @@ def loopback_overrides(config: dict[str, Any], tmp_path: Path) -> dict[str, str]
     for exporter in config.get("exporters") or {}:
         if exporter.split("/")[0] == "file":
             overrides[f"exporters::{exporter}::path"] = str(tmp_path / f"{exporter.replace('/', '-')}.jsonl")
+        elif exporter.split("/")[0] == "prometheus":
+            overrides[f"exporters::{exporter}::endpoint"] = f"127.0.0.1:{free_port()}"
     return overrides
 
 

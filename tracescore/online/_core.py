@@ -163,6 +163,7 @@ class ScoringCore:
         conversation_options = conversations or ConversationOptions()
         self.result_sinks = result_sinks(sorted({n for s in scorers for n in s.sinks}), sinks)
         self.metrics = metrics if metrics is not None else OnlineMetrics()
+        self.metrics.quality.describe(scorers)
         self._export_item = export
         self.closing = False
         self._logged: set[str] = set()
