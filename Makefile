@@ -71,7 +71,7 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 		(export DEBIAN_FRONTEND=noninteractive; apt-get install -y -qq chromium || (apt-get update -qq && apt-get install -y -qq chromium)) \
 		|| echo "make chromium: could not install chromium (needs root and Debian's apt);" \
-			"tests/test_phoenix_browser.py will fail until it is installed"; }
+			"tests/e2e/test_phoenix_browser.py will fail until it is installed"; }
 
 # Debian's redis-server for the fleet limits' tests (each test starts its own on a free loopback
 # port; needs root, skipped when installed)
@@ -79,7 +79,7 @@ redis:
 	@command -v redis-server >/dev/null 2>&1 || { \
 		(export DEBIAN_FRONTEND=noninteractive; apt-get install -y -qq redis-server || (apt-get update -qq && apt-get install -y -qq redis-server)) \
 		|| echo "make redis: could not install redis-server (needs root and Debian's apt);" \
-			"tests/test_fleet_limits.py will fail until it is installed"; }
+			"tests/gateway/test_fleet_limits.py will fail until it is installed"; }
 
 # Debian's prometheus (the server and promtool) for the shipped rules' tests: `promtool check/test
 # rules` and the end-to-end test that scrapes the collector (needs root, skipped when installed)
