@@ -87,7 +87,7 @@ prometheus:
 	@command -v promtool >/dev/null 2>&1 || { \
 		(export DEBIAN_FRONTEND=noninteractive; apt-get install -y -qq --no-install-recommends prometheus || (apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus)) \
 		|| echo "make prometheus: could not install prometheus (needs root and Debian's apt);" \
-			"tests/test_prometheus_rules.py will fail until it is installed"; }
+			"tests/e2e/test_prometheus_rules.py will fail until it is installed"; }
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -8,12 +8,10 @@ from __future__ import annotations
 import json
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _helpers import shut_down_pipelines
 from _reach import judge
 from click.testing import CliRunner
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -27,13 +25,6 @@ from tracescore.online._phoenix_sink import ENV_COLLECTOR_ENDPOINT
 from tracescore.testing import StubLLMServer
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def phoenix() -> Iterator[PhoenixServer]:
-    with PhoenixServer(startup_timeout=300) as server:
-        yield server
-    shut_down_pipelines()
 
 
 def _requests(path: Path) -> list[ExportTraceServiceRequest]:

@@ -21,7 +21,7 @@ from tracescore import OnlineScorer
 from tracescore import _semconv as sc
 from tracescore.testing import GatewayProcess, OTLPReceiver
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 
 
 def _in_trace(carrier_start: int | None, carrier_end: int | None, judged_start: int | None,
