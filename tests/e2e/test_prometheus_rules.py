@@ -39,7 +39,7 @@ from tracescore.online import OnlineScorer, ScoringSpanProcessor
 from tracescore.testing import OTelCollector, OTLPReceiver, Reply, StubLLMServer
 from tracescore.testing._tools import free_port, port_open
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RULES_DIR = ROOT / "deploy" / "prometheus"
 RULES = RULES_DIR / "tracescore-rules.yaml"
 DASHBOARD = ROOT / "deploy" / "grafana" / "tracescore-quality.json"

@@ -249,7 +249,7 @@ def test_the_collector_config_derives_outcomes_and_buckets_as_tracescore_does() 
 
     import yaml
 
-    path = Path(__file__).resolve().parents[1] / "collector_config" / "quality-metrics.yaml"
+    path = Path(__file__).resolve().parents[2] / "collector_config" / "quality-metrics.yaml"
     config = yaml.safe_load(path.read_text())
     statements = "\n".join(
         s for group in config["processors"]["transform/evaluation"]["log_statements"]
