@@ -22,6 +22,10 @@ from tracescore.scoring._judged import JudgedRun, JudgedScorer
 from tracescore.scoring._litellm_judge import LiteLLMJudge
 from tracescore.scoring._offline import OfflineJudge
 from tracescore.scoring._runs import Expectation, ExpectedStep, Run, Step, Turn
+from tracescore.scoring.answer_similarity import (
+    AnswerSimilarityScorer,
+    create_answer_similarity_scorer,
+)
 from tracescore.scoring.bias import BiasScorer, create_bias_scorer
 from tracescore.scoring.completeness import CompletenessScorer, create_completeness_scorer
 from tracescore.scoring.context_relevance import (
@@ -60,6 +64,7 @@ from tracescore.scoring.trajectory_llm import (
 __all__ = [
     "OFFLINE_MODEL",
     "AnswerRelevancyScorer",
+    "AnswerSimilarityScorer",
     "BiasScorer",
     "CompletenessScorer",
     "ContentSimilarityScorer",
@@ -97,6 +102,7 @@ __all__ = [
     "TrajectoryScorer",
     "Turn",
     "create_answer_relevancy_scorer",
+    "create_answer_similarity_scorer",
     "create_bias_scorer",
     "create_completeness_scorer",
     "create_content_similarity_scorer",

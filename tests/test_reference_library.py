@@ -1,0 +1,128 @@
+"""Differential tests: the judged scorers ported last (answer similarity, context precision and
+recall, noise sensitivity, prompt alignment, summarization, rubric) against the reference
+system's own npm package (@mastra/evals, pinned in tests/mastra), given the same judge replies.
+
+The reference scorers run in Node.js with a scripted judge model (tests/mastra/library.mjs); ours
+with a scripted Judge that returns the same replies. For every scorer, seeded generated replies
+(every verdict or level, odd casing and whitespace, blank entries, empty lists, a judge that
+miscounts, partial options, fractional and large scales) must give the same score, the same
+step results, and the reason step the same score. Where ours skips a judge call the reference
+makes (nothing to judge), the reference's judge is scripted to answer and the scores must still
+agree.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _helpers import npm_project
+from test_judged_reference import ScriptedJudge, _reference
+
+from tracescore.scoring import JudgeReply, JudgeRequest, Scorer
+from tracescore.scoring._registry import create_scorer
+
+MASTRA = Path(__file__).resolve().parent / "mastra"
+CASES = 150
+_SCALES = (1, 1, 1, 2, 3, 5, 7, 10, 0.5, 0.7, 1.5, 3.3, 100)
+_VERDICTS = ("yes", "no", "yes", "no", "Yes", " yes", "YES\n", "\ufeffyes", "\xa0yes", "maybe",
+             "", "yes.", "y es", "unsure", "No")
+_TEXTS = ("a", "b", "", " ", "the refund takes 5 days")
+
+
+@pytest.fixture(scope="module")
+def reference() -> Path:
+    return npm_project(MASTRA, "library.mjs", "mastra-evals")
+
+
+class RecordingJudge(ScriptedJudge):
+    """A ScriptedJudge that keeps the requests it was asked."""
+
+    def __init__(self, replies: list[Any]) -> None:
+        super().__init__(replies)
+        self.requests: list[JudgeRequest] = []
+
+    async def judge(self, request: JudgeRequest) -> JudgeReply:
+        self.requests.append(request)
+        return await super().judge(request)
+
+
+REASON = {"reason": "The score is X because."}
+
+
+# --- case generators: each returns the case for the reference and our judge's replies ---------
+def _answer_similarity(rng: random.Random) -> dict[str, Any]:
+    n = rng.choice((0, 1, 1, 2, 3, 4, 6, 9))
+    matches = [{"groundTruthUnit": rng.choice(_TEXTS), "outputUnit": rng.choice((None, "u", "")),
+                "matchType": rng.choice(("exact", "semantic", "partial", "missing")),
+                "explanation": "e"} for _ in range(n)]
+    analysis = {"matches": matches,
+                "extraInOutput": [rng.choice(_TEXTS) for _ in range(rng.choice((0, 0, 1, 2, 5)))],
+                "contradictions": [{"outputUnit": "o", "groundTruthUnit": "g", "explanation": "e"}
+                                   for _ in range(rng.choice((0, 0, 0, 1, 2)))]}
+    options: dict[str, Any] = {}
+    for name, values in (("semanticThreshold", (0.8, 0.5, 0.9, 1)),
+                         ("exactMatchBonus", (0.2, 0, 0.1, 0.5)),
+                         ("missingPenalty", (0.15, 0, 0.3)),
+                         ("contradictionPenalty", (1, 0.1, 0.25)),
+                         ("extraInfoPenalty", (0.05, 0, 0.1, 0.3)), ("scale", _SCALES)):
+        if rng.random() < 0.4:
+            options[name] = rng.choice(values)
+    units = {"outputUnits": ["u"] * rng.randint(0, 3), "groundTruthUnits": ["g", ""][: n]}
+    truth = None if rng.random() < 0.08 else "Refunds take 5 days."
+    if truth is None:
+        options["requireGroundTruth"] = False
+    replies = [units, analysis, REASON]
+    return {"options": options, "groundTruth": truth, "replies": replies,
+            "ours": [] if truth is None else replies}
+
+
+GENERATORS: dict[str, Callable[[random.Random], dict[str, Any]]] = {
+    "answer-similarity": _answer_similarity,
+}
+
+
+def _ours(scorer: str, case: dict[str, Any], judge: RecordingJudge) -> Scorer:
+    options = {**case["options"], **({"criteria": case["criteria"]} if "criteria" in case else {})}
+    return create_scorer(scorer, {"model": judge, "options": options}
+                         if scorer != "rubric" else {"model": judge, **options})
+
+
+def _same_steps(ours: Any, theirs: Any) -> bool:
+    """Our step result carries the reference's keys with the same values (ours may add notes)."""
+    if theirs is None:
+        return True
+    return all(ours.get(key) == value for key, value in theirs.items())
+
+
+@pytest.mark.parametrize("scorer", sorted(GENERATORS))
+def test_scores_and_steps_equal_the_reference_for_the_same_judge_replies(
+        reference: Path, scorer: str) -> None:
+    rng = random.Random(f"library-{scorer}")
+    cases = [{"scorer": scorer, "input": "Tell me about the refund policy.",
+              "output": "Refunds take 5 days.", **GENERATORS[scorer](rng)} for _ in range(CASES)]
+    theirs = _reference(reference, {"cases": [{k: v for k, v in c.items() if k != "ours"}
+                                              for c in cases]})
+    mismatches = []
+    for case, their in zip(cases, theirs, strict=True):
+        assert "error" not in their, (their, case)
+        judge = RecordingJudge(case["ours"])
+        ours = _ours(scorer, case, judge).run(
+            input=case.get("our_input", case["input"]), output=case["output"],
+            ground_truth=case.get("groundTruth"), context=case.get("context", ()))
+        reasons = [r for r in judge.requests if r.step == "reason"]
+        pre, ana = ours.preprocess_step_result or {}, ours.analyze_step_result or {}
+        skipped = "skipped" in pre or "skipped" in ana  # ours asked no judge: the score counts
+        problems = [
+            ours.score != their["score"] and "score",
+            not skipped and not _same_steps(pre, their["preprocess"]) and "preprocess",
+            not skipped and not _same_steps(ana, their["analyze"]) and "analyze",
+            any(r.data.get("score") != ours.score for r in reasons) and "reason input",
+            case["ours"] and not judge.replies == [] and "unused replies"]
+        if any(problems):
+            mismatches.append(([p for p in problems if p], ours.score, their, case))
+    assert not mismatches, mismatches[:2]
+    assert len({their["score"] for their in theirs}) >= 6  # the cases reach many scores
