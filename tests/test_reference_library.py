@@ -26,7 +26,7 @@ from tracescore.scoring import JudgeReply, JudgeRequest, Scorer
 from tracescore.scoring._registry import create_scorer
 
 MASTRA = Path(__file__).resolve().parent / "mastra"
-CASES = 150
+CASES = 80
 _SCALES = (1, 1, 1, 2, 3, 5, 7, 10, 0.5, 0.7, 1.5, 3.3, 100)
 _VERDICTS = ("yes", "no", "yes", "no", "Yes", " yes", "YES\n", "\ufeffyes", "\xa0yes", "maybe",
              "", "yes.", "y es", "unsure", "No")
@@ -80,21 +80,71 @@ def _answer_similarity(rng: random.Random) -> dict[str, Any]:
             "ours": [] if truth is None else replies}
 
 
+def _context_precision(rng: random.Random) -> dict[str, Any]:
+    context = [f"context piece {i}" for i in range(rng.choice((1, 1, 2, 3, 5, 8)))]
+    indexes = list(range(len(context)))
+    if rng.random() < 0.3:  # out of order, or repeated
+        indexes = rng.sample(indexes, len(indexes)) if rng.random() < 0.7 else [
+            rng.randrange(len(context)) for _ in indexes]
+    verdicts = [{"context_index": i, "verdict": rng.choice(_VERDICTS), "reason": "r"}
+                for i in indexes]
+    ours = [{"verdicts": verdicts}, REASON]
+    if rng.random() < 0.15:  # a judge that miscounts, twice (ours asks once more)
+        verdicts = verdicts + [{"context_index": len(context), "verdict": "yes", "reason": "x"}]
+        ours = [{"verdicts": verdicts}, {"verdicts": verdicts}, REASON]
+    options = {"context": context, **({"scale": rng.choice(_SCALES)} if rng.random() < 0.6
+                                      else {})}
+    return {"options": options, "replies": [{"verdicts": verdicts}, REASON], "ours": ours}
+
+
+def _context_recall(rng: random.Random) -> dict[str, Any]:
+    claims = [rng.choice(("claim", "", " ", "another claim")) for _ in range(
+        rng.choice((0, 1, 1, 2, 3, 4, 7)))]
+    verdicts = [{"verdict": rng.choice(_VERDICTS), "reason": "r"} for _ in claims]
+    ours: list[Any] = [{"claims": claims}, {"verdicts": verdicts}, REASON]
+    if claims and rng.random() < 0.2:  # too many or too few verdicts, twice
+        verdicts = (verdicts + [{"verdict": "yes", "reason": "x"}] * rng.randint(1, 3)
+                    if rng.random() < 0.5 else verdicts[: rng.randrange(len(verdicts))])
+        ours = [{"claims": claims}, {"verdicts": verdicts}, {"verdicts": verdicts}, REASON]
+    options: dict[str, Any] = {"context": ["Refunds take 5 days.", "Berlin office"]}
+    if rng.random() < 0.6:
+        options["scale"] = rng.choice(_SCALES)
+    case: dict[str, Any] = {"options": options, "groundTruth": "Refunds take 5 days.",
+                            "replies": [{"claims": claims}, {"verdicts": verdicts}, REASON],
+                            "ours": ours}
+    roll = rng.random()
+    if roll < 0.08:  # no ground truth: ours asks no judge; the reference scores 0
+        case["groundTruth"], case["ours"] = None, []
+    elif roll < 0.16 and claims:  # no context: ours asks only for the claims
+        case["noContext"] = True
+        case["replies"][1] = {"verdicts": [{"verdict": "no", "reason": "r"} for _ in claims]}
+        case["ours"] = [{"claims": claims}]
+        case["our_options"] = {k: v for k, v in options.items() if k != "context"}
+    if not claims and case["ours"]:
+        case["ours"] = [{"claims": claims}]  # no claims: ours asks no more
+    return case
+
+
 GENERATORS: dict[str, Callable[[random.Random], dict[str, Any]]] = {
     "answer-similarity": _answer_similarity,
+    "context-precision": _context_precision,
+    "context-recall": _context_recall,
 }
 
 
 def _ours(scorer: str, case: dict[str, Any], judge: RecordingJudge) -> Scorer:
-    options = {**case["options"], **({"criteria": case["criteria"]} if "criteria" in case else {})}
+    options = {**case.get("our_options", case["options"]), **({"criteria": case["criteria"]} if "criteria" in case else {})}
     return create_scorer(scorer, {"model": judge, "options": options}
                          if scorer != "rubric" else {"model": judge, **options})
 
 
 def _same_steps(ours: Any, theirs: Any) -> bool:
-    """Our step result carries the reference's keys with the same values (ours may add notes)."""
+    """Our step result carries the reference's keys with the same values (ours may add notes;
+    the reference sorts context precision's verdicts in place, ours keeps the judge's order)."""
     if theirs is None:
         return True
+    if "verdicts" in ours and ours["verdicts"] and "context_index" in ours["verdicts"][0]:
+        ours = {**ours, "verdicts": sorted(ours["verdicts"], key=lambda v: v["context_index"])}
     return all(ours.get(key) == value for key, value in theirs.items())
 
 

@@ -17,7 +17,9 @@ import {
 const FACTORIES = {
   "answer-similarity": (model, c) => createAnswerSimilarityScorer({ model, options: c.options }),
   "context-precision": (model, c) => createContextPrecisionScorer({ model, options: c.options }),
-  "context-recall": (model, c) => createContextRecallScorer({ model, options: c.options }),
+  // `noContext: true` stands for a call without context (an extractor that finds none)
+  "context-recall": (model, c) => createContextRecallScorer({
+    model, options: c.noContext ? { ...c.options, contextExtractor: () => [] } : c.options }),
   "noise-sensitivity": (model, c) => createNoiseSensitivityScorerLLM({ model, options: c.options }),
   "prompt-alignment": (model, c) => createPromptAlignmentScorerLLM({ model, options: c.options }),
   summarization: (model, c) => createSummarizationScorer({ model, options: c.options }),

@@ -28,6 +28,11 @@ from tracescore.scoring.answer_similarity import (
 )
 from tracescore.scoring.bias import BiasScorer, create_bias_scorer
 from tracescore.scoring.completeness import CompletenessScorer, create_completeness_scorer
+from tracescore.scoring.context_precision import (
+    ContextPrecisionScorer,
+    create_context_precision_scorer,
+)
+from tracescore.scoring.context_recall import ContextRecallScorer, create_context_recall_scorer
 from tracescore.scoring.context_relevance import (
     ContextRelevanceScorer,
     create_context_relevance_scorer,
@@ -68,6 +73,8 @@ __all__ = [
     "BiasScorer",
     "CompletenessScorer",
     "ContentSimilarityScorer",
+    "ContextPrecisionScorer",
+    "ContextRecallScorer",
     "ContextRelevanceScorer",
     "Expectation",
     "ExpectedStep",
@@ -106,6 +113,8 @@ __all__ = [
     "create_bias_scorer",
     "create_completeness_scorer",
     "create_content_similarity_scorer",
+    "create_context_precision_scorer",
+    "create_context_recall_scorer",
     "create_context_relevance_scorer",
     "create_faithfulness_scorer",
     "create_hallucination_scorer",
