@@ -125,10 +125,41 @@ def _context_recall(rng: random.Random) -> dict[str, Any]:
     return case
 
 
+_LEVELS = ("none", "minimal", "moderate", "significant", "severe")
+
+
+def _noise_sensitivity(rng: random.Random) -> dict[str, Any]:
+    analysis: dict[str, Any] = {
+        "dimensions": [{"dimension": f"d{i}", "impactLevel": rng.choice(_LEVELS),
+                        "specificChanges": "c", "noiseInfluence": "n"}
+                       for i in range(rng.choice((0, 1, 2, 3, 4, 5)))],
+        "overallAssessment": "summary",
+        "robustnessScore": rng.choice((0, 0.1, 0.33, 0.5, 0.72, 0.85, 0.9, 1, 1.2, -0.1))}
+    if rng.random() < 0.8:
+        analysis["majorIssues"] = [rng.choice(_TEXTS) for _ in range(rng.choice((0, 0, 1, 2, 4)))]
+    options: dict[str, Any] = {"baselineResponse": "Refunds take 5 days.",
+                               "noisyQuery": "Tell me about the refund policy. Also, cats?"}
+    if rng.random() < 0.3:
+        options["noiseType"] = "distractor"
+    scoring: dict[str, Any] = {}
+    if rng.random() < 0.3:
+        scoring["impactWeights"] = {level: rng.choice((0, 0.2, 0.5, 0.95))
+                                    for level in rng.sample(_LEVELS, rng.randint(1, 3))}
+    if rng.random() < 0.3:
+        scoring["penalties"] = {k: rng.choice((0, 0.05, 0.25, 1)) for k in rng.sample(
+            ("majorIssuePerItem", "maxMajorIssuePenalty"), rng.randint(1, 2))}
+    if rng.random() < 0.3:
+        scoring["discrepancyThreshold"] = rng.choice((0, 0.1, 0.5, 1))
+    if scoring:
+        options["scoring"] = scoring
+    return {"options": options, "replies": [analysis, REASON], "ours": [analysis, REASON]}
+
+
 GENERATORS: dict[str, Callable[[random.Random], dict[str, Any]]] = {
     "answer-similarity": _answer_similarity,
     "context-precision": _context_precision,
     "context-recall": _context_recall,
+    "noise-sensitivity": _noise_sensitivity,
 }
 
 

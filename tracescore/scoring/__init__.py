@@ -43,6 +43,10 @@ from tracescore.scoring.hallucination import HallucinationScorer, create_halluci
 from tracescore.scoring.keywords import KeywordCoverageScorer, create_keyword_coverage_scorer
 from tracescore.scoring.llm_judge import LLMJudgeScorer, create_llm_judge_scorer
 from tracescore.scoring.multi_turn import MultiTurnJudgeScorer, create_multi_turn_judge_scorer
+from tracescore.scoring.noise_sensitivity import (
+    NoiseSensitivityScorer,
+    create_noise_sensitivity_scorer,
+)
 from tracescore.scoring.relevancy import AnswerRelevancyScorer, create_answer_relevancy_scorer
 from tracescore.scoring.similarity import (
     ContentSimilarityScorer,
@@ -92,6 +96,7 @@ __all__ = [
     "LLMJudgeScorer",
     "LiteLLMJudge",
     "MultiTurnJudgeScorer",
+    "NoiseSensitivityScorer",
     "OfflineJudge",
     "Run",
     "ScoreResult",
@@ -121,6 +126,7 @@ __all__ = [
     "create_keyword_coverage_scorer",
     "create_llm_judge_scorer",
     "create_multi_turn_judge_scorer",
+    "create_noise_sensitivity_scorer",
     "create_textual_difference_scorer",
     "create_tone_scorer",
     "create_tool_call_accuracy_scorer",
