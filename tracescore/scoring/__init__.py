@@ -47,6 +47,10 @@ from tracescore.scoring.noise_sensitivity import (
     NoiseSensitivityScorer,
     create_noise_sensitivity_scorer,
 )
+from tracescore.scoring.prompt_alignment import (
+    PromptAlignmentScorer,
+    create_prompt_alignment_scorer,
+)
 from tracescore.scoring.relevancy import AnswerRelevancyScorer, create_answer_relevancy_scorer
 from tracescore.scoring.similarity import (
     ContentSimilarityScorer,
@@ -98,6 +102,7 @@ __all__ = [
     "MultiTurnJudgeScorer",
     "NoiseSensitivityScorer",
     "OfflineJudge",
+    "PromptAlignmentScorer",
     "Run",
     "ScoreResult",
     "Scorer",
@@ -127,6 +132,7 @@ __all__ = [
     "create_llm_judge_scorer",
     "create_multi_turn_judge_scorer",
     "create_noise_sensitivity_scorer",
+    "create_prompt_alignment_scorer",
     "create_textual_difference_scorer",
     "create_tone_scorer",
     "create_tool_call_accuracy_scorer",
