@@ -186,12 +186,36 @@ def _prompt_alignment(rng: random.Random) -> dict[str, Any]:
             "our_input": messages, "replies": [analysis, REASON], "ours": [analysis, REASON]}
 
 
+def _summarization(rng: random.Random) -> dict[str, Any]:
+    alignment = [{"claim": rng.choice(_TEXTS), "supported": rng.random() < 0.7, "reason": "r"}
+                 for _ in range(rng.choice((0, 1, 1, 2, 3, 5, 8)))]
+    questions = [rng.choice(("q?", "", "another q?")) for _ in range(
+        rng.choice((0, 1, 2, 3, 5, 10, 12, 15)))]
+    options: dict[str, Any] = {}
+    if rng.random() < 0.4:
+        options["maxQuestions"] = rng.choice((1, 2, 3, 5, 10, 20))
+    if rng.random() < 0.5:
+        options["scale"] = rng.choice(_SCALES)
+    if rng.random() < 0.3:
+        options["source"] = "Refunds take 5 days. The office is in Berlin."
+    asked = questions[: options.get("maxQuestions", 10)]
+    count = len(asked) if rng.random() < 0.75 else rng.randint(0, len(asked) + 2)
+    coverage = {"coverage": [{"question": "q?", "answered": rng.random() < 0.6, "reason": "r"}
+                             for _ in range(count)]}
+    source = {"alignment": alignment, "questions": questions}
+    ours: list[Any] = [source]
+    if asked:
+        ours += [coverage] if count == len(asked) else [coverage, coverage]
+    return {"options": options, "replies": [source, coverage, REASON], "ours": [*ours, REASON]}
+
+
 GENERATORS: dict[str, Callable[[random.Random], dict[str, Any]]] = {
     "answer-similarity": _answer_similarity,
     "context-precision": _context_precision,
     "context-recall": _context_recall,
     "noise-sensitivity": _noise_sensitivity,
     "prompt-alignment": _prompt_alignment,
+    "summarization": _summarization,
 }
 
 

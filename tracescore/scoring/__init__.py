@@ -56,6 +56,7 @@ from tracescore.scoring.similarity import (
     ContentSimilarityScorer,
     create_content_similarity_scorer,
 )
+from tracescore.scoring.summarization import SummarizationScorer, create_summarization_scorer
 from tracescore.scoring.tone import ToneConsistencyScorer, create_tone_scorer
 from tracescore.scoring.tool_selection import (
     ToolCallAccuracyLLMScorer,
@@ -108,6 +109,7 @@ __all__ = [
     "Scorer",
     "ScorerInput",
     "Step",
+    "SummarizationScorer",
     "TextualDifferenceScorer",
     "ToneConsistencyScorer",
     "ToolCall",
@@ -133,6 +135,7 @@ __all__ = [
     "create_multi_turn_judge_scorer",
     "create_noise_sensitivity_scorer",
     "create_prompt_alignment_scorer",
+    "create_summarization_scorer",
     "create_textual_difference_scorer",
     "create_tone_scorer",
     "create_tool_call_accuracy_scorer",
