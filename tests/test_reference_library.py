@@ -209,6 +209,26 @@ def _summarization(rng: random.Random) -> dict[str, Any]:
     return {"options": options, "replies": [source, coverage, REASON], "ours": [*ours, REASON]}
 
 
+def _rubric(rng: random.Random) -> dict[str, Any]:
+    n = rng.choice((0, 1, 1, 2, 3, 4, 6))
+    criteria: Any = [{"description": f"criterion {i}", **(
+        {"required": rng.random() < 0.6} if rng.random() < 0.5 else {})} for i in range(n)]
+    if criteria and rng.random() < 0.3:  # a checklist string
+        criteria = "\n".join(rng.choice(("- ", "* ", "1. ", "2) ", "", "  - ")) + c["description"]
+                              for c in criteria) + "\n\n"
+    graded = [{"criterion": f"criterion {i}", "satisfied": rng.random() < 0.7,
+               "required": rng.random() < 0.6, "reasoning": "r"} for i in range(n)]
+    reply = {"criteria": graded, "overallAssessment": rng.choice(("", "summary"))}
+    ours: list[Any] = [reply]
+    if n and rng.random() < 0.15:  # a judge that grades a different number of criteria, twice
+        reply = {**reply, "criteria": graded[: rng.randrange(n)]}
+        ours = [reply, reply]
+    if not n:  # no rubric: ours asks no judge; the reference's judge answers as it is told
+        reply, ours, criteria = {"criteria": [], "overallAssessment": "nothing"}, [], None
+    options = {"scale": rng.choice(_SCALES)} if rng.random() < 0.5 else {}
+    return {"criteria": criteria, "options": options, "replies": [reply], "ours": ours}
+
+
 GENERATORS: dict[str, Callable[[random.Random], dict[str, Any]]] = {
     "answer-similarity": _answer_similarity,
     "context-precision": _context_precision,
@@ -216,6 +236,7 @@ GENERATORS: dict[str, Callable[[random.Random], dict[str, Any]]] = {
     "noise-sensitivity": _noise_sensitivity,
     "prompt-alignment": _prompt_alignment,
     "summarization": _summarization,
+    "rubric": _rubric,
 }
 
 

@@ -56,6 +56,7 @@ from tracescore.scoring.similarity import (
     ContentSimilarityScorer,
     create_content_similarity_scorer,
 )
+from tracescore.scoring.rubric import Criterion, RubricScorer, create_rubric_scorer
 from tracescore.scoring.summarization import SummarizationScorer, create_summarization_scorer
 from tracescore.scoring.tone import ToneConsistencyScorer, create_tone_scorer
 from tracescore.scoring.tool_selection import (
@@ -85,6 +86,7 @@ __all__ = [
     "ContextPrecisionScorer",
     "ContextRecallScorer",
     "ContextRelevanceScorer",
+    "Criterion",
     "Expectation",
     "ExpectedStep",
     "FaithfulnessScorer",
@@ -104,6 +106,7 @@ __all__ = [
     "NoiseSensitivityScorer",
     "OfflineJudge",
     "PromptAlignmentScorer",
+    "RubricScorer",
     "Run",
     "ScoreResult",
     "Scorer",
@@ -135,6 +138,7 @@ __all__ = [
     "create_multi_turn_judge_scorer",
     "create_noise_sensitivity_scorer",
     "create_prompt_alignment_scorer",
+    "create_rubric_scorer",
     "create_summarization_scorer",
     "create_textual_difference_scorer",
     "create_tone_scorer",
