@@ -75,8 +75,9 @@ def test_prompt_alignment_judges_the_system_prompt_and_rubric_grades_in_one_call
          "reasoning": "No card is mentioned."},
         {"criterion": "Is friendly", "satisfied": False, "required": False,
          "reasoning": "Neutral."}], "overallAssessment": "One required criterion is unmet."})
-    rubric = create_scorer("rubric", {**judge, "criteria": (
-        "- Says how long refunds take\n- Mentions the card"), "scale": 10})
+    rubric = create_scorer("rubric", {**judge, "scale": 10, "criteria": [
+        "Says how long refunds take", {"description": "Mentions the card"},
+        {"description": "Is friendly", "required": False}]})
     graded = rubric.run(input="How long do refunds take?", output="Refunds take 5 days.")
     assert graded.score == 0.0 and graded.label == "not_satisfied"
     assert graded.reason is not None and graded.reason.startswith("Rubric not met: 1 required")
