@@ -264,7 +264,7 @@ def test_scores_and_steps_equal_the_reference_for_the_same_judge_replies(
               "output": "Refunds take 5 days.", **GENERATORS[scorer](rng)} for _ in range(CASES)]
     theirs = _reference(reference, {"cases": [{k: v for k, v in c.items() if k != "ours"}
                                               for c in cases]})
-    mismatches = []
+    mismatches: list[tuple[Any, ...]] = []
     for case, their in zip(cases, theirs, strict=True):
         judge = RecordingJudge(case["ours"])
         try:
@@ -286,7 +286,7 @@ def test_scores_and_steps_equal_the_reference_for_the_same_judge_replies(
             not skipped and not _same_steps(pre, their["preprocess"]) and "preprocess",
             not skipped and not _same_steps(ana, their["analyze"]) and "analyze",
             any(r.data.get("score") != ours.score for r in reasons) and "reason input",
-            case["ours"] and not judge.replies == [] and "unused replies"]
+            case["ours"] and judge.replies != [] and "unused replies"]
         if any(problems):
             mismatches.append(([p for p in problems if p], ours.score, their, case))
     assert not mismatches, mismatches[:2]

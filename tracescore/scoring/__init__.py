@@ -52,11 +52,11 @@ from tracescore.scoring.prompt_alignment import (
     create_prompt_alignment_scorer,
 )
 from tracescore.scoring.relevancy import AnswerRelevancyScorer, create_answer_relevancy_scorer
+from tracescore.scoring.rubric import Criterion, RubricScorer, create_rubric_scorer
 from tracescore.scoring.similarity import (
     ContentSimilarityScorer,
     create_content_similarity_scorer,
 )
-from tracescore.scoring.rubric import Criterion, RubricScorer, create_rubric_scorer
 from tracescore.scoring.summarization import SummarizationScorer, create_summarization_scorer
 from tracescore.scoring.tone import ToneConsistencyScorer, create_tone_scorer
 from tracescore.scoring.tool_selection import (

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
+from tracescore._exceptions import ConfigurationError
 from tracescore.scoring._base import STEP_REASON
 from tracescore.scoring._jstext import JS_WHITESPACE
-from tracescore._exceptions import ConfigurationError
 from tracescore.scoring._judge_api import OFFLINE_MODEL, JudgeRequest
 from tracescore.scoring._prompting import REASON_SCHEMA, Blocks, validate_reason
 
@@ -54,7 +54,7 @@ def text(item: Mapping[str, Any], key: str) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-def _finite(value: object) -> bool:
+def _finite(value: object) -> TypeGuard[float]:
     return (isinstance(value, (int, float)) and not isinstance(value, bool)
             and math.isfinite(value))
 
