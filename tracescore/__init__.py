@@ -85,6 +85,21 @@ _EXPORTS: dict[str, str] = {
     "OfflineJudge": "tracescore.scoring",
     "JudgeRequest": "tracescore.scoring",
     "JudgeReply": "tracescore.scoring",
+    # the judged scorers of the reference library ported last (issue 37)
+    "AnswerSimilarityScorer": "tracescore.scoring",
+    "create_answer_similarity_scorer": "tracescore.scoring",
+    "ContextPrecisionScorer": "tracescore.scoring",
+    "create_context_precision_scorer": "tracescore.scoring",
+    "ContextRecallScorer": "tracescore.scoring",
+    "create_context_recall_scorer": "tracescore.scoring",
+    "NoiseSensitivityScorer": "tracescore.scoring",
+    "create_noise_sensitivity_scorer": "tracescore.scoring",
+    "PromptAlignmentScorer": "tracescore.scoring",
+    "create_prompt_alignment_scorer": "tracescore.scoring",
+    "SummarizationScorer": "tracescore.scoring",
+    "create_summarization_scorer": "tracescore.scoring",
+    "RubricScorer": "tracescore.scoring",
+    "create_rubric_scorer": "tracescore.scoring",
     # online scoring
     "OnlineScorer": "tracescore.online",
     "FleetLimiter": "tracescore.online",
@@ -404,4 +419,46 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs (`X as X`: ex
     )
     from tracescore.scoring import (
         create_trajectory_scorer as create_trajectory_scorer,
+    )
+    from tracescore.scoring import (
+        AnswerSimilarityScorer as AnswerSimilarityScorer,
+    )
+    from tracescore.scoring import (
+        create_answer_similarity_scorer as create_answer_similarity_scorer,
+    )
+    from tracescore.scoring import (
+        ContextPrecisionScorer as ContextPrecisionScorer,
+    )
+    from tracescore.scoring import (
+        create_context_precision_scorer as create_context_precision_scorer,
+    )
+    from tracescore.scoring import (
+        ContextRecallScorer as ContextRecallScorer,
+    )
+    from tracescore.scoring import (
+        create_context_recall_scorer as create_context_recall_scorer,
+    )
+    from tracescore.scoring import (
+        NoiseSensitivityScorer as NoiseSensitivityScorer,
+    )
+    from tracescore.scoring import (
+        create_noise_sensitivity_scorer as create_noise_sensitivity_scorer,
+    )
+    from tracescore.scoring import (
+        PromptAlignmentScorer as PromptAlignmentScorer,
+    )
+    from tracescore.scoring import (
+        create_prompt_alignment_scorer as create_prompt_alignment_scorer,
+    )
+    from tracescore.scoring import (
+        SummarizationScorer as SummarizationScorer,
+    )
+    from tracescore.scoring import (
+        create_summarization_scorer as create_summarization_scorer,
+    )
+    from tracescore.scoring import (
+        RubricScorer as RubricScorer,
+    )
+    from tracescore.scoring import (
+        create_rubric_scorer as create_rubric_scorer,
     )
