@@ -83,3 +83,28 @@ def test_prompt_alignment_judges_the_system_prompt_and_rubric_grades_in_one_call
     assert graded.reason is not None and graded.reason.startswith("Rubric not met: 1 required")
     assert "Mentions the card: No card is mentioned." in graded.reason
     assert graded.usage.calls == 1 and len(stub_llm.requests) == 3  # no reason call
+
+
+def _grade(request: dict[str, Any]) -> dict[str, Any]:
+    """The stub judge of a rubric with one criterion: met when the output names the card."""
+    prompt = str(request["messages"][-1]["content"])
+    output = prompt.split("<output>\n")[1].split("\n</output>")[0]
+    met = "card" in output
+    return {"criteria": [{"criterion": "Says where the money goes", "satisfied": met,
+                          "required": True, "reasoning": "named" if met else "not named"}],
+            "overallAssessment": ""}
+
+
+def test_calibrate_measures_the_rubric_against_human_labels(
+        stub_llm: StubLLMServer, judge: dict[str, Any]) -> None:
+    from tracescore import calibrate
+
+    stub_llm.responder = _grade
+    items = [{"input": "Where do refunds go?", "output": answer, "label": label}
+             for answer, label in (("To your original card.", "pass"), ("Soon.", "fail"),
+                                   ("Back to the card you paid with.", "pass"),
+                                   ("We never refund.", "pass"))]
+    report = calibrate(items, "rubric", scorer_options={
+        **judge, "criteria": "- Says where the money goes"})
+    assert report.errors == () and [r.score for r in report.rows] == [1.0, 0.0, 1.0, 0.0]
+    assert report.agreement.kappa is not None and 0 < report.agreement.kappa < 1  # one miss
