@@ -280,6 +280,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs (`X as X`: ex
         AnswerRelevancyScorer as AnswerRelevancyScorer,
     )
     from tracescore.scoring import (
+        AnswerSimilarityScorer as AnswerSimilarityScorer,
+    )
+    from tracescore.scoring import (
         BiasScorer as BiasScorer,
     )
     from tracescore.scoring import (
@@ -287,6 +290,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs (`X as X`: ex
     )
     from tracescore.scoring import (
         ContentSimilarityScorer as ContentSimilarityScorer,
+    )
+    from tracescore.scoring import (
+        ContextPrecisionScorer as ContextPrecisionScorer,
+    )
+    from tracescore.scoring import (
+        ContextRecallScorer as ContextRecallScorer,
     )
     from tracescore.scoring import (
         ContextRelevanceScorer as ContextRelevanceScorer,
@@ -328,7 +337,16 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs (`X as X`: ex
         MultiTurnJudgeScorer as MultiTurnJudgeScorer,
     )
     from tracescore.scoring import (
+        NoiseSensitivityScorer as NoiseSensitivityScorer,
+    )
+    from tracescore.scoring import (
         OfflineJudge as OfflineJudge,
+    )
+    from tracescore.scoring import (
+        PromptAlignmentScorer as PromptAlignmentScorer,
+    )
+    from tracescore.scoring import (
+        RubricScorer as RubricScorer,
     )
     from tracescore.scoring import (
         Scorer as Scorer,
@@ -338,6 +356,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs (`X as X`: ex
     )
     from tracescore.scoring import (
         ScorerInput as ScorerInput,
+    )
+    from tracescore.scoring import (
+        SummarizationScorer as SummarizationScorer,
     )
     from tracescore.scoring import (
         TextualDifferenceScorer as TextualDifferenceScorer,
@@ -370,6 +391,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs (`X as X`: ex
         create_answer_relevancy_scorer as create_answer_relevancy_scorer,
     )
     from tracescore.scoring import (
+        create_answer_similarity_scorer as create_answer_similarity_scorer,
+    )
+    from tracescore.scoring import (
         create_bias_scorer as create_bias_scorer,
     )
     from tracescore.scoring import (
@@ -377,6 +401,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs (`X as X`: ex
     )
     from tracescore.scoring import (
         create_content_similarity_scorer as create_content_similarity_scorer,
+    )
+    from tracescore.scoring import (
+        create_context_precision_scorer as create_context_precision_scorer,
+    )
+    from tracescore.scoring import (
+        create_context_recall_scorer as create_context_recall_scorer,
     )
     from tracescore.scoring import (
         create_context_relevance_scorer as create_context_relevance_scorer,
@@ -395,6 +425,18 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs (`X as X`: ex
     )
     from tracescore.scoring import (
         create_multi_turn_judge_scorer as create_multi_turn_judge_scorer,
+    )
+    from tracescore.scoring import (
+        create_noise_sensitivity_scorer as create_noise_sensitivity_scorer,
+    )
+    from tracescore.scoring import (
+        create_prompt_alignment_scorer as create_prompt_alignment_scorer,
+    )
+    from tracescore.scoring import (
+        create_rubric_scorer as create_rubric_scorer,
+    )
+    from tracescore.scoring import (
+        create_summarization_scorer as create_summarization_scorer,
     )
     from tracescore.scoring import (
         create_textual_difference_scorer as create_textual_difference_scorer,
@@ -419,46 +461,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs (`X as X`: ex
     )
     from tracescore.scoring import (
         create_trajectory_scorer as create_trajectory_scorer,
-    )
-    from tracescore.scoring import (
-        AnswerSimilarityScorer as AnswerSimilarityScorer,
-    )
-    from tracescore.scoring import (
-        create_answer_similarity_scorer as create_answer_similarity_scorer,
-    )
-    from tracescore.scoring import (
-        ContextPrecisionScorer as ContextPrecisionScorer,
-    )
-    from tracescore.scoring import (
-        create_context_precision_scorer as create_context_precision_scorer,
-    )
-    from tracescore.scoring import (
-        ContextRecallScorer as ContextRecallScorer,
-    )
-    from tracescore.scoring import (
-        create_context_recall_scorer as create_context_recall_scorer,
-    )
-    from tracescore.scoring import (
-        NoiseSensitivityScorer as NoiseSensitivityScorer,
-    )
-    from tracescore.scoring import (
-        create_noise_sensitivity_scorer as create_noise_sensitivity_scorer,
-    )
-    from tracescore.scoring import (
-        PromptAlignmentScorer as PromptAlignmentScorer,
-    )
-    from tracescore.scoring import (
-        create_prompt_alignment_scorer as create_prompt_alignment_scorer,
-    )
-    from tracescore.scoring import (
-        SummarizationScorer as SummarizationScorer,
-    )
-    from tracescore.scoring import (
-        create_summarization_scorer as create_summarization_scorer,
-    )
-    from tracescore.scoring import (
-        RubricScorer as RubricScorer,
-    )
-    from tracescore.scoring import (
-        create_rubric_scorer as create_rubric_scorer,
     )
