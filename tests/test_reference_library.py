@@ -24,6 +24,7 @@ from test_judged_reference import ScriptedJudge, _reference
 
 from tracescore import ScorerError
 from tracescore.scoring import JudgeReply, JudgeRequest, Scorer
+from tracescore.scoring._prompting import reference_round
 from tracescore.scoring._registry import create_scorer
 
 MASTRA = Path(__file__).resolve().parent / "mastra"
@@ -160,22 +161,37 @@ def _fraction(rng: random.Random) -> float:
     return rng.choice((0, 0.1, 0.2, 0.3, 0.35, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1))
 
 
+def _both_mode_tie(rng: random.Random) -> tuple[list[float], float]:
+    """Dimension scores and a scale where 0.7 * u + 0.3 * u and u round apart (u the
+    user-weighted sum): "both" mode must compute it Mastra's way."""
+    while True:
+        scores = [rng.choice((0.05, 0.15, 0.35, 0.45, 0.55, 0.65, 0.125, 0.375, 0.625))
+                  for _ in range(4)]
+        scale = rng.choice(_SCALES)
+        u = scores[0] * 0.4 + scores[1] * 0.3 + scores[2] * 0.2 + scores[3] * 0.1
+        if reference_round((u * 0.7 + u * 0.3) * scale) != reference_round(u * scale):
+            return scores, scale
+
+
 def _prompt_alignment(rng: random.Random) -> dict[str, Any]:
+    mode = rng.choice(("user", "system", "both", None))
+    scores, scale = [_fraction(rng) for _ in range(4)], rng.choice(_SCALES)
+    if mode in ("both", None) and rng.random() < 0.5:
+        scores, scale = _both_mode_tie(rng)
     analysis = {
-        "intentAlignment": {"score": _fraction(rng), "primaryIntent": "i", "isAddressed": True,
+        "intentAlignment": {"score": scores[0], "primaryIntent": "i", "isAddressed": True,
                             "reasoning": "r"},
         "requirementsFulfillment": {"requirements": [
             {"requirement": "q", "isFulfilled": rng.random() < 0.5, "reasoning": "r"}
-            for _ in range(rng.randint(0, 3))], "overallScore": _fraction(rng)},
-        "completeness": {"score": _fraction(rng), "missingElements": ["m"] * rng.randint(0, 2),
+            for _ in range(rng.randint(0, 3))], "overallScore": scores[1]},
+        "completeness": {"score": scores[2], "missingElements": ["m"] * rng.randint(0, 2),
                          "reasoning": "r"},
-        "responseAppropriateness": {"score": _fraction(rng), "formatAlignment": True,
+        "responseAppropriateness": {"score": scores[3], "formatAlignment": True,
                                     "toneAlignment": False, "reasoning": "r"},
         "overallAssessment": "summary"}
-    mode = rng.choice(("user", "system", "both", None))
     options: dict[str, Any] = {} if mode is None else {"evaluationMode": mode}
-    if rng.random() < 0.5:
-        options["scale"] = rng.choice(_SCALES)
+    if scale != 1 or rng.random() < 0.5:
+        options["scale"] = scale
     if rng.random() < 0.2:
         options["includeConversationHistory"] = rng.choice((True, {"maxMessages": 3}))
     system = rng.choice(([], ["Answer in one sentence."], ["Be polite.", "Use English."]))
