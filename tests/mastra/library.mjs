@@ -89,6 +89,5 @@ async function score(item) {
 const chunks = [];
 for await (const chunk of process.stdin) chunks.push(chunk);
 const request = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-const results = [];
-for (const item of request.cases) results.push(await score(item));
-process.stdout.write(JSON.stringify(results));
+// the cases are independent (one scripted model each): run them together
+process.stdout.write(JSON.stringify(await Promise.all(request.cases.map(score))));
