@@ -25,11 +25,6 @@ TASK_UNITS = "answer_similarity.units"
 TASK_MATCHES = "answer_similarity.matches"
 TASK_REASON = "answer_similarity.reason"
 MATCH_TYPES = ("exact", "semantic", "partial", "missing")
-# the reference's defaults (ANSWER_SIMILARITY_DEFAULT_OPTIONS)
-DEFAULTS: dict[str, Any] = {
-    "require_ground_truth": True, "semantic_threshold": 0.8, "exact_match_bonus": 0.2,
-    "missing_penalty": 0.15, "contradiction_penalty": 1.0, "extra_info_penalty": 0.05,
-    "scale": 1}
 _ALIASES = {"requireGroundTruth": "require_ground_truth",
             "semanticThreshold": "semantic_threshold", "exactMatchBonus": "exact_match_bonus",
             "missingPenalty": "missing_penalty", "contradictionPenalty": "contradiction_penalty",
@@ -255,15 +250,23 @@ class _Units:
     analysis: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
-def create_answer_similarity_scorer(*, model: str | Judge,
+def create_answer_similarity_scorer(*, model: str | Judge, require_ground_truth: bool = True,
+                                    semantic_threshold: float = 0.8,
+                                    exact_match_bonus: float = 0.2,
+                                    missing_penalty: float = 0.15,
+                                    contradiction_penalty: float = 1.0,
+                                    extra_info_penalty: float = 0.05, scale: float = 1,
                                     options: Mapping[str, Any] | None = None,
-                                    **kwargs: Any) -> AnswerSimilarityScorer:
+                                    **judge_kwargs: Any) -> AnswerSimilarityScorer:
     """Factory named after the reference system's `createAnswerSimilarityScorer`.
 
     `options` may carry `requireGroundTruth`, `semanticThreshold`, `exactMatchBonus`,
     `missingPenalty`, `contradictionPenalty`, `extraInfoPenalty`, `scale` (or their snake_case
     names); a partial set merges with the defaults, as in the reference.
     """
-    own = {k: kwargs.pop(k) for k in list(kwargs) if k in DEFAULTS}
-    merged = merge_options(options, {**DEFAULTS, **own}, _ALIASES)
-    return AnswerSimilarityScorer(model=model, **merged, **kwargs)
+    merged = merge_options(options, {
+        "require_ground_truth": require_ground_truth, "semantic_threshold": semantic_threshold,
+        "exact_match_bonus": exact_match_bonus, "missing_penalty": missing_penalty,
+        "contradiction_penalty": contradiction_penalty, "extra_info_penalty": extra_info_penalty,
+        "scale": scale}, _ALIASES)
+    return AnswerSimilarityScorer(model=model, **merged, **judge_kwargs)
