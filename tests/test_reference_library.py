@@ -302,7 +302,10 @@ def test_scores_and_steps_equal_the_reference_for_the_same_judge_replies(
             not skipped and not _same_steps(pre, their["preprocess"]) and "preprocess",
             not skipped and not _same_steps(ana, their["analyze"]) and "analyze",
             any(r.data.get("score") != ours.score for r in reasons) and "reason input",
-            case["ours"] and judge.replies != [] and "unused replies"]
+            case["ours"] and judge.replies != [] and "unused replies",
+            # the same steps asked the judge (unless ours skipped one, or asked once more)
+            not skipped and len(case["ours"]) == len(case["replies"])
+            and len(judge.requests) != their["calls"] and "judge calls"]
         if any(problems):
             mismatches.append(([p for p in problems if p], ours.score, their, case))
     assert not mismatches, mismatches[:2]
