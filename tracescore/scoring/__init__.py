@@ -1,5 +1,6 @@
-"""Scorers: the LLM-judged ones (answer relevancy, faithfulness, hallucination, context
-relevance, toxicity, bias, judged tool-call accuracy), the code ones (content similarity,
+"""Scorers: the LLM-judged ones (answer relevancy and similarity, faithfulness, hallucination,
+context relevance, precision and recall, toxicity, bias, judged tool-call accuracy, noise
+sensitivity, prompt alignment, summarization, rubric), the code ones (content similarity,
 textual difference, keyword coverage, tool-call accuracy, completeness, tone consistency), and
 the judges.
 
