@@ -90,6 +90,67 @@ RUBRIC_REPLIES = {
     # the multi-turn judge in docs/scorers.md
     "multi_turn_verdict": {"satisfied": True, "reasoning": "Turn 2 gives London's forecast and "
                                                            "turn 3 says to pack an umbrella."},
+    # the judged scorers of issue 37 in docs/scorers.md
+    "answer_similarity_units": {"outputUnits": ["Refunds take 5 days"], "groundTruthUnits": [
+        "Refunds take 5 business days", "Refunds go to the original card"]},
+    "answer_similarity_matches": {"matches": [
+        {"groundTruthUnit": "Refunds take 5 business days", "outputUnit": "Refunds take 5 days",
+         "matchType": "semantic", "explanation": "Same duration, less precise."},
+        {"groundTruthUnit": "Refunds go to the original card", "outputUnit": None,
+         "matchType": "missing", "explanation": "The card is not mentioned."}],
+        "extraInOutput": [], "contradictions": []},
+    "answer_similarity_reason": {"reason": "The score is 0.27 because the duration matches in "
+                                           "meaning but the card is missing."},
+    "context_precision_verdicts": {"verdicts": [
+        {"context_index": 0, "verdict": "no", "reason": "About the office, not refunds."},
+        {"context_index": 1, "verdict": "yes", "reason": "States the refund time."}]},
+    "context_precision_reason": {"reason": "The score is 0.5 because the only useful piece was "
+                                           "ranked second."},
+    "context_recall_claims": {"claims": ["Refunds take 5 days",
+                                         "Refunds go to the original card"]},
+    "context_recall_verdicts": {"verdicts": [
+        {"verdict": "yes", "reason": "Piece 1 states it."},
+        {"verdict": "no", "reason": "No piece mentions the card."}]},
+    "context_recall_reason": {"reason": "The score is 0.5 because the context never says where "
+                                        "refunds go."},
+    "noise_sensitivity_analysis": {"dimensions": [
+        {"dimension": "content accuracy", "impactLevel": "none", "specificChanges": "None.",
+         "noiseInfluence": "The cat question was ignored."},
+        {"dimension": "focus", "impactLevel": "minimal", "specificChanges": "One extra "
+         "sentence.", "noiseInfluence": "It mentions cats in passing."}],
+        "majorIssues": [], "robustnessScore": 0.9,
+        "overallAssessment": "The answer stayed on the refund policy."},
+    "noise_sensitivity_reason": {"reason": "The score is 0.9 because the answer kept to the "
+                                           "refund policy and only mentioned cats in passing."},
+    "prompt_alignment_analysis": {
+        "intentAlignment": {"score": 1, "primaryIntent": "refund time", "isAddressed": True,
+                            "reasoning": "It gives the refund time."},
+        "requirementsFulfillment": {"requirements": [
+            {"requirement": "one sentence", "isFulfilled": False,
+             "reasoning": "It uses two sentences."}], "overallScore": 0},
+        "completeness": {"score": 1, "missingElements": [], "reasoning": "Complete."},
+        "responseAppropriateness": {"score": 0.5, "formatAlignment": False,
+                                    "toneAlignment": True, "reasoning": "Too long."},
+        "overallAssessment": "Answers the question but breaks the one-sentence rule."},
+    "prompt_alignment_reason": {"reason": "The score is 0.6 because the answer gives the refund "
+                                          "time but ignores the one-sentence rule."},
+    "summarization_source": {"alignment": [
+        {"claim": "Refunds take 5 days", "supported": True, "reason": "Stated."},
+        {"claim": "The office is in Munich", "supported": False, "reason": "It is in Berlin."}],
+        "questions": ["How long do refunds take?", "Where is the office?",
+                      "Can opened items be refunded?"]},
+    "summarization_coverage": {"coverage": [
+        {"question": "How long do refunds take?", "answered": True, "reason": "5 days."},
+        {"question": "Where is the office?", "answered": True, "reason": "Munich."},
+        {"question": "Can opened items be refunded?", "answered": False,
+         "reason": "Not mentioned."}]},
+    "summarization_reason": {"reason": "The score is 0.5 because one of the two claims is "
+                                       "wrong (the office is in Berlin)."},
+    "rubric_criteria": {"criteria": [
+        {"criterion": "Gives the refund time", "satisfied": True, "required": True,
+         "reasoning": "It says 5 days."},
+        {"criterion": "Says where the money goes", "satisfied": False, "required": True,
+         "reasoning": "The card is not mentioned."}], "overallAssessment": ""},
 }
 
 

@@ -2,6 +2,8 @@
 
 The public API is re-exported here and resolved lazily, so `import tracescore` stays light
 (litellm, the judge and the CLI load only when first used).
+
+(About 470 lines: the one export table, and its twin for type checkers with one name per import.)
 """
 
 from __future__ import annotations
@@ -85,6 +87,21 @@ _EXPORTS: dict[str, str] = {
     "OfflineJudge": "tracescore.scoring",
     "JudgeRequest": "tracescore.scoring",
     "JudgeReply": "tracescore.scoring",
+    # the judged scorers of the reference library ported last (issue 37)
+    "AnswerSimilarityScorer": "tracescore.scoring",
+    "create_answer_similarity_scorer": "tracescore.scoring",
+    "ContextPrecisionScorer": "tracescore.scoring",
+    "create_context_precision_scorer": "tracescore.scoring",
+    "ContextRecallScorer": "tracescore.scoring",
+    "create_context_recall_scorer": "tracescore.scoring",
+    "NoiseSensitivityScorer": "tracescore.scoring",
+    "create_noise_sensitivity_scorer": "tracescore.scoring",
+    "PromptAlignmentScorer": "tracescore.scoring",
+    "create_prompt_alignment_scorer": "tracescore.scoring",
+    "SummarizationScorer": "tracescore.scoring",
+    "create_summarization_scorer": "tracescore.scoring",
+    "RubricScorer": "tracescore.scoring",
+    "create_rubric_scorer": "tracescore.scoring",
     # online scoring
     "OnlineScorer": "tracescore.online",
     "FleetLimiter": "tracescore.online",
@@ -265,6 +282,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs (`X as X`: ex
         AnswerRelevancyScorer as AnswerRelevancyScorer,
     )
     from tracescore.scoring import (
+        AnswerSimilarityScorer as AnswerSimilarityScorer,
+    )
+    from tracescore.scoring import (
         BiasScorer as BiasScorer,
     )
     from tracescore.scoring import (
@@ -272,6 +292,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs (`X as X`: ex
     )
     from tracescore.scoring import (
         ContentSimilarityScorer as ContentSimilarityScorer,
+    )
+    from tracescore.scoring import (
+        ContextPrecisionScorer as ContextPrecisionScorer,
+    )
+    from tracescore.scoring import (
+        ContextRecallScorer as ContextRecallScorer,
     )
     from tracescore.scoring import (
         ContextRelevanceScorer as ContextRelevanceScorer,
@@ -313,7 +339,16 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs (`X as X`: ex
         MultiTurnJudgeScorer as MultiTurnJudgeScorer,
     )
     from tracescore.scoring import (
+        NoiseSensitivityScorer as NoiseSensitivityScorer,
+    )
+    from tracescore.scoring import (
         OfflineJudge as OfflineJudge,
+    )
+    from tracescore.scoring import (
+        PromptAlignmentScorer as PromptAlignmentScorer,
+    )
+    from tracescore.scoring import (
+        RubricScorer as RubricScorer,
     )
     from tracescore.scoring import (
         Scorer as Scorer,
@@ -323,6 +358,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs (`X as X`: ex
     )
     from tracescore.scoring import (
         ScorerInput as ScorerInput,
+    )
+    from tracescore.scoring import (
+        SummarizationScorer as SummarizationScorer,
     )
     from tracescore.scoring import (
         TextualDifferenceScorer as TextualDifferenceScorer,
@@ -355,6 +393,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs (`X as X`: ex
         create_answer_relevancy_scorer as create_answer_relevancy_scorer,
     )
     from tracescore.scoring import (
+        create_answer_similarity_scorer as create_answer_similarity_scorer,
+    )
+    from tracescore.scoring import (
         create_bias_scorer as create_bias_scorer,
     )
     from tracescore.scoring import (
@@ -362,6 +403,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs (`X as X`: ex
     )
     from tracescore.scoring import (
         create_content_similarity_scorer as create_content_similarity_scorer,
+    )
+    from tracescore.scoring import (
+        create_context_precision_scorer as create_context_precision_scorer,
+    )
+    from tracescore.scoring import (
+        create_context_recall_scorer as create_context_recall_scorer,
     )
     from tracescore.scoring import (
         create_context_relevance_scorer as create_context_relevance_scorer,
@@ -380,6 +427,18 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs (`X as X`: ex
     )
     from tracescore.scoring import (
         create_multi_turn_judge_scorer as create_multi_turn_judge_scorer,
+    )
+    from tracescore.scoring import (
+        create_noise_sensitivity_scorer as create_noise_sensitivity_scorer,
+    )
+    from tracescore.scoring import (
+        create_prompt_alignment_scorer as create_prompt_alignment_scorer,
+    )
+    from tracescore.scoring import (
+        create_rubric_scorer as create_rubric_scorer,
+    )
+    from tracescore.scoring import (
+        create_summarization_scorer as create_summarization_scorer,
     )
     from tracescore.scoring import (
         create_textual_difference_scorer as create_textual_difference_scorer,

@@ -100,8 +100,14 @@ _NEEDS: dict[str, dict[str, Any]] = {"llm-judge": {"name": "polite", "instructio
           "multi-turn-judge": {"criterion": "The user's goal was met."},
           "llm-tool-call-accuracy": {"available_tools": [{"id": "get_weather",
                                                           "description": "Current weather"}]},
-          "llm-trajectory-accuracy": {"expected_trajectory": ["get_weather"]}}
-_NO_OFFLINE = {"bias", "llm-judge", "multi-turn-judge"}  # judged only by a language model
+          "llm-trajectory-accuracy": {"expected_trajectory": ["get_weather"]},
+          # as many pieces and criteria as the stub's docs replies judge (tests/_helpers.py)
+          "context-precision": {"context": ["Berlin office.", "Paris weather: sunny."]},
+          "rubric": {"criteria": ["Gives the weather", "Names the city"]},
+          "noise-sensitivity": {"baseline_response": "Sunny.", "noisy_query": "Weather? Cats!"}}
+_NO_OFFLINE = {"bias", "llm-judge", "multi-turn-judge", "answer-similarity", "context-precision",
+               "context-recall", "noise-sensitivity", "prompt-alignment", "summarization",
+               "rubric"}  # judged only by a language model
 JUDGED = sorted(sid for sid, declared in DECLARED.items() if declared.uses_judge)
 
 

@@ -32,7 +32,9 @@ SCRIPT = Path(sys.executable).parent / "tracescore"
 _KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "MISTRAL_API_KEY", "GROQ_API_KEY",
          "DEEPSEEK_API_KEY", "XAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 _OPTIONS: dict[str, dict[str, Any]] = {"llm-tool-call-accuracy": {"available_tools": ["search"]},
-                                       "multi-turn-judge": {"criterion": "The user got a forecast."}}
+                                       "multi-turn-judge": {"criterion": "The user got a forecast."},
+                                       "noise-sensitivity": {"baseline_response": "Sunny.",
+                                                             "noisy_query": "Weather? Cats!"}}
 
 
 def _typo(word: str) -> st.SearchStrategy[str]:

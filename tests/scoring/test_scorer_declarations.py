@@ -36,6 +36,10 @@ NAMES_ADDED = {
     "judged-trajectory-accuracy": "llm-trajectory-accuracy",
     "multi-turn-judge": "multi-turn-judge", "multi-turn": "multi-turn-judge",
 }
+# the judged scorers of the reference's library ported last (issue 37)
+NAMES_ADDED |= {sid: sid for sid in (
+    "answer-similarity", "context-precision", "context-recall", "noise-sensitivity",
+    "prompt-alignment", "summarization", "rubric")}
 SCORING = Path(scoring.__file__).parent
 
 

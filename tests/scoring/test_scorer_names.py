@@ -37,7 +37,13 @@ def test_every_name_builds_its_scorer(name: str) -> None:
         "llm-tool-call-accuracy": {"available_tools": ["search"]},
         "bias": {"model": "openai/gpt-4o-mini"},  # bias has no offline judge
         "multi-turn-judge": {"criterion": "The user got a forecast.",
-                             "model": "openai/gpt-4o-mini"}}
+                             "model": "openai/gpt-4o-mini"},
+        # the judged scorers without an offline version
+        **{sid: {"model": "openai/gpt-4o-mini"} for sid in (
+            "answer-similarity", "context-precision", "context-recall", "prompt-alignment",
+            "summarization", "rubric")},
+        "noise-sensitivity": {"model": "openai/gpt-4o-mini", "baseline_response": "Paris.",
+                              "noisy_query": "What is the capital of France? Cats!"}}
     scorer = create_scorer(name, by_id.get(sid))
     assert scorer.id == SCORER_ALIASES[name.replace("_", "-")] and scorer.id in SCORER_IDS
 

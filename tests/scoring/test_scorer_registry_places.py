@@ -28,7 +28,26 @@ QUESTION = "What is the refund policy?"
 ANSWER = "Refunds take 5 days."
 REPLY = {"opinions": ["Refunds are slow."], "results": [{"result": "no", "reason": "neutral"}],
          "reason": "The score is 0 because the answer is neutral.", "verdict": "pass",
-         "satisfied": True, "reasoning": "The answer states the policy."}
+         "satisfied": True, "reasoning": "The answer states the policy.",
+         # the keys of the judged scorers without an offline version (issue 37)
+         "outputUnits": ["Refunds take 5 days"], "groundTruthUnits": ["Refunds take 5 days"],
+         "matches": [{"groundTruthUnit": "Refunds take 5 days", "outputUnit": "Refunds take 5 "
+                      "days", "matchType": "exact", "explanation": "same"}],
+         "extraInOutput": [], "contradictions": [], "claims": ["Refunds take 5 days"],
+         "verdicts": [{"context_index": 0, "verdict": "yes", "reason": "stated"}],
+         "dimensions": [], "majorIssues": [], "robustnessScore": 1,
+         "overallAssessment": "fine", "alignment": [{"claim": "Refunds take 5 days",
+                                                     "supported": True, "reason": "stated"}],
+         "questions": ["How long do refunds take?"],
+         "coverage": [{"question": "How long do refunds take?", "answered": True,
+                       "reason": "stated"}],
+         "criteria": [{"criterion": "States the policy", "satisfied": True, "required": True,
+                       "reasoning": "it does"}],
+         **{key: {"score": 1, "overallScore": 1, "primaryIntent": "policy", "isAddressed": True,
+                  "requirements": [], "missingElements": [], "formatAlignment": True,
+                  "toneAlignment": True, "reasoning": "ok"}
+            for key in ("intentAlignment", "requirementsFulfillment", "completeness",
+                        "responseAppropriateness")}}
 
 
 @pytest.fixture
@@ -46,7 +65,12 @@ def specs(stub_llm: StubLLMServer, monkeypatch: pytest.MonkeyPatch) -> dict[str,
         "trajectory-accuracy": {"expected_trajectory": ["search"]},
         "llm-trajectory-accuracy": {"expected_trajectory": ["search"]},  # the offline judge's
         "multi-turn-judge": {**judge, "criterion": "The agent states the refund policy."},
-        "llm-judge": {**judge, "name": "polite", "instructions": "The answer is polite."}}
+        "llm-judge": {**judge, "name": "polite", "instructions": "The answer is polite."},
+        "answer-similarity": {**judge, "require_ground_truth": False},  # none online
+        "context-precision": judge, "context-recall": judge, "prompt-alignment": judge,
+        "summarization": judge, "rubric": {**judge, "criteria": "- States the policy"},
+        "noise-sensitivity": {**judge, "baseline_response": ANSWER,
+                              "noisy_query": f"{QUESTION} Also, cats?"}}
     return {"polite" if sid == "llm-judge" else sid: {"scorer": sid, "options": options.get(sid, {})}
             for sid in SCORER_IDS}
 

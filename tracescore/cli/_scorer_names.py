@@ -9,10 +9,12 @@ from __future__ import annotations
 
 # every scorer's id and aliases, in declaration order
 SCORER_NAMES = (
-    "bias", "completeness", "context-relevance", "textual-difference", "difference",
+    "answer-similarity", "bias", "completeness", "context-precision", "context-recall",
+    "context-relevance", "textual-difference", "difference",
     "faithfulness", "hallucination", "keyword-coverage", "keywords", "llm-judge",
-    "multi-turn-judge", "multi-turn", "answer-relevancy", "relevancy", "content-similarity",
-    "similarity", "tone-consistency", "tone", "tool-call-accuracy", "llm-tool-call-accuracy",
+    "multi-turn-judge", "multi-turn", "noise-sensitivity", "prompt-alignment",
+    "answer-relevancy", "relevancy", "rubric", "content-similarity",
+    "similarity", "summarization", "tone-consistency", "tone", "tool-call-accuracy", "llm-tool-call-accuracy",
     "tool-call-accuracy-llm", "judged-tool-call-accuracy", "toxicity", "trajectory-accuracy",
     "trajectory", "llm-trajectory-accuracy", "trajectory-accuracy-llm",
     "judged-trajectory-accuracy",
@@ -21,6 +23,8 @@ SCORER_NAMES = (
 # each scorer's short name, for the help: the code scorers, then the judged ones
 CODE_SCORERS = ("completeness", "difference", "keywords", "similarity", "tone",
                 "tool-call-accuracy", "trajectory-accuracy", "trajectory")
-JUDGED_SCORERS = ("bias", "context-relevance", "faithfulness", "hallucination", "llm-judge",
-                  "multi-turn", "relevancy", "llm-tool-call-accuracy", "toxicity",
+JUDGED_SCORERS = ("answer-similarity", "bias", "context-precision", "context-recall",
+                  "context-relevance", "faithfulness", "hallucination", "llm-judge",
+                  "multi-turn", "noise-sensitivity", "prompt-alignment", "relevancy", "rubric",
+                  "summarization", "llm-tool-call-accuracy", "toxicity",
                   "llm-trajectory-accuracy")

@@ -1,5 +1,6 @@
-"""Scorers: the LLM-judged ones (answer relevancy, faithfulness, hallucination, context
-relevance, toxicity, bias, judged tool-call accuracy), the code ones (content similarity,
+"""Scorers: the LLM-judged ones (answer relevancy and similarity, faithfulness, hallucination,
+context relevance, precision and recall, toxicity, bias, judged tool-call accuracy, noise
+sensitivity, prompt alignment, summarization, rubric), the code ones (content similarity,
 textual difference, keyword coverage, tool-call accuracy, completeness, tone consistency), and
 the judges.
 
@@ -22,8 +23,17 @@ from tracescore.scoring._judged import JudgedRun, JudgedScorer
 from tracescore.scoring._litellm_judge import LiteLLMJudge
 from tracescore.scoring._offline import OfflineJudge
 from tracescore.scoring._runs import Expectation, ExpectedStep, Run, Step, Turn
+from tracescore.scoring.answer_similarity import (
+    AnswerSimilarityScorer,
+    create_answer_similarity_scorer,
+)
 from tracescore.scoring.bias import BiasScorer, create_bias_scorer
 from tracescore.scoring.completeness import CompletenessScorer, create_completeness_scorer
+from tracescore.scoring.context_precision import (
+    ContextPrecisionScorer,
+    create_context_precision_scorer,
+)
+from tracescore.scoring.context_recall import ContextRecallScorer, create_context_recall_scorer
 from tracescore.scoring.context_relevance import (
     ContextRelevanceScorer,
     create_context_relevance_scorer,
@@ -34,11 +44,21 @@ from tracescore.scoring.hallucination import HallucinationScorer, create_halluci
 from tracescore.scoring.keywords import KeywordCoverageScorer, create_keyword_coverage_scorer
 from tracescore.scoring.llm_judge import LLMJudgeScorer, create_llm_judge_scorer
 from tracescore.scoring.multi_turn import MultiTurnJudgeScorer, create_multi_turn_judge_scorer
+from tracescore.scoring.noise_sensitivity import (
+    NoiseSensitivityScorer,
+    create_noise_sensitivity_scorer,
+)
+from tracescore.scoring.prompt_alignment import (
+    PromptAlignmentScorer,
+    create_prompt_alignment_scorer,
+)
 from tracescore.scoring.relevancy import AnswerRelevancyScorer, create_answer_relevancy_scorer
+from tracescore.scoring.rubric import Criterion, RubricScorer, create_rubric_scorer
 from tracescore.scoring.similarity import (
     ContentSimilarityScorer,
     create_content_similarity_scorer,
 )
+from tracescore.scoring.summarization import SummarizationScorer, create_summarization_scorer
 from tracescore.scoring.tone import ToneConsistencyScorer, create_tone_scorer
 from tracescore.scoring.tool_selection import (
     ToolCallAccuracyLLMScorer,
@@ -60,10 +80,14 @@ from tracescore.scoring.trajectory_llm import (
 __all__ = [
     "OFFLINE_MODEL",
     "AnswerRelevancyScorer",
+    "AnswerSimilarityScorer",
     "BiasScorer",
     "CompletenessScorer",
     "ContentSimilarityScorer",
+    "ContextPrecisionScorer",
+    "ContextRecallScorer",
     "ContextRelevanceScorer",
+    "Criterion",
     "Expectation",
     "ExpectedStep",
     "FaithfulnessScorer",
@@ -80,12 +104,16 @@ __all__ = [
     "LLMJudgeScorer",
     "LiteLLMJudge",
     "MultiTurnJudgeScorer",
+    "NoiseSensitivityScorer",
     "OfflineJudge",
+    "PromptAlignmentScorer",
+    "RubricScorer",
     "Run",
     "ScoreResult",
     "Scorer",
     "ScorerInput",
     "Step",
+    "SummarizationScorer",
     "TextualDifferenceScorer",
     "ToneConsistencyScorer",
     "ToolCall",
@@ -97,15 +125,22 @@ __all__ = [
     "TrajectoryScorer",
     "Turn",
     "create_answer_relevancy_scorer",
+    "create_answer_similarity_scorer",
     "create_bias_scorer",
     "create_completeness_scorer",
     "create_content_similarity_scorer",
+    "create_context_precision_scorer",
+    "create_context_recall_scorer",
     "create_context_relevance_scorer",
     "create_faithfulness_scorer",
     "create_hallucination_scorer",
     "create_keyword_coverage_scorer",
     "create_llm_judge_scorer",
     "create_multi_turn_judge_scorer",
+    "create_noise_sensitivity_scorer",
+    "create_prompt_alignment_scorer",
+    "create_rubric_scorer",
+    "create_summarization_scorer",
     "create_textual_difference_scorer",
     "create_tone_scorer",
     "create_tool_call_accuracy_scorer",

@@ -15,7 +15,7 @@ from typing import Any
 
 from tracescore._exceptions import InputError
 
-__all__ = ["InputError", "answer_text", "question_text"]
+__all__ = ["InputError", "answer_text", "earlier_turns", "question_text", "system_text"]
 
 USER = "user"
 ASSISTANT = "assistant"
@@ -34,6 +34,35 @@ def question_text(value: Any) -> str:
 def answer_text(value: Any) -> str:
     """The answer in a scorer's output: the text itself or the last assistant message."""
     return _text(value, ASSISTANT, "output", 0)
+
+
+def system_text(value: Any) -> str:
+    """The system prompt in a scorer's input: the texts of its system (and developer) messages
+    and of a dict's `system` string, joined by a blank line; "" when it has none."""
+    parts = [value["system"]] if isinstance(value, Mapping) and isinstance(
+        value.get("system"), str) else []
+    for message in _messages(value):
+        if message.get("role") in ("system", "developer"):
+            parts.append(_content(message.get("content"), "input"))
+    return "\n\n".join(p for p in parts if p.strip())
+
+
+def earlier_turns(value: Any, limit: int) -> list[tuple[str, str]]:
+    """The (role, text) user and assistant messages of an input before its last user message
+    (the conversation so far), at most the last `limit`."""
+    messages = _messages(value)
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == USER), default=0)
+    turns = [(str(m["role"]), _content(m.get("content"), "input"))
+             for m in messages[:last_user] if m.get("role") in (USER, ASSISTANT)]
+    return turns[-limit:] if limit > 0 else []
+
+
+def _messages(value: Any) -> list[Mapping[str, Any]]:
+    """The chat messages of an input (a list of them or a dict's `messages`), else []."""
+    messages = value.get("messages") if isinstance(value, Mapping) else value
+    if isinstance(messages, Sequence) and not isinstance(messages, (str, bytes, bytearray)):
+        return [m for m in messages if isinstance(m, Mapping) and "role" in m]
+    return []
 
 
 def _text(value: Any, role: str, what: str, depth: int) -> str:
