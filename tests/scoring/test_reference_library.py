@@ -27,7 +27,7 @@ from tracescore.scoring import JudgeReply, JudgeRequest, Scorer
 from tracescore.scoring._prompting import reference_round
 from tracescore.scoring._registry import create_scorer
 
-MASTRA = Path(__file__).resolve().parent / "mastra"
+MASTRA = Path(__file__).resolve().parents[1] / "mastra"
 CASES = 80
 _SCALES = (1, 1, 1, 2, 3, 5, 7, 10, 0.5, 0.7, 1.5, 3.3, 100)
 _VERDICTS = ("yes", "no", "yes", "no", "Yes", " yes", "YES\n", "\ufeffyes", "\xa0yes", "maybe",
