@@ -27,8 +27,9 @@ test: $(STAMP) lint docs collector chromium redis prometheus side-envs native-ag
 side-envs: $(STAMP)
 	PYTHONPATH=tests $(PY) -m rigs.side_envs
 
-# the reach suite's agents in other languages (tests/go/agent, tests/jvm/agent), built once into
-# the cache dir; a JDK and Maven from Debian when missing (needs root), Go as for the collector
+# the suite's programs in other languages (the reach suite's agents, tests/go/agent and
+# tests/jvm/agent; the Kubernetes manifest checker, tests/go/k8scheck), built once into the
+# cache dir; a JDK and Maven from Debian when missing (needs root), Go as for the collector
 native-agents: $(STAMP)
 	@command -v mvn >/dev/null 2>&1 || { \
 		(export DEBIAN_FRONTEND=noninteractive; apt-get install -y -qq maven default-jdk-headless || (apt-get update -qq && apt-get install -y -qq maven default-jdk-headless)) \

@@ -1,7 +1,9 @@
-"""Agents in other languages for the reach tests, built once into the tracescore cache dir.
+"""Programs in other languages the suite runs, built once into the tracescore cache dir.
 
-`go_agent()`: the Go agent of `tests/go/agent` (openai-go and the OpenTelemetry Go SDK), built
-with `go build` from its committed go.mod/go.sum; rebuilt when its sources change.
+`go_agent()`: the Go agent of `tests/go/agent` (openai-go and the OpenTelemetry Go SDK);
+`k8s_check()`: the Kubernetes manifest checker of `tests/go/k8scheck` (the official k8s.io/api
+types); both built with `go build` from their committed go.mod/go.sum, rebuilt when their
+sources change. `jvm_agent()`: the JVM agent of `tests/jvm/agent` (Maven).
 """
 
 from __future__ import annotations
@@ -27,22 +29,35 @@ def _sources_hash(folder: Path, suffixes: tuple[str, ...]) -> str:
     return digest.hexdigest()[:12]
 
 
-def go_agent() -> Path:
-    """The built Go agent binary (a few minutes on first use; process-safe)."""
-    home = cache_dir() / f"go-agent-{_sources_hash(GO_AGENT, ('.go',))}"
-    binary = home / "agent"
+K8S_CHECK = Path(__file__).resolve().parent.parent / "go" / "k8scheck"
+
+
+def _go_build(source: Path, name: str) -> Path:
+    """The binary of the Go program in `source`, built into the cache dir (process-safe)."""
+    home = cache_dir() / f"{name}-{_sources_hash(source, ('.go',))}"
+    binary = home / name
     with _file_lock(cache_dir() / f"{home.name}.lock"):
         if not (home / _READY).exists() or not binary.exists():
             shutil.rmtree(home, ignore_errors=True)
             home.mkdir(parents=True)
             env = {**os.environ, "GOFLAGS": os.environ.get("GOFLAGS", "-buildvcs=false")}
-            done = subprocess.run([shutil.which("go") or "/usr/local/go/bin/go", "build", "-o", str(binary), "."],
-                                  cwd=GO_AGENT, env=env, capture_output=True, text=True,
-                                  timeout=1200, check=False)
+            go = shutil.which("go") or "/usr/local/go/bin/go"
+            done = subprocess.run([go, "build", "-o", str(binary), "."], cwd=source, env=env,
+                                  capture_output=True, text=True, timeout=1200, check=False)
             if done.returncode != 0:
-                raise RuntimeError(f"go build failed in {GO_AGENT}:\n{done.stderr[-4000:]}")
+                raise RuntimeError(f"go build failed in {source}:\n{done.stderr[-4000:]}")
             (home / _READY).write_text("built\n")
     return binary
+
+
+def go_agent() -> Path:
+    """The built Go agent binary (a few minutes on first use)."""
+    return _go_build(GO_AGENT, "go-agent")
+
+
+def k8s_check() -> Path:
+    """The built Kubernetes manifest checker (a minute on first use)."""
+    return _go_build(K8S_CHECK, "k8scheck")
 
 
 JVM_AGENT = Path(__file__).resolve().parent.parent / "jvm" / "agent"
@@ -70,8 +85,9 @@ def jvm_agent() -> list[str]:
 
 
 def main() -> int:
-    """Build both agents (`make native-agents`, part of `make test`)."""
+    """Build the agents and the manifest checker (`make native-agents`, part of `make test`)."""
     print(go_agent())
+    print(k8s_check())
     print(" ".join(jvm_agent()[:1]), "agent compiled")
     return 0
 
