@@ -1,0 +1,196 @@
+"""`tracescore report` on traffic the product recorded itself: the demo's online scores (three
+runs), a rescore of them with another scorer, and an eval run under a second agent name, with a
+labelling file `tracescore sample` drew and a person filled in. The page is opened in headless
+Chromium (`make chromium`) and checked for what a person sees: every agent and scorer, the
+interval bands, the worst calls with their trace ids, the corrected pass rate beside the
+judge-only one; no console error and no request beyond the page itself.
+
+The screenshot is saved in the test's temporary directory; with TRACESCORE_UPDATE_SCREENSHOT=1 it
+replaces docs/images/quality-report.png, the picture docs/watching-quality-report.md shows.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rigs.browser import Chromium
+
+from tracescore import _semconv as sc
+from tracescore.calibration import corrected_pass_rate
+from tracescore.cli._otlp import read_spans
+from tracescore.cli._report_data import wilson
+
+DOCS_SCREENSHOT = (Path(__file__).resolve().parent.parent / "docs" / "images"
+                   / "quality-report.png")
+_CLI = str(Path(sys.executable).parent / "tracescore")
+# what a person labels: the answers a careful reader passes (ground truth in the demo agent)
+_GOOD = ("Paris is the capital", "William Shakespeare wrote", "Water boils at 100")
+
+
+def _run(*args: str, cwd: Path) -> str:
+    done = subprocess.run([_CLI, *args], cwd=cwd, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    assert done.returncode == 0, done.stderr + done.stdout
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def traffic(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(archive, labels): OTLP JSON lines the product wrote, and a labelled sample of them."""
+    work = tmp_path_factory.mktemp("report")
+    parts = []
+    for run in range(3):
+        _run("demo", "--spans-file", f"demo{run}.jsonl", cwd=work)
+        parts.append(work / f"demo{run}.jsonl")
+        time.sleep(1.0)  # the runs fall in different time buckets
+    _run("rescore", "demo0.jsonl", "-s", "keyword-coverage", "-o", "rescored.jsonl", cwd=work)
+    (work / "questions.jsonl").write_text(
+        '{"input": "What is the capital of France?", "ground_truth": "Paris"}\n'
+        '{"input": "What is the tallest mountain on Earth?", "ground_truth": "Mount Everest"}\n')
+    _run("eval", "questions.jsonl", "--target", "tracescore.cli._demo_agent:answer",
+         "--name", "support-bot", "--spans-file", "eval.jsonl", "--no-items", cwd=work)
+    archive = work / "archive.jsonl"
+    archive.write_text("".join(p.read_text() for p in
+                               [*parts[1:], work / "rescored.jsonl", work / "eval.jsonl"]))
+    _run("sample", "archive.jsonl", "-s", "answer-relevancy", "--n", "12", "-o", "labels.csv",
+         cwd=work)
+    rows = list(csv.DictReader((work / "labels.csv").open()))
+    for row in rows:
+        row["label"] = "pass" if row["output"].startswith(_GOOD) else "fail"
+    with (work / "labels.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return archive, work / "labels.csv"
+
+
+def _results(archive: Path) -> list[tuple[str, str, str, float]]:
+    """(agent, scorer, trace id, score) of every result in the archive, read independently."""
+    spans = read_spans(archive)
+    out = []
+    for span in spans:
+        for name, attributes in span.events:
+            if name == sc.GEN_AI_EVALUATION_RESULT:
+                out.append((span.attributes[sc.GEN_AI_AGENT_NAME], attributes[sc.TS_SCORER_ID],
+                            span.trace_id, float(attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE])))
+    return out
+
+
+@pytest.mark.slow
+def test_the_report_shows_agents_scorers_bands_worst_calls_and_corrected_rates(
+        traffic: tuple[Path, Path], tmp_path: Path) -> None:
+    archive, labels = traffic
+    page = tmp_path / "report.html"
+    said = _run("report", archive.name, "-o", str(page), "--labels",
+                f"answer-relevancy={labels.name}", cwd=archive.parent)
+    assert f"report written to {page}" in said
+    assert page.stat().st_mode & 0o077 == 0  # span content: the owner's alone
+    results = _results(archive)
+    groups = {(agent, scorer) for agent, scorer, _, _ in results}
+    assert {agent for agent, _ in groups} == {"trivia-agent", "support-bot"}
+    assert {"answer-relevancy", "content-similarity", "keyword-coverage"} <= {
+        scorer for _, scorer in groups}
+
+    with Chromium(width=1280, height=1700) as browser:
+        browser.call("Network.enable")
+        browser.navigate(page.as_uri())
+        browser.wait_for("document.querySelectorAll('section.group').length > 0")
+        text = browser.text()
+        sections = browser.evaluate(
+            "[...document.querySelectorAll('section.group')].map(s => [s.dataset.agent, "
+            "s.dataset.scorer, s.querySelectorAll('.band').length, "
+            "s.querySelectorAll('.histogram rect.bar').length, "
+            "[...s.querySelectorAll('table.worst code.trace-id')].map(c => c.innerText)])")
+        browser.screenshot(tmp_path / "report.png")
+        if os.environ.get("TRACESCORE_UPDATE_SCREENSHOT") == "1":
+            browser.screenshot(DOCS_SCREENSHOT)
+        # the agent filter hides the other agent's sections
+        browser.evaluate("(() => { const s = document.getElementById('agent'); "
+                         "s.value = 'support-bot'; s.dispatchEvent(new Event('change')); })()")
+        shown = browser.evaluate("[...document.querySelectorAll('section.group')]"
+                                 ".filter(s => !s.hidden).map(s => s.dataset.agent)")
+        events = list(browser.events)
+
+    assert {(agent, scorer) for agent, scorer, *_ in sections} == groups
+    for agent, scorer, bands, bars, worst in sections:
+        assert bands == 1, (agent, scorer)  # every group has its interval band
+        assert bars == 10
+        mine = sorted((score, trace) for a, s, trace, score in results if (a, s) == (agent, scorer))
+        lowest = mine[0][0]
+        assert {trace for score, trace in mine if score == lowest} & set(worst), (agent, scorer)
+    assert shown and set(shown) == {"support-bot"}
+    # the overview's pass rate of the demo's relevancy, with its Wilson interval, as computed
+    # from the archive independently (a result passes at 0.5)
+    relevancy = [score for a, s, _, score in results
+                 if (a, s) == ("trivia-agent", "answer-relevancy")]
+    passed = sum(score >= 0.5 for score in relevancy)
+    low, high = wilson(passed, len(relevancy), 0.95)
+    assert f"{passed / len(relevancy):.2f} ({low:.2f} to {high:.2f})" in text
+    # the corrected pass rate beside the judge-only one
+    assert "Pass rates corrected by people's labels" in text
+    labelled = list(csv.DictReader(labels.open()))
+    every = _relevancy_by_span(archive)  # of every agent: the labels were drawn from all
+    by_span = {(trace, span): score for trace, span, score in every}
+    judge = [by_span[(row["trace_id"], row["span_id"])] >= 0.5 for row in labelled]
+    human = [row["label"] == "pass" for row in labelled]
+    expected = corrected_pass_rate([s >= 0.5 for *_, s in every], judge, human)
+    c = expected.corrected
+    assert f"{c.rate:.2f} ({c.low:.2f} to {c.high:.2f})" in text
+    console = [e for e in events if e["method"] in ("Runtime.exceptionThrown", "Log.entryAdded")
+               or (e["method"] == "Runtime.consoleAPICalled"
+                   and e["params"].get("type") in ("error", "warning", "assert"))]
+    assert console == []
+    requests = [e["params"]["request"]["url"] for e in events
+                if e["method"] == "Network.requestWillBeSent"]
+    assert requests == [page.as_uri()]
+
+
+def _relevancy_by_span(archive: Path) -> list[tuple[str, str, float]]:
+    return [(span.trace_id, span.span_id, float(attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE]))
+            for span in read_spans(archive) for name, attributes in span.events
+            if name == sc.GEN_AI_EVALUATION_RESULT
+            and attributes[sc.TS_SCORER_ID] == "answer-relevancy"]
+
+
+def test_bad_input_is_a_clear_usage_error(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    done = subprocess.run([_CLI, "report", str(empty), "-o", str(tmp_path / "r.html")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "no spans" in done.stderr
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"resourceSpans": [}\n')
+    done = subprocess.run([_CLI, "report", str(bad)], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path)
+    assert done.returncode == 2 and "bad.jsonl" in done.stderr
+    assert not (tmp_path / "tracescore-report.html").exists()
+
+
+def test_a_labels_option_without_a_scorer_names_its_form(tmp_path: Path) -> None:
+    spans = tmp_path / "s.jsonl"
+    spans.write_text(json.dumps({"resourceSpans": []}) + "\n")
+    done = subprocess.run([_CLI, "report", str(spans), "--labels", "labels.csv"],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 2 and "SCORER=FILE" in done.stderr
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 2000), data=st.data(), confidence=st.sampled_from((0.8, 0.9, 0.95, 0.99)))
+def test_the_wilson_interval_agrees_with_scipy(n: int, data: st.DataObject,
+                                               confidence: float) -> None:
+    from scipy.stats import binomtest
+
+    passed = data.draw(st.integers(0, n))
+    expected = binomtest(passed, n).proportion_ci(confidence, method="wilson")
+    low, high = wilson(passed, n, confidence)
+    assert low == pytest.approx(expected.low, abs=1e-9)
+    assert high == pytest.approx(expected.high, abs=1e-9)

@@ -1,0 +1,122 @@
+"""`tracescore report`: a self-contained HTML page of scored traffic, read from OTLP JSON archives
+(the Collector's file exporter, `tracescore demo --spans-file`, `tracescore rescore -o`) or from
+Phoenix."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tracescore._private_files import write_private
+
+
+class _UsageError(click.ClickException):
+    """Bad input: message on stderr, exit code 2."""
+
+    exit_code = 2
+
+
+@click.command("report")
+@click.argument("inputs", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--out", "-o", "out", type=click.Path(dir_okay=False, path_type=Path),
+              default=Path("tracescore-report.html"), show_default=True,
+              help="The HTML page written.")
+@click.option("--phoenix", "phoenix_url", metavar="URL",
+              help="Read the spans from this Phoenix (REST API) instead of INPUTS.")
+@click.option("--project", default="default", show_default=True, help="With --phoenix: project.")
+@click.option("--threshold", type=click.FloatRange(0, 1), default=0.5, show_default=True,
+              help="Score (as a fraction of the scale) from which a result passes.")
+@click.option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=0.95, show_default=True, help="Confidence level of the intervals.")
+@click.option("--higher-is-worse", "higher_is_worse", multiple=True, metavar="SCORER",
+              help="A scorer whose higher scores are worse (repeatable; hallucination, "
+                   "toxicity and bias are already).")
+@click.option("--worst", type=click.IntRange(min=0), default=5, show_default=True,
+              help="Worst calls listed per agent and scorer.")
+@click.option("--labels", "label_files", multiple=True, metavar="SCORER=FILE",
+              help="People's labels of calls the scorer judged (.csv, .jsonl or .json with "
+                   "trace_id, span_id and a label, as `tracescore sample` writes them): adds "
+                   "the pass rate corrected by them (repeatable).")
+@click.option("--label-column", default="label", show_default=True,
+              help="The column (key) holding the human label.")
+def report_command(inputs: Sequence[Path], out: Path, phoenix_url: str | None, project: str,
+                   threshold: float, confidence: float, higher_is_worse: Sequence[str],
+                   worst: int, label_files: Sequence[str], label_column: str) -> None:
+    """Write an HTML report of the scores in INPUTS (OTLP JSON lines) or in Phoenix.
+
+    \b
+    Per agent and scorer: the pass rate over time with its Wilson interval, the score
+    distribution, the worst calls with their trace ids, the judge's calls and cost, why calls
+    went unscored, and the scorer versions. With --labels, the pass rate corrected by people's
+    labels beside the judge-only one. The page loads nothing from the network.
+    \b
+    Exit codes: 0 written; 2 bad input (a bad line, no spans, an unreadable labels file).
+    Example:
+      tracescore report traces.jsonl -o quality.html --labels answer-relevancy=labels.csv
+    """
+    from tracescore._exceptions import ConfigurationError
+    from tracescore.cli._report_data import build_report
+    from tracescore.cli._report_html import html_page
+
+    if bool(inputs) == (phoenix_url is not None):
+        raise _UsageError("give INPUTS or --phoenix URL (not both)")
+    try:
+        labels = _labels(label_files)
+        if phoenix_url is not None:
+            from tracescore.cli._phoenix_labels import read_phoenix_spans
+
+            spans = read_phoenix_spans(phoenix_url, project)
+            source = f"{phoenix_url.rstrip('/')} project {project}"
+        else:
+            spans = [span for path in inputs for span in _spans(path)]
+            source = ", ".join(str(p) for p in inputs)
+        if not spans:
+            raise ConfigurationError(f"no spans in {source}")
+        report = build_report(spans, source=source, threshold=threshold, confidence=confidence,
+                              higher_is_worse=higher_is_worse, worst=worst,
+                              labels=labels, label_column=label_column)
+    except ConfigurationError as exc:
+        raise _UsageError(str(exc)) from None
+    write_private(out, html_page(report))
+    results = sum(len(g.results) for g in report.groups)
+    click.echo(f"{results} results of {len({g.agent for g in report.groups})} agents and "
+               f"{len({g.scorer for g in report.groups})} scorers from {len(spans)} spans; "
+               f"report written to {out}")
+    for note in report.label_notes:
+        click.echo(f"warning: {note}", err=True)
+
+
+def _labels(specs: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    from tracescore._datasets import load_dataset
+    from tracescore._exceptions import ConfigurationError
+
+    labels: dict[str, list[dict[str, Any]]] = {}
+    for spec in specs:
+        scorer, sep, path = spec.partition("=")
+        if not sep or not scorer.strip() or not path.strip():
+            raise ConfigurationError(f"--labels {spec!r}: write it as SCORER=FILE")
+        labels.setdefault(_scorer_id(scorer.strip()), []).extend(load_dataset(path.strip()))
+    return labels
+
+
+def _scorer_id(name: str) -> str:
+    from tracescore._exceptions import ConfigurationError
+    from tracescore.scoring._registry import scorer_id
+
+    try:
+        return scorer_id(name)
+    except ConfigurationError:
+        return name  # an LLM judge's own name
+
+
+def _spans(path: Path) -> list[Any]:
+    from tracescore._exceptions import ConfigurationError
+    from tracescore.cli._otlp import read_spans
+
+    try:
+        return read_spans(path)
+    except ValueError as exc:
+        raise ConfigurationError(f"{path}: {exc}") from None
