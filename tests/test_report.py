@@ -37,7 +37,7 @@ _GOOD = ("Paris is the capital", "William Shakespeare wrote", "Water boils at 10
 
 
 def _run(*args: str, cwd: Path) -> str:
-    done = subprocess.run([_CLI, *args], cwd=cwd, capture_output=True, text=True, timeout=120,
+    done = subprocess.run([_CLI, *args], cwd=cwd, check=False, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
     assert done.returncode == 0, done.stderr + done.stdout
     return done.stdout
@@ -165,11 +165,11 @@ def test_bad_input_is_a_clear_usage_error(tmp_path: Path) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")
     done = subprocess.run([_CLI, "report", str(empty), "-o", str(tmp_path / "r.html")],
-                          capture_output=True, text=True, timeout=60)
+                          check=False, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "no spans" in done.stderr
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"resourceSpans": [}\n')
-    done = subprocess.run([_CLI, "report", str(bad)], capture_output=True, text=True, timeout=60,
+    done = subprocess.run([_CLI, "report", str(bad)], check=False, capture_output=True, text=True, timeout=60,
                           cwd=tmp_path)
     assert done.returncode == 2 and "bad.jsonl" in done.stderr
     assert not (tmp_path / "tracescore-report.html").exists()
@@ -179,7 +179,7 @@ def test_a_labels_option_without_a_scorer_names_its_form(tmp_path: Path) -> None
     spans = tmp_path / "s.jsonl"
     spans.write_text(json.dumps({"resourceSpans": []}) + "\n")
     done = subprocess.run([_CLI, "report", str(spans), "--labels", "labels.csv"],
-                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+                          check=False, capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert done.returncode == 2 and "SCORER=FILE" in done.stderr
 
 

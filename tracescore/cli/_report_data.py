@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
@@ -267,7 +268,7 @@ def build_report(spans: Sequence[FileSpan], *, source: str, threshold: float = 0
     return report
 
 
-def _group(agent: str, scorer: str, rows: list[Result], worse: set[str], threshold: float,
+def _group(agent: str, scorer: str, rows: list[Result], worse: AbstractSet[str], threshold: float,
            confidence: float, width: int, start: int, worst: int) -> Group:
     scores = [r.score for r in rows if r.score is not None]
     scale = max(1.0, max(scores, default=1.0))

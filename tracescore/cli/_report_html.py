@@ -4,7 +4,7 @@ nothing from anywhere. The style is the calibration report's."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from html import escape
 
 from tracescore.calibration._html import STYLE
@@ -88,7 +88,7 @@ def _corrected(report: Report) -> str:
         return ""
     level = round(report.confidence * 100)
     head = ("<tr><th>Scorer</th><th>Version</th><th>Judge only</th><th>Corrected by people's "
-            f"labels</th><th>Labelled</th><th>Judged</th></tr>")
+            "labels</th><th>Labelled</th><th>Judged</th></tr>")
     rows = "".join(
         f"<tr><td>{escape(c.scorer)}</td><td><code>{escape(c.version or '-')}</code></td>"
         f"<td class=\"num judge-only\">{_rate(e.judge_only.rate, e.judge_only.low, e.judge_only.high)}"
@@ -133,12 +133,12 @@ def _group_section(report: Report, group: Group) -> str:
 
 def time_svg(report: Report, group: Group) -> str:
     """The pass rate per time bucket as a line over its Wilson band, the mean score dashed."""
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class=timechart width="{_LEFT + _W + 16}" '
-           f'height="{_TOP + _H + 36}" font-family="sans-serif" font-size="11">']
+    out = [(f'<svg xmlns="http://www.w3.org/2000/svg" class=timechart width="{_LEFT + _W + 16}" '
+            f'height="{_TOP + _H + 36}" font-family="sans-serif" font-size="11">')]
     for tick in (0.0, 0.5, 1.0):
-        y = _TOP + _H * (1 - tick)
-        out.append(f'<line class=axis x1="{_LEFT}" x2="{_LEFT + _W}" y1="{y}" y2="{y}"/>'
-                   f'<text x="{_LEFT - 6}" y="{y + 4}" text-anchor="end">{tick:g}</text>')
+        level = _TOP + _H * (1 - tick)
+        out.append(f'<line class=axis x1="{_LEFT}" x2="{_LEFT + _W}" y1="{level}" y2="{level}"/>'
+                   f'<text x="{_LEFT - 6}" y="{level + 4}" text-anchor="end">{tick:g}</text>')
     buckets = group.buckets
     if not buckets:
         out.append(f'<text x="{_LEFT + _W / 2}" y="{_TOP + _H / 2}" text-anchor="middle">'
@@ -183,10 +183,11 @@ def histogram_svg(group: Group, report: Report) -> str:
     counts = group.histogram or [0] * HISTOGRAM_BINS
     largest = max(counts) or 1
     bar = _HW / len(counts)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class=histogram width="{_LEFT + _HW + 16}" '
-           f'height="{_TOP + _HH + 36}" font-family="sans-serif" font-size="11">',
-           f'<line class=axis x1="{_LEFT}" x2="{_LEFT + _HW}" y1="{_TOP + _HH}" '
-           f'y2="{_TOP + _HH}"/>']
+    out = [(f'<svg xmlns="http://www.w3.org/2000/svg" class=histogram '
+            f'width="{_LEFT + _HW + 16}" height="{_TOP + _HH + 36}" font-family="sans-serif" '
+            'font-size="11">'),
+           (f'<line class=axis x1="{_LEFT}" x2="{_LEFT + _HW}" y1="{_TOP + _HH}" '
+            f'y2="{_TOP + _HH}"/>')]
     for i, count in enumerate(counts):
         low = i / len(counts)
         height = _HH * count / largest
@@ -241,7 +242,7 @@ def _versions(group: Group) -> str:
 
 
 def _unscored(group: Group) -> str:
-    failed = {}
+    failed: dict[str, int] = {}
     for r in group.results:
         if r.score is None:
             key = f"failed: {r.error}"
@@ -268,7 +269,7 @@ def _cost(cost: float | None) -> str:
 
 
 def _time(ns: int) -> str:
-    return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return datetime.fromtimestamp(ns / 1e9, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _duration(seconds: int) -> str:
