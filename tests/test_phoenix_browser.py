@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -94,3 +96,24 @@ def test_demo_phoenix_shows_input_output_and_score_of_each_agent_call(
                       else tmp_path / "phoenix-annotations.png")
         browser.screenshot(screenshot)
     assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    _assert_the_report_reads_phoenix_as_the_file(phoenix, spans_file, tmp_path)
+
+
+def _assert_the_report_reads_phoenix_as_the_file(phoenix: PhoenixServer, spans_file: Path,
+                                                 tmp_path: Path) -> None:
+    """`tracescore report --phoenix` shows the same figures as the report of the demo's file
+    (here: the Phoenix is up and has the demo's spans already)."""
+    tracescore = Path(sys.executable).parent / "tracescore"
+    pages = {"phoenix": tmp_path / "phoenix.html", "file": tmp_path / "file.html"}
+    for source, args in (("phoenix", ["--phoenix", phoenix.base_url, "--project",
+                                      _phoenix.DEMO_PROJECT]), ("file", [str(spans_file)])):
+        done = subprocess.run([str(tracescore), "report", *args, "-o", str(pages[source])],
+                              check=False, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+    with Chromium() as browser:
+        rows = {}
+        for source, page in pages.items():
+            browser.navigate(page.as_uri())
+            rows[source] = browser.evaluate(
+                "[...document.querySelectorAll('table.overview tr')].map(r => r.innerText)")
+    assert rows["phoenix"] == rows["file"] and len(rows["file"]) == 3  # the demo's two scorers

@@ -194,3 +194,4 @@ def test_the_wilson_interval_agrees_with_scipy(n: int, data: st.DataObject,
     low, high = wilson(passed, n, confidence)
     assert low == pytest.approx(expected.low, abs=1e-9)
     assert high == pytest.approx(expected.high, abs=1e-9)
+
