@@ -18,16 +18,24 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from _helpers import shut_down_pipelines
+from _reach import judge
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rigs.browser import Chromium
 
+import tracescore
 from tracescore import _semconv as sc
 from tracescore.calibration import corrected_pass_rate
+from tracescore.cli import _demo_agent as demo
 from tracescore.cli._otlp import read_spans
 from tracescore.cli._report_data import wilson
+from tracescore.online import OnlineScorer
+from tracescore.testing import StubLLMServer
+from tracescore.testing._stub_llm import Reply
 
 DOCS_SCREENSHOT = (Path(__file__).resolve().parent.parent / "docs" / "images"
                    / "quality-report.png")
@@ -61,8 +69,11 @@ def traffic(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     archive = work / "archive.jsonl"
     archive.write_text("".join(p.read_text() for p in
                                [*parts[1:], work / "rescored.jsonl", work / "eval.jsonl"]))
+    # people label a sample of the offline judge's verdicts (one scorer version)
     _run("sample", "archive.jsonl", "-s", "answer-relevancy", "--n", "12", "-o", "labels.csv",
          cwd=work)
+    _live_traffic(work / "live.jsonl")
+    archive.write_text(archive.read_text() + (work / "live.jsonl").read_text())
     rows = list(csv.DictReader((work / "labels.csv").open()))
     for row in rows:
         row["label"] = "pass" if row["output"].startswith(_GOOD) else "fail"
@@ -73,13 +84,45 @@ def traffic(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return archive, work / "labels.csv"
 
 
+def _live_traffic(path: Path) -> None:
+    """Online scoring with a real judge (litellm to the stub) whose calls are traced: one
+    question it answers too slowly (the span leaves unscored, reason timeout), one it refuses
+    (a failed run), the others scored."""
+    def judge_slowly(request: dict[str, Any]) -> Reply:
+        reply = judge(request)
+        slow = "mountain" in request["messages"][-1]["content"]
+        return Reply(content=reply.content, delay=3.0 if slow else 0.0)
+
+    @tracescore.agent(name="checkout-bot")
+    def checkout(question: str) -> str:
+        return demo.REPLIES[next(k for k in demo.NOTES if k in question.lower())]
+
+    with StubLLMServer() as stub:
+        stub.responder = judge_slowly
+        scorer = tracescore.create_answer_relevancy_scorer(
+            model="openai/judge-stub", api_base=stub.base_url, api_key="sk-test", timeout=10,
+            max_retries=0)
+        handle = tracescore.configure(
+            exporter="file", file_path=str(path), service_name="checkout",
+            scorers=[OnlineScorer(scorer, trace_judge=True)],
+            online={"max_wait_s": 1.5, "isolation": "thread"})
+        try:
+            for item in demo.QUESTIONS:
+                if "Hamlet" in item["input"]:
+                    stub.enqueue_error(400, "the judge refuses")
+                checkout(item["input"])
+                handle.flush(10)
+        finally:
+            shut_down_pipelines()
+
+
 def _results(archive: Path) -> list[tuple[str, str, str, float]]:
     """(agent, scorer, trace id, score) of every result in the archive, read independently."""
     spans = read_spans(archive)
     out = []
     for span in spans:
         for name, attributes in span.events:
-            if name == sc.GEN_AI_EVALUATION_RESULT:
+            if name == sc.GEN_AI_EVALUATION_RESULT and sc.ERROR_TYPE not in attributes:
                 out.append((span.attributes[sc.GEN_AI_AGENT_NAME], attributes[sc.TS_SCORER_ID],
                             span.trace_id, float(attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE])))
     return out
@@ -96,7 +139,7 @@ def test_the_report_shows_agents_scorers_bands_worst_calls_and_corrected_rates(
     assert page.stat().st_mode & 0o077 == 0  # span content: the owner's alone
     results = _results(archive)
     groups = {(agent, scorer) for agent, scorer, _, _ in results}
-    assert {agent for agent, _ in groups} == {"trivia-agent", "support-bot"}
+    assert {agent for agent, _ in groups} == {"trivia-agent", "support-bot", "checkout-bot"}
     assert {"answer-relevancy", "content-similarity", "keyword-coverage"} <= {
         scorer for _, scorer in groups}
 
@@ -119,6 +162,12 @@ def test_the_report_shows_agents_scorers_bands_worst_calls_and_corrected_rates(
         shown = browser.evaluate("[...document.querySelectorAll('section.group')]"
                                  ".filter(s => !s.hidden).map(s => s.dataset.agent)")
         events = list(browser.events)
+        checkout = browser.evaluate(
+            "(() => { const s = document.querySelector('section[data-agent=\"checkout-bot\"]');"
+            " return [[...s.querySelectorAll('table.unscored tr')].map(r => [...r.cells].map("
+            "c => c.innerText)),"
+            " [...s.querySelectorAll('table.worst tr td:last-child')].map(c => c.innerText)];"
+            " })()")
 
     assert {(agent, scorer) for agent, scorer, *_ in sections} == groups
     for agent, scorer, bands, bars, worst in sections:
@@ -128,6 +177,13 @@ def test_the_report_shows_agents_scorers_bands_worst_calls_and_corrected_rates(
         lowest = mine[0][0]
         assert {trace for score, trace in mine if score == lowest} & set(worst), (agent, scorer)
     assert shown and set(shown) == {"support-bot"}
+    # live traffic: the call the judge was too slow for, the one it refused, and the judge
+    # traces of the scored ones (chat spans in the archive, linked to the agent spans)
+    unscored, judge_traces = checkout
+    assert ["timeout", "1"] in unscored, unscored
+    assert any(reason.startswith("failed: ") for reason, _ in unscored[1:]), unscored
+    chats = {s.trace_id for s in read_spans(archive) if s.attributes.get(sc.TS_JUDGE)}
+    assert judge_traces and set(judge_traces) <= chats
     # the overview's pass rate of the demo's relevancy, with its Wilson interval, as computed
     # from the archive independently (a result passes at 0.5)
     relevancy = [score for a, s, _, score in results
@@ -139,10 +195,11 @@ def test_the_report_shows_agents_scorers_bands_worst_calls_and_corrected_rates(
     assert "Pass rates corrected by people's labels" in text
     labelled = list(csv.DictReader(labels.open()))
     every = _relevancy_by_span(archive)  # of every agent: the labels were drawn from all
-    by_span = {(trace, span): score for trace, span, score in every}
-    judge = [by_span[(row["trace_id"], row["span_id"])] >= 0.5 for row in labelled]
+    by_span = {(trace, span): (score, version) for trace, span, score, version in every}
+    judge = [by_span[(row["trace_id"], row["span_id"])][0] >= 0.5 for row in labelled]
+    (version,) = {by_span[(row["trace_id"], row["span_id"])][1] for row in labelled}
     human = [row["label"] == "pass" for row in labelled]
-    expected = corrected_pass_rate([s >= 0.5 for *_, s in every], judge, human)
+    expected = corrected_pass_rate([s >= 0.5 for *_, s, v in every if v == version], judge, human)
     c = expected.corrected
     assert f"{c.rate:.2f} ({c.low:.2f} to {c.high:.2f})" in text
     console = [e for e in events if e["method"] in ("Runtime.exceptionThrown", "Log.entryAdded")
@@ -154,10 +211,12 @@ def test_the_report_shows_agents_scorers_bands_worst_calls_and_corrected_rates(
     assert requests == [page.as_uri()]
 
 
-def _relevancy_by_span(archive: Path) -> list[tuple[str, str, float]]:
-    return [(span.trace_id, span.span_id, float(attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE]))
+def _relevancy_by_span(archive: Path) -> list[tuple[str, str, float, str]]:
+    """(trace id, span id, score, scorer version) of every answer relevancy score."""
+    return [(span.trace_id, span.span_id, float(attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE]),
+             attributes[sc.TS_SCORER_VERSION])
             for span in read_spans(archive) for name, attributes in span.events
-            if name == sc.GEN_AI_EVALUATION_RESULT
+            if name == sc.GEN_AI_EVALUATION_RESULT and sc.ERROR_TYPE not in attributes
             and attributes[sc.TS_SCORER_ID] == "answer-relevancy"]
 
 
