@@ -240,6 +240,14 @@ def test_a_labels_option_without_a_scorer_names_its_form(tmp_path: Path) -> None
     done = subprocess.run([_CLI, "report", str(spans), "--labels", "labels.csv"],
                           check=False, capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert done.returncode == 2 and "SCORER=FILE" in done.stderr
+    (tmp_path / "labels.jsonl").write_text('{"trace_id": "ab"\n')
+    for spec, said in (("relevancy=missing.csv", "missing.csv: No such file"),
+                       ("relevancy=labels.jsonl", "labels.jsonl, line 1: invalid JSON"),
+                       ("relevancy=phoenix:correctness", "need --phoenix")):
+        done = subprocess.run([_CLI, "report", str(spans), "--labels", spec], check=False,
+                              capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        assert done.returncode == 2 and said in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr
 
 
 @settings(max_examples=200, deadline=None)

@@ -12,6 +12,8 @@ import click
 
 from tracescore._private_files import write_private
 
+_PHOENIX = "phoenix:"  # --labels SCORER=phoenix:ANNOTATION
+
 
 class _UsageError(click.ClickException):
     """Bad input: message on stderr, exit code 2."""
@@ -38,8 +40,9 @@ class _UsageError(click.ClickException):
               help="Worst calls listed per agent and scorer.")
 @click.option("--labels", "label_files", multiple=True, metavar="SCORER=FILE",
               help="People's labels of calls the scorer judged (.csv, .jsonl or .json with "
-                   "trace_id, span_id and a label, as `tracescore sample` writes them): adds "
-                   "the pass rate corrected by them (repeatable).")
+                   "trace_id, span_id and a label, as `tracescore sample` writes them; with "
+                   "--phoenix also phoenix:ANNOTATION, the human annotations of that name): "
+                   "adds the pass rate corrected by them (repeatable).")
 @click.option("--label-column", default="label", show_default=True,
               help="The column (key) holding the human label.")
 def report_command(inputs: Sequence[Path], out: Path, phoenix_url: str | None, project: str,
@@ -64,7 +67,7 @@ def report_command(inputs: Sequence[Path], out: Path, phoenix_url: str | None, p
     if bool(inputs) == (phoenix_url is not None):
         raise _UsageError("give INPUTS or --phoenix URL (not both)")
     try:
-        labels = _labels(label_files)
+        labels = _labels(label_files, phoenix_url, project)
         if phoenix_url is not None:
             from tracescore.cli._phoenix_labels import read_phoenix_spans
 
@@ -89,17 +92,60 @@ def report_command(inputs: Sequence[Path], out: Path, phoenix_url: str | None, p
         click.echo(f"warning: {note}", err=True)
 
 
-def _labels(specs: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
-    from tracescore._datasets import load_dataset
+def _labels(specs: Sequence[str], phoenix_url: str | None, project: str
+            ) -> dict[str, list[dict[str, Any]]]:
+    """Labelled items by scorer id: from files, or (`phoenix:NAME`) the human annotations
+    named NAME in the Phoenix the spans come from."""
     from tracescore._exceptions import ConfigurationError
 
     labels: dict[str, list[dict[str, Any]]] = {}
     for spec in specs:
-        scorer, sep, path = spec.partition("=")
-        if not sep or not scorer.strip() or not path.strip():
-            raise ConfigurationError(f"--labels {spec!r}: write it as SCORER=FILE")
-        labels.setdefault(_scorer_id(scorer.strip()), []).extend(load_dataset(path.strip()))
+        scorer, sep, path = (part.strip() for part in spec.partition("="))
+        if not sep or not scorer or not path:
+            raise ConfigurationError(f"--labels {spec!r}: write it as SCORER=FILE or "
+                                     "SCORER=phoenix:ANNOTATION")
+        if path.startswith(_PHOENIX):
+            if phoenix_url is None:
+                raise ConfigurationError(f"--labels {spec!r}: Phoenix annotations need --phoenix")
+            from tracescore.cli._phoenix_labels import read_phoenix_labels
+
+            items = read_phoenix_labels(phoenix_url, project, path.removeprefix(_PHOENIX))
+        else:
+            items = _label_rows(Path(path))
+        labels.setdefault(_scorer_id(scorer), []).extend(items)
     return labels
+
+
+def _label_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of a labelling file (.csv, .jsonl or .json: a list of objects)."""
+    import csv
+    import io
+    import json
+
+    from tracescore._exceptions import ConfigurationError
+    from tracescore._jsonl import json_lines
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigurationError(f"--labels {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigurationError(f"--labels {path}: not UTF-8 text") from None
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        rows: Any = list(csv.DictReader(io.StringIO(text, newline="")))
+    elif suffix == ".jsonl":
+        rows = [row for _, row in json_lines(text, path, error=ConfigurationError)]
+    elif suffix == ".json":
+        try:
+            rows = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigurationError(f"--labels {path}: invalid JSON: {exc.msg}") from None
+    else:
+        raise ConfigurationError(f"--labels {path}: expected a .csv, .jsonl or .json file")
+    if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+        raise ConfigurationError(f"--labels {path}: expected rows of trace_id, span_id, label")
+    return rows
 
 
 def _scorer_id(name: str) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
 from tracescore.calibration import CorrectedPassRate, LabelSpace, corrected_pass_rate
-from tracescore.calibration._labels import HIGHER_IS_WORSE
+from tracescore.calibration._labels import HIGHER_IS_WORSE, KNOWN_CATEGORIES
 from tracescore.cli._otlp import FileSpan
 
 UNKNOWN_AGENT = "(no agent name)"
@@ -308,10 +308,16 @@ _PASS_FAIL = LabelSpace(kind="pass_fail", categories=("pass", "fail"), threshold
 
 
 def human_pass(label: Any, threshold: float) -> bool | None:
-    """A person's label as pass (True) / fail (False): pass/fail words, or a score in 0..1
-    compared with `threshold`; None when it is neither (or empty)."""
+    """A person's label as pass (True) / fail (False): pass/fail words, a known ordered category
+    (the best one passes: relevant, faithful, good), or a score in 0..1 compared with
+    `threshold`; None when it is neither (or empty)."""
     if label is None or (isinstance(label, str) and not label.strip()):
         return None
+    if isinstance(label, str):
+        word = label.strip().lower()
+        for categories in KNOWN_CATEGORIES:
+            if word in categories:
+                return word == categories[0]
     try:
         return _PASS_FAIL.human_value(label, "label") == 1.0
     except ConfigurationError:
