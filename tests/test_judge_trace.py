@@ -233,3 +233,19 @@ def test_the_span_processor_never_scores_a_span_marked_as_the_judges() -> None:
         e.name for e in s.events if e.name == sc.GEN_AI_EVALUATION_RESULT]
         for s in exporter.get_finished_spans()}
     assert scored == {False: [sc.GEN_AI_EVALUATION_RESULT], True: []}
+
+
+@pytest.mark.parametrize(("value", "traced"), [("true", True), ("false", False), ("'no'", None)])
+def test_the_gateway_config_switch(tmp_path: Path, value: str, traced: bool | None) -> None:
+    from tracescore.gateway import load_gateway_config
+
+    config = tmp_path / "gateway.yaml"
+    config.write_text("scoring:\n  scorers:\n    - {scorer: similarity, trace_judge: "
+                      f"{value}}}\n", encoding="utf-8")
+    if traced is None:
+        with pytest.raises(tracescore.ConfigurationError,
+                           match=r"scoring\.scorers\[0\].*trace_judge"):
+            load_gateway_config(config, environ={})
+        return
+    (online,) = load_gateway_config(config, environ={}).scorers
+    assert online.trace_judge is traced
