@@ -247,5 +247,5 @@ def test_the_gateway_config_switch(tmp_path: Path, value: str, traced: bool | No
                            match=r"scoring\.scorers\[0\].*trace_judge"):
             load_gateway_config(config, environ={})
         return
-    (online,) = load_gateway_config(config, environ={}).scorers
+    (online,) = load_gateway_config(config, environ={}).scorers or ()
     assert online.trace_judge is traced

@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -218,6 +219,27 @@ def _relevancy_by_span(archive: Path) -> list[tuple[str, str, float, str]]:
             for span in read_spans(archive) for name, attributes in span.events
             if name == sc.GEN_AI_EVALUATION_RESULT and sc.ERROR_TYPE not in attributes
             and attributes[sc.TS_SCORER_ID] == "answer-relevancy"]
+
+
+def test_since_and_until_keep_the_calls_that_ended_between(traffic: tuple[Path, Path],
+                                                          tmp_path: Path) -> None:
+    archive, _ = traffic
+    ends = {s.span_id: s.end_ns for s in read_spans(archive)}
+    times = sorted(ends[span] for span, in _result_spans(archive))
+    cut = times[len(times) // 2] // 10**9 * 10**9  # a whole second, as the option takes it
+    since = datetime.fromtimestamp(cut / 1e9, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    for option, expected in (("--since", sum(t >= cut for t in times)),
+                             ("--until", sum(t < cut for t in times))):
+        said = _run("report", str(archive), option, since, "-o", str(tmp_path / "r.html"),
+                    cwd=tmp_path)
+        assert said.startswith(f"{expected} results of "), said
+    assert 0 < sum(t >= cut for t in times) < len(times)
+
+
+def _result_spans(archive: Path) -> list[tuple[str]]:
+    """The span id of every result (failed runs too) in the archive."""
+    return [(span.span_id,) for span in read_spans(archive) for name, _ in span.events
+            if name == sc.GEN_AI_EVALUATION_RESULT]
 
 
 def test_bad_input_is_a_clear_usage_error(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ Phoenix."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,10 @@ class _UsageError(click.ClickException):
 @click.option("--higher-is-worse", "higher_is_worse", multiple=True, metavar="SCORER",
               help="A scorer whose higher scores are worse (repeatable; hallucination, "
                    "toxicity and bias are already).")
+@click.option("--since", type=click.DateTime(), help="Only calls that ended at or after this "
+              "time (UTC).")
+@click.option("--until", type=click.DateTime(), help="Only calls that ended before this time "
+              "(UTC).")
 @click.option("--worst", type=click.IntRange(min=0), default=5, show_default=True,
               help="Worst calls listed per agent and scorer.")
 @click.option("--labels", "label_files", multiple=True, metavar="SCORER=FILE",
@@ -47,7 +52,8 @@ class _UsageError(click.ClickException):
               help="The column (key) holding the human label.")
 def report_command(inputs: Sequence[Path], out: Path, phoenix_url: str | None, project: str,
                    threshold: float, confidence: float, higher_is_worse: Sequence[str],
-                   worst: int, label_files: Sequence[str], label_column: str) -> None:
+                   since: datetime | None, until: datetime | None, worst: int,
+                   label_files: Sequence[str], label_column: str) -> None:
     """Write an HTML report of the scores in INPUTS (OTLP JSON lines) or in Phoenix.
 
     \b
@@ -80,7 +86,8 @@ def report_command(inputs: Sequence[Path], out: Path, phoenix_url: str | None, p
             raise ConfigurationError(f"no spans in {source}")
         report = build_report(spans, source=source, threshold=threshold, confidence=confidence,
                               higher_is_worse=higher_is_worse, worst=worst,
-                              labels=labels, label_column=label_column)
+                              labels=labels, label_column=label_column,
+                              since_ns=_ns(since), until_ns=_ns(until))
     except ConfigurationError as exc:
         raise _UsageError(str(exc)) from None
     write_private(out, html_page(report))
@@ -146,6 +153,13 @@ def _label_rows(path: Path) -> list[dict[str, Any]]:
     if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
         raise ConfigurationError(f"--labels {path}: expected rows of trace_id, span_id, label")
     return rows
+
+
+def _ns(moment: datetime | None) -> int | None:
+    """A naive date and time of the command line, read as UTC, in nanoseconds."""
+    if moment is None:
+        return None
+    return int(moment.replace(tzinfo=moment.tzinfo or timezone.utc).timestamp() * 1e9)
 
 
 def _scorer_id(name: str) -> str:

@@ -234,12 +234,17 @@ def _agent_of(evaluated: FileSpan, holder: FileSpan) -> tuple[str, str | None]:
 def build_report(spans: Sequence[FileSpan], *, source: str, threshold: float = 0.5,
                  confidence: float = 0.95, higher_is_worse: Iterable[str] = (),
                  worst: int = 5, labels: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
-                 label_column: str = "label") -> Report:
-    """The report of `spans`. `labels`: scorer -> labelled items (with trace_id, span_id and
-    `label_column`), for the corrected pass rates."""
+                 label_column: str = "label", since_ns: int | None = None,
+                 until_ns: int | None = None) -> Report:
+    """The report of `spans` (the results of calls that ended in [since, until) when given).
+    `labels`: scorer -> labelled items (with trace_id, span_id and `label_column`), for the
+    corrected pass rates."""
     if not 0 < confidence < 1:
         raise ConfigurationError(f"confidence must be between 0 and 1, got {confidence}")
     results, unscored = read_results(spans)
+    if since_ns is not None or until_ns is not None:
+        low, high = since_ns or 0, until_ns or (1 << 63)
+        results = [r for r in results if low <= r.time_ns < high]
     worse = HIGHER_IS_WORSE | set(higher_is_worse)
     times = [r.time_ns for r in results] or [0]
     start, end = min(times), max(times)

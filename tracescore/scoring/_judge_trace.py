@@ -25,7 +25,7 @@ _ERROR_KEY = "_tracescore_judge_calls"  # where an exception carries its calls a
 _calls: ContextVar[list[JudgeCall] | None] = ContextVar("tracescore_judge_calls", default=None)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)  # no slots: it is pickled (Python 3.10 could not load those)
 class JudgeCall:
     """One request to the judge's model, as it went."""
 
