@@ -50,7 +50,7 @@ def _scorer(stub: StubLLMServer, **judge_options: Any) -> Any:
         backoff_base_s=0.001, backoff_max_s=0.01, **judge_options)
 
 
-def _score_in_process(receiver: OTLPReceiver, scorer: Any, *, isolation: str = "auto",
+def _score_in_process(receiver: OTLPReceiver, scorer: Any, *, isolation: str = "thread",
                       expected: int) -> list[ReceivedSpan]:
     handle = tracescore.configure(exporter="otlp-http", endpoint=receiver.http_endpoint,
                                   scorers=[scorer], online={"max_wait_s": SCORING_BUDGET_S,
@@ -148,7 +148,7 @@ def test_a_bad_switch_value_is_a_configuration_error(stub_llm: StubLLMServer) ->
 def _gateway(folder: Path, receiver: OTLPReceiver, stub: StubLLMServer, trace_judge: bool
              ) -> GatewayProcess:
     config = folder / "gateway.yaml"
-    config.write_text("scoring:\n  scorers:\n    - {scorer: relevancy, options: "
+    config.write_text("scoring:\n  isolation: thread\n  scorers:\n    - {scorer: relevancy, options: "
                       f"{relevancy_options(stub)}, trace_judge: {str(trace_judge).lower()}}}\n",
                       encoding="utf-8")
     return GatewayProcess(["--config", str(config), "--endpoint", receiver.grpc_endpoint,
