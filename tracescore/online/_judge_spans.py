@@ -1,7 +1,7 @@
 """The judge traced: each judge call of a scorer run becomes a GenAI `chat` client span.
 
 The calls of one scorer result share one new trace of their own (each call a root span in it),
-linked to the evaluated span and marked `tracescore.judge=true`, which every front door checks
+linked to the evaluated span and marked `tracescore.span.judge=true`, which every front door checks
 before reading a span, so nothing ever scores the judge. The result's evaluation event carries
 the trace id (`tracescore.judge.trace_id`). The spans are built after the run, where the result
 is delivered (the agent's thread never sees them), as neutral `JudgeSpan`s each front door turns
