@@ -90,6 +90,10 @@ TS_JUDGE_OUTPUT_TOKENS = "tracescore.judge.output_tokens"
 TS_JUDGE_COST_USD = "tracescore.judge.cost_usd"
 TS_JUDGE_LATENCY_MS = "tracescore.judge.latency_ms"
 TS_JUDGE_INPUT_TRUNCATED = "tracescore.judge.input_truncated"  # judged text cut to the cap
+# bool on a judge's own chat span (its call, traced): no recogniser, scorer or gateway scores it
+TS_JUDGE = "tracescore.span.judge"
+TS_JUDGE_TRACE_ID = "tracescore.judge.trace_id"  # on a result: the trace of its judge's calls
+TS_JUDGE_STEP = "tracescore.judge.step"  # on a judge span: the scorer step it served
 TS_SAMPLING_RATE = "tracescore.sampling.rate"
 TS_EVALUATION_STEP = "tracescore.evaluation.step"  # event name for one judge step
 TS_STEP_NAME = "tracescore.step.name"

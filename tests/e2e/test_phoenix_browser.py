@@ -13,7 +13,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
+import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rigs import phoenix as _phoenix
@@ -87,3 +91,53 @@ def test_demo_phoenix_shows_input_output_and_score_of_each_agent_call(
                       else tmp_path / "phoenix-annotations.png")
         browser.screenshot(screenshot)
     assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    _assert_the_report_reads_phoenix_as_the_file(phoenix, spans_file, tmp_path)
+
+
+def _assert_the_report_reads_phoenix_as_the_file(phoenix: PhoenixServer, spans_file: Path,
+                                                 tmp_path: Path) -> None:
+    """`tracescore report --phoenix` shows the same figures as the report of the demo's file,
+    and the people's annotations in Phoenix correct the pass rate as the same labels in a file
+    do (here: the Phoenix is up and has the demo's spans already)."""
+    agents = {s.span_id: s for s in read_spans(spans_file) if s.name == "invoke_agent trivia-agent"}
+    labels = {span_id: _reviewer_label(json.loads(span.attributes[sc.GEN_AI_OUTPUT_MESSAGES]))
+              for span_id, span in agents.items()}
+    request = urllib.request.Request(
+        f"{phoenix.base_url}/v1/span_annotations?sync=true", method="POST",
+        data=json.dumps({"data": [
+            {"span_id": span_id, "name": "correctness", "annotator_kind": "HUMAN",
+             "result": {"label": label}} for span_id, label in labels.items()]}).encode(),
+        headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 200
+    labels_file = tmp_path / "labels.jsonl"
+    labels_file.write_text("".join(
+        json.dumps({"trace_id": agents[span_id].trace_id, "span_id": span_id, "label": label})
+        + "\n" for span_id, label in labels.items()))
+    tracescore = Path(sys.executable).parent / "tracescore"
+    pages = {"phoenix": tmp_path / "phoenix.html", "file": tmp_path / "file.html"}
+    for source, args in (
+            ("phoenix", ["--phoenix", phoenix.base_url, "--project", _phoenix.DEMO_PROJECT,
+                         "--labels", "answer-relevancy=phoenix:correctness"]),
+            ("file", [str(spans_file), "--labels", f"answer-relevancy={labels_file}"])):
+        done = subprocess.run([str(tracescore), "report", *args, "-o", str(pages[source])],
+                              check=False, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and not done.stderr, done.stderr
+    with Chromium() as browser:
+        rows = {}
+        for source, page in pages.items():
+            browser.navigate(page.as_uri())
+            rows[source] = browser.evaluate(
+                "[...document.querySelectorAll('table.overview tr, table.corrected-table tr')]"
+                ".map(r => [...r.cells].map(c => c.innerText))")
+    assert rows["phoenix"] == rows["file"]
+    assert len(rows["file"]) == 5  # the demo's two scorers, one corrected pass rate
+    assert rows["file"][-1][-2:] == [str(len(agents))] * 2  # every call judged and labelled
+
+
+def _reviewer_label(messages: list[dict[str, Any]]) -> str:
+    """A reviewer's category for the demo's answer (the demo agent's notes say what is right)."""
+    answer = messages[0]["parts"][0]["content"]
+    if answer.startswith(("Paris", "William Shakespeare", "Water boils")):
+        return "relevant"
+    return "partial" if answer.startswith("Mars") else "irrelevant"

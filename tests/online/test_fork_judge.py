@@ -82,7 +82,10 @@ def test_a_forked_child_exiting_normally_leaves_the_parents_judge_working(
     assert "done" in done.stdout
 
     expected = 1 + children + (children if child_scores else 0)
-    spans = otlp_receiver.wait_for_spans(expected, timeout=30)
+    # the agent spans (each judge call is a span of its own too: TRACESCORE_TRACE_JUDGE is
+    # unset here, and on by default)
+    spans = otlp_receiver.wait_for_spans(lambda s: not s.attributes.get(sc.TS_JUDGE),
+                                         count=expected, timeout=30)
     scores: dict[str, Any] = {}
     for span in spans:
         question = next(str(v) for k, v in span.attributes.items()

@@ -69,6 +69,7 @@ class Chromium(ChildProcess):
         self._call_timeout = call_timeout
         self._socket: Any = None
         self._ids = itertools.count(1)
+        self.events: list[dict[str, Any]] = []  # DevTools events seen (Network, Runtime ...)
 
     def start(self) -> Chromium:
         try:
@@ -122,6 +123,8 @@ class Chromium(ChildProcess):
         deadline = time.monotonic() + self._call_timeout
         while time.monotonic() < deadline:
             message = json.loads(self._socket.recv())
+            if "method" in message:
+                self.events.append(message)
             if message.get("id") != message_id:
                 continue
             if "error" in message:

@@ -11,7 +11,7 @@ from typing import Any
 from tracescore._private_files import write_private
 from tracescore.calibration._report import CalibrationReport, CalibrationRow
 
-_STYLE = """
+STYLE = """
 body{font-family:system-ui,sans-serif;margin:2rem;color:#1f2328;max-width:70rem}
 h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:2rem}
 table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #d0d7de;padding:.3rem .6rem;
@@ -35,7 +35,7 @@ def html_report(report: CalibrationReport) -> str:
                f"judge)</figcaption>{confusion_svg(report)}</figure><figure><figcaption>Judge "
                f"score by human label</figcaption>{scatter_svg(report)}</figure></div>")
     parts = [(f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{escape(title)}"
-              f"</title><style>{_STYLE}</style></head><body><h1>{escape(title)}</h1>"),
+              f"</title><style>{STYLE}</style></head><body><h1>{escape(title)}</h1>"),
              figures, _summary(report), _disagreements(report), "</body></html>"]
     return "\n".join(parts)
 

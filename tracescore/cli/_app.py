@@ -434,6 +434,9 @@ def _add_calibration_commands() -> None:
 
     main.add_command(calibrate_command)
     main.add_command(sample_command)
+    from tracescore.cli._report import report_command
+
+    main.add_command(report_command)
 
 
 _add_calibration_commands()

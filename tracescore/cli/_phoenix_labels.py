@@ -56,6 +56,14 @@ def read_phoenix_labels(base_url: str, project: str, annotation: str, *,
     return items
 
 
+def read_phoenix_spans(base_url: str, project: str, *, api_key: str | None = None,
+                       timeout: float = 30.0) -> list[FileSpan]:
+    """Every span of `project` (OTLP JSON from Phoenix's REST API), as read from a file."""
+    client = _Client(base_url, api_key or os.environ.get(ENV_API_KEY), timeout)
+    return [parse_span(_without_nulls(raw))
+            for raw in client.pages(f"/v1/projects/{quote(project, safe='')}/spans/otlpv1")]
+
+
 def _labels(client: _Client, project: str, annotation: str, span_ids: list[str],
             annotator_kind: str | None) -> dict[str, dict[str, Any]]:
     """The latest annotation named `annotation` of each span (of the annotator kind)."""

@@ -11,7 +11,7 @@ from tracescore._exceptions import ConfigurationError
 from tracescore.gateway._config_keys import _text
 
 _SCORER_KEYS = ("scorer", "options", "rate", "agents", "attributes", "rate_limit_per_minute",
-                "budget_usd_per_hour", "reference", "sinks", "timeout_s", "fleet")
+                "budget_usd_per_hour", "reference", "sinks", "timeout_s", "fleet", "trace_judge")
 
 
 def build_online_scorers(specs: Sequence[Any] | None, judge_model: str | None, *,

@@ -55,6 +55,7 @@ from tracescore.online._conversations import Turn, as_conversation_options
 from tracescore.online._core import Call, ScoringCore
 from tracescore.online._delivery import ScoreRun
 from tracescore.online._events import EventPayload
+from tracescore.online._judge_spans import JudgeSpan
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._options import OnlineScorer, ProcessorOptions, as_online_scorers
 from tracescore.online._sampling import RANDOMNESS_MASK
@@ -148,7 +149,7 @@ class Engine:
                                 logger_provider=logger_provider,
                                 conversations=as_conversation_options(conversations),
                                 conversation_carrier=self._conversation_carrier,
-                                turn_store=journal)
+                                turn_store=journal, judge_spans=self._judge_spans)
         scope = self.core.conversations
         self._turns = scope.tracker if scope is not None else None  # None: no conversation scorer
         # every agent span may be a turn of a conversation (sampled by its id, not the trace's)
@@ -309,6 +310,8 @@ class Engine:
                     if randomness(span.trace_id) < threshold:
                         continue
                     keys = {kv.key for kv in span.attributes}
+                    if sc.TS_JUDGE in keys:
+                        continue  # a judge's own call (`_judge_spans`): never scored
                     attributes = (attributes_of(span.attributes)
                                   if not readable.isdisjoint(keys) else None)
                     collect(self.traces, span, attributes, marks=runs is not None)
@@ -596,6 +599,12 @@ class Engine:
             span.links.add(trace_id=turn.trace_id.to_bytes(16, "big"),
                            span_id=turn.span_id.to_bytes(8, "big"))
         self._output.put((), request.SerializeToString(), 1)
+
+    def _judge_spans(self, item: _Item, spans: Sequence[JudgeSpan]) -> None:
+        """The judge's calls, traced: go on at once (not journaled)."""
+        _, single = item
+        request = _otlp.judge_request(single, spans)
+        self._output.put((), request.SerializeToString(), len(spans))
 
     def _count_cost(self, events: Sequence[EventPayload]) -> None:
         cost = 0.0

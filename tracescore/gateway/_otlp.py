@@ -14,10 +14,13 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 
+from tracescore.online._judge_spans import SCOPE as JUDGE_SCOPE
+from tracescore.online._judge_spans import JudgeSpan
 from tracescore.online._sampling import RANDOMNESS_MASK
 
 SpanKey = tuple[int, int]
 _KIND_INTERNAL = 1
+_KIND_CLIENT = 3
 _STATUS_ERROR = 2
 _ids = RandomIdGenerator()
 
@@ -115,3 +118,26 @@ def set_value(target: AnyValue, value: object) -> None:
     else:
         target.string_value = str(value)
 
+
+
+def judge_request(evaluated: ExportTraceServiceRequest, spans: Sequence[JudgeSpan]
+                  ) -> ExportTraceServiceRequest:
+    """A request carrying the judge's `spans` (`online._judge_spans`), client spans of their
+    own trace with the evaluated span's resource, each linked to it."""
+    request = ExportTraceServiceRequest()
+    rs = request.resource_spans.add()
+    rs.resource.attributes.extend(evaluated.resource_spans[0].resource.attributes)
+    ss = rs.scope_spans.add()
+    ss.scope.name = JUDGE_SCOPE.name
+    for judge in spans:
+        span = ss.spans.add(trace_id=judge.trace_id.to_bytes(16, "big"),
+                            span_id=judge.span_id.to_bytes(8, "big"), name=judge.name,
+                            kind=_KIND_CLIENT, start_time_unix_nano=judge.start_ns,
+                            end_time_unix_nano=judge.end_ns)
+        for key, value in judge.attributes.items():
+            set_value(span.attributes.add(key=key).value, value)
+        span.links.add(trace_id=judge.evaluated[0].to_bytes(16, "big"),
+                       span_id=judge.evaluated[1].to_bytes(8, "big"))
+        if judge.error:
+            span.status.code = _STATUS_ERROR
+    return request

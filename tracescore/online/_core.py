@@ -64,6 +64,7 @@ from tracescore.online._events import (
 )
 from tracescore.online._hold import Held, HoldTable, Key
 from tracescore.online._isolation import ProcessRunner
+from tracescore.online._judge_spans import JudgeSpan, judge_spans
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._options import OnlineScorer, ProcessorOptions, reference_fallback
 from tracescore.online._records import ResultSink
@@ -73,6 +74,7 @@ from tracescore.online._trace_input import EMPTY, Item, TraceInput, TraceLimits
 from tracescore.online._unwrap import unwrap_input, unwrap_output
 from tracescore.online._worker import Worker
 from tracescore.scoring._base import ScorerInput, evaluate_call
+from tracescore.scoring._judge_trace import JudgeCall, recording
 from tracescore.scoring._provenance import provenance
 from tracescore.scoring._runs import Run
 
@@ -140,7 +142,8 @@ class ScoringCore:
                  sinks: Mapping[str, ResultSink] | None = None,
                  conversations: ConversationOptions | None = None,
                  conversation_carrier: ConversationCarrier | None = None,
-                 turn_store: TurnStore | None = None) -> None:
+                 turn_store: TurnStore | None = None,
+                 judge_spans: Callable[[Any, Sequence[JudgeSpan]], None] | None = None) -> None:
         if not scorers:
             raise ConfigurationError("ScoringSpanProcessor needs at least one scorer")
         if options.isolation == "thread":  # judges run in this process: check them now, fully
@@ -165,6 +168,7 @@ class ScoringCore:
         self.metrics = metrics if metrics is not None else OnlineMetrics()
         self.metrics.quality.describe(scorers)
         self._export_item = export
+        self._judge_spans = judge_spans  # the judge traced (`_judge_spans`); None: not traced
         self.closing = False
         self._logged: set[str] = set()
         self.held = HoldTable(max_held=options.max_held_spans, max_wait_s=options.max_wait_s,
@@ -442,7 +446,7 @@ class ScoringCore:
     async def _run_admitted(self, job: _Job, online: OnlineScorer) -> None:
         call = job.call
         run_id = uuid.uuid4().hex
-        result, error, fallback = None, None, None
+        result, error, fallback, judge_calls = None, None, None, None
         try:
             if not call.unwrapped:  # in the worker: the agent's thread never parses content
                 call.input, call.output = unwrap_input(call.input), unwrap_output(call.output)
@@ -454,7 +458,8 @@ class ScoringCore:
                 fallback = reference_fallback(online.scorer_id, online.scorer)
             trace = self._trace_of(call)
             steps = self._run_of(call, online)
-            with suppressed():
+            with suppressed(), recording(bool(online.trace_judge) and self._judge_spans is not None
+                                         ) as judge_calls:
                 if self.isolation is not None:
                     run = self.isolation.run(online.scorer, input=call.input, output=call.output,
                                              ground_truth=ground_truth, run_id=run_id,
@@ -473,15 +478,18 @@ class ScoringCore:
         except Exception as exc:  # noqa: BLE001 - failures are data
             error = exc
         try:
-            self._deliver(job, online, result, error, run_id, fallback)
+            self._deliver(job, online, result, error, run_id, fallback, judge_calls)
         except Exception:  # noqa: BLE001
             self.log_once("deliver", "tracescore: delivering an online score failed",
                           exc_info=True)
 
     def _deliver(self, job: _Job, online: OnlineScorer, result: Any, error: BaseException | None,
-                 run_id: str, fallback: str | None = None) -> None:
+                 run_id: str, fallback: str | None = None,
+                 judge_calls: Sequence[JudgeCall] | None = None) -> None:
         online.settle_budget(_cost_of(result))
         events, error = _result_events(online, result, error, run_id)
+        traced = judge_spans(judge_calls or (), job.key, scorer_id=online.scorer_id,
+                             scorer_name=online.scorer_name, result=events[0][1])
         if fallback is not None and error is None:  # scored, but not against a ground truth
             events[0][1][sc.TS_REFERENCE_MISSING] = True
             events[0][1][sc.TS_REFERENCE_FALLBACK] = fallback
@@ -503,6 +511,8 @@ class ScoringCore:
                           "tracescore: online scorer %r failed (%s: %s); recorded as an "
                           "evaluation event with error.type", online.scorer_id,
                           error_type(error), finish_text(error_message(error)))
+        if traced and self._judge_spans is not None:  # the judge traced, its id on the event
+            self._judge_spans(job.item, traced)
 
     def count_shutdown_drop(self, agent: str | None, scorers: Sequence[OnlineScorer]) -> None:
         """Count runs lost to shutdown; span-sink runs are counted when their span is released."""

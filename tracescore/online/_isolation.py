@@ -48,6 +48,7 @@ from typing import IO, Any
 
 from tracescore._exceptions import TracescoreError
 from tracescore.scoring._base import ScorerInput, ToolCall, evaluate_call
+from tracescore.scoring._judge_trace import adopted, carry, recording
 
 _log = logging.getLogger("tracescore")
 
@@ -229,7 +230,7 @@ class ProcessRunner:
             return await self._in_thread(scorer, _Unavailable(str(self._broken), "start"), call)
         try:
             child.send(key, registration, _frame(("job", job_id, key, data)))
-            return await future  # settled by the reader, also when the child dies
+            return await adopted(future)  # settled by the reader, also when the child dies
         except _Unavailable as exc:
             return await self._in_thread(scorer, exc, call)
         finally:
@@ -516,18 +517,19 @@ async def _run_job(scorers: dict[int, Any], message: tuple[Any, ...], send: Any)
     if isinstance(scorer, _Unavailable):
         send(("unavailable", job_id, str(scorer), scorer.kind))
         return
+    calls = None  # the judge's calls travel back with the result (`_judge_trace`)
     try:
-        with suppressed():
+        with suppressed(), recording() as calls:
             result = await asyncio.wait_for(
                 evaluate_call(scorer, ScorerInput(
                     input=input, output=output, ground_truth=ground_truth, run_id=run_id,
                     tool_calls=tuple(tool_calls), context=tuple(context), run=run)),
                 timeout_s)
-        reply = _encode_result(job_id, result)
+        reply = _encode_result(job_id, carry(result, calls))
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # noqa: BLE001 - failures travel back as data
-        reply = _encode_error(job_id, exc)
+        reply = _encode_error(job_id, carry(exc, calls))
     send(reply)
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tracescore import _env
 from tracescore._exceptions import ConfigurationError
 from tracescore.online._fleet_limits import FleetLimiter
 from tracescore.online._isolation import ISOLATIONS
@@ -48,6 +49,8 @@ class OnlineScorer:
     - `sinks`: where results go: any of "span" (default), "carrier", "log", "phoenix" (span
       annotations through Phoenix's REST API; see `PhoenixSink`).
     - `timeout_s`: upper bound of one scorer run (judge retries included).
+    - `trace_judge`: each judge call becomes a `chat` span in a trace of its own, linked to the
+      evaluated span (None: TRACESCORE_TRACE_JUDGE, default true).
     """
 
     scorer: Scorer
@@ -61,6 +64,7 @@ class OnlineScorer:
     sinks: Iterable[str] | str = ("span",)
     timeout_s: float = 120.0
     fleet_limits: FleetLimiter | None = None
+    trace_judge: bool | None = None
     _threshold: int = field(init=False, repr=False)
     _limiter: RateLimiter | None = field(init=False, repr=False)
     _budget: CostBudget | None = field(init=False, repr=False)
@@ -101,6 +105,11 @@ class OnlineScorer:
         if timeout <= 0:
             raise ConfigurationError(f"OnlineScorer timeout_s must be > 0, got {self.timeout_s!r}")
         set_(self, "timeout_s", timeout)
+        if self.trace_judge is not None and not isinstance(self.trace_judge, bool):
+            raise ConfigurationError(
+                f"OnlineScorer trace_judge must be True, False or None, got {self.trace_judge!r}")
+        set_(self, "trace_judge", _env.TRACE_JUDGE.get() if self.trace_judge is None
+             else self.trace_judge)
         limiter = None
         if self.rate_limit_per_minute is not None:
             per_minute = _number("rate_limit_per_minute", self.rate_limit_per_minute)

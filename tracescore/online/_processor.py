@@ -51,6 +51,7 @@ from tracescore.online._delivery import ScoreRun
 from tracescore.online._diagnose import Diagnoser
 from tracescore.online._event_content import with_event_content
 from tracescore.online._events import EventPayload
+from tracescore.online._judge_spans import JudgeSpan, readable_span
 from tracescore.online._listener import LISTENERS
 from tracescore.online._llm_calls import contentless_reader, from_llm_calls, read_llm_call
 from tracescore.online._metrics import OnlineMetrics
@@ -160,7 +161,8 @@ class ScoringSpanProcessor(SpanProcessor):
                                  trace_limits=limits, metrics=OnlineMetrics(meter_provider),
                                  logger_provider=logger_provider, sinks=sinks,
                                  conversations=as_conversation_options(conversations),
-                                 conversation_carrier=self._conversation_carrier)
+                                 conversation_carrier=self._conversation_carrier,
+                                 judge_spans=self._judge_spans)
         # conversation scorers: every agent call with a conversation id is a turn (None: none)
         self._conversations = (self._core.conversations.tracker
                                if self._core.conversations is not None else None)
@@ -473,6 +475,8 @@ class ScoringSpanProcessor(SpanProcessor):
             if scope is not None and scope.name.startswith("tracescore"):
                 return None  # our own agent spans were decided by the listener
             attributes = span.attributes or {}
+            if sc.TS_JUDGE in attributes:
+                return None  # a judge's own call (`_judge_spans`): never scored
             if self._watched.isdisjoint(attributes):
                 return None  # neither a recogniser nor a diagnosis could take it: skip the chain
             found = None
@@ -533,6 +537,10 @@ class ScoringSpanProcessor(SpanProcessor):
 
     def _conversation_carrier(self, run: ScoreRun, turns: Sequence[Turn], end_ns: int) -> None:
         self._downstream.on_end(conversation_carrier_span(run, turns, end_ns, self._resource))
+
+    def _judge_spans(self, span: ReadableSpan, spans: Sequence[JudgeSpan]) -> None:
+        for judge in spans:  # straight downstream: never a candidate of ours
+            self._downstream.on_end(readable_span(judge, span.resource))
 
     def _after_fork(self) -> None:
         # Held spans and candidates belong to the parent, which exports them; the providers

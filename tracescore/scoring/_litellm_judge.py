@@ -47,6 +47,7 @@ from tracescore.scoring._judge_replies import (
     retry_after_seconds,
     schema_instructions,
 )
+from tracescore.scoring._judge_trace import traced
 
 logger = logging.getLogger("tracescore.scoring")
 
@@ -346,11 +347,11 @@ class LiteLLMJudge:
             spend.calls += 1
             try:
                 with suppressed(), quiet_litellm():
-                    response = await asyncio.wait_for(
+                    response = await traced(self.model, request.step, asyncio.wait_for(
                         litellm.acompletion(model=self.model, messages=messages,
                                             timeout=self.timeout, num_retries=0,
                                             max_retries=0, **kwargs),
-                        timeout=self.timeout + 5.0)  # guard in case the provider ignores it
+                        timeout=self.timeout + 5.0))  # guard in case the provider ignores it
             except Exception as exc:
                 if (_is_auth_failure(exc) or not _is_transient(exc)
                         or attempt >= _retries_for(exc, self.max_retries)):
