@@ -332,7 +332,7 @@ def rescore(inputs: Sequence[Path], config_file: Path | None, scorers: Sequence[
 
         runs = sum(e.runs for e in summary.estimates)
         click.echo(f"dry run: read {summary.spans_read} spans, {summary.spans_selected} "
-                   f"selected, {summary.agent_spans} agent spans offered; {runs} scorer runs "
+                   f"selected, {_agent_spans(summary)[:-2]}; {runs} scorer runs "
                    f"would be made, {seen}"
                    + (f"; {' and '.join(counted)} would be scored" if counted else ""))
         for text in estimate_lines(summary.estimates):
@@ -340,10 +340,11 @@ def rescore(inputs: Sequence[Path], config_file: Path | None, scorers: Sequence[
         click.echo("nothing was scored, written or sent")
         return
     dropped = summary.stats.get("dropped", 0)
+    why = ", ".join(f"{count} {reason}" for reason, count in sorted(summary.unscored.items()))
     line = (f"read {summary.spans_read} spans, {summary.spans_selected} selected, "
-            f"{summary.agent_spans} agent spans offered, "
-            f"{summary.stats.get('scored', 0)} scores, {summary.stats.get('failed', 0)} failed, "
-            + (f"{dropped} not scored in time, " if dropped else "")
+            + _agent_spans(summary)
+            + f"{summary.stats.get('scored', 0)} scores, {summary.stats.get('failed', 0)} failed, "
+            + (f"{dropped} not scored ({why}), " if dropped else "")
             + f"{seen}{scopes}; ")
     if summary.undelivered:
         click.echo(f"{line}wrote {summary.spans_delivered} of {summary.spans_written} spans: "
@@ -355,6 +356,15 @@ def rescore(inputs: Sequence[Path], config_file: Path | None, scorers: Sequence[
         click.echo(f"error: every score failed ({failed}); the spans were written with the "
                    f"failures as evaluation events (see error.type)", err=True)
         sys.exit(EXIT_UNSCORED)
+
+
+def _agent_spans(summary: Any) -> str:
+    """"N agent spans offered, " and the agent-like spans that could not be read."""
+    unreadable = summary.unreadable
+    if not unreadable:
+        return f"{summary.agent_spans} agent spans offered, "
+    return (f"{summary.agent_spans + unreadable} agent spans ({unreadable} unreadable: see the "
+            f"warning), {summary.agent_spans} offered, ")
 
 
 @main.command()
