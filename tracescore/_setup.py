@@ -301,6 +301,7 @@ def configure(
         _check_global(trace.get_tracer_provider())
     resource = _resource(service_name, resource_attributes)
     scorer_list = _scorer_list(scorers)
+    _warn_unready(scorer_list)
 
     built: list[GuardedExporter] = []
     pipeline: SpanProcessor | None = None
@@ -379,6 +380,17 @@ def _exporter_specs(exporter: ExporterSpec | Sequence[ExporterSpec] | None) -> l
             raise ConfigurationError(f"unknown exporter {item!r}; use one of "
                                      f"{', '.join(_exporters.EXPORTER_NAMES)} or a SpanExporter")
     return specs
+
+
+def _warn_unready(scorers: list[Any]) -> None:
+    """Log, once per scorer, a judge that cannot work (no API key, unknown model): its results
+    will be failures (`error.type` on the result event, no score), never an exception here."""
+    from tracescore.scoring._resolve import unready_judges
+
+    for problem in unready_judges(scorers):
+        logging.getLogger("tracescore").warning(
+            "tracescore: %s; its results will be failures (error.type on the "
+            "gen_ai.evaluation.result event, no score) until that is fixed", problem)
 
 
 def _scorer_list(scorers: Any) -> list[Any]:
