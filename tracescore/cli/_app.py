@@ -323,7 +323,9 @@ def rescore(inputs: Sequence[Path], config_file: Path | None, scorers: Sequence[
         click.echo(f"warning: {missing.warning(scorer_id)}", err=True)
     seen = (f"{summary.skipped} skipped (already scored by the same scorer version), "
             f"{summary.rescored} re-scored")
-    counted = [f"{count} {name}" for count, name in (
+    from tracescore._words import counted as n
+
+    counted = [n(count, name[:-1]) for count, name in (
         (summary.runs_scored, "runs"), (summary.conversations_scored, "conversations"))
         if count or name in summary.scopes]  # whole runs, conversations (their scorers')
     scopes = "".join(f", {text} scored" for text in counted)
@@ -331,8 +333,8 @@ def rescore(inputs: Sequence[Path], config_file: Path | None, scorers: Sequence[
         from tracescore.gateway._rescore_estimate import estimate_lines
 
         runs = sum(e.runs for e in summary.estimates)
-        click.echo(f"dry run: read {summary.spans_read} spans, {summary.spans_selected} "
-                   f"selected, {_agent_spans(summary)[:-2]}; {runs} scorer runs "
+        click.echo(f"dry run: read {n(summary.spans_read, 'span')}, {summary.spans_selected} "
+                   f"selected, {_agent_spans(summary)[:-2]}; {n(runs, 'scorer run')} "
                    f"would be made, {seen}"
                    + (f"; {' and '.join(counted)} would be scored" if counted else ""))
         for text in estimate_lines(summary.estimates):
@@ -341,16 +343,17 @@ def rescore(inputs: Sequence[Path], config_file: Path | None, scorers: Sequence[
         return
     dropped = summary.stats.get("dropped", 0)
     why = ", ".join(f"{count} {reason}" for reason, count in sorted(summary.unscored.items()))
-    line = (f"read {summary.spans_read} spans, {summary.spans_selected} selected, "
+    line = (f"read {n(summary.spans_read, 'span')}, {summary.spans_selected} selected, "
             + _agent_spans(summary)
-            + f"{summary.stats.get('scored', 0)} scores, {summary.stats.get('failed', 0)} failed, "
+            + f"{n(summary.stats.get('scored', 0), 'score')}, "
+            + f"{summary.stats.get('failed', 0)} failed, "
             + (f"{dropped} not scored ({why}), " if dropped else "")
             + f"{seen}{scopes}; ")
     if summary.undelivered:
-        click.echo(f"{line}wrote {summary.spans_delivered} of {summary.spans_written} spans: "
+        click.echo(f"{line}wrote {summary.spans_delivered} of {n(summary.spans_written, 'span')}: "
                    f"{summary.undelivered}", err=True)
         sys.exit(EXIT_UNDELIVERED)
-    click.echo(f"{line}wrote {summary.spans_written} spans")
+    click.echo(f"{line}wrote {n(summary.spans_written, 'span')}")
     failed, scored = summary.stats.get("failed", 0), summary.stats.get("scored", 0)
     if failed and not scored:
         click.echo(f"error: every score failed ({failed}); the spans were written with the "
@@ -360,11 +363,13 @@ def rescore(inputs: Sequence[Path], config_file: Path | None, scorers: Sequence[
 
 def _agent_spans(summary: Any) -> str:
     """"N agent spans offered, " and the agent-like spans that could not be read."""
+    from tracescore._words import counted
+
     unreadable = summary.unreadable
     if not unreadable:
-        return f"{summary.agent_spans} agent spans offered, "
-    return (f"{summary.agent_spans + unreadable} agent spans ({unreadable} unreadable: see the "
-            f"warning), {summary.agent_spans} offered, ")
+        return f"{counted(summary.agent_spans, 'agent span')} offered, "
+    return (f"{counted(summary.agent_spans + unreadable, 'agent span')} ({unreadable} unreadable: "
+            f"see the warning), {summary.agent_spans} offered, ")
 
 
 @main.command()
