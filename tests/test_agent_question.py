@@ -55,7 +55,7 @@ def _recorded(exporter: InMemorySpanExporter, scorer: Recording) -> tuple[object
     """(the text of the last agent span's recorded user message, the last scored input)."""
     assert tracescore.flush(10)
     span = [s for s in exporter.get_finished_spans() if s.name.startswith("invoke_agent")][-1]
-    (message,) = json.loads(span.attributes["gen_ai.input.messages"])
+    (message,) = json.loads(str(span.attributes["gen_ai.input.messages"]))
     return message["parts"][0]["content"], scorer.inputs[-1]
 
 
@@ -143,7 +143,7 @@ def test_a_single_dict_argument_is_the_input_as_it_is(
 @pytest.mark.parametrize("bad", ["nope", "", 3])
 def test_a_question_arg_that_is_no_parameter_is_refused_at_decoration(bad: object) -> None:
     with pytest.raises(ConfigurationError, match="question_arg"):
-        @tracescore.agent(question_arg=bad)  # type: ignore[arg-type]
+        @tracescore.agent(question_arg=bad)  # type: ignore[call-overload]
         def helpdesk(chat: str, question: str) -> str:
             return ""
 

@@ -30,5 +30,7 @@ def test_the_start_line_says_off(tmp_path: Path, caplog: pytest.LogCaptureFixtur
     (line,) = [r.getMessage() for r in caplog.records if "gateway listening" in r.getMessage()]
     assert "None" not in line
     for name, wanted in (("grpc", grpc), ("http", http), ("health", health)):
-        value = re.search(rf"\b{name}=(\S+)", line).group(1)  # type: ignore[union-attr]
+        found = re.search(rf"\b{name}=(\S+)", line)
+        assert found is not None, line
+        value = found.group(1)
         assert (value == "off") != wanted and (value.isdigit() == wanted), line

@@ -44,7 +44,7 @@ def _product_texts() -> Iterator[tuple[str, int, str]]:
                  for v in node.values}
         for node in ast.walk(tree):
             if isinstance(node, ast.JoinedStr):
-                text = "".join(v.value if isinstance(v, ast.Constant) else "{x}"
+                text = "".join(str(v.value) if isinstance(v, ast.Constant) else "{x}"
                                for v in node.values)
             elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
                   and id(node) not in skip and id(node) not in inner):
@@ -103,7 +103,7 @@ def test_a_judge_without_its_key_fails_with_the_guidance_intact(
     geo("Capital of France?")
     handle.shutdown(30)
     (span,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent geo"]
-    texts = [json.dumps(dict(e.attributes)) for e in span.events]
+    texts = [json.dumps(dict(e.attributes or {})) for e in span.events]
     assert any("or pass api_key=...)" in text for text in texts), texts
     assert not any("REDACTED" in text for text in texts), texts
     logged = [r.getMessage() for r in caplog.records]

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 
-def counted(count: int | float, singular: str, plural: str | None = None) -> str:
+def counted(count: float, singular: str, plural: str | None = None) -> str:
     """"{count} {noun}", the noun singular for exactly 1 (and -1), plural otherwise."""
     number = int(count) if float(count).is_integer() else count
     word = singular if abs(number) == 1 else plural or f"{singular}s"

@@ -321,34 +321,14 @@ def rescore(inputs: Sequence[Path], config_file: Path | None, scorers: Sequence[
         raise CommandError(str(exc)) from None
     for scorer_id, missing in summary.no_reference.items():
         click.echo(f"warning: {missing.warning(scorer_id)}", err=True)
-    seen = (f"{summary.skipped} skipped (already scored by the same scorer version), "
-            f"{summary.rescored} re-scored")
     from tracescore._words import counted as n
+    from tracescore.cli._rescore_text import dry_run_lines, summary_line
 
-    counted = [n(count, name[:-1]) for count, name in (
-        (summary.runs_scored, "runs"), (summary.conversations_scored, "conversations"))
-        if count or name in summary.scopes]  # whole runs, conversations (their scorers')
-    scopes = "".join(f", {text} scored" for text in counted)
     if dry_run:
-        from tracescore.gateway._rescore_estimate import estimate_lines
-
-        runs = sum(e.runs for e in summary.estimates)
-        click.echo(f"dry run: read {n(summary.spans_read, 'span')}, {summary.spans_selected} "
-                   f"selected, {_agent_spans(summary)[:-2]}; {n(runs, 'scorer run')} "
-                   f"would be made, {seen}"
-                   + (f"; {' and '.join(counted)} would be scored" if counted else ""))
-        for text in estimate_lines(summary.estimates):
+        for text in dry_run_lines(summary):
             click.echo(text)
-        click.echo("nothing was scored, written or sent")
         return
-    dropped = summary.stats.get("dropped", 0)
-    why = ", ".join(f"{count} {reason}" for reason, count in sorted(summary.unscored.items()))
-    line = (f"read {n(summary.spans_read, 'span')}, {summary.spans_selected} selected, "
-            + _agent_spans(summary)
-            + f"{n(summary.stats.get('scored', 0), 'score')}, "
-            + f"{summary.stats.get('failed', 0)} failed, "
-            + (f"{dropped} not scored ({why}), " if dropped else "")
-            + f"{seen}{scopes}; ")
+    line = summary_line(summary)
     if summary.undelivered:
         click.echo(f"{line}wrote {summary.spans_delivered} of {n(summary.spans_written, 'span')}: "
                    f"{summary.undelivered}", err=True)
@@ -359,17 +339,6 @@ def rescore(inputs: Sequence[Path], config_file: Path | None, scorers: Sequence[
         click.echo(f"error: every score failed ({failed}); the spans were written with the "
                    f"failures as evaluation events (see error.type)", err=True)
         sys.exit(EXIT_UNSCORED)
-
-
-def _agent_spans(summary: Any) -> str:
-    """"N agent spans offered, " and the agent-like spans that could not be read."""
-    from tracescore._words import counted
-
-    unreadable = summary.unreadable
-    if not unreadable:
-        return f"{counted(summary.agent_spans, 'agent span')} offered, "
-    return (f"{counted(summary.agent_spans + unreadable, 'agent span')} ({unreadable} unreadable: "
-            f"see the warning), {summary.agent_spans} offered, ")
 
 
 @main.command()
