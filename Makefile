@@ -6,7 +6,7 @@ DIST ?= dist
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: native-agents venv side-envs test demo bench lint docs docs-serve phoenix demo-phoenix collector telemetrygen chromium redis wheel clean
+.PHONY: native-agents venv side-envs test demo bench lint docs docs-serve phoenix demo-phoenix collector telemetrygen chromium redis prometheus wheel clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,7 +18,7 @@ venv: $(STAMP)
 
 # 3 workers on any machine: most slow tests wait on subprocesses (collector, Phoenix, gateways);
 # more starve the timing-bound end-to-end tests of CPU on 2 cores
-test: $(STAMP) lint docs collector chromium redis side-envs native-agents
+test: $(STAMP) lint docs collector chromium redis prometheus side-envs native-agents
 	$(PY) -m pytest -q -n 3
 
 # the real libraries the tests run (agent frameworks, Phoenix) in cached side environments, built
@@ -71,7 +71,7 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 		(export DEBIAN_FRONTEND=noninteractive; apt-get install -y -qq chromium || (apt-get update -qq && apt-get install -y -qq chromium)) \
 		|| echo "make chromium: could not install chromium (needs root and Debian's apt);" \
-			"tests/test_phoenix_browser.py will fail until it is installed"; }
+			"tests/e2e/test_phoenix_browser.py will fail until it is installed"; }
 
 # Debian's redis-server for the fleet limits' tests (each test starts its own on a free loopback
 # port; needs root, skipped when installed)
@@ -79,7 +79,15 @@ redis:
 	@command -v redis-server >/dev/null 2>&1 || { \
 		(export DEBIAN_FRONTEND=noninteractive; apt-get install -y -qq redis-server || (apt-get update -qq && apt-get install -y -qq redis-server)) \
 		|| echo "make redis: could not install redis-server (needs root and Debian's apt);" \
-			"tests/test_fleet_limits.py will fail until it is installed"; }
+			"tests/gateway/test_fleet_limits.py will fail until it is installed"; }
+
+# Debian's prometheus (the server and promtool) for the shipped rules' tests: `promtool check/test
+# rules` and the end-to-end test that scrapes the collector (needs root, skipped when installed)
+prometheus:
+	@command -v promtool >/dev/null 2>&1 || { \
+		(export DEBIAN_FRONTEND=noninteractive; apt-get install -y -qq --no-install-recommends prometheus || (apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus)) \
+		|| echo "make prometheus: could not install prometheus (needs root and Debian's apt);" \
+			"tests/e2e/test_prometheus_rules.py will fail until it is installed"; }
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -1,7 +1,7 @@
 """Every `TRACESCORE_*` environment variable, defined once: its name, default, parser and what it
 does. Readers call `VAR.get()` (a bad value warns with a `RuntimeWarning` and gives the default)
 or, where a bad value must stop the program (the gateway's settings), `VAR.raw()` and validate.
-docs/reference.md lists the same variables (tests/test_env.py checks both ways).
+docs/reference.md lists the same variables (tests/project/test_env.py checks both ways).
 """
 
 from __future__ import annotations

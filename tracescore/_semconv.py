@@ -109,11 +109,17 @@ TS_CONTEXT = "tracescore.context"
 TS_FAILED_STEP = "tracescore.evaluation.failed_step"  # scorer step that failed (on error)
 EVALUATION_SPAN_PREFIX = "evaluation"  # carrier span name: "evaluation {scorer name}"
 TS_EVALUATION_CARRIER = "tracescore.evaluation.carrier"  # bool attribute marking a carrier span
+# on a carrier span: ms from the end of the span it judges to its result (the carrier lasts 0)
+TS_EVALUATION_DELAY_MS = "tracescore.evaluation.delay_ms"
 # a conversation's result (with gen_ai.conversation.id): the version, by the turns it saw
 TS_CONVERSATION_TURNS = "tracescore.conversation.turns"  # how many turns (int)
 TS_CONVERSATION_FIRST_TURN = "tracescore.conversation.first_turn"  # "<trace id>/<span id>"
 TS_CONVERSATION_LAST_TURN = "tracescore.conversation.last_turn"
 TS_CONVERSATION_TRIGGER = "tracescore.conversation.trigger"  # quiet, turn_limit, max_age ...
+# turns of the conversation a version did not see (dropped under load, let go by a bound)
+TS_CONVERSATION_TURNS_MISSING = "tracescore.conversation.turns_missing"
+# on a run's result: why the run may lack spans (before_start, max_age, overflow, trace_forgotten)
+TS_RUN_PARTIAL = "tracescore.run.partial"
 # counter of the conversation scope's events, by `tracescore.conversation.event`: turns,
 # versions.<trigger>, forgotten.<reason> (a scored conversation's turns let go early),
 # dropped.<reason> (turns not taken), turns.filtered, store_failed

@@ -71,13 +71,13 @@ NODE_PACKAGES: dict[str, str] = {
     "@opentelemetry/exporter-zipkin": "2.12.1",
 }
 # node runs of agents/convention_agent.mjs; more runs there (AI SDK 4, 5, 7 legacy, Mastra workflows and
-# memory) are exercised through the gateway by tests/test_reach_node.py
+# memory) are exercised through the gateway by tests/e2e/test_reach_node.py
 NODE_CONVENTIONS: tuple[str, ...] = ("vercel_ai", "vercel_ai_v6", "mastra")
 CONVENTIONS: tuple[str, ...] = (
     "genai", "openinference", "traceloop", "pydantic_ai", "pydantic_ai_v2", "pydantic_ai_history",
     *NODE_CONVENTIONS,
 )
-# more runs of the side venv's libraries, with cases of their own (tests/test_reach_python_runs.py)
+# more runs of the side venv's libraries, with cases of their own (tests/e2e/test_reach_python_runs.py)
 MORE_RUNS: tuple[str, ...] = ("pydantic_ai_tools", "genai_workflow")
 _AGENT_SCRIPT = Path(__file__).parent / "agents" / "convention_agent.py"
 _NODE_AGENT_SCRIPT = _AGENT_SCRIPT.with_suffix(".mjs")

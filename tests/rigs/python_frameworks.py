@@ -1,5 +1,5 @@
 """The cached side venv holding real Python agent frameworks and their instrumentations, for the
-reach tests (`tests/test_reach_python_frameworks.py`); `agents/reach_lc.py` runs inside it."""
+reach tests (`tests/e2e/test_reach_python_frameworks.py`); `agents/reach_lc.py` runs inside it."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 The scorer classes declare their names (`scoring/_names.py` fills as the classes are defined),
 but importing the scoring package costs about 150 ms, which `tracescore --help`, `inspect` and
-`demo` need not pay. tests/test_scorer_declarations.py checks these lists equal the declared ones.
+`demo` need not pay. tests/scoring/test_scorer_declarations.py checks these lists equal the declared ones.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ validated once at start; every error is a `ConfigurationError` naming the key (`
     receivers: {grpc: 0.0.0.0:4317, http: 0.0.0.0:4318, health: 0.0.0.0:13133,
                 bearer_token: ..., tls: {cert_file, key_file, client_ca_file},
                 max_request_bytes: ..., max_decompressed_bytes: ...,
-                read_timeout_s: 30, idle_timeout_s: 60, max_connections: 1000}
+                read_timeout_s: 30, idle_timeout_s: 60, max_connections: auto}
     exporter:  {endpoint, protocol: grpc | http/protobuf, headers, compression, timeout_s,
                 ca_file, workers, max_batch_spans, max_batch_bytes, stuck_after_s}
     journal:   {path, sync: full | normal}
@@ -116,14 +116,16 @@ class ReceiversConfig:
     max_decompressed_bytes: int = 64 << 20
     read_timeout_s: float = 30.0
     idle_timeout_s: float = 60.0
-    max_connections: int = 1000
+    max_connections: int | None = None  # 1000, lowered to fit the open files limit
 
     def __post_init__(self) -> None:
         for name in ("grpc", "http", "health"):
             value = getattr(self, name)
             if value is not None:
                 host_port(value, f"receivers.{name}")
-        _positive_ints(self, "max_request_bytes", "max_decompressed_bytes", "max_connections")
+        _positive_ints(self, "max_request_bytes", "max_decompressed_bytes")
+        if self.max_connections is not None:
+            _positive_ints(self, "max_connections")
         _positive_numbers(self, "read_timeout_s", "idle_timeout_s")
         if self.max_decompressed_bytes < self.max_request_bytes:
             raise ConfigurationError("receivers.max_decompressed_bytes must be >= "
@@ -328,7 +330,7 @@ class GatewayConfig:
     max_decompressed_bytes = _Alias[int]("receivers.max_decompressed_bytes")
     read_timeout_s = _Alias[float]("receivers.read_timeout_s")
     idle_timeout_s = _Alias[float]("receivers.idle_timeout_s")
-    max_connections = _Alias[int]("receivers.max_connections")
+    max_connections = _Alias[int | None]("receivers.max_connections")
     exporter_endpoint = _Alias[str]("exporter.endpoint")
     exporter_protocol = _Alias[str]("exporter.protocol")
     exporter_headers = _Alias[Mapping[str, str]]("exporter.headers")

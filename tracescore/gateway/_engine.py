@@ -58,7 +58,7 @@ from tracescore.online._events import EventPayload
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._options import OnlineScorer, ProcessorOptions, as_online_scorers
 from tracescore.online._sampling import RANDOMNESS_MASK
-from tracescore.online._sinks import SCOPE, carrier_attributes
+from tracescore.online._sinks import SCOPE, carrier_attributes, carrier_time
 from tracescore.online.intake import (
     EMPTY,
     ContentlessAgent,
@@ -109,7 +109,9 @@ class Engine:
                  max_request_bytes: int | None = None,
                  keep: Callable[[Any, tuple[OnlineScorer, ...]], tuple[OnlineScorer, ...]]
                  | None = None, run_options: Mapping[str, Any] | None = None,
-                 conversations: Mapping[str, Any] | None = None) -> None:
+                 conversations: Mapping[str, Any] | None = None, live: bool = True) -> None:
+        # live: spans arrive as they happen (not rescore's files): a run that began before
+        # this engine started may lack spans that went to the instance before
         self._recognisers = tuple(recognisers)
         self._keep = keep  # rescore: which of a span's chosen scorers still score it
         self._contentless = contentless_reader(self._recognisers)
@@ -156,7 +158,8 @@ class Engine:
         # run-scope scorers: agent spans of the runs they sample wait for the run's quiet period
         self._runs: RunScope | None = None
         if self.core.run_scorers:
-            self._runs = RunScope(run_options, self.traces, self.core, self._choose)
+            self._runs = RunScope(run_options, self.traces, self.core, self._choose,
+                                  started_ns=time.time_ns() if live else None)
             self._run_threshold = min(o.threshold for o in self.core.run_scorers)
             self.core.add_timer(self._runs.table.expire)
 
@@ -578,22 +581,24 @@ class Engine:
         """A carrier span beside the evaluated one: goes on at once (not journaled)."""
         _, single = run.item
         self._count_cost(run.events)
+        at, delay_ms = carrier_time(_otlp.only_span(single).end_time_unix_nano, end_ns)
         request = _otlp.carrier_request(
             single, f"{sc.EVALUATION_SPAN_PREFIX} {run.online.scorer_name}",
-            carrier_attributes(run.key[1], run.events, run.agent), run.events,
-            start_ns=run.start_ns, end_ns=end_ns, scope=SCOPE.name)
+            carrier_attributes(run.key[1], run.events, run.agent, delay_ms), run.events,
+            start_ns=at, end_ns=at, scope=SCOPE.name)
         self._output.put((), request.SerializeToString(), 1)
 
     def _conversation_carrier(self, run: ScoreRun, turns: Sequence[Turn], end_ns: int) -> None:
         """A conversation's carrier span: a child of its last turn, linked to every turn."""
         self._count_cost(run.events)
         last = turns[-1]
+        at, delay_ms = carrier_time(last.end_ns, end_ns)
         evaluated = ExportTraceServiceRequest()
         evaluated.resource_spans.add().scope_spans.add().spans.add(
             trace_id=last.trace_id.to_bytes(16, "big"), span_id=last.span_id.to_bytes(8, "big"))
         request = _otlp.carrier_request(
             evaluated, f"{sc.EVALUATION_SPAN_PREFIX} {run.online.scorer_name}",
-            carrier_fields(run, turns), run.events, start_ns=run.start_ns, end_ns=end_ns,
+            carrier_fields(run, turns, delay_ms), run.events, start_ns=at, end_ns=at,
             scope=SCOPE.name)
         span = _otlp.only_span(request)
         for turn in turns[-MAX_LINKS:-1]:  # the last turn is linked already

@@ -27,6 +27,8 @@ from tracescore.gateway._engine import Engine
 from tracescore.gateway._forward import Forwarder, GrpcSender, HttpSender, NextHopRejected, Sender
 from tracescore.gateway._journal import PASS, Journal
 from tracescore.gateway._metrics import GatewayMetrics
+from tracescore.gateway._open_files import fit_connections, open_files_limit
+from tracescore.gateway._quality_text import prometheus_text, quality_provider
 from tracescore.gateway._receiver import (
     HttpServer,
     Limits,
@@ -86,6 +88,7 @@ class Gateway:
         self._store_error: str | None = None  # the last journal write failure, until one works
         self._forwarder: Forwarder | None = None
         self._engine: Engine | None = None
+        self._quality: Any = None  # the pull reader of the scorers' quality metrics
         self._servers: list[HttpServer] = []
         self._grpc: Any = None
         self.grpc_port: int | None = None
@@ -115,6 +118,9 @@ class Gateway:
             self.metrics.gauge("pending", lambda: self._forwarder.pending if self._forwarder else 0)
             self.metrics.gauge("held_now", lambda: self._engine.held if self._engine else 0)
             register_backlog(self.metrics, self._engine)
+            quality, self._quality = quality_provider()  # the scorers' quality in /metrics
+            self._owned.append(quality)
+            self._engine.core.metrics.quality.add_meter(quality.get_meter("tracescore.online"))
             traces = self._engine.traces
             self.metrics.gauge("trace_buffer_traces", lambda: traces.traces)
             self.metrics.gauge("trace_buffer_bytes", lambda: traces.bytes)
@@ -240,7 +246,8 @@ class Gateway:
                 extra[f"scoring_{key.replace('.', '_')}"] = value
             for key, value in self._engine.run_stats().items():
                 extra[key.replace(".", "_")] = value
-        return self.metrics.prometheus(extra)
+        return self.metrics.prometheus(extra) + (
+            "" if self._quality is None else prometheus_text(self._quality))
 
     def stats(self) -> dict[str, float]:
         """Counters and gauges (received, forwarded, refused, held, pending, ...; with run-scope
@@ -276,7 +283,10 @@ class Gateway:
                         config.retry_after_s, config.bearer_token,
                         read_timeout_s=config.read_timeout_s,
                         idle_timeout_s=config.idle_timeout_s,
-                        max_connections=config.max_connections)
+                        max_connections=fit_connections(
+                            config.max_connections,
+                            (config.grpc_endpoint is not None) + (config.http_endpoint is not None),
+                            open_files_limit()))
         tls = None
         if config.tls_cert_file and config.tls_key_file:
             try:

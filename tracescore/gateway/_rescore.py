@@ -183,7 +183,8 @@ def rescore(paths: Sequence[Path], *, scorers: Sequence[Any], recognisers: Seque
     engine = Engine(scorers=chosen, recognisers=recognisers,
                     output=counting, metrics=metrics, processor_options=options,
                     pass_through=all_spans, trace_options=trace_options, keep=seen,
-                    run_options=_at_end(run_options), conversations=_at_end(conversations))
+                    run_options=_at_end(run_options), conversations=_at_end(conversations),
+                    live=False)
     seen.run_ids = frozenset(online.scorer_id for online in engine.core.run_scorers)
     if engine.core.conversations is not None:
         engine.core.conversations.keep = seen.conversation

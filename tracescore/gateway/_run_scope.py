@@ -11,12 +11,18 @@ them again), within the table's bounds (`max_runs`, `max_bytes`, `max_age_s`): a
 a bound is scored with what arrived, counted by reason (`stats`). Sampling is by trace id, so a
 run is sampled as a whole; the rate limits and budgets of run-scope scorers are taken at the
 root only, once per run. Flush and shutdown score what is held at once.
+
+A run that may lack spans says why on its result (`tracescore.run.partial`): it began before
+this gateway started (its earlier spans went to the instance before: a restart, a new replica),
+a bound let it go early, or its trace was forgotten. A span that arrives for a run already
+scored (a sender's late retry) is counted (`runs_late_spans`).
 """
 
 from __future__ import annotations
 
 import math
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +30,7 @@ from typing import Any
 from tracescore._exceptions import ConfigurationError
 from tracescore.online._core import Call, ScoringCore
 from tracescore.online._options import OnlineScorer
-from tracescore.online._quiet import Group, QuietTable
+from tracescore.online._quiet import AGE, OVERFLOW, Group, QuietTable
 from tracescore.online._sampling import RANDOMNESS_MASK
 from tracescore.online.intake import RunSource, TraceCollector, agent_above
 
@@ -64,11 +70,13 @@ def run_bounds(options: Mapping[str, Any] | None) -> dict[str, Any]:
 
 class RunScope:
     """Runs waiting for their quiet period, then scored through `core`; `choose(span, call,
-    randomness, scope)`: the scorers of a scope that sample an agent span (the engine's)."""
+    randomness, scope)`: the scorers of a scope that sample an agent span (the engine's);
+    `started_ns`: when spans began arriving live (runs begun before may lack spans)."""
 
     def __init__(self, options: Mapping[str, Any] | None, traces: TraceCollector,
                  core: ScoringCore, choose: Callable[[Any, Any, int, str | None],
-                                                     tuple[OnlineScorer, ...]]) -> None:
+                                                     tuple[OnlineScorer, ...]],
+                 started_ns: int | None = None) -> None:
         bounds = run_bounds(options)
         self._traces = traces
         self._core = core
@@ -77,7 +85,11 @@ class RunScope:
             quiet_s=bounds["quiet_s"], deliver=self._deliver, max_groups=bounds["max_runs"],
             max_bytes=bounds["max_bytes"], max_age_s=bounds["max_age_s"])
         self.held = 0  # agent spans waiting
+        self.late_spans = 0  # spans of runs already scored
         self._lock = threading.Lock()
+        self._started_ns = started_ns or 0  # 0: whole traces (rescore), none began before
+        self._scored: OrderedDict[int, None] = OrderedDict()  # trace ids of recent runs
+        self._max_scored = bounds["max_runs"]
 
     def arrive(self, arrival: Arrival, size: int) -> None:
         """An agent span of a run a run-scope scorer samples: it waits for the run's quiet."""
@@ -86,25 +98,35 @@ class RunScope:
         self.table.arrive(arrival.key[0], arrival, size=size, ready=True)
 
     def touch(self, trace_id: int) -> None:
-        """A span of `trace_id` arrived: a run of it waiting starts its quiet period again."""
+        """A span of `trace_id` arrived: a run of it waiting starts its quiet period again; one
+        of a run already scored is late (counted)."""
         self.table.touch(trace_id)
+        if trace_id in self._scored:
+            with self._lock:
+                self.late_spans += 1
 
     def stats(self) -> dict[str, int]:
         """runs_waiting, and runs_scored.<reason> (quiet, max_age, overflow, flush, shutdown)."""
         counts = {f"runs_scored.{reason}": n for reason, n in self.table.counts.items()}
         counts["runs_waiting"] = len(self.table)
+        counts["runs_late_spans"] = self.late_spans
         return counts
 
     def _deliver(self, group: Group[Arrival], reason: str) -> None:
         """The run is quiet (or let go): each of its agent spans is scored, the roots as runs."""
         with self._lock:
             self.held -= len(group.items)
+            self._scored[group.key] = None  # type: ignore[index]
+            while len(self._scored) > self._max_scored:
+                self._scored.popitem(last=False)
+        partial = reason if reason in (AGE, OVERFLOW) else None
         # the parent links and agent spans of the whole trace, and of what arrived
         whole = self._traces.run_source(self._traces.trace(group.key), 0)  # type: ignore[arg-type]
         parents = {a.key[1]: a.parent for a in group.items if a.parent is not None}
         agents = {a.key[1] for a in group.items}
         if whole is None:  # its trace was forgotten (its bounds): the run is what arrived
             whole = RunSource(0, parents, {}, {}, frozenset(agents), None)
+            partial = partial or "trace_forgotten"
         else:
             parents.update(whole.parents)
             agents.update(whole.agents)
@@ -112,9 +134,12 @@ class RunScope:
         for arrival in group.items:
             span_id = arrival.key[1]
             root = not agent_above(parents, span_id, agents)
-            self._score(arrival, whole._replace(root=span_id) if root else None)
+            began = getattr(arrival.span, "start_time_unix_nano", 0)
+            self._score(arrival, whole._replace(root=span_id) if root else None,
+                        partial or ("before_start" if 0 < began < self._started_ns else None))
 
-    def _score(self, arrival: Arrival, source: RunSource | None) -> None:
+    def _score(self, arrival: Arrival, source: RunSource | None, partial: str | None = None
+               ) -> None:
         """An agent span whose run is quiet: scored by the call-scope scorers, and by the
         run-scope ones when it is the run's root (`source`: its run). Never raises."""
         core, key, call = self._core, arrival.key, arrival.call
@@ -136,4 +161,5 @@ class RunScope:
                       self._traces.input_of(*key))
         if source is not None and any(o in core.run_scorers for o in chosen):
             scored.run_source = source
+            scored.partial = partial
         core.submit(key, scored, arrival.item)

@@ -12,6 +12,7 @@ from typing import Any
 
 from tracescore.gateway._config import GatewayConfig
 from tracescore.gateway._gateway import Gateway
+from tracescore.gateway._open_files import open_files_limit
 from tracescore.scoring._resolve import preflight_scorers
 
 LIFECYCLE = "tracescore.gateway.lifecycle"
@@ -48,28 +49,12 @@ def setup_logging(level: str) -> None:
     logging.getLogger(LIFECYCLE).setLevel(logging.INFO)
 
 
-def raise_open_files_limit() -> None:
-    """Raise the soft limit on open files to the hard limit, as the Collector (Go) does: each
-    connection is a file descriptor, and 1024 is a common soft default."""
-    try:
-        import resource
-    except ImportError:  # not on Windows
-        return
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != hard:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-        except (ValueError, OSError):
-            logging.getLogger("tracescore.gateway").debug(
-                "tracescore: could not raise the open files limit", exc_info=True)
-
-
 def serve(config: GatewayConfig) -> int:
     """Start the gateway, block until SIGTERM or SIGINT, then drain; the exit code. A judge that
     cannot work (unknown model, no API key) raises ConfigurationError before anything starts."""
     preflight_scorers(config.scorers or ())
     log = logging.getLogger(LIFECYCLE)
-    raise_open_files_limit()
+    open_files_limit()  # each connection is a file descriptor; 1024 is a common soft default
     stop = threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:

@@ -58,7 +58,7 @@ from tracescore.online._events import EventPayload
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._options import OnlineScorer
 from tracescore.online._records import ResultSink
-from tracescore.online._sinks import SCOPE, carrier_attributes
+from tracescore.online._sinks import SCOPE, carrier_attributes, carrier_time
 from tracescore.online._worker import Worker
 from tracescore.scoring._base import ScorerInput, evaluate_call
 from tracescore.scoring._runs import Turn as ScoredTurn
@@ -75,14 +75,17 @@ def turn_ref(turn: Turn) -> str:
     return f"{format_trace_id(turn.trace_id)}/{format_span_id(turn.span_id)}"
 
 
-def conversation_attributes(conversation: str, turns: Sequence[Turn], trigger: str
-                            ) -> dict[str, Any]:
-    """What every result of a conversation's version carries."""
-    return {sc.GEN_AI_CONVERSATION_ID: conversation,
-            sc.TS_CONVERSATION_TURNS: len(turns),
-            sc.TS_CONVERSATION_FIRST_TURN: turn_ref(turns[0]),
-            sc.TS_CONVERSATION_LAST_TURN: turn_ref(turns[-1]),
-            sc.TS_CONVERSATION_TRIGGER: trigger}
+def conversation_attributes(conversation: str, turns: Sequence[Turn], trigger: str,
+                            missing: int = 0) -> dict[str, Any]:
+    """What every result of a conversation's version carries (the turns it lacks, if any)."""
+    attributes = {sc.GEN_AI_CONVERSATION_ID: conversation,
+                  sc.TS_CONVERSATION_TURNS: len(turns),
+                  sc.TS_CONVERSATION_FIRST_TURN: turn_ref(turns[0]),
+                  sc.TS_CONVERSATION_LAST_TURN: turn_ref(turns[-1]),
+                  sc.TS_CONVERSATION_TRIGGER: trigger}
+    if missing:
+        attributes[sc.TS_CONVERSATION_TURNS_MISSING] = missing
+    return attributes
 
 
 class _CarrierSink:
@@ -209,7 +212,7 @@ class ConversationScope:
             online.settle_budget(float(cost) if isinstance(cost, (int, float)) else None)
             events, error = self._result_events(online, result, error, run_id)
             events[0][1].update(conversation_attributes(version.conversation, turns,
-                                                        version.reason))
+                                                        version.reason, version.missing))
             run = ScoreRun((last.trace_id, last.span_id), turns, online, last.agent, events,
                            error, None if error is not None else float(result.score),
                            start_ns, closing=False, landed=True)
@@ -223,33 +226,37 @@ class ConversationScope:
 MAX_LINKS = 128  # the SDK's default span link limit: the latest turns are linked
 
 
-def carrier_fields(run: ScoreRun, turns: Sequence[Turn]) -> dict[str, Any]:
+def carrier_fields(run: ScoreRun, turns: Sequence[Turn], delay_ms: float) -> dict[str, Any]:
     """The carrier span's attributes (both front doors): the carrier's own, and the version."""
-    attributes: dict[str, Any] = carrier_attributes(turns[-1].span_id, run.events, run.agent)
+    attributes: dict[str, Any] = carrier_attributes(turns[-1].span_id, run.events, run.agent,
+                                                    delay_ms)
     first = run.events[0][1]
     for key in (sc.GEN_AI_CONVERSATION_ID, sc.TS_CONVERSATION_TURNS,
-                sc.TS_CONVERSATION_FIRST_TURN, sc.TS_CONVERSATION_LAST_TURN):
-        attributes[key] = first[key]
+                sc.TS_CONVERSATION_FIRST_TURN, sc.TS_CONVERSATION_LAST_TURN,
+                sc.TS_CONVERSATION_TURNS_MISSING):
+        if key in first:
+            attributes[key] = first[key]
     return attributes
 
 
 def conversation_carrier_span(run: ScoreRun, turns: Sequence[Turn], end_ns: int, resource: Any
                  ) -> ReadableSpan:
     """The SDK carrier span of a conversation's result: a child of its last turn, linked to
-    every turn (the latest `MAX_LINKS`)."""
+    every turn (the latest `MAX_LINKS`), lasting 0 at the last turn's end (`carrier_time`)."""
     last = turns[-1]
     parent = SpanContext(last.trace_id, last.span_id, is_remote=False,
                          trace_flags=TraceFlags(TraceFlags.SAMPLED))
     context = SpanContext(last.trace_id, _ids.generate_span_id(), is_remote=False,
                           trace_flags=TraceFlags(TraceFlags.SAMPLED))
-    attributes = carrier_fields(run, turns)
+    at, delay_ms = carrier_time(last.end_ns, end_ns)
+    attributes = carrier_fields(run, turns, delay_ms)
     links = [Link(SpanContext(t.trace_id, t.span_id, is_remote=True,
                               trace_flags=TraceFlags(TraceFlags.SAMPLED)))
              for t in turns[-MAX_LINKS:]]
     return ReadableSpan(
         name=f"{sc.EVALUATION_SPAN_PREFIX} {run.online.scorer_name}", context=context,
         parent=parent, resource=resource, attributes=attributes,
-        events=[Event(name, attrs, end_ns) for name, attrs in run.events], links=links,
+        events=[Event(name, attrs, at) for name, attrs in run.events], links=links,
         kind=SpanKind.INTERNAL,
         status=Status(StatusCode.ERROR if sc.ERROR_TYPE in attributes else StatusCode.UNSET),
-        start_time=run.start_ns, end_time=max(end_ns, run.start_ns), instrumentation_scope=SCOPE)
+        start_time=at, end_time=at, instrumentation_scope=SCOPE)

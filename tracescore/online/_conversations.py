@@ -162,6 +162,7 @@ class Version:
     conversation: str
     turns: tuple[Turn, ...]
     reason: str
+    missing: int = 0  # turns of the conversation this version lacks (dropped, let go)
 
 
 class TurnStore(Protocol):
@@ -218,6 +219,10 @@ class ConversationTracker:
         self._kept: OrderedDict[str, _Kept] = OrderedDict()  # oldest first
         self._kept_bytes = 0
         self._seen: dict[str, set[tuple[int, int]]] = {}  # turn ids held (a replay repeats them)
+        # turns lost to a conversation's results (dropped unheld, or let go by a bound), newest
+        # conversations kept; bounded like the conversations themselves
+        self._missing: OrderedDict[str, int] = OrderedDict()
+        self._missing_lock = threading.Lock()  # offers drop on the agents' threads
         self._lock = threading.RLock()  # the timer thread and flush/shutdown
         self.counts: Counter[str] = Counter()
         self._counted = counted  # each count also goes to the metrics
@@ -242,6 +247,7 @@ class ConversationTracker:
                 return
             if len(self._offers) >= self._max_pending:
                 self._count("dropped.queue_full")
+                self._note_missing(conversation, 1)
                 return
             if self._store is not None:  # kept before the request is acknowledged
                 if not self._sampled(conversation):
@@ -257,6 +263,14 @@ class ConversationTracker:
             self._offers.append((conversation, (kept, trace_id, span_id, ended)))
         except Exception:  # noqa: BLE001 - telemetry never raises into the agent
             self._count("dropped.unreadable")
+
+    def _note_missing(self, conversation: str, turns: int) -> None:
+        """`turns` of `conversation` will be in none of its results: each result says so."""
+        with self._missing_lock:
+            self._missing[conversation] = self._missing.get(conversation, 0) + turns
+            self._missing.move_to_end(conversation)
+            while len(self._missing) > self.options.max_conversations:
+                self._missing.popitem(last=False)
 
     # --- the core's timer ---------------------------------------------------------------------
     def expire(self) -> None:
@@ -320,7 +334,10 @@ class ConversationTracker:
         turns = _one_per_trace(sorted((kept.turns if kept is not None else []) + group.items,
                                       key=lambda turn: turn.end_ns))  # in time order
         self._kept_bytes -= kept.bytes if kept is not None else 0
-        self._score(Version(conversation, tuple(turns), reason), self._sampled(conversation))
+        with self._missing_lock:
+            missing = self._missing.get(conversation, 0)
+        self._score(Version(conversation, tuple(turns), reason, missing),
+                    self._sampled(conversation))
         if self._store is not None:
             try:
                 self._store.scored(conversation, len(turns))
@@ -358,6 +375,7 @@ class ConversationTracker:
         kept = self._kept.pop(conversation, None)
         if kept is not None:
             self._kept_bytes -= kept.bytes
+            self._note_missing(conversation, len(kept.turns))  # a later version starts after them
         if conversation not in self._table:
             self._seen.pop(conversation, None)
         self._count(f"forgotten.{reason}")

@@ -97,6 +97,7 @@ class Call:
     run_source: RunSource | None = None  # a run root's: its trace below it (run-scope scorers)
     run: Run | None = None  # read from `run_source` by the first run-scope run
     unwrapped: bool = False  # input and output normalised (`_unwrap`) by the first run
+    partial: str | None = None  # why its run may lack spans: its run-scope results say so
 
 
 @dataclass(slots=True)
@@ -162,6 +163,7 @@ class ScoringCore:
         conversation_options = conversations or ConversationOptions()
         self.result_sinks = result_sinks(sorted({n for s in scorers for n in s.sinks}), sinks)
         self.metrics = metrics if metrics is not None else OnlineMetrics()
+        self.metrics.quality.describe(scorers)
         self._export_item = export
         self.closing = False
         self._logged: set[str] = set()
@@ -483,6 +485,8 @@ class ScoringCore:
         if fallback is not None and error is None:  # scored, but not against a ground truth
             events[0][1][sc.TS_REFERENCE_MISSING] = True
             events[0][1][sc.TS_REFERENCE_FALLBACK] = fallback
+        if job.call.partial is not None and getattr(online.scorer, "scope", "call") == "run":
+            events[0][1][sc.TS_RUN_PARTIAL] = job.call.partial
         others, route = self._routes[online.scorer_id]
         run = ScoreRun(job.key, job.item, online, job.call.agent, events, error,
                        None if error is not None else float(result.score), job.start_ns,

@@ -27,6 +27,7 @@ from tracescore.online._events import EventPayload, error_type
 from tracescore.online._hold import HoldTable, Key
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._options import OnlineScorer
+from tracescore.online._quality import with_agent
 from tracescore.online._records import ResultSink, ScoreRecord
 from tracescore.online._sinks import emit_log_records
 from tracescore.scoring._provenance import scorer_version
@@ -77,6 +78,9 @@ class MetricsSink:
             self._metrics.scored(run.online.scorer_id, run.agent, run.score)
         elif run.landed and run.error is not None:
             self._metrics.failed(run.online.scorer_id, run.agent, error_type(run.error))
+        if run.landed and run.events:
+            self._metrics.result(run.events[0][1], run.agent,
+                                 None if run.error is None else error_type(run.error))
         return False
 
 
@@ -106,7 +110,7 @@ class LogSink:
         trace_id, span_id = run.key
         evaluated = SpanContext(trace_id, span_id, is_remote=False,
                                 trace_flags=TraceFlags(TraceFlags.SAMPLED))
-        if not emit_log_records(evaluated, run.events, self._provider):
+        if not emit_log_records(evaluated, with_agent(run.events, run.agent), self._provider):
             self._log_once("log", "tracescore: the 'log' sink needs a LoggerProvider "
                            "(opentelemetry._logs.set_logger_provider); no records emitted")
             return False

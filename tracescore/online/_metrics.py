@@ -17,6 +17,7 @@ from typing import Any
 from opentelemetry import metrics
 
 from tracescore import _semconv as sc
+from tracescore.online._quality import QualityMetrics
 
 _log = logging.getLogger("tracescore")
 
@@ -69,9 +70,7 @@ class OnlineMetrics:
     def __init__(self, meter_provider: metrics.MeterProvider | None = None) -> None:
         meter = metrics.get_meter("tracescore.online", meter_provider=meter_provider)
         self.meter = meter  # for the instruments of other parts (the conversation scope's)
-        self._score = meter.create_histogram(
-            sc.METRIC_EVALUATION_SCORE, unit="1", description="Online evaluation scores"
-        )
+        self.quality = QualityMetrics([meter])  # the score histogram and the other quality metrics
         self._counters = {
             key: meter.create_counter(name, unit=unit, description=description)
             for key, (name, unit, description) in _COUNTERS.items()
@@ -117,9 +116,12 @@ class OnlineMetrics:
 
     @_guarded
     def scored(self, scorer_id: str, agent: str | None, score: float) -> None:
-        attrs = _attrs(scorer_id, agent)
-        self._count("scored", attrs)
-        self._score.record(score, attrs)
+        self._count("scored", _attrs(scorer_id, agent))
+
+    @_guarded
+    def result(self, attrs: Any, agent: str | None, error: str | None) -> None:
+        """The quality metrics of one finished run (its result event's attributes)."""
+        self.quality.result(attrs, agent, error)
 
     @_guarded
     def failed(self, scorer_id: str, agent: str | None, error_type: str) -> None:
@@ -129,6 +131,7 @@ class OnlineMetrics:
     def dropped(self, scorer_id: str, agent: str | None, reason: str, n: int = 1) -> None:
         self._bump(f"dropped.{reason}", n)
         self._count("dropped", {**_attrs(scorer_id, agent), _REASON: reason}, n)
+        self.quality.unscored(scorer_id, agent, reason, n)
 
     @_guarded
     def held_timeout(self, agent: str | None) -> None:

@@ -527,8 +527,8 @@ class ScoringSpanProcessor(SpanProcessor):
 
     def _carrier(self, run: ScoreRun, end_ns: int) -> None:
         self._downstream.on_end(carrier_span(
-            run.item, run.online.scorer_name, run.events, start_ns=run.start_ns,
-            end_ns=end_ns, agent_name=run.agent,
+            run.item, run.online.scorer_name, run.events, scored_ns=end_ns,
+            agent_name=run.agent,
         ))
 
     def _conversation_carrier(self, run: ScoreRun, turns: Sequence[Turn], end_ns: int) -> None:

@@ -55,9 +55,18 @@ def with_events(span: ReadableSpan, events: Sequence[EventPayload]) -> ReadableS
     )
 
 
+def carrier_time(evaluated_end_ns: int | None, scored_ns: int) -> tuple[int, float]:
+    """A carrier span's timestamp and its result's delay in ms. A carrier lasts 0 and sits at
+    the end of the span it judges, so a result that comes seconds (or, for a conversation,
+    minutes) later never stretches the judged trace nor the latency backends show for it."""
+    at = evaluated_end_ns or scored_ns
+    return at, max(0, scored_ns - at) / 1e6
+
+
 def carrier_span(evaluated: ReadableSpan, scorer_name: str, events: Sequence[EventPayload], *,
-                 start_ns: int, end_ns: int, agent_name: str | None) -> ReadableSpan:
-    """Child span `evaluation {scorer}` of `evaluated`, linked to it, carrying `events`."""
+                 scored_ns: int, agent_name: str | None) -> ReadableSpan:
+    """Child span `evaluation {scorer}` of `evaluated`, linked to it, carrying `events`: it
+    lasts 0 at the end of `evaluated` (see `carrier_time`)."""
     parent = evaluated.context
     assert parent is not None
     context = SpanContext(
@@ -67,7 +76,8 @@ def carrier_span(evaluated: ReadableSpan, scorer_name: str, events: Sequence[Eve
         trace_flags=TraceFlags(TraceFlags.SAMPLED),
         trace_state=parent.trace_state,
     )
-    attributes = carrier_attributes(parent.span_id, events, agent_name)
+    at, delay_ms = carrier_time(evaluated.end_time, scored_ns)
+    attributes = carrier_attributes(parent.span_id, events, agent_name, delay_ms)
     error_type = attributes.get(sc.ERROR_TYPE)
     return ReadableSpan(
         name=f"{sc.EVALUATION_SPAN_PREFIX} {scorer_name}",
@@ -75,22 +85,23 @@ def carrier_span(evaluated: ReadableSpan, scorer_name: str, events: Sequence[Eve
         parent=parent,
         resource=evaluated.resource,
         attributes=attributes,
-        events=[Event(name, attrs, end_ns) for name, attrs in events],
+        events=[Event(name, attrs, at) for name, attrs in events],
         links=[Link(parent)],
         kind=SpanKind.INTERNAL,
         status=trace.Status(trace.StatusCode.ERROR if error_type else trace.StatusCode.UNSET),
-        start_time=start_ns,
-        end_time=max(end_ns, start_ns),
+        start_time=at,
+        end_time=at,
         instrumentation_scope=SCOPE,
     )
 
 
 def carrier_attributes(evaluated_span_id: int, events: Sequence[EventPayload],
-                       agent_name: str | None) -> dict[str, AttributeValue]:
+                       agent_name: str | None, delay_ms: float) -> dict[str, AttributeValue]:
     """The attributes of a carrier span (both front doors build one)."""
     attributes: dict[str, AttributeValue] = {
         sc.TS_EVALUATION_CARRIER: True,
         sc.TS_EVALUATED_SPAN_ID: trace.format_span_id(evaluated_span_id),
+        sc.TS_EVALUATION_DELAY_MS: round(delay_ms, 3),
     }
     if agent_name:
         attributes[sc.GEN_AI_AGENT_NAME] = agent_name
