@@ -62,10 +62,10 @@ telemetrygen: $(STAMP)
 	$(PY) -m tracescore.testing._collector telemetrygen
 
 phoenix: $(STAMP)
-	PYTHONPATH=tests $(PY) -m rigs.phoenix serve
+	exec env PYTHONPATH=tests $(PY) -m rigs.phoenix serve
 
 demo-phoenix: $(STAMP)
-	PYTHONPATH=tests $(PY) -m rigs.phoenix demo
+	exec env PYTHONPATH=tests $(PY) -m rigs.phoenix demo
 
 # headless Chromium for the browser test (Debian's package; needs root, skipped when installed)
 chromium:

@@ -82,9 +82,10 @@ class GuardedExporter(SpanExporter):
         self._unreported_failures = 0
         self._resource_sizes: dict[int, int] = {}
         self.gave_up: str | None = None  # why export stopped trying (give_up)
+        self.skipping: str | None = None  # why exports fail at once for now (`skip`)
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        if self.gave_up is not None:
+        if self.gave_up is not None or self.skipping is not None:
             self._count(failed=len(spans))
             return SpanExportResult.FAILURE
         try:
@@ -125,6 +126,11 @@ class GuardedExporter(SpanExporter):
             self.exporter.shutdown()
         except Exception:  # noqa: BLE001 - an exporter that fails to close is closed enough here
             _log.debug("tracescore: exporter shutdown failed", exc_info=True)
+
+    def skip(self, reason: str | None) -> None:
+        """While `reason` is set, exports fail at once, counted (a flush to an endpoint that
+        refuses connections does not retry it for seconds); None sends again."""
+        self.skipping = reason
 
     def stats(self) -> dict[str, int]:
         with self._lock:

@@ -93,6 +93,9 @@ _QUERY_SECRETS = frozenset({"key", "sig", "signature"})  # secret as URL query p
 _SCHEMES = frozenset({"bearer", "basic", "token", "digest"})
 _REDACTED_NEXT = re.compile(r"[ \t]*\[REDACTED")
 _NOT_SECRET_VALUES = frozenset({"", "null", "none", "true", "false", "nil", "undefined"})
+# a placeholder, as guidance writes it (`pass api_key=...`, `token=<TOKEN>`, `password=***`):
+# no secret in it, and redacting it would garble the guidance
+_PLACEHOLDER = re.compile(r"\.{2,}|…+|\*{3,}|x{3,}|<[a-z][\w .\-]{0,40}>|\{[a-z][\w.\-]{0,40}\}")
 
 
 def _assignment(match: re.Match[str]) -> str:
@@ -109,7 +112,8 @@ def _assignment(match: re.Match[str]) -> str:
             break
     start, end = match.span(group)
     word = value.strip().lower()
-    if word in _NOT_SECRET_VALUES or (word in _SCHEMES and _REDACTED_NEXT.match(match.string, end)):
+    if word in _NOT_SECRET_VALUES or _PLACEHOLDER.fullmatch(word) or (
+            word in _SCHEMES and _REDACTED_NEXT.match(match.string, end)):
         return match.group(0)  # nothing secret, or `Bearer`/`Basic` before its redacted token
     origin = match.start()
     whole = match.group(0)

@@ -150,11 +150,20 @@ class TracescoreHandle:
         if self._closed:
             return True
         pipeline = self._pipeline
-        done = _bounded(lambda: bool(pipeline.force_flush(max(0, int(timeout * 1000)))), timeout,
-                        "flush")
-        failed = sum(guard.take_failures() for guard in self._guards)
-        if failed:
-            _log.warning("tracescore: %d span(s) failed to export since the last flush", failed)
+        refusing = [guard for guard in self._guards if _refuses(guard)]
+        for guard in refusing:  # not retried with backoff for seconds: it is down now
+            guard.skip("it refuses connections; not retried")
+        try:
+            done = _bounded(lambda: bool(pipeline.force_flush(max(0, int(timeout * 1000)))),
+                            timeout, "flush")
+        finally:
+            for guard in refusing:
+                guard.skip(None)
+        failed = 0
+        for guard in self._guards:
+            failed += _report_undelivered(guard, "since the last flush",
+                                          "it refuses connections; not retried"
+                                          if guard in refusing else None)
         return done and not failed
 
     def stats(self) -> dict[str, int]:
@@ -177,6 +186,11 @@ class TracescoreHandle:
 
         The provider itself stays usable (other processors keep working; configure() can run again).
         """
+        self._close(timeout, "shutdown")
+
+    def _close(self, timeout: float, when: str) -> None:
+        """`shutdown`; an OTLP endpoint that refuses connections is not retried for seconds,
+        and one line per exporter says what was lost (`when`: "shutdown" or "exit")."""
         with _lock:
             if self._closed:
                 return
@@ -185,7 +199,13 @@ class TracescoreHandle:
                 self._router.swap(None)
             if self in _handles:
                 _handles.remove(self)
+        for guard in self._guards:
+            if _refuses(guard):
+                guard.give_up("it refuses connections")
         _close_pipeline(self._pipeline, timeout)
+        for guard in self._guards:
+            _report_undelivered(guard, "", f"{guard.gave_up}; not retried at {when}"
+                                if guard.gave_up else None)
 
 
 def _bounded(work: Callable[[], bool], timeout: float, what: str) -> bool:
@@ -301,6 +321,7 @@ def configure(
         _check_global(trace.get_tracer_provider())
     resource = _resource(service_name, resource_attributes)
     scorer_list = _scorer_list(scorers)
+    _warn_unready(scorer_list)
 
     built: list[GuardedExporter] = []
     pipeline: SpanProcessor | None = None
@@ -379,6 +400,17 @@ def _exporter_specs(exporter: ExporterSpec | Sequence[ExporterSpec] | None) -> l
             raise ConfigurationError(f"unknown exporter {item!r}; use one of "
                                      f"{', '.join(_exporters.EXPORTER_NAMES)} or a SpanExporter")
     return specs
+
+
+def _warn_unready(scorers: list[Any]) -> None:
+    """Log, once per scorer, a judge that cannot work (no API key, unknown model): its results
+    will be failures (`error.type` on the result event, no score), never an exception here."""
+    from tracescore.scoring._resolve import unready_judges
+
+    for problem in unready_judges(scorers):
+        logging.getLogger("tracescore").warning(
+            "tracescore: %s; its results will be failures (error.type on the "
+            "gen_ai.evaluation.result event, no score) until that is fixed", problem)
 
 
 def _scorer_list(scorers: Any) -> list[Any]:
@@ -514,26 +546,25 @@ def _shutdown_at_exit() -> None:
         handles = list(_handles)
     per_handle = _EXIT_TIMEOUT_S / max(1, len(handles))
     for handle in reversed(handles):
-        _give_up_on_refusing_endpoints(handle._guards)
-        handle.shutdown(per_handle)
-        for guard in handle._guards:
-            _report_undelivered(guard)
+        handle._close(per_handle, "exit")
 
 
-def _give_up_on_refusing_endpoints(guards: Sequence[GuardedExporter]) -> None:
-    for guard in guards:
-        destination = _exporters.otlp_destination(_unwrap(guard.exporter))
-        if destination is not None and _exporters.refuses_connections(destination):
-            guard.give_up("it refuses connections")
+def _refuses(guard: GuardedExporter) -> bool:
+    """Whether the guard's OTLP endpoint refuses connections now (nothing listens there)."""
+    destination = _exporters.otlp_destination(_unwrap(guard.exporter))
+    return destination is not None and _exporters.refuses_connections(destination)
 
 
-def _report_undelivered(guard: GuardedExporter) -> None:
+def _report_undelivered(guard: GuardedExporter, since: str, why: str | None) -> int:
+    """Log one line for the spans `guard` failed to deliver since it was last asked; their
+    number."""
     failed = guard.take_failures()
     if failed:
         exporter = _unwrap(guard.exporter)
         where = _exporters.otlp_destination(exporter) or type(exporter).__name__
-        why = f" ({guard.gave_up}; not retried at exit)" if guard.gave_up else ""
-        _log.warning("tracescore: %d span(s) not delivered to %s%s", failed, where, why)
+        _log.warning("tracescore: %d span(s) not delivered to %s%s%s", failed, where,
+                     f" {since}" if since else "", f" ({why})" if why else "")
+    return failed
 
 
 def _after_fork_in_child() -> None:

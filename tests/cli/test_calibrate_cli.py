@@ -47,10 +47,11 @@ def test_the_gate_passes_fails_and_refuses_with_distinct_exit_codes(tmp_path: Pa
     assert report["scorer_version"] in passed.stdout and report["scorer_version"].startswith(
         version_prefix())
     assert "<svg" in (tmp_path / "r.html").read_text()
+    assert f"PASSED: kappa {report['gate_kappa']:.3f} reaches --min-kappa -1" in passed.stdout
 
     below = run(*common, "--min-kappa", "0.99", "--json", "-")
     assert below.returncode == EXIT_BELOW_KAPPA, below.stderr
-    assert "below --min-kappa 0.99" in below.stderr
+    assert "below --min-kappa 0.99" in below.stderr and "PASSED" not in below.stderr
     data = json.loads(below.stdout)  # `--json -`: plain JSON on stdout
     assert data["passed"] is False and data["gate_kappa"] < 0.99
 

@@ -179,7 +179,7 @@ def test_a_conversation_scored_over_the_same_turns_is_skipped(
     assert len(stub.requests) == 2
     # with beta's last turn: alpha's turns are the same (skipped), beta has a new version
     grown = _run(str(out), str(talks), "--config", str(config), "-o", str(tmp_path / "b.jsonl"))
-    assert "1 conversations scored" in grown and "1 skipped" in grown
+    assert "1 conversation scored" in grown and "1 skipped" in grown
     assert "beta: question 2" in str(stub.requests[-1])
     forced = _run(str(out), "--config", str(config), "-o", str(tmp_path / "c.jsonl"), "--force")
     assert "2 conversations scored" in forced and "2 re-scored" in forced

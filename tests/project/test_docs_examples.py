@@ -79,12 +79,28 @@ def test_the_docs_have_examples() -> None:
     assert {"README.md", "scorers.md", "online.md", "instrumenting.md"} <= pages
 
 
+def _says_what_it_needs(example: CodeExample) -> bool:
+    """The block or the prose just above it names the API key it needs (or passes one)."""
+    lines = example.path.read_text("utf-8").splitlines()[:example.start_line - 1]
+    above = []
+    for line in reversed(lines[:-1]):  # up to the previous block
+        if line.startswith("```"):
+            break
+        above.append(line)
+    text = example.source + "\n".join(above)
+    return "OPENAI_API_KEY" in text or "api_key=" in text
+
+
 @pytest.mark.parametrize("example", EXAMPLES, ids=_example_id)
-def test_docs_example(example: CodeExample, eval_example: EvalExample, docs_world: _World) -> None:
+def test_docs_example(example: CodeExample, eval_example: EvalExample, docs_world: _World,
+                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A block runs as a reader runs it: without an API key unless it says it needs one."""
     if example.prefix_settings().get("test") == "skip":
         assert example.source.startswith(SKIP_REASON), (
             f"a skipped block must say why in its first line ({SKIP_REASON} ...)")
         pytest.skip(example.source.splitlines()[0].removeprefix(SKIP_REASON).strip())
+    if not _says_what_it_needs(example):
+        monkeypatch.delenv("OPENAI_API_KEY")
     eval_example.set_config(line_length=100, quotes="either")
     if eval_example.update_examples:
         eval_example.run_print_update(example)

@@ -9,15 +9,22 @@ Both listen on loopback only: the UI and OTLP/HTTP on $PHOENIX_PORT (6006), OTLP
 $PHOENIX_GRPC_PORT (4317). A default port that is taken is replaced by a free one; a port set in
 the environment (or with --port / --grpc-port) that is taken is an error naming its setting.
 
+Phoenix lives exactly as long as the command: Ctrl-C, SIGTERM and SIGHUP stop it (it runs in a
+session of its own, so a signal to the command alone would leave it running), and Phoenix stops
+itself when the command is killed outright. One Phoenix per data directory: a second `serve` on
+the same one is refused with the pid and address of the first (a lock held while it runs).
+
 `PhoenixServer()` does the same from Python as a context manager (used by the end-to-end test).
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import http.client
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -36,7 +43,13 @@ DEFAULT_PORTS = {"PHOENIX_PORT": 6006, "PHOENIX_GRPC_PORT": 4317}
 # `phoenix serve` with its gRPC receiver on loopback: Phoenix binds it to [::] (every interface)
 # and has no setting for it, so its addresses are rewritten when the server adds them
 _LOOPBACK_LAUNCHER = """
-import sys
+import os, signal, sys, threading, time
+# when whoever started it is gone (killed outright), Phoenix shuts itself down
+def _orphaned(parent=os.getppid()):
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os.kill(os.getpid(), signal.SIGTERM)
+threading.Thread(target=_orphaned, daemon=True, name="orphan-watch").start()
 from grpc.aio import _server
 for _name in ("add_insecure_port", "add_secure_port"):
     def _loopback(self, address, *args, _add=getattr(_server.Server, _name)):
@@ -226,6 +239,45 @@ def _where_to_click(base_url: str) -> str:
     )
 
 
+LOCK_NAME = "tracescore-phoenix.lock"
+
+
+class DataDirTaken(Exception):
+    """Another Phoenix of this rig runs on the data directory; the message names it."""
+
+
+def lock_data_dir(working_dir: Path) -> Any:
+    """Hold the data directory for one Phoenix (the open lock file; closing it, or this process
+    ending, lets go). DataDirTaken naming the holder's pid and address when another holds it."""
+    path = working_dir / LOCK_NAME
+    handle = open(path, "a+")  # noqa: SIM115 - held open for as long as Phoenix runs
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise DataDirTaken(f"{working_dir} is in use by a running Phoenix ({holder}): stop it "
+                           "first, or give another --working-dir / PHOENIX_WORKING_DIR") from None
+    return handle
+
+
+def _note_holder(handle: Any, text: str) -> None:
+    handle.seek(0)
+    handle.truncate()
+    handle.write(text)
+    handle.flush()
+
+
+def _stop_on_signals() -> None:
+    """SIGTERM and SIGHUP end the command as Ctrl-C does: Phoenix is stopped on the way out."""
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, stop)
+
+
 def main(argv: list[str] | None = None) -> int:
     """`install` the cached venv, `serve` Phoenix in the foreground, or run the `demo` against it."""
     parser = argparse.ArgumentParser(prog="python -m rigs.phoenix")
@@ -253,6 +305,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     working_dir = Path(args.working_dir or cache_dir() / "phoenix-data")
     working_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        held = lock_data_dir(working_dir)
+    except DataDirTaken as exc:
+        print(f"phoenix: {exc}", file=sys.stderr)
+        return 2
+    _stop_on_signals()
     print(
         f"Starting Phoenix {PHOENIX_VERSION} (first run installs it into {cache_dir()}) ...",
         flush=True,
@@ -265,6 +323,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"phoenix: {reason} (ports {port}, {grpc_port}); its log: {server.log_path}",
               file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # stopped while starting (start() stopped Phoenix)
+        return 130
+    _note_holder(held, f"pid {os.getpid()}, Phoenix pid {server.pid}, UI {server.base_url}")
     print(
         f"Phoenix UI: {server.base_url}  OTLP/HTTP: {server.traces_url}  OTLP/gRPC: {server.grpc_endpoint}"
     )
@@ -281,6 +342,7 @@ def main(argv: list[str] | None = None) -> int:
         pass
     finally:
         server.stop()
+        held.close()
     return 0
 
 

@@ -205,3 +205,30 @@ def test_the_judge_reached_through_litellm_over_http(stub_llm: StubLLMServer) ->
     assert report.agreement.confusion == [[1, 0], [1, 1]]
     assert [r.output for r in report.disagreements] == ["Lyon."]
     assert report.disagreements[0].reason == "The score is X because the stub judged it."
+
+
+@pytest.mark.parametrize(("n", "fails"), [(40, 10), (200, 3), (25, 12), (60, 30)])
+def test_a_perfect_agreement_has_an_interval_of_one(n: int, fails: int) -> None:
+    """Every resample where the kappa is defined agrees perfectly: the interval is 1 .. 1 (it
+    was left blank, resamples with one label only making the bootstrap undefined)."""
+    items = [{"input": f"q{i}", "output": "0.1" if i < fails else "0.9",
+              "label": "fail" if i < fails else "pass"} for i in range(n)]
+    report = calibrate(items, _ScoreInOutput(), resamples=300, seed=n)
+    interval = report.agreement.intervals["kappa"]
+    assert report.agreement.kappa == 1.0 and (interval.low, interval.high) == (1.0, 1.0)
+
+
+@pytest.mark.parametrize(("resamples", "shown"), [(0, "not computed (--resamples 0)")])
+def test_a_missing_interval_says_why(resamples: int, shown: str) -> None:
+    from rich.console import Console
+
+    from tracescore.cli._calibrate import _summary_table
+
+    items = [{"input": f"q{i}", "output": "0.1" if i == 0 else "0.9",
+              "label": "fail" if i == 0 else "pass"} for i in range(4)]
+    report = calibrate(items, _ScoreInOutput(), resamples=resamples, seed=1)
+    assert "kappa" not in report.agreement.intervals
+    console = Console(width=200, record=True)
+    console.print(_summary_table(report, resamples))
+    (row,) = [line for line in console.export_text().splitlines() if "Cohen's kappa" in line]
+    assert shown in row

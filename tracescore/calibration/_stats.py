@@ -160,9 +160,27 @@ def _intervals(stats: Any, data: tuple[Any, ...], measure: Any, names: list[str]
                              n_resamples=resamples, confidence_level=confidence,
                              method="percentile", rng=seed)
     low, high = result.confidence_interval
-    return {name: Interval(low=float(lo), high=float(hi))
-            for name, lo, hi in zip(names, low, high)
-            if math.isfinite(lo) and math.isfinite(hi)}
+    distribution = result.bootstrap_distribution.reshape(len(names), -1)
+    out = {}
+    for name, lo, hi, values in zip(names, low, high, distribution):
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            # some resamples leave the statistic undefined (a kappa of resamples where everyone
+            # gave one label, as with a perfect agreement): the interval of the others
+            lo, hi = _defined_percentiles(values, confidence)
+        if math.isfinite(lo) and math.isfinite(hi):
+            out[name] = Interval(low=float(lo), high=float(hi))
+    return out
+
+
+def _defined_percentiles(values: Any, confidence: float) -> tuple[float, float]:
+    """The percentile interval of the finite `values`, when most of them are (else NaN)."""
+    import numpy as np
+
+    finite = values[np.isfinite(values)]
+    if len(finite) < len(values) / 2:
+        return math.nan, math.nan
+    tail = (1 - confidence) / 2 * 100
+    return float(np.percentile(finite, tail)), float(np.percentile(finite, 100 - tail))
 
 
 def _clean(value: Any) -> float | None:

@@ -321,35 +321,19 @@ def rescore(inputs: Sequence[Path], config_file: Path | None, scorers: Sequence[
         raise CommandError(str(exc)) from None
     for scorer_id, missing in summary.no_reference.items():
         click.echo(f"warning: {missing.warning(scorer_id)}", err=True)
-    seen = (f"{summary.skipped} skipped (already scored by the same scorer version), "
-            f"{summary.rescored} re-scored")
-    counted = [f"{count} {name}" for count, name in (
-        (summary.runs_scored, "runs"), (summary.conversations_scored, "conversations"))
-        if count or name in summary.scopes]  # whole runs, conversations (their scorers')
-    scopes = "".join(f", {text} scored" for text in counted)
-    if dry_run:
-        from tracescore.gateway._rescore_estimate import estimate_lines
+    from tracescore._words import counted as n
+    from tracescore.cli._rescore_text import dry_run_lines, summary_line
 
-        runs = sum(e.runs for e in summary.estimates)
-        click.echo(f"dry run: read {summary.spans_read} spans, {summary.spans_selected} "
-                   f"selected, {summary.agent_spans} agent spans offered; {runs} scorer runs "
-                   f"would be made, {seen}"
-                   + (f"; {' and '.join(counted)} would be scored" if counted else ""))
-        for text in estimate_lines(summary.estimates):
+    if dry_run:
+        for text in dry_run_lines(summary):
             click.echo(text)
-        click.echo("nothing was scored, written or sent")
         return
-    dropped = summary.stats.get("dropped", 0)
-    line = (f"read {summary.spans_read} spans, {summary.spans_selected} selected, "
-            f"{summary.agent_spans} agent spans offered, "
-            f"{summary.stats.get('scored', 0)} scores, {summary.stats.get('failed', 0)} failed, "
-            + (f"{dropped} not scored in time, " if dropped else "")
-            + f"{seen}{scopes}; ")
+    line = summary_line(summary)
     if summary.undelivered:
-        click.echo(f"{line}wrote {summary.spans_delivered} of {summary.spans_written} spans: "
+        click.echo(f"{line}wrote {summary.spans_delivered} of {n(summary.spans_written, 'span')}: "
                    f"{summary.undelivered}", err=True)
         sys.exit(EXIT_UNDELIVERED)
-    click.echo(f"{line}wrote {summary.spans_written} spans")
+    click.echo(f"{line}wrote {n(summary.spans_written, 'span')}")
     failed, scored = summary.stats.get("failed", 0), summary.stats.get("scored", 0)
     if failed and not scored:
         click.echo(f"error: every score failed ({failed}); the spans were written with the "

@@ -143,7 +143,7 @@ def calibrate_command(dataset: Path | None, scorer: str, scorer_options: Sequenc
     if json_path == "-":
         sys.stdout.write(json.dumps(report.to_dict(), ensure_ascii=False, indent=2) + "\n")
     else:
-        _print(report, show)
+        _print(report, show, resamples)
         if json_path is not None:
             write_private(json_path, json.dumps(report.to_dict(), ensure_ascii=False,
                                                 indent=2) + "\n")
@@ -155,6 +155,9 @@ def calibrate_command(dataset: Path | None, scorer: str, scorer_options: Sequenc
         click.echo(f"FAILED: kappa {_num(report.gate_kappa)} is below --min-kappa "
                    f"{min_kappa:g}", err=True)
         sys.exit(EXIT_BELOW_KAPPA)
+    if report.passed:
+        click.echo(f"PASSED: kappa {_num(report.gate_kappa)} reaches --min-kappa "
+                   f"{min_kappa:g}", err=json_path == "-")
 
 
 def _with_progress(run: Any) -> CalibrationReport:
@@ -188,11 +191,11 @@ def _phoenix_items(url: str, project: str, annotation: str | None, label_column:
     return items
 
 
-def _print(report: CalibrationReport, show: int) -> None:
+def _print(report: CalibrationReport, show: int, resamples: int) -> None:
     from tracescore.cli import _render as render
 
     out = render.console()
-    out.print(_summary_table(report))
+    out.print(_summary_table(report, resamples))
     out.print(_confusion_table(report))
     rows = report.disagreements[:show]
     if rows:
@@ -212,7 +215,19 @@ def _print(report: CalibrationReport, show: int) -> None:
                   f"{render.escape(error.message)}[/]")
 
 
-def _summary_table(report: CalibrationReport) -> Table:
+_UNBOUNDED = frozenset({"accuracy", "base_rate", "judge_pass_rate"})  # shown without interval
+
+
+def _no_interval(key: str, value: float | None, resamples: int) -> str:
+    """Why a statistic has no interval ("" for those never given one)."""
+    if key in _UNBOUNDED or value is None:
+        return ""
+    if not resamples and key not in ("tpr", "tnr"):
+        return "not computed (--resamples 0)"
+    return "undefined (too few items of a label)"
+
+
+def _summary_table(report: CalibrationReport, resamples: int) -> Table:
     from rich.table import Table
 
     from tracescore.calibration._html import stat_rows
@@ -226,7 +241,8 @@ def _summary_table(report: CalibrationReport) -> Table:
     for title, key, value in stat_rows(report):
         interval = a.intervals.get(key)
         table.add_row(title, _num(value),
-                      f"{_num(interval.low)} .. {_num(interval.high)}" if interval else "")
+                      f"{_num(interval.low)} .. {_num(interval.high)}" if interval
+                      else _no_interval(key, value, resamples))
     table.add_row("Scorer version", report.scorer_version or "-", "")
     table.add_row("Judge", report.judge_model or "-", "")
     table.add_row("Judge calls / tokens", f"{cost.judge_calls} / "

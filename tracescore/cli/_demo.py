@@ -73,8 +73,10 @@ def run_demo(*, spans_file: Path, model: str, endpoint: str | None) -> None:
     tree = children_of(spans)
     roots = [s for s in tree.get(None, []) if s.name.startswith("invoke_agent")]
     out.print()
-    out.print(Rule(f"Read back from {spans_file}: {len(spans)} spans, "
-                   f"{sum(_score_count(s.events) for s in spans)} score events"))
+    from tracescore._words import counted
+
+    out.print(Rule(f"Read back from {spans_file}: {counted(len(spans), 'span')}, "
+                   f"{counted(sum(_score_count(s.events) for s in spans), 'score event')}"))
     for root in roots:
         out.print(render.trace_tree(root, tree))
         out.print()

@@ -121,7 +121,9 @@ def _listen(inspector: Inspector, config: Any, grpc_endpoint: str | None,
             grpc_server.stop(grace=1.0).wait(timeout=5)
         for server in servers:
             server.close()
-    click.echo(f"received {inspector.requests} requests", err=True)
+    from tracescore._words import counted
+
+    click.echo(f"received {counted(inspector.requests, 'request')}", err=True)
 
 
 def _bound(option: str, endpoint: str | None, bind: Callable[[], Any]) -> Any:
@@ -188,6 +190,9 @@ def _short(value: object) -> str:
 
 def _summary(spans: int, reports: Sequence[SpanReport], others: int, all_spans: bool) -> str:
     scored = sum(r.scored for r in reports)
-    line = (f"{spans} spans: {len(reports)} look like agent calls ({scored} would be scored, "
-            f"{len(reports) - scored} not), {others} other spans")
+    from tracescore._words import counted
+
+    look = "looks like an agent call" if len(reports) == 1 else "look like agent calls"
+    line = (f"{counted(spans, 'span')}: {len(reports)} {look} ({scored} would be scored, "
+            f"{len(reports) - scored} not), {counted(others, 'other span')}")
     return line if all_spans or not others else f"{line} (--all lists them)"

@@ -77,7 +77,9 @@ def score_table(result: ScoreResult) -> Table:
 def eval_summary(result: EvalResult) -> Table:
     """Mean score per scorer, with the threshold and verdict when one was given."""
     summary = result.summary
-    table = Table(title=f"Evaluation {result.name!r}: {summary.total_items} items, "
+    from tracescore._words import counted
+
+    table = Table(title=f"Evaluation {result.name!r}: {counted(summary.total_items, 'item')}, "
                         f"{summary.passed_items} passed, {summary.failed_items} failed "
                         f"({summary.errored_items} with errors)")
     table.add_column("scorer")

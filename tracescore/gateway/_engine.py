@@ -268,6 +268,15 @@ class Engine:
             self._runs.table.release_all(reasons.FLUSH)
         return self.core.flush(max(0.0, timeout_s))
 
+    def end_of_input(self) -> None:
+        """The input is complete (`rescore`): agent spans still waiting for their LLM calls get
+        none; they go on unscored as after `trace.llm_wait_s` (reason `no_llm_calls`)."""
+        with self._lock:
+            waiting = list(self._waiting.values())
+            self._waiting.clear()
+        for entry in waiting:
+            self._settle_waiting(entry, reasons.NO_LLM_CALLS)
+
     def shutdown(self, timeout_s: float) -> None:
         """Bounded wait for scoring, then every held span goes out (unscored ones with a reason)."""
         with self._lock:

@@ -135,8 +135,9 @@ class Gateway:
             raise
         self._accepting = True
         _log.info("tracescore gateway listening: grpc=%s http=%s health=%s -> %s (%s)",
-                  self.grpc_port, self.http_port, self.health_port, config.exporter_endpoint,
-                  config.exporter_protocol)
+                  *(("off" if port is None else port)  # a receiver turned off, not "None"
+                    for port in (self.grpc_port, self.http_port, self.health_port)),
+                  config.exporter_endpoint, config.exporter_protocol)
         return self
 
     def stop(self, timeout_s: float | None = None) -> bool:

@@ -73,6 +73,13 @@ class RescoreSummary:
     runs_scored: int = 0  # runs given to run-scope scorers (at their root agent span)
     conversations_scored: int = 0  # conversation versions given to conversation scorers
     scopes: frozenset[str] = frozenset()  # "runs", "conversations": scorers of those scopes
+    unreadable: int = 0  # agent-like spans not read (each kind logged once, as `serve` does)
+
+    @property
+    def unscored(self) -> dict[str, int]:
+        """Scorer runs not made, by reason (`no_llm_calls`, `timeout`, ...)."""
+        return {key.split(".", 1)[1]: count for key, count in self.stats.items()
+                if key.startswith("dropped.") and count}
 
 
 class FileOutput:
@@ -172,8 +179,9 @@ def rescore(paths: Sequence[Path], *, scorers: Sequence[Any], recognisers: Seque
     options = {"max_wait_s": 600.0, **(processor_options or {}), "shutdown_timeout_s": timeout_s,
                **({"isolation": "thread"} if dry_run else {})}
     seen = Seen(force)
+    metrics = GatewayMetrics()
     engine = Engine(scorers=chosen, recognisers=recognisers,
-                    output=counting, metrics=GatewayMetrics(), processor_options=options,
+                    output=counting, metrics=metrics, processor_options=options,
                     pass_through=all_spans, trace_options=trace_options, keep=seen,
                     run_options=_at_end(run_options), conversations=_at_end(conversations),
                     live=False)
@@ -195,6 +203,7 @@ def rescore(paths: Sequence[Path], *, scorers: Sequence[Any], recognisers: Seque
             engine.accept(request)
             if progress is not None:
                 progress(done, total)
+        engine.end_of_input()  # spans waiting for LLM calls the input does not hold: as `serve`
     finally:
         engine.shutdown(timeout_s)
     stats = engine.core.stats()
@@ -209,7 +218,8 @@ def rescore(paths: Sequence[Path], *, scorers: Sequence[Any], recognisers: Seque
                           conversations_scored=len(seen.conversations),
                           scopes=frozenset(name for name, on in (
                               ("runs", bool(engine.core.run_scorers)),
-                              ("conversations", engine.core.conversations is not None)) if on))
+                              ("conversations", engine.core.conversations is not None)) if on),
+                          unreadable=int(sum(metrics.labelled("unreadable_agent_spans").values())))
 
 
 _NEVER = 1e9  # seconds: a stored run or conversation waits for the end of the input

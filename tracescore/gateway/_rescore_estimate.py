@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tracescore._words import counted
 from tracescore.scoring._base import JudgeUsage, Scorer, ScoreResult, ScorerInput, new_run_id
 from tracescore.scoring._inputs import answer_text, question_text
 from tracescore.scoring._judge_api import OFFLINE_MODEL
@@ -126,15 +127,16 @@ def estimate_lines(estimates: Sequence[ScorerEstimate]) -> list[str]:
     lines = []
     for e in estimates:
         if e.model is None:
-            lines.append(f"  {e.scorer_id} (no judge): {e.runs} runs")
+            lines.append(f"  {e.scorer_id} (no judge): {counted(e.runs, 'run')}")
             continue
         cost = "cost unknown (no litellm price)" if e.cost_usd is None else f"~${e.cost_usd:.4f}"
-        lines.append(f"  {e.scorer_id} ({e.model}): {e.runs} runs, {e.judge_calls} judge calls, "
+        lines.append(f"  {e.scorer_id} ({e.model}): {counted(e.runs, 'run')}, "
+                     f"{counted(e.judge_calls, 'judge call')}, "
                      f"~{e.input_tokens:,} input + {e.output_tokens:,} output tokens, {cost}")
     calls = sum(e.judge_calls for e in estimates)
     unknown = sorted({str(e.model) for e in estimates if e.judge_calls and e.cost_usd is None})
     known = sum(e.cost_usd or 0.0 for e in estimates)
-    total = f"total: {calls} judge calls, ~${known:.4f} at litellm's prices"
+    total = f"total: {counted(calls, 'judge call')}, ~${known:.4f} at litellm's prices"
     if unknown:
         total += f" (and the calls to {', '.join(unknown)}: litellm has no price for it)"
     lines.append(total + "; tokens estimated from the texts")

@@ -66,6 +66,11 @@ class _Binder:
             return kwargs.get(name, default)
         return self._arguments(names, args, kwargs)
 
+    def takes_one(self, instance: Any, args: tuple[Any, ...]) -> bool:
+        """Whether the function takes a single argument (its value is that argument)."""
+        (_names, single), _args = self._resolve(instance, args)
+        return single is not _UNSET
+
     def find(self, name: str, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The value passed for parameter `name` (by keyword or position), or None."""
         if name in kwargs:

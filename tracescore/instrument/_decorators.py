@@ -104,7 +104,9 @@ def agent(fn: Any = None, /, **options: Any) -> Any:
     Records `gen_ai.agent.name`, the input/output as `gen_ai.input.messages` /
     `gen_ai.output.messages` (under content capture), and hands the finished call to online
     scoring. Options: `name`, `description`, `capture_content`, `attributes`,
-    `conversation_id` (a string or `callable(input)`), `ground_truth` (the expected answer: a
+    `conversation_id` (a string or `callable(input)`), `question_arg` (the parameter that holds
+    the question when the function takes several; default: the one text argument that is no
+    identifier, else the dict of all arguments), `ground_truth` (the expected answer: a
     constant or a `callable(input)`; `tracescore.set_ground_truth()` inside the call wins
     over it).
     """

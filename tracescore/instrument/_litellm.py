@@ -188,7 +188,7 @@ class _ChatCall:
             span.set_attribute(sc.GEN_AI_RESPONSE_FINISH_REASONS, reasons)
         usage = _get(response, "usage")
         self._record_usage(usage)
-        cost = _response_cost(response)
+        cost = _response_cost(response, self.provider)
         if cost is None:
             cost = self._cost_from_usage(usage)
         _set_if(span, sc.TS_COST_USD, cost)
@@ -212,9 +212,12 @@ class _ChatCall:
         try:
             import litellm
 
-            costs = litellm.cost_per_token(model=self.model, prompt_tokens=prompt,
-                                           completion_tokens=completion,
-                                           custom_llm_provider=self.provider)
+            from tracescore._litellm_support import quiet_litellm
+
+            with quiet_litellm():  # an unknown model: no banner on the user's stdout
+                costs = litellm.cost_per_token(model=self.model, prompt_tokens=prompt,
+                                               completion_tokens=completion,
+                                               custom_llm_provider=self.provider)
             return float(sum(costs))
         except Exception:  # noqa: BLE001 - unknown model: no cost
             return None

@@ -66,7 +66,7 @@ def _server(api_base: Any) -> dict[str, Any]:
         return {}
 
 
-def _response_cost(response: Any) -> float | None:
+def _response_cost(response: Any, provider: str | None = None) -> float | None:
     hidden = getattr(response, "_hidden_params", None)
     cost = hidden.get("response_cost") if isinstance(hidden, Mapping) else None
     if isinstance(cost, (int, float)) and not isinstance(cost, bool):
@@ -76,7 +76,13 @@ def _response_cost(response: Any) -> float | None:
     try:
         import litellm
 
-        return float(litellm.completion_cost(completion_response=response))
+        from tracescore._litellm_support import quiet_litellm
+
+        # with the call's provider, and quiet: litellm prints a "Provider List" banner on stdout
+        # when it has to guess the provider of a model it has no price for (a local server's)
+        with quiet_litellm():
+            return float(litellm.completion_cost(completion_response=response,
+                                                 custom_llm_provider=provider))
     except Exception:  # noqa: BLE001 - litellm does not know this model's price
         return None
 

@@ -20,6 +20,7 @@ from tracescore.instrument import _calls, _openinference
 from tracescore.instrument._binder import _UNSET, _Binder
 from tracescore.instrument._errors import record_error
 from tracescore.instrument._options import _AGENT, _LLM, _SPAN, _TOOL, _validate
+from tracescore.instrument._question import NO_DEFAULT, pick_question, question_default
 from tracescore.instrument._results import _join_items, _llm_result_attrs
 from tracescore.instrument._span_messages import (
     input_messages_attr,
@@ -78,6 +79,8 @@ class _Op:
         "needs_value",
         "output_key",
         "public_attrs",
+        "question_arg",
+        "question_default",
         "span_kind",
         "span_name",
     )
@@ -95,8 +98,12 @@ class _Op:
         model: str | None = None,
         provider: str | None = None,
         description: str | None = None,
+        question_arg: str | None = None,
     ) -> None:
         _validate(name, capture_content, attributes, conversation_id, model, provider, description)
+        self.question_arg = question_arg
+        self.question_default = (NO_DEFAULT if question_arg is None
+                                 else question_default(fn, question_arg))
         self.kind = kind
         self.name = name or getattr(fn, "__name__", None) or type(fn).__name__
         self.capture = capture_content
@@ -148,6 +155,15 @@ class _Op:
         self.needs_value = callable(conversation_id) or callable(ground_truth)
 
     # -- content ------------------------------------------------------------------------------
+
+    def question(self, value: Any, instance: Any, args: tuple[Any, ...]) -> Any:
+        """An agent's input as recorded and scored: its question when it takes several
+        arguments (`question_arg`, else the one text argument that is no id), else `value`."""
+        if not self.is_agent or value is _UNSET or not isinstance(value, dict):
+            return value
+        if self.binder.takes_one(instance, args):
+            return value  # the one argument is itself a dict
+        return pick_question(value, self.question_arg, self.question_default)
 
     def input_text(
         self, instance: Any, args: Any, kwargs: Any, value: Any, s: ContentSettings
@@ -205,6 +221,12 @@ class _Op:
                 _log_once("bind", "tracescore: could not read an agent call's input")
                 listeners = ()
         call = _Call(self, otel_span, ctx, value, capture and recording, settings)
+        question = value
+        if self.is_agent and value is not _UNSET:
+            try:
+                question = call.question = self.question(value, instance, args)
+            except Exception:  # noqa: BLE001 - the call is recorded with all its arguments
+                _log_once("question", "tracescore: could not pick an agent call's question")
         if self.kind == _TOOL and recording and not capture and _calls.following():
             try:  # not exported: for the scorers of the agent call it runs in
                 call.unexported = {
@@ -216,10 +238,10 @@ class _Op:
         if call.capture:
             try:
                 otel_span.set_attribute(
-                    self.input_key, self.input_text(instance, args, kwargs, value, settings)
+                    self.input_key, self.input_text(instance, args, kwargs, question, settings)
                 )
                 if self.is_agent and settings.openinference:
-                    otel_span.set_attributes(_openinference.input_attributes(value, settings))
+                    otel_span.set_attributes(_openinference.input_attributes(question, settings))
             except Exception:  # noqa: BLE001 - the call runs without its input captured
                 _log_once("input", "tracescore: could not capture a call input")
         if listeners:
@@ -256,6 +278,7 @@ class _Call:
         "items",
         "listening",
         "op",
+        "question",
         "settings",
         "span",
         "step_ctx",
@@ -270,7 +293,8 @@ class _Call:
         self.op = op
         self.span = otel_span
         self.step_ctx = _set_span_in_context(otel_span, ctx)
-        self.value = value
+        self.value = value  # what callbacks get (`conversation_id`, `ground_truth`)
+        self.question = value  # what is recorded and scored (`_Op.question`)
         self.capture = capture
         self.settings = s
         self.listening: tuple[Any, ...] = ()  # the listeners that want this call
@@ -380,7 +404,7 @@ class _Call:
             _calls.AgentCall(
                 span=self.span,
                 name=self.op.name,
-                input=self.value,
+                input=self.question,
                 output=None if error is not None else result,
                 error=error,
                 ground_truth=gt,

@@ -75,6 +75,7 @@ class _ToolOptions(_CommonOptions, total=False):
 
 class _AgentOptions(_ToolOptions, total=False):
     ground_truth: Any
+    question_arg: str | None
 
 
 class _LlmOptions(_CommonOptions, total=False):

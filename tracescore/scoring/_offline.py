@@ -38,8 +38,12 @@ from tracescore.scoring._offline_relevancy import (
 from tracescore.scoring._prompting import format_score
 from tracescore.scoring._prompts import TASK_REASON, TASK_STATEMENTS, TASK_VERDICTS
 
-_SENTENCE_END = re.compile(r"(?<!\b[A-Z]\.)(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9À-Ý])")
+# a sentence ends at . ! ? … before a capital or a digit; not after an initial ("J. Smith",
+# "U.S. Army"), but after a unit ("32 °F. It is ...")
+_SENTENCE_END = re.compile(
+    r"(?<![\s.][A-Z]\.)(?<!^[A-Z]\.)(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9À-Ý])")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+_DASHED = re.compile(r"^\s*[-*•]\s+")
 
 
 _STOPWORDS = ENGLISH_STOPWORDS
@@ -88,8 +92,11 @@ def _stem(word: str) -> str:
 def split_statements(text: str) -> list[str]:
     """Sentences of `text` (and lines / list items), stripped, empty ones dropped."""
     statements: list[str] = []
-    for line in text.splitlines():
-        line = _BULLET.sub("", line).strip()
+    lines = text.splitlines()
+    # "12. It is in Kyoto." is an answer, not a list: numbers are bullets in a list of two or more
+    bullet = _BULLET if sum(1 for line in lines if _BULLET.match(line)) >= 2 else _DASHED
+    for line in lines:
+        line = bullet.sub("", line).strip()
         if line:
             statements.extend(p.strip() for p in _SENTENCE_END.split(line) if p.strip())
     return statements
@@ -184,20 +191,33 @@ def _listed(terms: Mapping[str, str], limit: int = 5) -> str:
 
 def _against_reference(verdict: dict[str, str], statement: str, question: _Question,
                        reference: _Terms) -> dict[str, str]:
-    """A `yes` becomes `unsure` when the statement and the ground truth both have numbers
-    (or both have names) but share none of them."""
+    """A `yes` becomes `unsure` when the statement and the ground truth both have numbers but
+    share none of them (or, without numbers on both sides, both have names and share none): an
+    answer with the reference's number, or its name anywhere, stays `yes` with a true detail
+    beside it ("About 37 °C, in Kyoto")."""
     if verdict["result"] != "yes":
         return verdict
     terms = _answer_terms(statement, question)
-    hedged = bool(_HEDGES & {w.lower() for w in WORD.findall(statement)})
-    for own, expected, agree in ((terms.numbers, reference.numbers, _near if hedged else _equal),
-                                 (terms.names, reference.names, _same_name)):
-        if own and expected and not any(agree(a, b) for a in own for b in expected):
-            return {"result": "unsure",
-                    "reason": f"{_DISAGREES} ({_listed(own)}) disagrees with the reference "
-                              f"answer ({_listed(expected)}); the offline judge has no world "
-                              f"knowledge and takes the ground truth as its reference."}
-    return verdict
+    words = WORD.findall(statement)
+    hedged = bool(_HEDGES & {w.lower() for w in words})
+    # a name of the reference anywhere in the statement agrees ("Pacific Ocean, ... in Kyoto":
+    # the first word is no name to `_answer_terms`, and "Kyoto" is an extra detail)
+    said = {_stem(w): w for w in words if w[:1].isupper()}
+    if terms.numbers and reference.numbers:  # numbers decide: a name beside them is a detail
+        agree = _near if hedged else _equal
+        if any(agree(a, b) for a in terms.numbers for b in reference.numbers):
+            return verdict
+        own, expected = terms.numbers, reference.numbers
+    elif terms.names and reference.names:
+        if any(_same_name(a, b) for a in {**terms.names, **said} for b in reference.names):
+            return verdict
+        own, expected = terms.names, reference.names
+    else:
+        return verdict
+    return {"result": "unsure",
+            "reason": f"{_DISAGREES} ({_listed(own)}) disagrees with the reference "
+                      f"answer ({_listed(expected)}); the offline judge has no world "
+                      f"knowledge and takes the ground truth as its reference."}
 
 
 _HEDGES = vocabulary("about around roughly approximately nearly almost some circa approx")

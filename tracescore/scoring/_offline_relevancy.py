@@ -89,6 +89,9 @@ apply write change update delete edit cut keep avoid try run block order freeze 
 """)
 _HOW_PROCEDURE = vocabulary("do can should could would to")
 _REASON_START = vocabulary("because since as so due")
+# where a short answer's detail starts: a comma, a dash or a preposition of place or time
+_DETAIL = re.compile(r"[,;:(—–]|\s-\s|\s(?:in|at|on|near|from|since|during|according|per|"
+                     r"with|around|outside|inside|across|by|as of)\s", re.IGNORECASE)
 
 
 @lru_cache(maxsize=8192)
@@ -247,7 +250,8 @@ def verdict(question: Question, statement: str, first: bool) -> dict[str, str]:
     new = [w for w, s in zip(content, stems)
            if not any(same_word(s, q) for q in unit_stems) and fold(w) not in _EMPTY]
     shape = _shape(words, question.expects, question)
-    bare = first and len(words) <= 4
+    # a short answer, maybe with a detail after it ("212 °F, in Kyoto", "1889 in Kyoto")
+    bare = first and len(WORD.findall(_DETAIL.split(statement, maxsplit=1)[0])) <= 4
     if folded[0] in _PRONOUN_START and not strong:
         return {"result": "no", "reason": "It speaks of itself, not of what the question asks."}
     if (strong or weak) and not new and not shape:

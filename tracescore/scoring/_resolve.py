@@ -37,6 +37,20 @@ def preflight_scorers(scorers: Iterable[Any]) -> None:
                     f"scorer {getattr(scorer, 'id', scorer)!r}: {exc}") from None
 
 
+def unready_judges(scorers: Iterable[Any]) -> list[str]:
+    """What `preflight_scorers` would refuse, one text per scorer whose judge cannot work
+    (in process nothing is refused: the agent runs, the scorer's results are failures)."""
+    problems = []
+    for item in scorers:
+        try:
+            preflight_scorers([item])
+        except ConfigurationError as exc:
+            problems.append(str(exc))
+        except Exception:  # noqa: BLE001, S112 - a check that cannot run refuses nothing
+            continue
+    return problems
+
+
 def resolve_judge(model: Any, judge_kwargs: Mapping[str, Any]) -> Judge:
     """A Judge from a model string ("tracescore/offline" = the offline judge) or Judge object."""
     if isinstance(model, str):
