@@ -224,6 +224,7 @@ def test_adk_without_content_capture_is_unscored_and_the_log_names_the_switch(
     cases = generated_cases(seed=41, count=3)
     sent, received = run_through_gateway("adk_no_content", cases, "grpc", side_python, gateway,
                                          receiver, stub)
+    assert not any(sc.GEN_AI_INPUT_MESSAGES in s.attributes for s in sent)  # none recorded
     assert [s for s in received if s.events_named(sc.GEN_AI_EVALUATION_RESULT)] == []
     assert sum(s.name == AGENT_SPAN for s in received) == len(cases)  # every span goes on
     deadline = time.monotonic() + 60  # after the wait for content-bearing model calls
