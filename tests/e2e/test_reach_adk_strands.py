@@ -22,6 +22,7 @@ import os
 import random
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,7 @@ RUNS: dict[str, tuple[str, dict[str, str]]] = {
         "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental,gen_ai_span_attributes_only"}),
     "adk": ("adk", {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"}),
     "adk_legacy": ("adk", {"ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN": "1"}),  # call_llm spans
+    "adk_no_content": ("adk", {}),  # content capture off: ADK's default
 }
 _OPTIONS = ("OTEL_SEMCONV_STABILITY_OPT_IN", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
             "ADK_")
@@ -211,6 +213,28 @@ def test_adk_agent_calls_are_scored(run: str, protocol: str, side_python: Path,
     assert_conversations(sent, cases)
     assert_scored(sent, received, {AGENT_SPAN}, stub,
                   [(c["question"], recorded_answer("adk", c)) for c in cases])
+
+
+@pytest.mark.slow
+def test_adk_without_content_capture_is_unscored_and_the_log_names_the_switch(
+        side_python: Path, gateway: GatewayProcess, receiver: OTLPReceiver,
+        stub: StubLLMServer) -> None:
+    """ADK as installed (no content switch set): its agent spans go on unscored, counted as
+    unreadable, and the one warning names the variable that turns content on."""
+    cases = generated_cases(seed=41, count=3)
+    sent, received = run_through_gateway("adk_no_content", cases, "grpc", side_python, gateway,
+                                         receiver, stub)
+    assert not any(sc.GEN_AI_INPUT_MESSAGES in s.attributes for s in sent)  # none recorded
+    assert [s for s in received if s.events_named(sc.GEN_AI_EVALUATION_RESULT)] == []
+    assert sum(s.name == AGENT_SPAN for s in received) == len(cases)  # every span goes on
+    deadline = time.monotonic() + 60  # after the wait for content-bearing model calls
+    while time.monotonic() < deadline and not [
+            e for e in gateway.logs if "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+            in e.get("message", "") and "(genai)" in e.get("message", "")]:
+        time.sleep(0.2)
+    warnings = [e["message"] for e in gateway.logs if "(genai)" in e.get("message", "")]
+    assert any("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT" in w for w in warnings), (
+        warnings)
 
 
 @pytest.mark.slow

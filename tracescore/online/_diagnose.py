@@ -32,6 +32,7 @@ from tracescore.online._recognise import (
     Recogniser,
     recogniser_markers,
 )
+from tracescore.online._switches import switch_hint
 
 _log = logging.getLogger("tracescore")
 
@@ -49,6 +50,7 @@ REASONS: dict[str, str] = {
     NO_ANSWER: "output has no text",
     NOT_READ: "input and output are there, but its reader did not accept them",
 }
+_MISSING = (NO_CONTENT, NO_INPUT, NO_OUTPUT)  # what a content switch can be the cause of
 _AGENT_OPERATIONS = (sc.OP_INVOKE_AGENT, sc.OP_INVOKE_WORKFLOW)
 _MAX_KEYS_LOGGED = 40
 
@@ -65,11 +67,15 @@ class Unreadable:
 
     @property
     def description(self) -> str:
-        """The reason in words, naming the attribute(s) concerned."""
+        """The reason in words, naming the attribute(s) concerned, and for content that is
+        missing, the switch that makes the framework record it."""
         text = REASONS[self.reason]
         where = {NO_CONTENT: f"{self.input}, {self.output}", NO_INPUT: self.input,
                  NO_QUESTION: self.input, NO_OUTPUT: self.output, NO_ANSWER: self.output}
-        return f"{text} ({where[self.reason]})" if self.reason in where else text
+        if self.reason in where:
+            text = f"{text} ({where[self.reason]})"
+        hint = switch_hint(self.framework) if self.reason in _MISSING else None
+        return text if hint is None else f"{text}; {hint}"
 
 
 @dataclass(frozen=True, slots=True)
