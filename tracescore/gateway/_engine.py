@@ -576,7 +576,8 @@ class Engine:
         self._output.put((), request.SerializeToString(), 1)
 
     def _conversation_carrier(self, run: ScoreRun, turns: Sequence[Turn], end_ns: int) -> None:
-        """A conversation's carrier span: a child of its last turn, linked to every turn."""
+        """A conversation's carrier span: a child of its last turn, linked to every turn
+        (journaled: its version is marked scored once it is delivered)."""
         self._count_cost(run.events)
         last = turns[-1]
         evaluated = ExportTraceServiceRequest()
@@ -590,7 +591,8 @@ class Engine:
         for turn in turns[-MAX_LINKS:-1]:  # the last turn is linked already
             span.links.add(trace_id=turn.trace_id.to_bytes(16, "big"),
                            span_id=turn.span_id.to_bytes(8, "big"))
-        self._output.put((), request.SerializeToString(), 1)
+        body = request.SerializeToString()
+        self._output.put(self._journal_add([(PASS, 1, body)]), body, 1)
 
     def _count_cost(self, events: Sequence[EventPayload]) -> None:
         cost = 0.0
