@@ -49,8 +49,7 @@ class Gateway:
         self.journal = Journal(self.path, sync="normal")
         tracker = ConversationTracker([OnlineScorer(TurnCounter())], OPTIONS, score=self._score,
                                       store=self.journal, clock=lambda: self.now[0])
-        for conversation, turns, scored in self.journal.conversations():
-            tracker.restore(conversation, turns, scored)
+        tracker.restore_all(self.journal.conversations())
         return tracker
 
     def _score(self, version: Version, sampled: Any) -> None:

@@ -245,8 +245,7 @@ class Engine:
         if self._journal is None:
             return 0
         if self._turns is not None:  # conversations where the last run left them
-            for conversation, turns, scored in self._journal.conversations():
-                self._turns.restore(conversation, turns, scored)
+            self._turns.restore_all(self._journal.conversations())
         replayed = 0
         for entry in self._journal.entries():
             replayed += entry.count

@@ -275,13 +275,13 @@ class ConversationTracker:
             self._drain()
             self._table.expire()
             self._forget_old()
-            self._release(())
+            if self.ledger is not None:
+                self.ledger.write()
 
     def _release(self, rows: Iterable[int]) -> None:
-        """Rows of turns let go (deleted once no version under way holds them); written."""
+        """Rows of turns let go: deleted once no version under way holds them (`expire`)."""
         if self.ledger is not None:
             self.ledger.release(rows)
-            self.ledger.write()
 
     def _drain(self) -> None:
         offers = self._offers
@@ -390,6 +390,19 @@ class ConversationTracker:
             self._release(t.row for t in kept.turns)
 
     # --- restart, flush, shutdown ------------------------------------------------------------
+    def restore_all(self, kept: Iterable[tuple[str, Iterable[Mapping[str, Any]], int]]) -> None:
+        """`restore` each (conversation, turns, scored) a store kept, with one write."""
+        with self._lock:
+            if self.ledger is not None:
+                self.ledger.gathering = True
+            try:
+                for conversation, turns, scored in kept:
+                    self.restore(conversation, turns, scored)
+            finally:
+                if self.ledger is not None:
+                    self.ledger.gathering = False
+                    self.ledger.write()
+
     def restore(self, conversation: str, turns: Iterable[Mapping[str, Any]], scored: int = 0
                 ) -> None:
         """Turns a store kept from a previous run: those marked `scored` (or the first `scored`)

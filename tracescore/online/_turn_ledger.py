@@ -11,6 +11,9 @@ still on their way to the tracker are never touched: only rows it names go.
     flight.land()                  # a job delivered (and the guard, once queued): the last marks
     ledger.release(rows)           # the conversation let these go: deleted now or once landed
     ledger.write()                 # on the timer: the deletions gathered, in one transaction
+
+While `gathering` (a restart restoring thousands of conversations) landings wait for `write`
+too, so the whole restore is one transaction.
 """
 
 from __future__ import annotations
@@ -61,6 +64,8 @@ class TurnLedger:
         self._flying: Counter[int] = Counter()  # row -> versions under way holding it
         self._released: set[int] = set()  # let go while in flight: deleted once landed
         self._drop: list[int] = []  # let go, not in flight: deleted at the next `write`
+        self._marks: list[int] = []  # landed while gathering: marked at the next `write`
+        self.gathering = False
 
     def launch(self, rows: Iterable[int]) -> Flight:
         held = tuple(r for r in rows if r)
@@ -78,6 +83,10 @@ class TurnLedger:
                     if row in self._released:
                         self._released.discard(row)
                         drop.append(row)
+            if self.gathering:
+                self._marks.extend(rows)
+                self._drop.extend(drop)
+                return
         self._settle(rows, drop)
 
     def release(self, rows: Iterable[int]) -> None:
@@ -92,11 +101,13 @@ class TurnLedger:
                     self._drop.append(row)
 
     def write(self) -> None:
-        """Delete the rows let go since the last call (one transaction)."""
+        """Delete the rows let go (and mark those landed while gathering) since the last call,
+        in one transaction."""
         with self._lock:
             drop, self._drop = self._drop, []
-        if drop:
-            self._settle((), drop)
+            marks, self._marks = self._marks, []
+        if drop or marks:
+            self._settle(marks, drop)
 
     @property
     def flying(self) -> int:
