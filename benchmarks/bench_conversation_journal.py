@@ -1,8 +1,11 @@
 """The gateway's conversation journal at its bound, `tracescore serve` side by side in one run:
 
-  * intake: turns/s acknowledged while the conversations held are under `max_conversations`,
-    then once every new conversation makes the oldest one go (each let-go touches the
-    journal's `turns` table); 4 gRPC senders, 10 turns (each its own trace) a request;
+  * taken: turns/s the gateway's conversation tracker takes over its journal (what its timer
+    does with each acknowledged turn), in process, while the conversations held are under
+    `max_conversations`, then once every new conversation makes the oldest one go (each
+    let-go touches the journal's `turns` table under the lock the receivers need);
+  * intake: turns/s `tracescore serve` acknowledges in the same two phases; 4 gRPC senders,
+    10 turns (each its own trace) a request;
   * restart: seconds from start to ready (answering) on a journal holding more conversations
     than `max_conversations` (the 5h case of issue 38: 19,245 conversations over 10,000), next
     to a start on an empty journal;
@@ -22,6 +25,7 @@ import os
 import random
 import shutil
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import threading
@@ -108,6 +112,15 @@ def _send(port: int, bodies: list[bytes], senders: int = 4) -> float:
     return 10 * len(bodies) / (time.perf_counter() - start)
 
 
+def taken(source: Path | None, bound: int) -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": str(source) if source is not None else ""}
+    done = subprocess.run([sys.executable, str(Path(__file__).with_name("_journal_tracker.py")),
+                           str(bound)], env=env, capture_output=True, text=True, check=True,
+                          timeout=1800)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return {"taken_under": result["under"], "taken_at": result["at"]}
+
+
 def intake(source: Path | None, endpoint: str, bound: int, rng: random.Random) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="tsj-bench-") as tmp:
         folder = Path(tmp)
@@ -175,16 +188,19 @@ def main() -> None:
         _journal(journal, over, random.Random(1))
         _journal(empty, 0, random.Random(1))
         for name, source in sources.items():
+            results[name].update(taken(source, bound))
             results[name].update(intake(source, receiver.grpc_endpoint, bound, random.Random(2)))
             results[name]["start_s"] = restart(source, receiver.grpc_endpoint, empty, bound)
             results[name]["restart_s"] = restart(source, receiver.grpc_endpoint, journal, bound)
-    rows = [[name, r["under"], r["at"], r["at"] / r["under"], r["file_mb"], r["start_s"],
-             r["restart_s"]]
-            for name, r in results.items()]
-    print_table(rows, ["gateway", "turns/s under the bound", "turns/s at the bound",
-                       "at / under", "journal MB", "start s (empty)",
-                       f"restart s ({over} conversations)"],
-                title=f"conversation journal, max_conversations {bound}")
+    print_table([[name, r["taken_under"], r["taken_at"], r["taken_at"] / r["taken_under"],
+                  r["under"], r["at"], r["at"] / r["under"]] for name, r in results.items()],
+                ["gateway", "taken/s under", "taken/s at the bound", "at / under",
+                 "acked/s under", "acked/s at the bound", "at / under"],
+                title=f"turns/s, max_conversations {bound} (3 turns a conversation)")
+    print_table([[name, r["file_mb"], r["start_s"], r["restart_s"]]
+                 for name, r in results.items()],
+                ["gateway", "journal MB", "start s (empty)",
+                 f"restart s ({over} conversations)"], title="journal and restart")
     write_json(args.json, {"environment": environment(), "bound": bound,
                            "conversations_at_restart": over, "results": results})
 
