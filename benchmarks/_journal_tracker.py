@@ -1,6 +1,8 @@
 """Run by bench_conversation_journal.py under a checkout's PYTHONPATH: the gateway's conversation
 tracker over its journal, in process, taking turns under and at `max_conversations`; prints JSON
-(turns/s for each phase)."""
+(turns/s for each phase).
+
+    python _journal_tracker.py BOUND AT SYNC   # AT: new conversations sent at the bound"""
 
 from __future__ import annotations
 
@@ -27,9 +29,10 @@ class TurnCounter(Scorer):
         return ScoreResult(run_id="", scorer_id=self.id, scorer_name=self.name, score=1.0)
 
 
-def main(bound: int, turns_each: int = 3, per_tick: int = 500) -> None:
+def main(bound: int, at_bound: int, sync: str, turns_each: int = 3, per_tick: int = 500
+         ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        journal = Journal(Path(tmp) / "journal.db", sync="normal")
+        journal = Journal(Path(tmp) / "journal.db", sync=sync)
         tracker = ConversationTracker(
             [OnlineScorer(TurnCounter())],
             ConversationOptions(quiet_s=600, max_conversations=bound),
@@ -49,10 +52,10 @@ def main(bound: int, turns_each: int = 3, per_tick: int = 500) -> None:
             return len(conversations) * turns_each / (time.perf_counter() - start)
 
         under = phase(range(bound))
-        at = phase(range(bound, 2 * bound))
+        at = phase(range(bound, bound + at_bound))
         journal.close()
     print(json.dumps({"under": under, "at": at}))
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]))
+    main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])

@@ -51,13 +51,14 @@ def _scorer_module(folder: Path) -> None:
         "                           scorer_name=self.name, score=float(len(call.turns)))\n")
 
 
-def _gateway(source: Path | None, folder: Path, endpoint: str, max_conversations: int) -> Any:
+def _gateway(source: Path | None, folder: Path, endpoint: str, max_conversations: int,
+             sync: str) -> Any:
     from tracescore.testing import GatewayProcess
 
     config = folder / "gateway.yaml"
     config.write_text(f"scoring:\n  isolation: thread\n  scorers:\n    - {{scorer: '{SCORER}'}}\n"
                       f"conversations: {{quiet_s: 600, max_conversations: {max_conversations}}}\n"
-                      "journal: {sync: normal}\n", encoding="utf-8")
+                      f"journal: {{sync: {sync}}}\n", encoding="utf-8")
     paths = [str(source)] if source is not None else []
     env = {"PYTHONPATH": os.pathsep.join([*paths, str(folder)])}
     return GatewayProcess(["--config", str(config), "--endpoint", endpoint,
@@ -112,23 +113,24 @@ def _send(port: int, bodies: list[bytes], senders: int = 4) -> float:
     return 10 * len(bodies) / (time.perf_counter() - start)
 
 
-def taken(source: Path | None, bound: int) -> dict[str, float]:
+def taken(source: Path | None, bound: int, at_bound: int, sync: str) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": str(source) if source is not None else ""}
     done = subprocess.run([sys.executable, str(Path(__file__).with_name("_journal_tracker.py")),
-                           str(bound)], env=env, capture_output=True, text=True, check=True,
+                           str(bound), str(at_bound), sync], env=env, capture_output=True, text=True, check=True,
                           timeout=1800)
     result = json.loads(done.stdout.strip().splitlines()[-1])
     return {"taken_under": result["under"], "taken_at": result["at"]}
 
 
-def intake(source: Path | None, endpoint: str, bound: int, rng: random.Random) -> dict[str, float]:
+def intake(source: Path | None, endpoint: str, bound: int, at_bound: int, sync: str,
+           rng: random.Random) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="tsj-bench-") as tmp:
         folder = Path(tmp)
         _scorer_module(folder)
-        gateway = _gateway(source, folder, endpoint, bound).start()
+        gateway = _gateway(source, folder, endpoint, bound, sync).start()
         try:
             under = _send(gateway.grpc_port, _requests(range(bound), 3, rng))  # fills it
-            at = _send(gateway.grpc_port, _requests(range(bound, 2 * bound), 3, rng))
+            at = _send(gateway.grpc_port, _requests(range(bound, bound + at_bound), 3, rng))
         finally:
             gateway.kill()
         size = (folder / "journal.db").stat().st_size
@@ -156,12 +158,13 @@ def _journal(path: Path, conversations: int, rng: random.Random) -> None:
     db.close()
 
 
-def restart(source: Path | None, endpoint: str, journal: Path, bound: int) -> float:
+def restart(source: Path | None, endpoint: str, journal: Path, bound: int, sync: str
+            ) -> float:
     with tempfile.TemporaryDirectory(prefix="tsj-bench-") as tmp:
         folder = Path(tmp)
         _scorer_module(folder)
         shutil.copy(journal, folder / "journal.db")
-        gateway = _gateway(source, folder, endpoint, bound)
+        gateway = _gateway(source, folder, endpoint, bound, sync)
         start = time.perf_counter()
         gateway.start()
         took = time.perf_counter() - start
@@ -174,11 +177,14 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--baseline", type=Path, help="another checkout's root, side by side")
     parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--sync", default="full", choices=["full", "normal"],
+                        help="journal.sync (default: the gateway's, full)")
     args = parser.parse_args()
     from tracescore.testing import OTLPReceiver
 
     bound = 1_000 if args.quick else 10_000
     over = 2 * bound if args.quick else 19_245
+    at_bound = min(bound, 3_000)  # new conversations sent at the bound (the baseline is slow)
     sources: dict[str, Path | None] = {"this checkout": None}
     if args.baseline is not None:
         sources = {"baseline": args.baseline.resolve(), **sources}
@@ -188,20 +194,23 @@ def main() -> None:
         _journal(journal, over, random.Random(1))
         _journal(empty, 0, random.Random(1))
         for name, source in sources.items():
-            results[name].update(taken(source, bound))
-            results[name].update(intake(source, receiver.grpc_endpoint, bound, random.Random(2)))
-            results[name]["start_s"] = restart(source, receiver.grpc_endpoint, empty, bound)
-            results[name]["restart_s"] = restart(source, receiver.grpc_endpoint, journal, bound)
+            results[name].update(taken(source, bound, at_bound, args.sync))
+            results[name].update(intake(source, receiver.grpc_endpoint, bound, at_bound,
+                                        args.sync, random.Random(2)))
+            for key, path in (("start_s", empty), ("restart_s", journal)):
+                results[name][key] = restart(source, receiver.grpc_endpoint, path, bound,
+                                             args.sync)
     print_table([[name, r["taken_under"], r["taken_at"], r["taken_at"] / r["taken_under"],
                   r["under"], r["at"], r["at"] / r["under"]] for name, r in results.items()],
                 ["gateway", "taken/s under", "taken/s at the bound", "at / under",
                  "acked/s under", "acked/s at the bound", "at / under"],
-                title=f"turns/s, max_conversations {bound} (3 turns a conversation)")
+                title=f"turns/s, max_conversations {bound}, 3 turns a conversation, "
+                      f"journal.sync {args.sync}")
     print_table([[name, r["file_mb"], r["start_s"], r["restart_s"]]
                  for name, r in results.items()],
                 ["gateway", "journal MB", "start s (empty)",
                  f"restart s ({over} conversations)"], title="journal and restart")
-    write_json(args.json, {"environment": environment(), "bound": bound,
+    write_json(args.json, {"environment": environment(), "bound": bound, "sync": args.sync,
                            "conversations_at_restart": over, "results": results})
 
 

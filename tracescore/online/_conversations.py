@@ -25,18 +25,19 @@ restarts until they are let go and their last version delivered (`_turn_ledger`)
 conversation alone over `max_bytes` is scored early and let go. Nothing here runs when no scorer
 has the conversation scope.
 
-(About 460 lines: the options, the turn and the tracker, whose one lock covers the quiet table,
+(About 480 lines: the options, the turn and the tracker, whose one lock covers the quiet table,
 the kept turns and the store's rows; cut apart they would share that lock and its state.)
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import threading
 import time
 from collections import Counter, OrderedDict, deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -271,12 +272,23 @@ class ConversationTracker:
     # --- the core's timer ---------------------------------------------------------------------
     def expire(self) -> None:
         """Take the offered turns, then score what is quiet, at its limit or too old."""
-        with self._lock:
+        with self._lock, self._gathering():
             self._drain()
             self._table.expire()
             self._forget_old()
-            if self.ledger is not None:
-                self.ledger.write()
+
+    @contextlib.contextmanager
+    def _gathering(self) -> Iterator[None]:
+        """The store's writes of what happens inside, in one transaction at the end."""
+        ledger = self.ledger
+        if ledger is not None:
+            ledger.gathering = True
+        try:
+            yield
+        finally:
+            if ledger is not None:
+                ledger.gathering = False
+                ledger.write()
 
     def _release(self, rows: Iterable[int]) -> None:
         """Rows of turns let go: deleted once no version under way holds them (`expire`)."""
@@ -392,16 +404,9 @@ class ConversationTracker:
     # --- restart, flush, shutdown ------------------------------------------------------------
     def restore_all(self, kept: Iterable[tuple[str, Iterable[Mapping[str, Any]], int]]) -> None:
         """`restore` each (conversation, turns, scored) a store kept, with one write."""
-        with self._lock:
-            if self.ledger is not None:
-                self.ledger.gathering = True
-            try:
-                for conversation, turns, scored in kept:
-                    self.restore(conversation, turns, scored)
-            finally:
-                if self.ledger is not None:
-                    self.ledger.gathering = False
-                    self.ledger.write()
+        with self._lock, self._gathering():
+            for conversation, turns, scored in kept:
+                self.restore(conversation, turns, scored)
 
     def restore(self, conversation: str, turns: Iterable[Mapping[str, Any]], scored: int = 0
                 ) -> None:

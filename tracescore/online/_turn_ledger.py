@@ -12,8 +12,8 @@ still on their way to the tracker are never touched: only rows it names go.
     ledger.release(rows)           # the conversation let these go: deleted now or once landed
     ledger.write()                 # on the timer: the deletions gathered, in one transaction
 
-While `gathering` (a restart restoring thousands of conversations) landings wait for `write`
-too, so the whole restore is one transaction.
+While `gathering` (the tracker's timer tick, a restart restoring thousands of conversations)
+landings wait for `write` too, so all of it is one transaction.
 """
 
 from __future__ import annotations
