@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from tracescore import OnlineScorer
 from tracescore.gateway._journal import Journal
@@ -25,7 +26,7 @@ class TurnCounter(Scorer):
     uses_judge = False
     scope = "conversation"
 
-    async def evaluate(self, call):  # type: ignore[no-untyped-def]
+    async def evaluate(self, call: Any) -> ScoreResult:
         return ScoreResult(run_id="", scorer_id=self.id, scorer_name=self.name, score=1.0)
 
 

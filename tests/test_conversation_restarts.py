@@ -64,7 +64,7 @@ def _judged(receiver: OTLPReceiver) -> tuple[set[Key], list[dict[str, object]]]:
     """The turns some conversation result judged (its carrier's parent and links), and the
     results."""
     turns: set[Key] = set()
-    results = []
+    results: list[dict[str, object]] = []
     for span in list(receiver.spans):
         if not span.attributes.get(sc.TS_EVALUATION_CARRIER):
             continue
