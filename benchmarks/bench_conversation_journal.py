@@ -63,7 +63,7 @@ def _gateway(source: Path | None, folder: Path, endpoint: str, max_conversations
     env = {"PYTHONPATH": os.pathsep.join([*paths, str(folder)])}
     return GatewayProcess(["--config", str(config), "--endpoint", endpoint,
                            "--journal", str(folder / "journal.db")], env=env,
-                          ready_timeout_s=600)
+                          cwd=folder, ready_timeout_s=600)  # (not this checkout's root)
 
 
 def _requests(conversations: range, turns_each: int, rng: random.Random) -> list[bytes]:
