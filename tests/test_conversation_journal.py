@@ -36,8 +36,9 @@ class Gateway:
     """A tracker over a journal, as `tracescore serve` runs it; versions stay under way (their
     results not delivered) until `land`, and are lost by `crash` (a SIGKILL: the journal stays)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, options: ConversationOptions = OPTIONS) -> None:
         self.path = path
+        self.options = options
         self.now = [0.0]
         self.flying: list[Version] = []
         self.delivered: set[int] = set()  # traces of turns some delivered version held
@@ -47,7 +48,8 @@ class Gateway:
 
     def _open(self) -> ConversationTracker:
         self.journal = Journal(self.path, sync="normal")
-        tracker = ConversationTracker([OnlineScorer(TurnCounter())], OPTIONS, score=self._score,
+        tracker = ConversationTracker([OnlineScorer(TurnCounter())], self.options,
+                                      score=self._score,
                                       store=self.journal, clock=lambda: self.now[0])
         tracker.restore_all(self.journal.conversations())
         return tracker
@@ -120,6 +122,27 @@ def test_no_acknowledged_turn_is_lost_to_a_bound_or_a_crash(tmp_path: Path, ops:
         # a version delivered before a crash is not scored again after it
         assert len(set(gateway.versions)) == len(gateway.versions)
         assert gateway.rows() == 0  # every row went once its turn was delivered and let go
+    finally:
+        assert gateway.journal is not None
+        gateway.journal.close()
+
+
+def test_one_conversation_of_long_turns_stays_within_max_bytes(tmp_path: Path) -> None:
+    """The byte bound holds with a single conversation too (it was passed 1.5x with 2 MB
+    turns): it is scored early and let go, and its turns are all judged."""
+    gateway = Gateway(tmp_path / "journal.db",
+                      ConversationOptions(quiet_s=5, max_turns=50, max_bytes=10_000))
+    try:
+        for trace_id in range(1, 41):
+            gateway.offer(0, trace_id, 1, 2_000, trace_id * 1_000)
+            gateway.tracker.expire()
+            assert gateway.tracker.stats()["conversations.bytes"] <= 10_000 + 2_100
+            gateway.land(len(gateway.flying))
+        gateway.now[0] += 10
+        gateway.tracker.expire()
+        gateway.land(len(gateway.flying))
+        assert gateway.tracker.stats()["conversations.versions.overflow"] >= 5
+        assert gateway.delivered == set(range(1, 41))
     finally:
         assert gateway.journal is not None
         gateway.journal.close()
