@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import random
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -425,6 +426,13 @@ def test_carrier_and_log_sinks_and_own_metrics_reach_the_next_hop(
     assert carrier.parent_span_id == agent.span_id and carrier.events_named(EVAL)
     (record,) = otlp_receiver.wait_for_logs(lambda r: r.event_name == EVAL, timeout=15)
     assert record.span_id == agent.span_id
+    deadline = time.monotonic() + 10  # the records are counted: emitted, exported, batched
+    while gateway.stats()["log_records_exported"] < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stats = gateway.stats()
+    assert stats["log_records_emitted"] == stats["log_records_exported"] >= 1
+    assert stats["log_records_unexported"] == stats["log_records_dropped"] == 0
+    assert "tracescore_gateway_log_records_unexported 0" in gateway.prometheus()
     received = otlp_receiver.wait_for_metric("tracescore.gateway.received", timeout=15)
     assert received.points and max(p.value or 0 for p in received.points) >= 2
     otlp_receiver.wait_for_metric("tracescore.evaluation.scored", timeout=15)

@@ -249,8 +249,7 @@ class Engine:
         if self._journal is None:
             return 0
         if self._turns is not None:  # conversations where the last run left them
-            for conversation, turns, scored in self._journal.conversations():
-                self._turns.restore(conversation, turns, scored)
+            self._turns.restore_all(self._journal.conversations())
         replayed = 0
         for entry in self._journal.entries():
             replayed += entry.count
@@ -592,7 +591,8 @@ class Engine:
         self._output.put((), request.SerializeToString(), 1)
 
     def _conversation_carrier(self, run: ScoreRun, turns: Sequence[Turn], end_ns: int) -> None:
-        """A conversation's carrier span: a child of its last turn, linked to every turn."""
+        """A conversation's carrier span: a child of its last turn, linked to every turn
+        (journaled: its version is marked scored once it is delivered)."""
         self._count_cost(run.events)
         last = turns[-1]
         at, delay_ms = carrier_time(last.end_ns, end_ns)
@@ -607,7 +607,8 @@ class Engine:
         for turn in turns[-MAX_LINKS:-1]:  # the last turn is linked already
             span.links.add(trace_id=turn.trace_id.to_bytes(16, "big"),
                            span_id=turn.span_id.to_bytes(8, "big"))
-        self._output.put((), request.SerializeToString(), 1)
+        body = request.SerializeToString()
+        self._output.put(self._journal_add([(PASS, 1, body)]), body, 1)
 
     def _judge_spans(self, item: _Item, spans: Sequence[JudgeSpan]) -> None:
         """The judge's calls, traced: go on at once (not journaled)."""

@@ -265,7 +265,7 @@ class Gateway:
             self._meter_provider = _telemetry.meter_provider(self.config)
             self._owned.append(self._meter_provider)
         if self._logger_provider is None and _telemetry.wants_logs(self.config):
-            self._logger_provider = _telemetry.logger_provider(self.config)
+            self._logger_provider = _telemetry.logger_provider(self.config, self.metrics)
             self._owned.append(self._logger_provider)
 
     def _close_telemetry(self) -> None:

@@ -6,9 +6,13 @@ has acknowledged it, so a crash between the two loses nothing: the next start fo
 next hop took before it was acknowledged (the inline send) is never written.
 
 It also keeps the turns of the conversations a conversation-scope scorer follows (`turns`, one
-row per turn, written before its request is acknowledged) and how many turns of each were
-scored (`conversations`), so a restart rebuilds the conversations where they were; a
-conversation's rows go when the gateway lets it go.
+row per turn, written before its request is acknowledged, marked `scored` once a version holding
+it delivered its results), so a restart rebuilds the conversations where they were; a turn's row
+goes once its conversation was let go and its last version delivered (`settle`).
+
+Space: the file is `auto_vacuum=INCREMENTAL` (an older file is converted once, at open) and its
+free pages are given back once they pass a quarter of the file (`RECLAIM_BYTES` at least); the
+WAL is cut back to `WAL_LIMIT_BYTES` after each checkpoint.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,9 +36,10 @@ SYNC_MODES = ("normal", "full")
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS spans (id INTEGER PRIMARY KEY, kind INTEGER NOT NULL, "
            "count INTEGER NOT NULL, body BLOB NOT NULL)")
 _TURNS = ("CREATE TABLE IF NOT EXISTS turns (id INTEGER PRIMARY KEY, conversation TEXT NOT NULL, "
-          "body TEXT NOT NULL)")
-_SCORED = ("CREATE TABLE IF NOT EXISTS conversations (conversation TEXT PRIMARY KEY, "
-           "scored INTEGER NOT NULL)")
+          "body TEXT NOT NULL, scored INTEGER NOT NULL DEFAULT 0)")
+RECLAIM_BYTES = 4 * 1024 * 1024  # free pages given back past this (and a quarter of the file)
+WAL_LIMIT_BYTES = 4 * 1024 * 1024
+_CHECK_EVERY = 512  # deleted rows between two looks at the free pages
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,11 +68,15 @@ class Journal:
             make_private(self.path)  # spans, prompts and answers: the owner's alone (0600)
             db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
             db.execute("PRAGMA locking_mode=EXCLUSIVE")
+            if int(db.execute("PRAGMA auto_vacuum").fetchone()[0]) != 2:
+                db.execute("PRAGMA auto_vacuum=INCREMENTAL")  # new files; older ones need:
+                db.execute("VACUUM")
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(f"PRAGMA synchronous={sync.upper()}")
+            db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
             db.execute(_SCHEMA)
             db.execute(_TURNS)
-            db.execute(_SCORED)
+            _upgrade_turns(db)
             db.execute("BEGIN IMMEDIATE")  # takes the exclusive lock now, not at the first write
             db.execute("COMMIT")
         except (OSError, sqlite3.Error) as exc:
@@ -75,6 +85,7 @@ class Journal:
                 f"journal.path: cannot open the journal {str(self.path)!r}: {exc}{hint}"
             ) from None
         self._db: sqlite3.Connection | None = db
+        self._deleted = 0  # rows deleted since the last look at the free pages
 
     def add(self, entries: Iterable[tuple[int, int, bytes]]) -> list[int]:
         """Write (kind, count, body) rows in one transaction; their ids, in order."""
@@ -100,6 +111,7 @@ class Journal:
             db.execute("BEGIN")
             db.executemany("DELETE FROM spans WHERE id = ?", rows)
             db.execute("COMMIT")
+            self._deleted_some(db, len(rows))
 
     @property
     def changes(self) -> int:
@@ -120,39 +132,63 @@ class Journal:
             return int(self._live().execute("SELECT COALESCE(SUM(count), 0) FROM spans").fetchone()[0])
 
     # --- conversations (a `TurnStore`) ------------------------------------------------------
-    def add_turn(self, conversation: str, turn: Mapping[str, Any]) -> None:
-        """Keep one turn of `conversation`."""
+    def add_turn(self, conversation: str, turn: Mapping[str, Any]) -> int:
+        """Keep one turn of `conversation`; its row id."""
         body = json.dumps(turn, default=str, ensure_ascii=False)
         with self._lock:
-            self._live().execute("INSERT INTO turns (conversation, body) VALUES (?, ?)",
-                                 (conversation, body))
+            return int(self._live().execute("INSERT INTO turns (conversation, body) VALUES (?, ?)",
+                                            (conversation, body)).lastrowid or 0)
 
-    def scored(self, conversation: str, turns: int) -> None:
-        """The first `turns` turns of `conversation` were scored."""
-        with self._lock:
-            self._live().execute("INSERT OR REPLACE INTO conversations VALUES (?, ?)",
-                                 (conversation, turns))
-
-    def forget(self, conversation: str) -> None:
-        """`conversation` was let go: its turns go."""
+    def settle(self, scored: Iterable[int], drop: Iterable[int]) -> None:
+        """Mark rows whose version delivered its results, delete rows let go (one transaction)."""
+        marked, dropped = [(r,) for r in scored], [(r,) for r in drop]
+        if not marked and not dropped:
+            return
         with self._lock:
             db = self._live()
             db.execute("BEGIN")
-            db.execute("DELETE FROM turns WHERE conversation = ?", (conversation,))
-            db.execute("DELETE FROM conversations WHERE conversation = ?", (conversation,))
+            try:
+                db.executemany("UPDATE turns SET scored = 1 WHERE id = ?", marked)
+                db.executemany("DELETE FROM turns WHERE id = ?", dropped)
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
             db.execute("COMMIT")
+            self._deleted_some(db, len(dropped))
 
     def conversations(self) -> Iterator[tuple[str, list[dict[str, Any]], int]]:
-        """(conversation, its turns in order, how many were scored) of every kept one."""
+        """(conversation, its turns in order, 0) of every kept one, the oldest conversation
+        first; each turn names its `row` and whether it was `scored`."""
+        with self._lock:
+            rows = self._live().execute(
+                "SELECT id, conversation, body, scored FROM turns ORDER BY id").fetchall()
+        turns: dict[str, list[dict[str, Any]]] = {}
+        for row, conversation, body, scored in rows:
+            turn = json.loads(body)
+            turn["row"], turn["scored"] = int(row), bool(scored)
+            turns.setdefault(str(conversation), []).append(turn)
+        for conversation, kept in turns.items():
+            yield conversation, kept, 0
+
+    def size(self) -> tuple[int, int]:
+        """(bytes of the file's pages, bytes of them free)."""
         with self._lock:
             db = self._live()
-            rows = db.execute("SELECT conversation, body FROM turns ORDER BY id").fetchall()
-            scored = dict(db.execute("SELECT conversation, scored FROM conversations").fetchall())
-        turns: dict[str, list[dict[str, Any]]] = {}
-        for conversation, body in rows:
-            turns.setdefault(str(conversation), []).append(json.loads(body))
-        for conversation, kept in turns.items():
-            yield conversation, kept, int(scored.get(conversation, 0))
+            page = int(db.execute("PRAGMA page_size").fetchone()[0])
+            return (page * int(db.execute("PRAGMA page_count").fetchone()[0]),
+                    page * int(db.execute("PRAGMA freelist_count").fetchone()[0]))
+
+    def _deleted_some(self, db: sqlite3.Connection, rows: int) -> None:
+        """(Caller holds the lock.) Give free pages back once they pass a quarter of the file."""
+        self._deleted += rows
+        if self._deleted < _CHECK_EVERY:
+            return
+        self._deleted = 0
+        pages = int(db.execute("PRAGMA page_count").fetchone()[0])
+        free = int(db.execute("PRAGMA freelist_count").fetchone()[0])
+        page = int(db.execute("PRAGMA page_size").fetchone()[0])
+        if free * page >= RECLAIM_BYTES and free * 4 >= pages:
+            db.executescript("PRAGMA incremental_vacuum;")  # (execute() frees one page)
 
     def close(self) -> None:
         with self._lock:
@@ -168,3 +204,25 @@ class Journal:
         if self._db is None:
             raise RuntimeError("the journal is closed")
         return self._db
+
+
+def _upgrade_turns(db: sqlite3.Connection) -> None:
+    """A journal from before turns were marked one by one: its counts become marks."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(turns)")}
+    if "scored" not in columns:
+        db.execute("ALTER TABLE turns ADD COLUMN scored INTEGER NOT NULL DEFAULT 0")
+    old = db.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                     "AND name = 'conversations'").fetchone()
+    if old is None:
+        return
+    counts = dict(db.execute("SELECT conversation, scored FROM conversations").fetchall())
+    marked: list[tuple[int]] = []
+    seen: Counter[str] = Counter()
+    for row, conversation in db.execute("SELECT id, conversation FROM turns ORDER BY id"):
+        seen[conversation] += 1
+        if seen[conversation] <= int(counts.get(conversation, 0)):
+            marked.append((int(row),))
+    db.execute("BEGIN")
+    db.executemany("UPDATE turns SET scored = 1 WHERE id = ?", marked)
+    db.execute("DROP TABLE conversations")
+    db.execute("COMMIT")

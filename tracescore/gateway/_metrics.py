@@ -37,6 +37,9 @@ COUNTERS: dict[str, str] = {
     "connections_idle": "HTTP connections closed after receivers.idle_timeout_s without a request",
     "connections_timed_out": "HTTP requests whose body did not arrive within "
                              "receivers.read_timeout_s (answered 408)",
+    "log_records_emitted": "Result log records of the log sink handed to its batch",
+    "log_records_exported": "Of those, records the logs endpoint took",
+    "log_records_dropped": "Of those, records a failed export dropped (not retried)",
 }
 
 # labelled counter key -> (label names, description)

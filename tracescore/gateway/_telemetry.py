@@ -10,6 +10,8 @@ from urllib.parse import urlsplit
 from tracescore._endpoints import grpc_target
 from tracescore._version import __version__
 from tracescore.gateway._config import GatewayConfig
+from tracescore.gateway._log_records import counted
+from tracescore.gateway._metrics import GatewayMetrics
 
 # signal -> (gRPC exporter module, HTTP exporter module, class name in both, HTTP path)
 _EXPORTERS = {
@@ -46,13 +48,18 @@ def meter_provider(config: GatewayConfig) -> Any:
     return MeterProvider(metric_readers=[reader], resource=_resource())
 
 
-def logger_provider(config: GatewayConfig) -> Any:
-    """A LoggerProvider for the "log" sink, batching records over OTLP."""
+def logger_provider(config: GatewayConfig, metrics: GatewayMetrics | None = None) -> Any:
+    """A LoggerProvider for the "log" sink, batching records over OTLP (counted in `metrics`:
+    emitted, exported, dropped, and the gauge of those still batched)."""
     from opentelemetry.sdk._logs import LoggerProvider
     from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 
     provider = LoggerProvider(resource=_resource())
-    provider.add_log_record_processor(BatchLogRecordProcessor(_exporter(config, "logs")))
+    exporter = _exporter(config, "logs")
+    if metrics is not None:
+        emitted, exporter = counted(exporter, metrics)
+        provider.add_log_record_processor(emitted)  # type: ignore[arg-type]  # duck-typed
+    provider.add_log_record_processor(BatchLogRecordProcessor(exporter))
     return provider
 
 

@@ -13,6 +13,8 @@ limit and budget. Its result goes to:
 
 Every result carries `gen_ai.conversation.id` and the version: the number of turns it saw and
 its first and last turn (`<trace id>/<span id>`), and what let it go (quiet, turn limit, ...).
+A version with a store lands (its turns marked scored) once each of its jobs has handed its
+result to every sink, or was dropped and counted; a job cut short by shutdown never lands.
 """
 
 from __future__ import annotations
@@ -185,9 +187,13 @@ class ConversationScope:
             self._metrics.sampled(online.scorer_id, agent)
             judged = getattr(online.scorer, "uses_judge", True) is not False
             lane = self._judged if judged else self._fast
+            if version.flight is not None:
+                version.flight.add()
             if not lane.submit(_ConversationJob(self, online, version, turns, time.time_ns())):
                 online.release_budget()
                 self._metrics.dropped(online.scorer_id, agent, reasons.QUEUE_FULL)
+                if version.flight is not None:
+                    version.flight.land()  # dropped, counted: not scored again
 
     async def _run(self, online: OnlineScorer, version: Version, turns: tuple[Turn, ...],
                    start_ns: int) -> None:
@@ -221,6 +227,8 @@ class ConversationScope:
         except Exception:  # noqa: BLE001
             self._log_once("conversation_deliver", "tracescore: delivering a conversation's "
                            "score failed", exc_info=True)
+        if version.flight is not None:
+            version.flight.land()
 
 
 MAX_LINKS = 128  # the SDK's default span link limit: the latest turns are linked

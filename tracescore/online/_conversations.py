@@ -20,18 +20,25 @@ so that a new turn makes a new, longer version: each result says how many turns 
 which were the first and last, and results are appended, never overwritten. Sampling is by the
 conversation id (the same decision for every turn, in every process); the `agents`,
 `attributes` and predicate filters pick the turns a scorer sees; rate limits and budgets are
-taken when a version is scored. A `store` (the gateway's journal) keeps the turns and the
-versions scored across restarts. Nothing here runs when no scorer has the conversation scope.
+taken when a version is scored. A `store` (the gateway's journal) keeps the turns across
+restarts until they are let go and their last version delivered (`_turn_ledger`). One
+conversation alone over `max_bytes` is scored early and let go. Nothing here runs when no scorer
+has the conversation scope.
+
+(About 500 lines: the options, the turn and the tracker, whose one lock covers the quiet table,
+the kept turns and the store's rows; cut apart they would share that lock and its state.)
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import hashlib
 import threading
 import time
 from collections import Counter, OrderedDict, deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from tracescore import _semconv as sc
@@ -41,6 +48,7 @@ from tracescore.online._choose import matches
 from tracescore.online._options import OnlineScorer
 from tracescore.online._quiet import AGE, OVERFLOW, Group, QuietTable
 from tracescore.online._sampling import RANDOMNESS_MASK
+from tracescore.online._turn_ledger import Flight, TurnLedger
 
 CONVERSATION = "conversation"
 TURN_LIMIT = "turn_limit"
@@ -142,6 +150,7 @@ class Turn:
     end_ns: int
     scorers: frozenset[str]  # the conversation scorers whose filters take this turn
     size: int
+    row: int = field(default=0, compare=False)  # its row in the store (0: none)
 
     def to_dict(self) -> dict[str, Any]:
         return {"input": self.input, "output": self.output, "agent": self.agent,
@@ -152,7 +161,7 @@ class Turn:
     def from_dict(cls, data: Mapping[str, Any]) -> Turn:
         return cls(data["input"], data["output"], data["agent"], int(data["trace_id"]),
                    int(data["span_id"]), int(data["end_ns"]), frozenset(data["scorers"]),
-                   _size(data["input"], data["output"]))
+                   _size(data["input"], data["output"]), int(data.get("row") or 0))
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,17 +171,18 @@ class Version:
     conversation: str
     turns: tuple[Turn, ...]
     reason: str
+    # with a store: lands (its turns marked scored) once every job of it delivered
+    flight: Flight | None = field(default=None, compare=False)
     missing: int = 0  # turns of the conversation this version lacks (dropped, let go)
 
 
 class TurnStore(Protocol):
-    """Where turns and versions scored are kept across restarts (the gateway's journal)."""
+    """Where turns are kept across restarts (the gateway's journal): `add_turn` gives the
+    turn's row; `settle` marks rows scored and deletes rows let go."""
 
-    def add_turn(self, conversation: str, turn: Mapping[str, Any]) -> None: ...
+    def add_turn(self, conversation: str, turn: Mapping[str, Any]) -> int: ...
 
-    def scored(self, conversation: str, turns: int) -> None: ...
-
-    def forget(self, conversation: str) -> None: ...
+    def settle(self, scored: Iterable[int], drop: Iterable[int]) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +216,7 @@ class ConversationTracker:
             k for k in ID_ATTRIBUTES if k not in options.id_attributes)
         self._score = score
         self._store = store
+        self.ledger = TurnLedger(store, lambda: self._count("store_failed")) if store else None
         self._clock = clock
         self._offers: deque[tuple[str, Any]] = deque()  # (id, Turn or what makes one)
         # every scorer's id when none has a filter (then a turn needs only input and output)
@@ -254,8 +265,8 @@ class ConversationTracker:
                     return
                 turn = self._turn(call, trace_id, span_id, ended)
                 if turn is not None:
-                    self._store.add_turn(conversation, turn.to_dict())
-                    self._offers.append((conversation, turn))
+                    row = self._store.add_turn(conversation, turn.to_dict())
+                    self._offers.append((conversation, dataclasses.replace(turn, row=row)))
                 return
             kept: AgentCall | _Light = call
             if self._unfiltered is not None:  # the call (and its span) is not kept alive
@@ -275,10 +286,28 @@ class ConversationTracker:
     # --- the core's timer ---------------------------------------------------------------------
     def expire(self) -> None:
         """Take the offered turns, then score what is quiet, at its limit or too old."""
-        with self._lock:
+        with self._lock, self._gathering():
             self._drain()
             self._table.expire()
             self._forget_old()
+
+    @contextlib.contextmanager
+    def _gathering(self) -> Iterator[None]:
+        """The store's writes of what happens inside, in one transaction at the end."""
+        ledger = self.ledger
+        if ledger is not None:
+            ledger.gathering = True
+        try:
+            yield
+        finally:
+            if ledger is not None:
+                ledger.gathering = False
+                ledger.write()
+
+    def _release(self, rows: Iterable[int]) -> None:
+        """Rows of turns let go: deleted once no version under way holds them (`expire`)."""
+        if self.ledger is not None:
+            self.ledger.release(rows)
 
     def _drain(self) -> None:
         offers = self._offers
@@ -309,8 +338,8 @@ class ConversationTracker:
     def _add(self, conversation: str, turn: Turn) -> None:
         seen = self._seen.setdefault(conversation, set())
         ident = (turn.trace_id, turn.span_id)
-        if ident in seen:
-            return  # the same span again (a sender's retry, a journal replay)
+        if ident in seen:  # the same span again (a sender's retry, a journal replay)
+            return self._release((turn.row,))
         seen.add(ident)
         self._count("turns")
         self._table.arrive(conversation, turn, size=turn.size, ready=True)
@@ -321,6 +350,11 @@ class ConversationTracker:
             self._table.take(conversation, TURN_LIMIT)
         elif kept is not None:
             self._kept.move_to_end(conversation)
+        if self._kept_bytes + self._table.bytes > self.options.max_bytes:
+            self._bound_kept()  # scored conversations' turns go first
+            if (self._kept_bytes + self._table.bytes > self.options.max_bytes
+                    and conversation in self._table):  # one conversation over it alone
+                self._table.take(conversation, OVERFLOW)
 
     def _pending(self, conversation: str) -> list[Turn]:
         group = self._table._groups.get(conversation)
@@ -331,18 +365,20 @@ class ConversationTracker:
         conversation = str(group.key)
         self._count(f"versions.{reason}")
         kept = self._kept.pop(conversation, None)
-        turns = _one_per_trace(sorted((kept.turns if kept is not None else []) + group.items,
-                                      key=lambda turn: turn.end_ns))  # in time order
+        every = sorted((kept.turns if kept is not None else []) + group.items,
+                       key=lambda turn: turn.end_ns)  # in time order
+        turns = _one_per_trace(every)
+        self._release(_left_out(every, turns))  # inner agent calls: no turns of their own
         self._kept_bytes -= kept.bytes if kept is not None else 0
         with self._missing_lock:
             missing = self._missing.get(conversation, 0)
-        self._score(Version(conversation, tuple(turns), reason, missing),
-                    self._sampled(conversation))
-        if self._store is not None:
-            try:
-                self._store.scored(conversation, len(turns))
-            except Exception:  # noqa: BLE001
-                self._count("store_failed")
+        flight = self.ledger.launch(t.row for t in turns) if self.ledger is not None else None
+        try:
+            self._score(Version(conversation, tuple(turns), reason, flight, missing),
+                        self._sampled(conversation))
+        finally:
+            if flight is not None:
+                flight.land()  # the guard: lands now unless jobs of it were queued
         size = sum(t.size for t in turns)
         created = kept.created if kept is not None else group.created  # its age: from its start
         self._kept[conversation] = _Kept(turns, len(turns), created, size)
@@ -379,28 +415,36 @@ class ConversationTracker:
         if conversation not in self._table:
             self._seen.pop(conversation, None)
         self._count(f"forgotten.{reason}")
-        if self._store is not None:
-            try:
-                self._store.forget(conversation)
-                for turn in self._pending(conversation):  # not scored yet: still kept
-                    self._store.add_turn(conversation, turn.to_dict())
-            except Exception:  # noqa: BLE001
-                self._count("store_failed")
+        if kept is not None:  # turns not scored yet stay
+            self._release(t.row for t in kept.turns)
 
     # --- restart, flush, shutdown ------------------------------------------------------------
-    def restore(self, conversation: str, turns: Iterable[Mapping[str, Any]], scored: int
+    def restore_all(self, kept: Iterable[tuple[str, Iterable[Mapping[str, Any]], int]]) -> None:
+        """`restore` each (conversation, turns, scored) a store kept, with one write."""
+        with self._lock, self._gathering():
+            for conversation, turns, scored in kept:
+                self.restore(conversation, turns, scored)
+
+    def restore(self, conversation: str, turns: Iterable[Mapping[str, Any]], scored: int = 0
                 ) -> None:
-        """Turns a store kept from a previous run: the first `scored` of them were scored; the
-        rest wait for a quiet period from now."""
+        """Turns a store kept from a previous run: those marked `scored` (or the first `scored`)
+        were scored; the rest wait for a quiet period from now."""
         with self._lock:
-            read, ids = [], set()
-            for data in turns:  # a turn replayed before a crash may have been kept twice
+            read, ids, flags, again = [], set(), {}, []
+            for index, data in enumerate(turns):  # a turn replayed before a crash: kept twice
                 turn = Turn.from_dict(data)
-                if (turn.trace_id, turn.span_id) not in ids:
-                    ids.add((turn.trace_id, turn.span_id))
-                    read.append(turn)
-            read = _one_per_trace(read)  # as they were when scored
-            old, new = read[:scored], read[scored:]
+                ident = (turn.trace_id, turn.span_id)
+                if ident in ids:
+                    again.append(turn.row)
+                    continue
+                ids.add(ident)
+                read.append(turn)
+                flags[ident] = bool(data.get("scored")) or index < scored
+            one = _one_per_trace(read)  # as they were when scored
+            self._release(again + _left_out(read, one))
+            read = one
+            old = [t for t in read if flags[(t.trace_id, t.span_id)]]
+            new = [t for t in read if not flags[(t.trace_id, t.span_id)]]
             if old:
                 size = sum(t.size for t in old)
                 self._kept[conversation] = _Kept(old, len(old), self._clock(), size)
@@ -422,6 +466,8 @@ class ConversationTracker:
         counts["conversations.pending"] = len(self._table)
         counts["conversations.kept"] = len(self._kept)
         counts["conversations.bytes"] = self._kept_bytes + self._table.bytes
+        if self.ledger is not None:
+            counts["conversations.rows_in_flight"] = self.ledger.flying
         return counts
 
 
@@ -433,6 +479,12 @@ def _one_per_trace(turns: list[Turn]) -> list[Turn]:
     if len(last) == len(turns):
         return turns
     return [t for t in turns if last[t.trace_id] is t]
+
+
+def _left_out(every: list[Turn], kept: list[Turn]) -> list[int]:
+    """Rows of the turns of `every` not in `kept`."""
+    taken = {id(t) for t in kept}
+    return [t.row for t in every if id(t) not in taken]
 
 
 def _no_log(*args: object, **kwargs: object) -> None:
