@@ -23,6 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tracescore._config", "tracescore._span_cap", "tracescore._endpoints"),
     ("tracescore._exporters", "tracescore._export_pipeline", "tracescore._content"),
     ("tracescore.instrument", "tracescore.scoring"),
+    ("tracescore.online.intake",),
     ("tracescore.online", "tracescore._datasets"),
     ("tracescore.gateway", "tracescore.evals", "tracescore.calibration", "tracescore._setup"),
     ("tracescore", "tracescore.cli", "tracescore.__main__", "tracescore.testing"),

@@ -8,7 +8,7 @@ DEADLINE_EXCEEDED, ...; RESOURCE_EXHAUSTED only with RetryInfo) are retried with
 long as it takes (the bounded backlog makes the receivers refuse new data meanwhile); every
 other answer is final: counted and logged once per reason, and, on the direct send, passed
 back to the sender (`NextHopRejected`) instead of being acknowledged. The senders and how an
-answer reads are in `_senders` (importable from here, as before).
+answer reads are in `_senders`.
 """
 
 from __future__ import annotations
@@ -28,11 +28,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from tracescore.gateway._journal import Journal
 from tracescore.gateway._metrics import GatewayMetrics
-from tracescore.gateway._senders import GrpcSender, HttpSender, NextHopRejected, Outcome, Sender
+from tracescore.gateway._senders import NextHopRejected, Outcome, Sender
 from tracescore.gateway._split import Undeliverable, split_request
 
-__all__ = ["DEFAULT_MAX_BATCH_BYTES", "INLINE_TIMEOUT_S", "Forwarder", "GrpcSender", "HttpSender",
-           "NextHopRejected", "Outcome", "Sender"]
+__all__ = ["DEFAULT_MAX_BATCH_BYTES", "INLINE_TIMEOUT_S", "Forwarder"]
 
 _log = logging.getLogger("tracescore.gateway")
 

@@ -1,4 +1,4 @@
-"""OTLP spans into the `TraceCollector` (`tracescore.online._collector`): what the spans of a trace
+"""OTLP spans into the `TraceCollector` (`tracescore.online.intake._collector`): what the spans of a trace
 recorded (tool calls, context, LLM calls, parent links), kept until that trace's agent spans
 arrive, so their scorers get the call's tool calls and context as in process.
 

@@ -38,7 +38,6 @@ from tracescore._suppress import suppressed
 from tracescore.instrument._calls import AgentCall
 from tracescore.online import _metrics as reasons
 from tracescore.online._choose import choose, would_sample
-from tracescore.online._collector import decoded
 from tracescore.online._conversation_scope import ConversationCarrier, ConversationScope
 from tracescore.online._conversations import (
     ConversationOptions,
@@ -67,11 +66,19 @@ from tracescore.online._isolation import ProcessRunner
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._options import OnlineScorer, ProcessorOptions, reference_fallback
 from tracescore.online._records import ResultSink
-from tracescore.online._run_steps import RunSource, run_of
 from tracescore.online._sinks import result_sinks
-from tracescore.online._trace_input import EMPTY, Item, TraceInput, TraceLimits
-from tracescore.online._unwrap import unwrap_input, unwrap_output
 from tracescore.online._worker import Worker
+from tracescore.online.intake import (
+    EMPTY,
+    Item,
+    RunSource,
+    TraceInput,
+    TraceLimits,
+    run_of,
+    trace_input_of,
+    unwrap_input,
+    unwrap_output,
+)
 from tracescore.scoring._base import ScorerInput, evaluate_call
 from tracescore.scoring._provenance import provenance
 from tracescore.scoring._runs import Run
@@ -398,7 +405,7 @@ class ScoringCore:
         trace = call.trace
         if trace is None:
             try:
-                trace = decoded(call.items or [], call.dropped, self.trace_limits)
+                trace = trace_input_of(call.items or [], call.dropped, self.trace_limits)
             except Exception:  # noqa: BLE001 - scored without them rather than not at all
                 self.log_once("trace_input", "tracescore: could not read an agent call's tool "
                               "calls and context", exc_info=True)

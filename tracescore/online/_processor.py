@@ -38,8 +38,6 @@ from tracescore._exceptions import ConfigurationError
 from tracescore.instrument._calls import (
     AgentCall,
 )
-from tracescore.online import _diagnose as diagnose
-from tracescore.online._collector import TraceCollector, in_process
 from tracescore.online._conversation_scope import conversation_carrier_span
 from tracescore.online._conversations import (
     ConversationOptions,
@@ -48,23 +46,11 @@ from tracescore.online._conversations import (
 )
 from tracescore.online._core import Call, ScoringCore, release_budgets
 from tracescore.online._delivery import ScoreRun
-from tracescore.online._diagnose import Diagnoser
-from tracescore.online._event_content import with_event_content
 from tracescore.online._events import EventPayload
 from tracescore.online._listener import LISTENERS
-from tracescore.online._llm_calls import contentless_reader, from_llm_calls, read_llm_call
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._options import OnlineScorer, ProcessorOptions, as_online_scorers
-from tracescore.online._recognise import (
-    GENAI,
-    RecognisedCall,
-    Recogniser,
-    as_recognisers,
-    recognise,
-    recogniser_markers,
-)
 from tracescore.online._records import ResultSink
-from tracescore.online._run_steps import read_mark
 from tracescore.online._runs_tracker import (
     has_run_scope,
     is_run_root,
@@ -73,14 +59,29 @@ from tracescore.online._runs_tracker import (
 )
 from tracescore.online._sampling import RANDOMNESS_MASK
 from tracescore.online._sinks import carrier_span, with_events
-from tracescore.online._trace_input import (
+from tracescore.online.intake import (
     EMPTY,
+    GENAI,
+    Diagnoser,
     Item,
+    RecognisedCall,
+    Recogniser,
+    TraceCollector,
     TraceInput,
     TraceLimits,
     TraceSpans,
+    as_recognisers,
     as_trace_limits,
+    contentless_reader,
+    from_llm_calls,
+    in_process,
+    note_unreadable,
+    read_llm_call,
+    read_mark,
     read_span,
+    recognise,
+    recogniser_markers,
+    with_event_content,
 )
 from tracescore.scoring._base import reads_trace
 
@@ -456,7 +457,7 @@ class ScoringSpanProcessor(SpanProcessor):
         found = self._diagnose(name, attributes)
         if found is not None and otel_context.get_value(sc.CTX_EVAL_RUN_ID) is None:
             self._core.metrics.unreadable(found.framework, found.reason)
-            diagnose.note(found, name, attributes)
+            note_unreadable(found, name, attributes)
 
     def _recognised_candidate(self, span: ReadableSpan, trace: TraceSpans | None = None
                               ) -> _Candidate | None:

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracescore._exceptions import ConfigurationError
-from tracescore.online._llm_calls import LlmCall
-from tracescore.online._run_steps import Mark, RunSource
-from tracescore.online._trace_input import (
+from tracescore.online.intake._llm_calls import LlmCall
+from tracescore.online.intake._run_steps import Mark, RunSource
+from tracescore.online.intake._trace_input import (
     EMPTY,
     Item,
     TraceInput,
@@ -169,7 +169,7 @@ class TraceCollector:
                     content: Mapping[int, Mapping[str, str]] | None = None
                     ) -> tuple[list[Item], bool]:
         """The items recorded at and below `span_id` so far, as recorded (decode them with
-        `decoded`), and whether the trace lost spans to `TraceLimits.max_spans`."""
+        `trace_input_of`), and whether the trace lost spans to `TraceLimits.max_spans`."""
         if trace is None:
             return [], False
         with self._lock:
@@ -178,7 +178,7 @@ class TraceCollector:
     def input_of(self, trace_id: int, span_id: int) -> TraceInput:
         """The tool calls and context recorded below the agent span `span_id` so far."""
         items, dropped = self.items_under(self._traces.get(trace_id), span_id)
-        return decoded(items, dropped, self.limits)
+        return trace_input_of(items, dropped, self.limits)
 
     def run_source(self, trace: TraceSpans | None, root_id: int,
                    content: Mapping[int, Mapping[str, str]] | None = None) -> RunSource | None:
@@ -224,7 +224,7 @@ class TraceCollector:
             self.evicted += 1
 
 
-def decoded(items: list[Item], dropped: bool, limits: TraceLimits) -> TraceInput:
+def trace_input_of(items: list[Item], dropped: bool, limits: TraceLimits) -> TraceInput:
     """`items` decoded within `limits`; `dropped`: the trace lost spans (then truncated)."""
     if not items and not dropped:
         return EMPTY
