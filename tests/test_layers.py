@@ -19,7 +19,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tracescore._version", "tracescore._env", "tracescore._exceptions", "tracescore._semconv",
      "tracescore._secret_rules", "tracescore._suppress", "tracescore._http", "tracescore._jsonl",
      "tracescore._otlp_json", "tracescore._targets", "tracescore._signals",
-     "tracescore._litellm_support", "tracescore._private_files"),
+     "tracescore._litellm_support", "tracescore._private_files", "tracescore._guard"),
     ("tracescore._config", "tracescore._span_cap", "tracescore._endpoints"),
     ("tracescore._exporters", "tracescore._export_pipeline", "tracescore._content"),
     ("tracescore.instrument", "tracescore.scoring"),

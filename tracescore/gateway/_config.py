@@ -394,9 +394,9 @@ def load_gateway_config(path: str | os.PathLike[str] | None = None,
             into = into.setdefault(parent, {})
         into[leaf] = _KEYS[key](key, value)
     trace = nested.pop("trace", {})
-    from tracescore.gateway._trace_buffer import buffer_from
+    from tracescore.online.intake import collector_from
 
-    buffer_from(trace)  # validated now
+    collector_from(trace)  # validated now
     conversations = nested.pop("conversations", {})
     from tracescore.online._conversations import as_conversation_options
 

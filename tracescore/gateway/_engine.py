@@ -9,7 +9,7 @@ to `send_inline` (the next hop takes it before the acknowledgement: no journal w
 everything else is journaled before it is acknowledged and removed from the journal once the
 next hop has it.
 
-Spans of traces a scorer may sample also feed a bounded `TraceCollector` (`_trace_buffer`): an
+Spans of traces a scorer may sample also feed a bounded `TraceCollector` (the intake's): an
 agent span's scorers get the tool calls and context recorded by the spans of its trace that
 arrived before it (or with it). An agent span without content of its own (`_llm_calls`) is read
 from the LLM calls below it in that buffer; when they have not all arrived yet it is journaled
@@ -41,13 +41,6 @@ from tracescore.gateway._journal import HELD, PASS, Entry, Journal
 from tracescore.gateway._metrics import GatewayMetrics
 from tracescore.gateway._run_scope import Arrival, RunScope
 from tracescore.gateway._split import split_request
-from tracescore.gateway._trace_buffer import (
-    ITEM_MARKERS,
-    TraceCollector,
-    at,
-    buffer_from,
-    collect,
-)
 from tracescore.instrument._calls import AgentCall
 from tracescore.online import _metrics as reasons
 from tracescore.online._conversation_scope import MAX_LINKS, carrier_fields
@@ -61,11 +54,15 @@ from tracescore.online._sampling import RANDOMNESS_MASK
 from tracescore.online._sinks import SCOPE, carrier_attributes
 from tracescore.online.intake import (
     EMPTY,
+    ITEM_MARKERS,
     ContentlessAgent,
     Diagnoser,
+    OtlpSpanView,
     RecognisedCall,
+    TraceCollector,
     TraceInput,
     attributes_of,
+    collector_from,
     contentless_reader,
     from_llm_calls,
     note_unreadable,
@@ -119,7 +116,7 @@ class Engine:
         raw = known | self._diagnose.keys | self._contentless.raw_markers(known)
         self._marker_bytes = tuple(m.encode() for m in raw)
         self._watched = self._markers | self._diagnose.keys  # keys of spans read or diagnosed
-        self.traces: TraceCollector = buffer_from(trace_options)
+        self.traces: TraceCollector = collector_from(trace_options)
         self._output = output
         self._send_inline = send_inline  # True: the next hop has it (nothing held in it)
         self._max_bytes = max_request_bytes  # requests out are split under it (None: never)
@@ -308,7 +305,7 @@ class Engine:
                     keys = {kv.key for kv in span.attributes}
                     attributes = (attributes_of(span.attributes)
                                   if not readable.isdisjoint(keys) else None)
-                    collect(self.traces, span, attributes, marks=runs is not None)
+                    self.traces.add_span(OtlpSpanView(span), attributes, marks=runs is not None)
                     if runs is not None:
                         runs.touch(int.from_bytes(span.trace_id, "big"))
                     if waiting:
@@ -325,7 +322,7 @@ class Engine:
                         self._unreadable(span.name, readable_attributes)
                         continue
                     # the LLM calls below it are its own
-                    self.traces.mark_agent(*at(self.traces, _otlp.key_of(span)))
+                    self.traces.mark_agent(*self.traces.at(_otlp.key_of(span)))
                     key = _otlp.key_of(span)
                     if key not in held and key not in waiting:
                         found.append((rs, ss, span, index, call))
@@ -337,7 +334,7 @@ class Engine:
         kept = []
         for rs, ss, span, index, call in found:
             if isinstance(call, ContentlessAgent):
-                trace, span_id = at(self.traces, _otlp.key_of(span))
+                trace, span_id = self.traces.at(_otlp.key_of(span))
                 read = from_llm_calls(call, self.traces.llm_calls_of(trace, span_id))
                 if read is not None:
                     call = read
@@ -472,7 +469,7 @@ class Engine:
             candidates = [(key, entry) for key, entry in self._waiting.items()
                           if key[0] in trace_ids]
         for key, entry in candidates:
-            call = from_llm_calls(entry.agent, self.traces.llm_calls_of(*at(self.traces, key)))
+            call = from_llm_calls(entry.agent, self.traces.llm_calls_of(*self.traces.at(key)))
             if call is None:
                 continue
             with self._lock:
@@ -507,11 +504,11 @@ class Engine:
         try:
             span = _otlp.only_span(entry.single)
             key = _otlp.key_of(span)
-            call = from_llm_calls(entry.agent, self.traces.llm_calls_of(*at(self.traces, key)))
+            call = from_llm_calls(entry.agent, self.traces.llm_calls_of(*self.traces.at(key)))
             if call is not None:
                 self._offer(entry.row, entry.single, call, self.traces.input_of(*key))
                 return
-            if self.traces.agents_below(*at(self.traces, key)):  # it only contains agent spans
+            if self.traces.agents_below(*self.traces.at(key)):  # it only contains agent spans
                 self._output.put(() if entry.row is None else (entry.row,),
                                  entry.single.SerializeToString(), 1)
                 return

@@ -19,18 +19,15 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from tracescore.gateway import _otlp
-from tracescore.gateway._trace_buffer import (
-    ITEM_MARKERS,
-    BufferLimits,
-    TraceCollector,
-    at,
-    collect,
-)
 from tracescore.online.intake import (
+    ITEM_MARKERS,
     REASONS,
+    BufferLimits,
     ContentlessAgent,
     Diagnoser,
+    OtlpSpanView,
     RecognisedCall,
+    TraceCollector,
     TraceLimits,
     Unreadable,
     attributes_of,
@@ -114,7 +111,7 @@ class Inspector:
         keys = {kv.key for kv in span.attributes}
         attributes = (attributes_of(span.attributes)
                       if not self._readable.isdisjoint(keys) else None)
-        collect(self._traces, span, attributes)
+        self._traces.add_span(OtlpSpanView(span), attributes)
         outcome: RecognisedCall | ContentlessAgent | Unreadable | None = None
         if attributes is not None and not self._watched.isdisjoint(keys):
             if not self._markers.isdisjoint(keys):
@@ -123,7 +120,7 @@ class Inspector:
                     outcome = self._contentless(span.name, attributes)
             if outcome is not None:
                 # the LLM calls below it are its own
-                self._traces.mark_agent(*at(self._traces, _otlp.key_of(span)))
+                self._traces.mark_agent(*self._traces.at(_otlp.key_of(span)))
             else:
                 outcome = self._diagnose(span.name, attributes)
         if outcome is None:
@@ -144,7 +141,7 @@ class Inspector:
         outcome = found.outcome
         if not isinstance(outcome, ContentlessAgent):
             return outcome
-        trace, span_id = at(self._traces, _otlp.key_of(found.span))
+        trace, span_id = self._traces.at(_otlp.key_of(found.span))
         read = from_llm_calls(outcome, self._traces.llm_calls_of(trace, span_id))
         if read is not None or self._traces.agents_below(trace, span_id):
             return read

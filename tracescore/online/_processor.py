@@ -20,7 +20,6 @@ only: the intake of our own calls, reading other instrumentations' spans, `offer
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 import time
@@ -29,7 +28,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry import context as otel_context
-from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
@@ -66,6 +64,7 @@ from tracescore.online.intake import (
     Item,
     RecognisedCall,
     Recogniser,
+    SdkSpanView,
     TraceCollector,
     TraceInput,
     TraceLimits,
@@ -76,9 +75,6 @@ from tracescore.online.intake import (
     from_llm_calls,
     in_process,
     note_unreadable,
-    read_llm_call,
-    read_mark,
-    read_span,
     recognise,
     recogniser_markers,
     with_event_content,
@@ -263,20 +259,8 @@ class ScoringSpanProcessor(SpanProcessor):
         context = span.context
         if context is None or context.trace_id not in self._kept:
             return None
-        try:
-            attributes = _attributes_of(span)
-            item = read_span(span.name, attributes, span.start_time or 0,
-                             functools.partial(_error_of, span, attributes))
-            llm = read_llm_call(attributes, span.start_time or 0) if self._contentless else None
-            mark = read_mark(span.name, attributes, span.start_time or 0, span.end_time or 0,
-                             _error_of(span, attributes)) if self._run_scope else None
-        except Exception:  # noqa: BLE001 - a span we cannot read contributes nothing
-            self._core.log_once("trace_input", "tracescore: could not read a tool or context "
-                                "span", exc_info=True)
-            item = llm = mark = None
-        parent = span.parent
-        return self._traces.end(context.trace_id, context.span_id,
-                                parent.span_id if parent is not None else None, item, llm, mark)
+        return self._traces.end_span(SdkSpanView(span), _attributes_of(span),
+                                     llm=bool(self._contentless), marks=self._run_scope)
 
     def _collect(self, span: ReadableSpan, trace: TraceSpans | None,
                  candidate: _Candidate) -> None:
@@ -550,16 +534,6 @@ def _attributes_of(span: ReadableSpan) -> Mapping[str, Any]:
     lookup through the public read-only view costs ~1 us, several per ended span."""
     plain = getattr(getattr(span, "_attributes", None), "_dict", None)
     return plain if isinstance(plain, dict) else (span.attributes or {})
-
-
-def _error_of(span: ReadableSpan, attributes: Mapping[str, Any]) -> str | None:
-    """The error text of a failed span (status description, else `error.type`), None if it
-    did not fail."""
-    status = span.status
-    error_type_ = attributes.get(sc.ERROR_TYPE)
-    if status is None or status.status_code is not trace_api.StatusCode.ERROR:
-        return None if error_type_ is None else str(error_type_)
-    return status.description or (str(error_type_) if error_type_ is not None else "error")
 
 
 def _key(span: ReadableSpan) -> tuple[int, int]:

@@ -13,8 +13,9 @@ behind it (`_recognise`, `_frameworks`, `_readers`, `_messages`, `_unwrap`, `_ev
   encodings frameworks record them in, undone in the worker);
 - trace input and run steps: `read_span`, `read_mark`, `Item`, `TraceSpans`, `TraceInput`,
   `EMPTY`, `TraceLimits`, `as_trace_limits`, `RunSource`, `agent_above`, `run_of`;
-- the per-trace collection: `TraceCollector`, `BufferLimits`, `collector_from`, `in_process`,
-  `trace_input_of`;
+- the per-trace collection (both doors): `TraceCollector` (`add_span`, `end_span`, `at`),
+  `BufferLimits`, `collector_from`, `in_process`, `trace_input_of`; what one span recorded:
+  `ITEM_MARKERS`, `error_of`;
 - unreadable spans: `Diagnoser`, `Unreadable`, `REASONS`, `note_unreadable`, `suggest_mapping`.
 """
 
@@ -47,6 +48,7 @@ from tracescore.online.intake._recognise import (
     recognise,
     recogniser_markers,
 )
+from tracescore.online.intake._recorded import ITEM_MARKERS, error_of
 from tracescore.online.intake._run_steps import RunSource, agent_above, read_mark, run_of
 from tracescore.online.intake._trace_input import (
     EMPTY,
@@ -70,6 +72,7 @@ from tracescore.online.intake._view import (
 __all__ = [
     "EMPTY",
     "GENAI",
+    "ITEM_MARKERS",
     "LLM_MARKERS",
     "REASONS",
     "AgentMapping",
@@ -98,6 +101,7 @@ __all__ = [
     "build_recognisers",
     "collector_from",
     "contentless_reader",
+    "error_of",
     "from_llm_calls",
     "in_process",
     "note_unreadable",
