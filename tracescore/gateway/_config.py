@@ -398,7 +398,7 @@ def load_gateway_config(path: str | os.PathLike[str] | None = None,
 
     collector_from(trace)  # validated now
     conversations = nested.pop("conversations", {})
-    from tracescore.online._conversations import as_conversation_options
+    from tracescore.online.core import as_conversation_options
 
     as_conversation_options(conversations)  # validated now
     nested["conversations"] = conversations
@@ -420,7 +420,7 @@ def load_gateway_config(path: str | os.PathLike[str] | None = None,
 
 def processor_options(config: GatewayConfig) -> dict[str, Any]:
     """`ScoringSpanProcessor` keyword arguments of a config (validated)."""
-    from tracescore.online._options import ProcessorOptions
+    from tracescore.online.core import ProcessorOptions
 
     options = {name: getattr(config.scoring, name) for name in _PROCESSOR_KEYS}
     try:

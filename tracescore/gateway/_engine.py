@@ -42,16 +42,26 @@ from tracescore.gateway._metrics import GatewayMetrics
 from tracescore.gateway._run_scope import Arrival, RunScope
 from tracescore.gateway._split import split_request
 from tracescore.instrument._calls import AgentCall
-from tracescore.online import _metrics as reasons
-from tracescore.online._conversation_scope import MAX_LINKS, carrier_fields
-from tracescore.online._conversations import Turn, as_conversation_options
-from tracescore.online._core import Call, ScoringCore
-from tracescore.online._delivery import ScoreRun
-from tracescore.online._events import EventPayload
-from tracescore.online._metrics import OnlineMetrics
-from tracescore.online._options import OnlineScorer, ProcessorOptions, as_online_scorers
-from tracescore.online._sampling import RANDOMNESS_MASK
-from tracescore.online._sinks import SCOPE, carrier_attributes
+from tracescore.online.core import (
+    FLUSH,
+    HELD_OVERFLOW,
+    MAX_LINKS,
+    NO_LLM_CALLS,
+    RANDOMNESS_MASK,
+    SCOPE,
+    SHUTDOWN,
+    EventPayload,
+    OnlineMetrics,
+    OnlineScorer,
+    ProcessorOptions,
+    ScoreRun,
+    ScoringCore,
+    Turn,
+    as_conversation_options,
+    as_online_scorers,
+    carrier_attributes,
+    carrier_fields,
+)
 from tracescore.online.intake import (
     EMPTY,
     ITEM_MARKERS,
@@ -258,7 +268,7 @@ class Engine:
 
     def flush(self, timeout_s: float) -> bool:
         if self._runs is not None:  # runs waiting for their quiet period are scored now
-            self._runs.table.release_all(reasons.FLUSH)
+            self._runs.table.release_all(FLUSH)
         return self.core.flush(max(0.0, timeout_s))
 
     def shutdown(self, timeout_s: float) -> None:
@@ -269,9 +279,9 @@ class Engine:
             self._waiting.clear()
             self._waited.notify_all()
         for entry in waiting:  # read with what arrived, else unscored
-            self._settle_waiting(entry, reasons.SHUTDOWN)
+            self._settle_waiting(entry, SHUTDOWN)
         if self._runs is not None and not self.core.closing:  # scored within the wait below
-            self._runs.table.release_all(reasons.SHUTDOWN)
+            self._runs.table.release_all(SHUTDOWN)
         if self.core.closing:
             return
         wait = min(self.core.options.shutdown_timeout_s, max(0.0, timeout_s) * 0.8)
@@ -371,41 +381,31 @@ class Engine:
 
     def _score(self, key: _otlp.SpanKey, span: Any, item: _Item, call: RecognisedCall,
                trace: TraceInput) -> bool:
-        """Hand a recognised agent span to the core: True when a scorer took it; else it goes
-        on at once. Never raises."""
-        chosen: tuple[OnlineScorer, ...] = ()
+        """Hand a recognised agent span to the core (`ScoringCore.take`): True when a scorer
+        took it or its run keeps it; else it goes on at once. Never raises."""
         try:
-            randomness = key[0] & RANDOMNESS_MASK
-            if self._turns is not None and not self.core.closing:
-                self._offer_turn(key, span, call)  # whatever happens to the span's scoring
-            runs = self._runs
-            if runs is not None and not self.core.closing and randomness >= self._run_threshold:
-                parent = int.from_bytes(span.parent_span_id, "big") or None
-                runs.arrive(Arrival(key, parent, item, call, span), item[1].ByteSize())
-                return True  # scored once its run is quiet (`RunScope`)
-            if not self.core.closing and randomness >= self._threshold:
-                chosen = self._choose(span, call, randomness, None)
-        except Exception:  # noqa: BLE001
+            attributes = (attributes_of(span.attributes)
+                          if self._filtered or self._turns is not None else {})
+            agent_call = AgentCall(
+                span=None,  # type: ignore[arg-type]  # no SDK span at the gateway
+                name=call.agent, input=call.input, output=call.output,
+                ground_truth=call.ground_truth, attributes=attributes,
+            )
+        except Exception:  # noqa: BLE001 - forwarded as it came rather than not at all
             self.core.log_once("offer", "tracescore: could not consider an offered agent span",
                                exc_info=True)
-            chosen = ()
-        if not chosen:
             self.core.export(item, ())
             return False
-        self.core.submit(key, Call(call.input, call.output, call.ground_truth, call.agent,
-                                   chosen, trace), item)
-        return True
-
-    def _offer_turn(self, key: _otlp.SpanKey, span: Any, call: RecognisedCall) -> None:
-        """The agent span as a turn of its conversation, if it names one (journaled here,
-        before the request is acknowledged)."""
-        assert self._turns is not None
-        attributes = attributes_of(span.attributes)
-        self._turns.offer(AgentCall(
-            span=None,  # type: ignore[arg-type]  # no SDK span at the gateway
-            name=call.agent, input=call.input, output=call.output,
-            ground_truth=call.ground_truth, attributes=attributes,
-        ), attributes, *key, end_ns=span.end_time_unix_nano or None)  # its time, not arrival
+        runs = self._runs
+        defer = None
+        if runs is not None and key[0] & RANDOMNESS_MASK >= self._run_threshold:
+            def defer() -> bool:  # scored once its run is quiet (`RunScope`)
+                parent = int.from_bytes(span.parent_span_id, "big") or None
+                runs.arrive(Arrival(key, parent, item, call, span), item[1].ByteSize())
+                return True
+        return self.core.take(key, agent_call, item, trace, threshold=self._threshold,
+                              end_ns=span.end_time_unix_nano or None, defer=defer,
+                              chooser=lambda c, r: self._kept(span, self.core.choose(c, r)))
 
     def _choose(self, span: Any, call: RecognisedCall, randomness: int, scope: str | None
                 ) -> tuple[OnlineScorer, ...]:
@@ -416,7 +416,10 @@ class Engine:
             name=call.agent, input=call.input, output=call.output,
             ground_truth=call.ground_truth, attributes=attributes,
         )
-        chosen = self.core.choose(agent_call, randomness, scope=scope)
+        return self._kept(span, self.core.choose(agent_call, randomness, scope=scope))
+
+    def _kept(self, span: Any, chosen: tuple[OnlineScorer, ...]) -> tuple[OnlineScorer, ...]:
+        """`chosen` less the scorers `rescore` says have scored `span` already."""
         if chosen and self._keep is not None:
             chosen = self._keep(span, chosen)
         return chosen
@@ -460,8 +463,8 @@ class Engine:
                 span = _otlp.only_span(single)
                 self._unreadable(span.name, _readable(span, None))
             self._unscored(row, single, agent,
-                           reasons.SHUTDOWN if self._closed else
-                           reasons.NO_LLM_CALLS if wait_s <= 0 else reasons.HELD_OVERFLOW)
+                           SHUTDOWN if self._closed else
+                           NO_LLM_CALLS if wait_s <= 0 else HELD_OVERFLOW)
 
     def _resume(self, trace_ids: set[int]) -> None:
         """Offer the waiting agent spans of `trace_ids` whose LLM calls have now arrived."""
@@ -496,7 +499,7 @@ class Engine:
                     self._waited.wait(None if first is None else first.deadline - now)
                     continue
             for entry in taken:
-                self._settle_waiting(entry, reasons.NO_LLM_CALLS)
+                self._settle_waiting(entry, NO_LLM_CALLS)
 
     def _settle_waiting(self, entry: _Waiting, reason: str) -> None:
         """A wait that ended: offered with the LLM calls that arrived, else unscored; never
@@ -512,7 +515,7 @@ class Engine:
                 self._output.put(() if entry.row is None else (entry.row,),
                                  entry.single.SerializeToString(), 1)
                 return
-            if reason == reasons.NO_LLM_CALLS:
+            if reason == NO_LLM_CALLS:
                 self._metrics.add("llm_wait_expired")
                 self._unreadable(span.name, _readable(span, None))
             self._unscored(entry.row, entry.single, entry.agent, reason)

@@ -66,6 +66,7 @@ from tracescore.online._isolation import ProcessRunner
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._options import OnlineScorer, ProcessorOptions, reference_fallback
 from tracescore.online._records import ResultSink
+from tracescore.online._sampling import RANDOMNESS_MASK
 from tracescore.online._sinks import result_sinks
 from tracescore.online._worker import Worker
 from tracescore.online.intake import (
@@ -258,6 +259,39 @@ class ScoringCore:
         """The scorers whose rate, `agents` and `attributes` filters take a call (no limits,
         budgets nor predicates): those that note it 'unscored' when it cannot be read."""
         return would_sample(self._call_scorers, randomness, agent, attributes)
+
+    # --- the doors' shared tail ----------------------------------------------------------------------
+    def take(self, key: Key, call: AgentCall, item: Any, trace: TraceInput = EMPTY, *,
+             threshold: int = 0, end_ns: int | None = None,
+             defer: Callable[[], bool] | None = None,
+             chooser: Callable[[AgentCall, int], tuple[OnlineScorer, ...]] | None = None
+             ) -> bool:
+        """An agent call a front door has read, with its span as `item`: offered as a turn of
+        its conversation (`end_ns`: its span's end), kept by the door when `defer` says so (the
+        gateway's run scope), else given the scorers that sample it (`chooser`, default
+        `choose`; none below `threshold`) and submitted; with no scorer `item` goes on at once.
+        True when it was submitted or deferred. Never raises."""
+        chosen: tuple[OnlineScorer, ...] = ()
+        try:
+            if not self.closing:
+                scope = self.conversations
+                if scope is not None:  # whatever happens to the call's scoring
+                    scope.tracker.offer(call, call.attributes, key[0], key[1], end_ns)
+                if defer is not None and defer():
+                    return True
+                randomness = key[0] & RANDOMNESS_MASK
+                if randomness >= threshold:
+                    chosen = (chooser or self.choose)(call, randomness)
+        except Exception:  # noqa: BLE001 - the item goes on unscored rather than not at all
+            self.log_once("offer", "tracescore: could not consider an offered agent span",
+                          exc_info=True)
+            chosen = ()
+        if not chosen:
+            self.export(item, ())
+            return False
+        self.submit(key, Call(call.input, call.output, call.ground_truth, call.name, chosen,
+                              trace), item)
+        return True
 
     # --- hand-off -----------------------------------------------------------------------------------
     def submit(self, key: Key, call: Call, item: Any) -> None:

@@ -347,31 +347,17 @@ class ScoringSpanProcessor(SpanProcessor):
         its trace. True when a scorer took it; else the span went downstream at once. Never
         raises.
         """
-        try:
-            context = span.context
-            chosen: tuple[OnlineScorer, ...] = ()
-            if context is not None and not self._shutdown:
-                randomness = context.trace_id & RANDOMNESS_MASK
-                if randomness >= self._min_threshold:
-                    agent_call = AgentCall(
-                        span=span,  # type: ignore[arg-type]
-                        name=call.agent, input=call.input, output=call.output,
-                        ground_truth=call.ground_truth, attributes=span.attributes or {},
-                    )
-                    if self._conversations is not None:
-                        self._conversations.offer(agent_call, agent_call.attributes,
-                                                  context.trace_id, context.span_id)
-                    chosen = self._core.choose(agent_call, randomness)
-        except Exception:  # noqa: BLE001
-            self._core.log_once("offer", "tracescore: could not consider an offered agent span",
-                                exc_info=True)
-            chosen = ()
-        if not chosen:
+        context = span.context
+        if context is None or self._shutdown:
             self._core.export(span, ())
             return False
-        self._core.submit(_key(span), Call(call.input, call.output, call.ground_truth,
-                                           call.agent, chosen, trace), span)
-        return True
+        agent_call = AgentCall(
+            span=span,  # type: ignore[arg-type]
+            name=call.agent, input=call.input, output=call.output,
+            ground_truth=call.ground_truth, attributes=span.attributes or {},
+        )
+        return self._core.take((context.trace_id, context.span_id), agent_call, span, trace,
+                               threshold=self._min_threshold)
 
     def offer_unscored(self, span: ReadableSpan, agent: str, reason: str) -> None:
         """Export a span the caller recognised as an agent call but could not read (e.g. its LLM
