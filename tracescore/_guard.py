@@ -17,7 +17,9 @@ Never guards `BaseException`s that are not `Exception`s (KeyboardInterrupt, Syst
 from __future__ import annotations
 
 import logging
+import os
 import threading
+import weakref
 from collections import Counter
 from collections.abc import Callable
 from functools import wraps
@@ -31,23 +33,27 @@ _R = TypeVar("_R")
 class Guard:
     """Counts failures by site and logs each site's first one (thread-safe)."""
 
-    def __init__(self, logger: logging.Logger | str = "tracescore") -> None:
+    def __init__(self, logger: logging.Logger | str = "tracescore", *,
+                 traceback: bool = False) -> None:
         self.log = logging.getLogger(logger) if isinstance(logger, str) else logger
+        self.traceback = traceback  # `once` logs the current exception's traceback by default
         self.counts: Counter[str] = Counter()
         self._logged: set[str] = set()
         self._lock = threading.Lock()
+        _GUARDS.add(self)
 
-    def once(self, site: str, message: str, *args: object, exc_info: Any = False,
-             level: int = logging.WARNING) -> bool:
-        """Count one failure at `site`; log `message` % `args` the first time only. True when
-        it was logged now."""
+    def once(self, site: str, message: str, *args: object, exc_info: Any = None,
+             level: int = logging.WARNING) -> None:
+        """Count one failure at `site`; log `message` % `args` the first time only (with the
+        current exception's traceback when `exc_info`, default: the guard's `traceback`)."""
+        if exc_info is None:
+            exc_info = self.traceback
         with self._lock:
             self.counts[site] += 1
             if site in self._logged:
-                return False
+                return
             self._logged.add(site)
         self.log.log(level, message, *args, exc_info=exc_info)
-        return True
 
     def site(self, site: str, message: str, *args: object) -> Site:
         """A reusable context manager: an `Exception` inside it is counted at `site`, logged
@@ -73,11 +79,13 @@ class Guard:
         return decorate
 
     def reset(self) -> None:
-        """Forget what was logged and counted (a forked child starts afresh)."""
+        """Forget what was logged and counted."""
         with self._lock:
             self.counts.clear()
             self._logged.clear()
-        self._lock = threading.Lock()
+
+    def _after_fork(self) -> None:
+        self._lock = threading.Lock()  # a forked child may have copied it held
 
 
 class Site:
@@ -98,5 +106,16 @@ class Site:
         self.guard.once(self.name, self.message, *self.args, exc_info=(kind, error, traceback))
         return True
 
+
+_GUARDS: weakref.WeakSet[Guard] = weakref.WeakSet()
+
+
+def _renew_locks() -> None:
+    for guard in list(_GUARDS):
+        guard._after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_locks)
 
 GUARD = Guard("tracescore")  # for module-level code; objects that want their own "once" own one

@@ -154,6 +154,8 @@ class Engine:
                                 conversations=as_conversation_options(conversations),
                                 conversation_carrier=self._conversation_carrier,
                                 turn_store=journal)
+        self._guard_offer = self.core.guard.site(  # forwarded as it is rather than not at all
+            "offer", "tracescore: could not consider an offered agent span")
         scope = self.core.conversations
         self._turns = scope.tracker if scope is not None else None  # None: no conversation scorer
         # every agent span may be a turn of a conversation (sampled by its id, not the trace's)
@@ -541,12 +543,9 @@ class Engine:
                 return
             self._held[key] = (row, single)
         scorers: dict[str, OnlineScorer] = {}
-        try:
+        with self._guard_offer:
             scorers = self.core.would_sample(key[0] & RANDOMNESS_MASK, agent.agent,
                                              attributes_of(span.attributes))
-        except Exception:  # noqa: BLE001 - forwarded as it is rather than not at all
-            self.core.log_once("offer", "tracescore: could not consider an offered agent span",
-                               exc_info=True)
         self.core.unscored((row, single), scorers, reason, agent.agent)
 
     def _journal_add(self, rows: list[tuple[int, int, bytes]]) -> tuple[int, ...]:

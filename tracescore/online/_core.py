@@ -34,6 +34,7 @@ from typing import Any
 from tracescore import _semconv as sc
 from tracescore._content import finish_text
 from tracescore._exceptions import ConfigurationError
+from tracescore._guard import Guard
 from tracescore._suppress import suppressed
 from tracescore.instrument._calls import AgentCall
 from tracescore.online import _metrics as reasons
@@ -172,7 +173,8 @@ class ScoringCore:
         self.metrics = metrics if metrics is not None else OnlineMetrics()
         self._export_item = export
         self.closing = False
-        self._logged: set[str] = set()
+        self.guard = Guard(_log)  # failures counted by site, each site logged once
+        self.log_once = self.guard.once
         self.held = HoldTable(max_held=options.max_held_spans, max_wait_s=options.max_wait_s,
                               release=self._release)
         self.worker = Worker(  # judged scorers
@@ -605,10 +607,6 @@ class ScoringCore:
         for online in self.scorers:
             online.after_fork()
 
-    def log_once(self, key: str, message: str, *args: object, exc_info: bool = False) -> None:
-        if key not in self._logged:
-            self._logged.add(key)
-            _log.warning(message, *args, exc_info=exc_info)
 
 
 def _result_events(online: OnlineScorer, result: Any, error: BaseException | None,

@@ -178,6 +178,15 @@ class ScoringSpanProcessor(SpanProcessor):
             readers.append(self._core.threshold)
         self._trace_threshold = min(readers, default=_NEVER)
         self._max_candidates = max(1024, 4 * queue_size)
+        # never into the user's code: failures counted by site, each site logged once
+        guard = self._core.guard
+        self._guard_start = guard.site("trace_start", "tracescore: could not follow an agent "
+                                       "call's tool calls")  # scored without them
+        self._guard_collect = guard.site("trace_input", "tracescore: could not collect an agent "
+                                         "call's tool calls and context")
+        self._guard_offer = guard.site("offer", "tracescore: could not consider an offered "
+                                       "agent span")  # forwarded as it is
+        self._guard_events = guard.site("events", "tracescore: could not attach score events")
         self._init_state()
         self._shutdown = False
         LISTENERS.register(self)
@@ -212,11 +221,8 @@ class ScoringSpanProcessor(SpanProcessor):
         context = span.context
         if (context is not None and context.trace_flags & 1
                 and context.trace_id & RANDOMNESS_MASK >= self._trace_threshold):
-            try:
+            with self._guard_start:
                 self._track_start(span, context.trace_id, context.span_id)
-            except Exception:  # noqa: BLE001 - never into the user's code: scored without them
-                self._core.log_once("trace_start", "tracescore: could not follow an agent "
-                                    "call's tool calls", exc_info=True)
         self._downstream.on_start(span, parent_context=parent_context)
 
     def _on_ending(self, span: Span) -> None:
@@ -265,7 +271,7 @@ class ScoringSpanProcessor(SpanProcessor):
     def _collect(self, span: ReadableSpan, trace: TraceSpans | None,
                  candidate: _Candidate) -> None:
         """Give `candidate` the items of the spans inside its call (decoded later, in the worker)."""
-        try:
+        with self._guard_collect:  # scored without them rather than not at all
             call = candidate.call
             items = [Item(at, None, (text,), len(text)) for at, text in candidate.added]
             if trace is not None:
@@ -277,9 +283,6 @@ class ScoringSpanProcessor(SpanProcessor):
                     call.run_source = self._traces.run_source(trace, span_id,
                                                               candidate.tool_content)
             call.items = items
-        except Exception:  # noqa: BLE001 - scored without them rather than not at all
-            self._core.log_once("trace_input", "tracescore: could not collect an agent call's "
-                                "tool calls and context", exc_info=True)
 
     def _at_root(self, candidate: _Candidate, trace: TraceSpans | None) -> bool:
         """Drop the run-scope scorers of a call that is not its run's root; False when no
@@ -365,14 +368,11 @@ class ScoringSpanProcessor(SpanProcessor):
         sampled it (trace id, `agents` and `attributes` filters), each counted as dropped with
         `reason`. Never raises."""
         scorers: dict[str, OnlineScorer] = {}
-        try:
+        with self._guard_offer:
             context = span.context
             if context is not None:
                 scorers = self._core.would_sample(context.trace_id & RANDOMNESS_MASK, agent,
                                                   span.attributes or {})
-        except Exception:  # noqa: BLE001 - forwarded as it is rather than not at all
-            self._core.log_once("offer", "tracescore: could not consider an offered agent span",
-                                exc_info=True)
         self._core.unscored(span, scorers, reason, agent)
 
     # --- candidates (agent thread, hot path) ------------------------------------------------------
@@ -489,11 +489,8 @@ class ScoringSpanProcessor(SpanProcessor):
     # --- the core's front-door callbacks ----------------------------------------------------------
     def _export(self, span: ReadableSpan, events: Sequence[EventPayload]) -> None:
         """A span goes downstream, with the events that landed on it."""
-        try:
+        with self._guard_events:  # never lose the span over its events
             span = with_events(span, events)
-        except Exception:  # noqa: BLE001 - never lose the span over its events
-            self._core.log_once("events", "tracescore: could not attach score events",
-                                exc_info=True)
         self._downstream.on_end(span)
 
     def _carrier(self, run: ScoreRun, end_ns: int) -> None:
