@@ -65,19 +65,17 @@ from tracescore.online.core import (
 from tracescore.online.intake import (
     EMPTY,
     ITEM_MARKERS,
+    AgentReader,
     ContentlessAgent,
-    Diagnoser,
     OtlpSpanView,
     RecognisedCall,
     TraceCollector,
     TraceInput,
+    Unreadable,
     attributes_of,
     collector_from,
-    contentless_reader,
     from_llm_calls,
     note_unreadable,
-    recognise,
-    recogniser_markers,
     with_event_content,
 )
 
@@ -119,13 +117,10 @@ class Engine:
                  conversations: Mapping[str, Any] | None = None) -> None:
         self._recognisers = tuple(recognisers)
         self._keep = keep  # rescore: which of a span's chosen scorers still score it
-        self._contentless = contentless_reader(self._recognisers)
-        self._markers = recogniser_markers(self._recognisers) | self._contentless.markers
-        self._diagnose = Diagnoser(self._recognisers)  # agent-like spans the chain cannot read
-        known = recogniser_markers(self._recognisers) | ITEM_MARKERS
-        raw = known | self._diagnose.keys | self._contentless.raw_markers(known)
+        self._reader = reader = AgentReader(self._recognisers)  # one outcome per agent span
+        known = reader.chain_markers | ITEM_MARKERS
+        raw = known | reader.diagnose.keys | reader.contentless.raw_markers(known)
         self._marker_bytes = tuple(m.encode() for m in raw)
-        self._watched = self._markers | self._diagnose.keys  # keys of spans read or diagnosed
         self.traces: TraceCollector = collector_from(trace_options)
         self._output = output
         self._send_inline = send_inline  # True: the next hop has it (nothing held in it)
@@ -304,11 +299,11 @@ class Engine:
         touched: set[int] = set()
         if raw is not None and not any(marker in raw for marker in self._marker_bytes):
             return found, touched
-        markers, threshold, held = self._markers, self._threshold, self._held
-        watched = self._watched  # the markers, and the keys of agent-like spans
+        reader, threshold, held = self._reader, self._threshold, self._held
+        watched = reader.watched  # the markers, and the keys of agent-like spans
         readable = watched | ITEM_MARKERS  # spans whose attributes are decoded (once)
         randomness = _otlp.randomness
-        contentless, waiting, runs = self._contentless, self._waiting, self._runs
+        waiting, runs = self._waiting, self._runs
         for rs in request.resource_spans:
             for ss in rs.scope_spans:
                 for index, span in enumerate(ss.spans):
@@ -324,14 +319,13 @@ class Engine:
                         touched.add(int.from_bytes(span.trace_id, "big"))
                     if watched.isdisjoint(keys):
                         continue
-                    call: Any = None
-                    readable_attributes = _readable(span, attributes)
-                    if not markers.isdisjoint(keys):
-                        call = recognise(span.name, readable_attributes, self._recognisers)
-                        if call is None and contentless:
-                            call = contentless(span.name, readable_attributes)
-                    if call is None:
-                        self._unreadable(span.name, readable_attributes)
+                    call, read = reader.read(
+                        span.name, attributes if attributes is not None
+                        else attributes_of(span.attributes),
+                        [(e.name, e.attributes) for e in span.events], attributes_of)
+                    if not isinstance(call, (RecognisedCall, ContentlessAgent)):
+                        if call is not None:
+                            self._count_unreadable(call, span.name, read)
                         continue
                     # the LLM calls below it are its own
                     self.traces.mark_agent(*self.traces.at(_otlp.key_of(span)))
@@ -346,22 +340,23 @@ class Engine:
         kept = []
         for rs, ss, span, index, call in found:
             if isinstance(call, ContentlessAgent):
-                trace, span_id = self.traces.at(_otlp.key_of(span))
-                read = from_llm_calls(call, self.traces.llm_calls_of(trace, span_id))
-                if read is not None:
-                    call = read
-                elif self.traces.agents_below(trace, span_id):
+                call = self._reader.from_trace(self.traces, _otlp.key_of(span), call)
+                if call is None:
                     continue
             kept.append((rs, ss, span, index, call))
         return kept
 
     def _unreadable(self, name: str, attributes: Mapping[str, Any]) -> None:
         """Count and log (once per framework and reason) an agent-like span the chain rejected."""
-        unreadable = self._diagnose(name, attributes)
+        unreadable = self._reader.diagnose(name, attributes)
         if unreadable is not None:
-            self._metrics.add_labelled("unreadable_agent_spans",
-                                       (unreadable.framework, unreadable.reason))
-            note_unreadable(unreadable, name, attributes)
+            self._count_unreadable(unreadable, name, attributes)
+
+    def _count_unreadable(self, unreadable: Unreadable, name: str,
+                          attributes: Mapping[str, Any]) -> None:
+        self._metrics.add_labelled("unreadable_agent_spans",
+                                   (unreadable.framework, unreadable.reason))
+        note_unreadable(unreadable, name, attributes)
 
     def _offer(self, row: int | None, single: ExportTraceServiceRequest,
                call: RecognisedCall | ContentlessAgent, trace: TraceInput = EMPTY) -> None:
@@ -429,15 +424,13 @@ class Engine:
     def _replay_held(self, entry: Entry) -> None:
         single = ExportTraceServiceRequest.FromString(entry.body)
         span = _otlp.only_span(single)
-        attributes = _readable(span, attributes_of(span.attributes))
-        call: RecognisedCall | ContentlessAgent | None = recognise(span.name, attributes,
-                                                                   self._recognisers)
-        if call is None and self._contentless:
-            call = self._contentless(span.name, attributes)
-        if call is None:
-            self._output.put((entry.id,), entry.body, entry.count)
-        else:
+        call, _ = self._reader.read(span.name, attributes_of(span.attributes),
+                                    [(e.name, e.attributes) for e in span.events],
+                                    attributes_of)
+        if isinstance(call, (RecognisedCall, ContentlessAgent)):
             self._offer(entry.id, single, call)
+        else:
+            self._output.put((entry.id,), entry.body, entry.count)
 
     # --- agent spans without content, waiting for their LLM calls -----------------------------
     def _wait(self, row: int | None, single: ExportTraceServiceRequest,

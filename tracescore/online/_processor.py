@@ -60,7 +60,8 @@ from tracescore.online._sinks import carrier_span, with_events
 from tracescore.online.intake import (
     EMPTY,
     GENAI,
-    Diagnoser,
+    AgentReader,
+    ContentlessAgent,
     Item,
     RecognisedCall,
     Recogniser,
@@ -69,15 +70,11 @@ from tracescore.online.intake import (
     TraceInput,
     TraceLimits,
     TraceSpans,
+    Unreadable,
     as_recognisers,
     as_trace_limits,
-    contentless_reader,
-    from_llm_calls,
     in_process,
     note_unreadable,
-    recognise,
-    recogniser_markers,
-    with_event_content,
 )
 from tracescore.scoring._base import reads_trace
 
@@ -151,6 +148,7 @@ class ScoringSpanProcessor(SpanProcessor):
         if score_genai_spans and GENAI not in recognisers:
             recognisers.append(GENAI)
         self._recognisers: tuple[Recogniser, ...] = tuple(recognisers)
+        self._reader = AgentReader(self._recognisers)  # one outcome per agent-like span
         self._downstream = downstream
         self._downstream_on_ending = getattr(downstream, "_on_ending", None)
         self._core = ScoringCore(online, options, export=self._export, carrier=self._carrier,
@@ -163,11 +161,8 @@ class ScoringSpanProcessor(SpanProcessor):
                                if self._core.conversations is not None else None)
         self._resource: Any = None  # of the agent spans seen (for conversation carriers)
         # agent spans without content of their own are read from the LLM calls below them
-        self._contentless = contentless_reader(self._recognisers)
-        self._markers = recogniser_markers(self._recognisers)
-        self._any_markers = self._markers | self._contentless.markers
-        self._diagnose = Diagnoser(self._recognisers)  # agent-like spans the chain cannot read
-        self._watched = self._any_markers | self._diagnose.keys
+        self._contentless = self._reader.contentless
+        self._markers = self._reader.chain_markers
         # every agent call may be a turn of a conversation (sampled by its id, not the trace's)
         self._min_threshold = 0 if self._conversations is not None else self._core.threshold
         # traces are collected only where a scorer that reads tool calls or context (or an agent
@@ -422,10 +417,9 @@ class ScoringSpanProcessor(SpanProcessor):
         trace = self._kept.get(trace_id)
         return trace is None or not trace.agents - {span_id}
 
-    def _unreadable(self, name: str, attributes: Mapping[str, Any]) -> None:
+    def _unreadable(self, found: Unreadable, name: str, attributes: Mapping[str, Any]) -> None:
         """Count and log (once per framework and reason) an agent-like span the chain rejected."""
-        found = self._diagnose(name, attributes)
-        if found is not None and otel_context.get_value(sc.CTX_EVAL_RUN_ID) is None:
+        if otel_context.get_value(sc.CTX_EVAL_RUN_ID) is None:
             self._core.metrics.unreadable(found.framework, found.reason)
             note_unreadable(found, name, attributes)
 
@@ -444,27 +438,24 @@ class ScoringSpanProcessor(SpanProcessor):
             if scope is not None and scope.name.startswith("tracescore"):
                 return None  # our own agent spans were decided by the listener
             attributes = span.attributes or {}
-            if self._watched.isdisjoint(attributes):
+            reader = self._reader
+            if reader.watched.isdisjoint(attributes):
                 return None  # neither a recogniser nor a diagnosis could take it: skip the chain
-            found = None
-            if not self._any_markers.isdisjoint(attributes):
-                if span.events:  # content some instrumentations record as events
-                    attributes = with_event_content(
-                        attributes, ((e.name, e.attributes) for e in span.events))
-                found = recognise(span.name, attributes, self._recognisers)
-                span_id = context.span_id
-                if found is None and trace is not None and self._contentless:
-                    contentless = self._contentless(span.name, attributes)
-                    if contentless is not None:
-                        self._traces.mark_agent(trace, span_id)  # its LLM calls: its own
-                        found = from_llm_calls(contentless,
-                                               self._traces.llm_calls_of(trace, span_id))
-                        if found is None and self._traces.agents_below(trace, span_id):
-                            return None  # it only contains agent spans
-                elif found is not None and trace is not None:
-                    self._traces.mark_agent(trace, span_id)  # the LLM calls below: its own
-            if found is None:
-                self._unreadable(span.name, attributes)
+            found, attributes = reader.read(  # content some instrumentations record as events
+                span.name, attributes, [(e.name, e.attributes) for e in span.events],
+                contentless=trace is not None)
+            if isinstance(found, (RecognisedCall, ContentlessAgent)):
+                self._traces.mark_agent(trace, context.span_id)  # the LLM calls below: its own
+            if isinstance(found, ContentlessAgent):
+                found = reader.from_trace(self._traces, (context.trace_id, context.span_id),
+                                          found)
+                if found is None:
+                    return None  # it only contains agent spans
+                if isinstance(found, ContentlessAgent):  # its LLM calls are not here
+                    found = reader.diagnose(span.name, attributes)
+            if not isinstance(found, RecognisedCall):
+                if found is not None:
+                    self._unreadable(found, span.name, attributes)
                 return None
             if otel_context.get_value(sc.CTX_EVAL_RUN_ID) is not None:
                 return None  # ended inside run_evals, which scores its own calls

@@ -5,6 +5,8 @@ behind it (`_recognise`, `_frameworks`, `_readers`, `_messages`, `_unwrap`, `_ev
 `_llm_calls`, `_trace_input`, `_run_steps`, `_collector`, `_diagnose`, `_view`).
 
 - views: `SpanView`, over SDK spans (`SdkSpanView`) and OTLP protobuf spans (`OtlpSpanView`);
+- reading agent spans, one outcome per span (read, wait for LLM calls, unreadable, none):
+  `AgentReader`;
 - recognition: `recognise`, `recogniser_markers`, `build_recognisers`, `as_recognisers`,
   `RecognisedCall`, `Recogniser`, `AgentMapping`, `GENAI`;
 - LLM calls and agents without content: `read_llm_call`, `LLM_MARKERS`, `contentless_reader`,
@@ -19,6 +21,7 @@ behind it (`_recognise`, `_frameworks`, `_readers`, `_messages`, `_unwrap`, `_ev
 - unreadable spans: `Diagnoser`, `Unreadable`, `REASONS`, `note_unreadable`, `suggest_mapping`.
 """
 
+from tracescore.online.intake._agents import AgentReader
 from tracescore.online.intake._collector import (
     BufferLimits,
     TraceCollector,
@@ -76,6 +79,7 @@ __all__ = [
     "LLM_MARKERS",
     "REASONS",
     "AgentMapping",
+    "AgentReader",
     "BufferLimits",
     "ContentlessAgent",
     "Diagnoser",
