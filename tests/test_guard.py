@@ -15,6 +15,15 @@ _ERRORS = st.sampled_from([ValueError, KeyError, TypeError, RuntimeError, ZeroDi
                            AttributeError, OSError])
 
 
+class _Recorder(logging.Handler):
+    def __init__(self, records: list[logging.LogRecord]) -> None:
+        super().__init__()
+        self.records = records
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
 @settings(max_examples=50, deadline=None)
 @given(failures=st.lists(st.tuples(st.sampled_from(["read", "export", "offer"]), _ERRORS),
                          max_size=30))
@@ -22,8 +31,7 @@ def test_failures_are_counted_by_site_and_each_site_is_logged_once(
         failures: list[tuple[str, type[Exception]]]) -> None:
     records: list[logging.LogRecord] = []
     logger = logging.getLogger("tracescore.test_guard")
-    handler = logging.Handler()
-    handler.emit = records.append  # type: ignore[method-assign]
+    handler = _Recorder(records)
     logger.addHandler(handler)
     try:
         guard = Guard(logger)

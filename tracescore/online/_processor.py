@@ -14,7 +14,7 @@ holds spans for the span sink. This module does what is specific to SDK spans:
 
 Every span reaches the downstream processor exactly once, whatever happens to its scoring.
 
-(About 580 lines: the public class documents its thirteen options; what remains is the SDK side
+(About 530 lines: the public class documents its thirteen options; what remains is the SDK side
 only: the intake of our own calls, reading other instrumentations' spans, `offer`.)
 """
 
