@@ -340,7 +340,8 @@ class Engine:
         kept = []
         for rs, ss, span, index, call in found:
             if isinstance(call, ContentlessAgent):
-                call = self._reader.from_trace(self.traces, _otlp.key_of(span), call)
+                call = self._reader.from_trace(self.traces, *self.traces.at(_otlp.key_of(span)),
+                                               call)
                 if call is None:
                     continue
             kept.append((rs, ss, span, index, call))

@@ -447,8 +447,7 @@ class ScoringSpanProcessor(SpanProcessor):
             if isinstance(found, (RecognisedCall, ContentlessAgent)):
                 self._traces.mark_agent(trace, context.span_id)  # the LLM calls below: its own
             if isinstance(found, ContentlessAgent):
-                found = reader.from_trace(self._traces, (context.trace_id, context.span_id),
-                                          found)
+                found = reader.from_trace(self._traces, trace, context.span_id, found)
                 if found is None:
                     return None  # it only contains agent spans
                 if isinstance(found, ContentlessAgent):  # its LLM calls are not here

@@ -22,6 +22,7 @@ from tracescore.online.intake._event_content import with_event_content
 from tracescore.online.intake._llm_calls import ContentlessAgent, contentless_reader, from_llm_calls
 from tracescore.online.intake._readers import RecognisedCall, Recogniser
 from tracescore.online.intake._recognise import recognise, recogniser_markers
+from tracescore.online.intake._trace_input import TraceSpans
 
 Outcome = RecognisedCall | ContentlessAgent | Unreadable | None
 
@@ -59,12 +60,12 @@ class AgentReader:
         return found, attributes
 
     @staticmethod
-    def from_trace(traces: TraceCollector, key: tuple[int, int], agent: ContentlessAgent
-                   ) -> RecognisedCall | ContentlessAgent | None:
-        """An agent span without content, read from the LLM calls below it that `traces` has:
-        the call; `agent` itself when they are not there (yet); None when it only contains
-        agent spans (no agent call of its own)."""
-        trace, span_id = traces.at(key)
+    def from_trace(traces: TraceCollector, trace: TraceSpans | None, span_id: int,
+                   agent: ContentlessAgent) -> RecognisedCall | ContentlessAgent | None:
+        """An agent span without content, read from the LLM calls below it in `trace` (kept
+        by `traces`: `traces.at(key)`, or what `end_span` returned): the call; `agent` itself
+        when they are not there (yet); None when it only contains agent spans (no agent call
+        of its own)."""
         read = from_llm_calls(agent, traces.llm_calls_of(trace, span_id))
         if read is not None:
             return read
