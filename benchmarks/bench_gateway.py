@@ -391,8 +391,7 @@ def scoring(replicas: int, workdir: Path, judge_latency_s: float, spans: int,
             concurrency: int, checkout: Path | None = None) -> dict[str, Any]:
     """Scores/s over `spans` agent spans split by trace id over `replicas` gateways (of
     `checkout`'s package when given)."""
-    from tracescore.testing import StubLLMServer
-    from tracescore.testing._stub_llm import Reply
+    from tracescore.testing import Reply, StubLLMServer
 
     def judge(request: dict[str, Any]) -> Reply:
         step = request.get("response_format", {}).get("json_schema", {}).get("name", "")
@@ -470,8 +469,7 @@ def _wait_count(sink: Sink, count: int, timeout: float) -> None:
 def overload_rss(workdir: Path, seconds: float) -> dict[str, Any]:
     """RSS of a gateway and its scoring process (once warm) while offered ~10x what its next hop
     takes."""
-    from tracescore.testing import StubLLMServer
-    from tracescore.testing._stub_llm import Reply
+    from tracescore.testing import Reply, StubLLMServer
 
     sink = Sink(delay_s=0.05)
     with StubLLMServer(default_reply=Reply(content={"statements": [ANSWER]}, delay=5.0)) as stub:

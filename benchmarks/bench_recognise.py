@@ -29,7 +29,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]  # _common; the suite's r
 from _common import environment, interleaved, print_table, write_json
 from rigs.conventions import CONVENTIONS, convention_spans
 
-from tracescore.online._recognise import build_recognisers, recognise, recogniser_markers
+from tracescore.online.intake import build_recognisers, recognise, recogniser_markers
 
 QUESTION = "What is the capital of France, and how many people live there?"
 ANSWER = "Paris is the capital of France; about 2.1 million people live in the city proper."

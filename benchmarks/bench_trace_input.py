@@ -138,7 +138,7 @@ def _gateway(calls: int) -> dict[str, float]:
     from tracescore.gateway._engine import Engine
     from tracescore.gateway._metrics import GatewayMetrics
     from tracescore.online import OnlineScorer
-    from tracescore.online._recognise import as_recognisers
+    from tracescore.online.intake import as_recognisers
     from tracescore.scoring import create_content_similarity_scorer
 
     rng = random.Random(7)

@@ -20,8 +20,7 @@ from typing import Any
 import pytest
 
 from tracescore import _semconv as sc
-from tracescore.testing import GatewayProcess, OTLPReceiver, ReceivedSpan, StubLLMServer
-from tracescore.testing._stub_llm import Reply
+from tracescore.testing import GatewayProcess, OTLPReceiver, ReceivedSpan, Reply, StubLLMServer
 
 
 def judge(request: Any) -> Reply:

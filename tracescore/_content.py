@@ -22,6 +22,7 @@ from typing import Any
 from uuid import UUID
 
 from tracescore._config import ContentSettings, content_settings
+from tracescore._guard import Guard
 from tracescore._secret_rules import apply_rules, hide_value, secret_name_label
 
 _log = logging.getLogger("tracescore")
@@ -39,13 +40,7 @@ TRUNCATION_MARKER = "…[truncated {n} chars]"
 _TRUNCATION_MARKER_AT_LEAST = "…[truncated {n}+ chars]"
 _ELLIPSIS = "…"
 
-_logged_once: set[str] = set()
-
-
-def _log_once(key: str, message: str, *args: object) -> None:
-    if key not in _logged_once:
-        _logged_once.add(key)
-        _log.warning(message, *args)
+_guard = Guard(_log)  # logs each failing site once
 
 
 def _type_name(obj: object) -> str:
@@ -322,10 +317,10 @@ def _apply_hook(hook: Callable[[str], str], text: str) -> str:
     try:
         result = hook(text)
     except Exception:  # noqa: BLE001 - fail closed: never export what the hook should hide
-        _log_once("hook", "tracescore: redaction hook %r raised; content withheld", hook)
+        _guard.once("hook", "tracescore: redaction hook %r raised; content withheld", hook)
         return "[REDACTED:hook_error]"
     if not isinstance(result, str):
-        _log_once("hook-type", "tracescore: redaction hook %r returned a non-string", hook)
+        _guard.once("hook-type", "tracescore: redaction hook %r returned a non-string", hook)
         return "[REDACTED:hook_error]"
     return result
 
@@ -344,7 +339,7 @@ def _redact(text: str, s: ContentSettings, *, builtin: bool, hook: bool) -> str:
             text = _apply_hook(s.redaction_hook, text)
         return text
     except Exception:  # noqa: BLE001 - fail closed: withhold the content
-        _log_once("redact", "tracescore: redaction failed; content withheld")
+        _guard.once("redact", "tracescore: redaction failed; content withheld")
         return "[REDACTED:error]"
 
 
@@ -399,7 +394,7 @@ def serialize(obj: object, settings: ContentSettings | None = None) -> str:
         text = data if type(data) is str else _ENCODER.encode(data)
         return _finish(text, s, at_least=cut, builtin_done=True)
     except Exception:  # noqa: BLE001 - telemetry must never raise
-        _log_once("serialize", "tracescore: could not serialize a %s", _type_name(obj))
+        _guard.once("serialize", "tracescore: could not serialize a %s", _type_name(obj))
         return f"<unserializable {_type_name(obj)}>"
 
 
@@ -430,7 +425,7 @@ def _finish(text: str, s: ContentSettings, *, at_least: bool, builtin_done: bool
         text = _redact(text, s, builtin=s.redact and not builtin_done, hook=not hook_done)
         return _valid_utf8(truncate(text, limit, dropped, at_least=at_least))
     except Exception:  # noqa: BLE001 - telemetry must never raise
-        _log_once("finish", "tracescore: could not prepare captured text")
+        _guard.once("finish", "tracescore: could not prepare captured text")
         return "<unserializable text>"
 
 

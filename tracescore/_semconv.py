@@ -144,7 +144,7 @@ TS_EVAL_ITEM_INDEX = "tracescore.eval.item.index"  # position of the item in the
 # online scoring skips agent calls made under it, so eval items are not scored twice.
 CTX_EVAL_RUN_ID = "tracescore.eval.run_id"
 
-# --- other conventions, read by the agent-span recognisers (online/_readers.py) ---------------
+# --- other conventions, read by the agent-span recognisers (online/intake/_readers.py) ---------------
 # OpenInference
 OI_SPAN_KIND = "openinference.span.kind"
 OI_KIND_AGENT = "AGENT"
@@ -176,14 +176,14 @@ PAI_NEW_MESSAGE_INDEX = "pydantic_ai.new_message_index"
 PAI_FINAL_RESULT = "final_result"
 PAI_AGENT_NAME = "agent_name"
 PAI_METADATA = "metadata"  # run metadata as JSON; may hold TS_GROUND_TRUTH
-# LLM call spans, read for agent spans without content of their own (online/_llm_calls.py)
+# LLM call spans, read for agent spans without content of their own (online/intake/_llm_calls.py)
 OI_KIND_LLM = "LLM"
 OI_LLM_INPUT_MESSAGES = "llm.input_messages"  # + ".{i}.message.role/content"
 OI_LLM_OUTPUT_MESSAGES = "llm.output_messages"
 LOGFIRE_INPUT = "input"  # logfire's OpenAI Agents integration: the call's messages
 LOGFIRE_OUTPUT = "output"
 
-# --- spans that look like agent calls but cannot be read (online/_diagnose.py) --------------
+# --- spans that look like agent calls but cannot be read (online/intake/_diagnose.py) --------------
 MASTRA_SPAN_TYPE = "mastra.span.type"  # agent_run, workflow_run, model_generation, ...
 VERCEL_OPERATION_ID = "ai.operationId"  # the Vercel AI SDK's span kind: ai.generateText, ...
 METRIC_UNREADABLE_AGENT_SPANS = "tracescore.agent_spans.unreadable"  # counter

@@ -163,7 +163,7 @@ def test_the_guessed_mapping_reads_content_kept_under_the_apps_own_keys(seed: in
     """An agent span whose code keeps the question and/or the answer under its own keys: the
     entry `inspect` prints reads them (and the convention's own key where the span has it)."""
     import tracescore
-    from tracescore.online._diagnose import Diagnoser, suggest_mapping
+    from tracescore.online.intake._diagnose import Diagnoser, suggest_mapping
     from tracescore.scoring._inputs import answer_text, question_text
 
     rng = random.Random(seed)
@@ -200,7 +200,7 @@ def test_the_guessed_mapping_reads_content_kept_under_the_apps_own_keys(seed: in
 def test_a_questionless_input_is_not_offered_again() -> None:
     """When the convention's input is there but holds no question, the entry reads another key
     that looks like one, never the same attribute again."""
-    from tracescore.online._diagnose import NO_QUESTION, Unreadable, suggest_mapping
+    from tracescore.online.intake._diagnose import NO_QUESTION, Unreadable, suggest_mapping
 
     found = Unreadable("genai", NO_QUESTION, sc.GEN_AI_INPUT_MESSAGES, sc.GEN_AI_OUTPUT_MESSAGES,
                        {sc.GEN_AI_OPERATION_NAME: "invoke_agent"})

@@ -18,7 +18,7 @@ from test_unscored_reasons import CASES, SECRET, USER_MAPPING, _send
 from tracescore import _semconv as sc
 from tracescore._exporters import OTLPJsonFileExporter
 from tracescore.cli import main
-from tracescore.online import _diagnose
+from tracescore.online.intake import _diagnose
 from tracescore.testing import spans_from_otlp_json
 
 

@@ -17,8 +17,7 @@ import pytest
 from _gateway_helpers import ANSWER, agent_attributes, plain_request
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from tracescore.testing import GatewayProcess, OTLPReceiver, StubLLMServer
-from tracescore.testing._stub_llm import Reply
+from tracescore.testing import GatewayProcess, OTLPReceiver, Reply, StubLLMServer
 
 pytestmark = pytest.mark.slow
 _EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"

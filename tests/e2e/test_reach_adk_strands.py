@@ -38,9 +38,9 @@ from test_reach_node import assert_scored
 
 import tracescore
 from tracescore import _semconv as sc
-from tracescore.online._event_content import with_event_content
-from tracescore.online._frameworks import LLM_CALLS
-from tracescore.online._recognise import AgentMapping, recognise
+from tracescore.online.intake._event_content import with_event_content
+from tracescore.online.intake._frameworks import LLM_CALLS
+from tracescore.online.intake._recognise import AgentMapping, recognise
 from tracescore.scoring._inputs import answer_text, question_text
 from tracescore.testing import GatewayProcess, OTLPReceiver, ReceivedSpan, StubLLMServer
 from tracescore.testing._decode import spans_from_otlp_json
@@ -350,7 +350,7 @@ def test_the_spans_own_attributes_win_over_its_events() -> None:
 def test_gemini_requests_and_responses_are_read_as_conversations() -> None:
     """Gemini's request (`contents`, `config.system_instruction`) and response (`content`), as
     ADK records them: function calls, function responses and thought parts are no text."""
-    from tracescore.online import _messages
+    from tracescore.online.intake import _messages
 
     rng = random.Random(3)
     for index in range(30):

@@ -35,9 +35,8 @@ from rigs.side_envs import reach_agents_venv
 
 import tracescore
 from tracescore import _semconv as sc
-from tracescore.testing import GatewayProcess, OTLPReceiver, ReceivedSpan, StubLLMServer
+from tracescore.testing import GatewayProcess, OTLPReceiver, ReceivedSpan, Reply, StubLLMServer
 from tracescore.testing._decode import spans_from_otlp_json
-from tracescore.testing._stub_llm import Reply
 
 pytestmark = pytest.mark.slow  # installs the Agents SDK in a side venv on first use (minutes)
 

@@ -30,8 +30,7 @@ from tracescore.gateway import Gateway, GatewayConfig, load_gateway_config
 from tracescore.gateway._engine import Engine
 from tracescore.gateway._metrics import GatewayMetrics
 from tracescore.gateway._otlp import set_value
-from tracescore.testing import OTLPReceiver, StubLLMServer
-from tracescore.testing._stub_llm import Reply
+from tracescore.testing import OTLPReceiver, Reply, StubLLMServer
 
 EVAL = "gen_ai.evaluation.result"
 

@@ -33,9 +33,9 @@ from tracescore import _semconv as sc
 from tracescore.gateway import Gateway, load_gateway_config
 from tracescore.gateway._engine import Engine
 from tracescore.gateway._metrics import GatewayMetrics
-from tracescore.gateway._trace_buffer import BufferLimits, TraceCollector, collect
 from tracescore.online import OnlineScorer
 from tracescore.online._sampling import is_sampled
+from tracescore.online.intake import BufferLimits, OtlpSpanView, TraceCollector
 from tracescore.testing import OTLPReceiver
 
 EVAL = sc.GEN_AI_EVALUATION_RESULT
@@ -208,7 +208,7 @@ def test_the_buffer_stays_within_its_bounds_dropping_the_oldest_first(
         now[0] += step
         trace_id = index + 1
         span = _span_request(trace_id, 2 * trace_id, text).resource_spans[0].scope_spans[0].spans[0]
-        collect(buffer, span)
+        buffer.add_span(OtlpSpanView(span))
         added.append(trace_id)
         assert buffer.traces <= max_traces and buffer.bytes <= max_bytes
         kept = buffer.trace_ids()

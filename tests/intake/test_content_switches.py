@@ -12,9 +12,8 @@ from hypothesis import strategies as st
 
 import tracescore
 from tracescore import _semconv as sc
-from tracescore.online._recognise import AgentMapping
-from tracescore.online._switches import HINT, SWITCHES
-from tracescore.online.intake import Diagnoser
+from tracescore.online.intake import AgentMapping, Diagnoser
+from tracescore.online.intake._switches import HINT, SWITCHES
 
 _MESSAGES = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Hi?"}]}])
 # convention -> (span name, the attributes that make it agent-like, its input key, output key)

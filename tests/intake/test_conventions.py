@@ -27,7 +27,7 @@ from rigs.conventions import CONVENTIONS, convention_spans, export_convention
 import tracescore
 from tracescore import _semconv as sc
 from tracescore.cli import main
-from tracescore.online._recognise import BUILTINS
+from tracescore.online.intake._recognise import BUILTINS
 from tracescore.scoring._inputs import answer_text, question_text
 from tracescore.testing import OTLPReceiver, ReceivedSpan, spans_from_otlp_json
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import tracescore
 from tracescore import _semconv as sc
-from tracescore.online import _messages
+from tracescore.online.intake import _messages
 from tracescore.scoring._inputs import answer_text, question_text
 
 _text = st.text(st.characters(codec="utf-8"), min_size=1, max_size=20)

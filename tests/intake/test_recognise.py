@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 import tracescore
 from tracescore import _semconv as sc
-from tracescore.online._frameworks import FRAMEWORKS
-from tracescore.online._recognise import BUILTINS, as_recognisers
+from tracescore.online.intake._frameworks import FRAMEWORKS
+from tracescore.online.intake._recognise import BUILTINS, as_recognisers
 
 scalars = st.one_of(st.text(max_size=20), st.integers(), st.floats(allow_nan=False), st.booleans())
 values = st.one_of(scalars, st.lists(scalars, max_size=3))

@@ -29,7 +29,7 @@ from tracescore import _semconv as sc
 from tracescore.online import OnlineScorer, ScoringSpanProcessor, TraceLimits
 from tracescore.online._processor import collector_of
 from tracescore.online._sampling import is_sampled
-from tracescore.online._trace_input import TraceSpans, gather, read_span
+from tracescore.online.intake._trace_input import TraceSpans, gather, read_span
 from tracescore.scoring import ToolCall
 from tracescore.testing import OTLPReceiver
 

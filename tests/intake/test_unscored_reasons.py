@@ -29,8 +29,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import tracescore
 from tracescore import _semconv as sc
-from tracescore.online import _diagnose
-from tracescore.online._diagnose import REASONS, Diagnoser
+from tracescore.online.intake import _diagnose
+from tracescore.online.intake._diagnose import REASONS, Diagnoser
 from tracescore.testing import GatewayProcess, OTLPReceiver
 
 SECRET = "SECRET-7f3a"  # in every attribute value of the generated agent spans

@@ -1,5 +1,5 @@
 """Recorded content in the encodings frameworks write: the judged question and answer are the
-user's text (generated encodings, `tracescore.online._unwrap`), and the `reference:` lookup
+user's text (generated encodings, `tracescore.online.intake._unwrap`), and the `reference:` lookup
 uses the unwrapped question."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tracescore.online import OnlineScorer, ScoringSpanProcessor
-from tracescore.online._unwrap import member, unwrap_input, unwrap_output
+from tracescore.online.intake._unwrap import member, unwrap_input, unwrap_output
 from tracescore.scoring._base import Scorer, ScoreResult
 from tracescore.scoring._inputs import answer_text, question_text
 

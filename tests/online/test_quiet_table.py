@@ -137,7 +137,7 @@ def test_bounds_are_checked(bad: dict[str, object]) -> None:
 def test_the_core_timer_lets_quiet_groups_go_without_a_thread_of_their_own() -> None:
     from tracescore.online._core import ScoringCore
     from tracescore.online._options import OnlineScorer, ProcessorOptions
-    from tracescore.online._trace_input import TraceLimits
+    from tracescore.online.intake._trace_input import TraceLimits
     from tracescore.scoring.keywords import create_keyword_coverage_scorer
 
     core = ScoringCore((OnlineScorer(create_keyword_coverage_scorer()),),

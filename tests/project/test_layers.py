@@ -19,10 +19,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tracescore._version", "tracescore._env", "tracescore._exceptions", "tracescore._semconv",
      "tracescore._secret_rules", "tracescore._suppress", "tracescore._http", "tracescore._jsonl",
      "tracescore._otlp_json", "tracescore._targets", "tracescore._signals",
-     "tracescore._litellm_support", "tracescore._private_files", "tracescore._words"),
+     "tracescore._litellm_support", "tracescore._private_files", "tracescore._words",
+     "tracescore._guard"),
     ("tracescore._config", "tracescore._span_cap", "tracescore._endpoints"),
     ("tracescore._exporters", "tracescore._export_pipeline", "tracescore._content"),
     ("tracescore.instrument", "tracescore.scoring"),
+    ("tracescore.online.intake",),
     ("tracescore.online", "tracescore._datasets"),
     ("tracescore.gateway", "tracescore.evals", "tracescore.calibration", "tracescore._setup"),
     ("tracescore", "tracescore.cli", "tracescore.__main__", "tracescore.testing"),
@@ -148,6 +150,47 @@ def test_the_checks_see_an_import_that_breaks_the_rules(rogue: str,
         assert _circle() is not None
     finally:
         globals()["_imported"] = original
+
+
+def _home(name: str) -> str:
+    """The package a module belongs to (the package itself for an `__init__`)."""
+    return name if MODULES[name].name == "__init__.py" else name.rpartition(".")[0]
+
+
+def _private_names(name: str, path: Path) -> Iterator[tuple[str, str, int]]:
+    """(module, underscored name, line) for every `from tracescore.x import _name` in `path`
+    where `_name` is no module: a private name read from another module."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and not node.level and (
+                node.module or "").startswith("tracescore"):
+            for alias in node.names:
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                if private and f"{node.module}.{alias.name}" not in MODULES:
+                    yield node.module or "", alias.name, node.lineno
+
+
+def _crossings(found: dict[str, Path]) -> list[str]:
+    crossings = []
+    for name, path in found.items():
+        for module, private, line in _private_names(name, path):
+            target = module
+            while target and target not in MODULES:
+                target = target.rpartition(".")[0]
+            if target and _home(target) != _home(name):
+                crossings.append(f"{name}:{line} imports {private} "
+                                 f"from {module}")
+    return crossings
+
+
+def test_no_module_imports_another_packages_underscored_name(tmp_path: Path) -> None:
+    # inside its own package a module may read a sibling's private names; across packages only
+    # public names (an internal API such as `tracescore.online.intake`) are imported
+    assert _crossings(MODULES) == []
+    rogue = tmp_path / "rogue.py"
+    rogue.write_text("from tracescore.online._core import _result_events\n")
+    assert _crossings({"tracescore.gateway._engine": rogue}) != []  # the check can fail
+    rogue.write_text("from tracescore.online._metrics import SHUTDOWN\n")
+    assert _crossings({"tracescore.gateway._engine": rogue}) == []
 
 
 LONG = 450  # lines: "a module stays under about 450 lines; one that is longer says why"

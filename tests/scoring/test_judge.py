@@ -16,9 +16,8 @@ from tracescore import (
     create_answer_relevancy_scorer,
 )
 from tracescore.scoring import AnswerRelevancyScorer
-from tracescore.scoring._litellm_judge import parse_json_object, retry_after_seconds
-from tracescore.testing import StubLLMServer
-from tracescore.testing._stub_llm import Reply
+from tracescore.scoring._judge_replies import parse_json_object, retry_after_seconds
+from tracescore.testing import Reply, StubLLMServer
 
 QUESTION = "What is the capital of France?"
 STATEMENTS = {"statements": ["Paris is the capital of France."]}

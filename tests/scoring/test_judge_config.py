@@ -28,8 +28,7 @@ from tracescore import (
     create_answer_relevancy_scorer,
 )
 from tracescore.scoring import LiteLLMJudge
-from tracescore.testing import StubLLMServer
-from tracescore.testing._stub_llm import Reply
+from tracescore.testing import Reply, StubLLMServer
 
 QUESTION = "What is the capital of France?"
 _ALPHABET = "abcdefghijklmnopqrstuvwxyz_/"

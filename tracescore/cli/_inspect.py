@@ -87,7 +87,7 @@ class _Door:
 def _listen(inspector: Inspector, config: Any, grpc_endpoint: str | None,
             http_endpoint: str | None, seconds: float) -> None:
     """Receive OTLP on the gateway's receivers for `seconds` (or until Ctrl-C)."""
-    from tracescore.gateway._config import host_port
+    from tracescore.gateway._config_keys import host_port
     from tracescore.gateway._receiver import Limits, grpc_receiver, http_receiver, listen
 
     grpc_address = host_port(grpc_endpoint, "--grpc-endpoint") if grpc_endpoint else None

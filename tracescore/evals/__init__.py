@@ -8,8 +8,7 @@ target or scorer on one item is recorded as an `ItemFailure`; the other items ca
 `KeyboardInterrupt` stops the whole run at once (items in flight are cancelled, their spans
 ended) and is re-raised to the caller.
 
-The run itself is `_run`, the checks of the arguments `_checks`, the result types `_results`
-(importable from here, as before).
+The run itself is `_run`, the checks of the arguments `_checks`, the result types `_results`.
 """
 
 from __future__ import annotations

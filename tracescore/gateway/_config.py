@@ -23,7 +23,7 @@ validated once at start; every error is a `ConfigurationError` naming the key (`
 `GatewayConfig` holds one frozen section per YAML section (`ReceiversConfig`, `ExporterConfig`,
 ...; each checks its own values), and reads each setting by its flat name too. The keys, their
 parsers and the environment are in `_config_keys`, building scorers and recognisers in
-`_config_scorers` (both importable from here, as before).
+`_config_scorers`.
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ from tracescore.gateway._config_scorers import _recognisers, build_online_scorer
 from tracescore.gateway._run_scope import run_bounds
 from tracescore.gateway._split import MIN_MAX_BATCH_BYTES
 
-__all__ = ["COMPRESSIONS", "PROTOCOLS", "GatewayConfig", "build_online_scorers", "host_port",
-           "load_gateway_config", "processor_options", "with_overrides"]
+__all__ = ["COMPRESSIONS", "PROTOCOLS", "GatewayConfig", "load_gateway_config",
+           "processor_options", "with_overrides"]
 
 PROTOCOLS = ("grpc", "http/protobuf")
 COMPRESSIONS = ("gzip", "none")
@@ -396,11 +396,11 @@ def load_gateway_config(path: str | os.PathLike[str] | None = None,
             into = into.setdefault(parent, {})
         into[leaf] = _KEYS[key](key, value)
     trace = nested.pop("trace", {})
-    from tracescore.gateway._trace_buffer import buffer_from
+    from tracescore.online.intake import collector_from
 
-    buffer_from(trace)  # validated now
+    collector_from(trace)  # validated now
     conversations = nested.pop("conversations", {})
-    from tracescore.online._conversations import as_conversation_options
+    from tracescore.online.core import as_conversation_options
 
     as_conversation_options(conversations)  # validated now
     nested["conversations"] = conversations
@@ -422,7 +422,7 @@ def load_gateway_config(path: str | os.PathLike[str] | None = None,
 
 def processor_options(config: GatewayConfig) -> dict[str, Any]:
     """`ScoringSpanProcessor` keyword arguments of a config (validated)."""
-    from tracescore.online._options import ProcessorOptions
+    from tracescore.online.core import ProcessorOptions
 
     options = {name: getattr(config.scoring, name) for name in _PROCESSOR_KEYS}
     try:

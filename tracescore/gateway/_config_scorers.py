@@ -17,7 +17,7 @@ _SCORER_KEYS = ("scorer", "options", "rate", "agents", "attributes", "rate_limit
 def build_online_scorers(specs: Sequence[Any] | None, judge_model: str | None, *,
                          base: Path) -> tuple[Any, ...]:
     """`OnlineScorer`s from `scoring.scorers` entries (dicts as in the YAML, or scorer objects)."""
-    from tracescore.online._options import OnlineScorer, as_online_scorers
+    from tracescore.online.core import OnlineScorer, as_online_scorers
     from tracescore.scoring._registry import DEFAULT_SCORERS
     from tracescore.scoring._registry import judge_model as pick_model
 
@@ -80,7 +80,7 @@ def _scorer(name: str, options: Any, model: str, where: str) -> Any:
 
 
 def _fleet(settings: Any, scorer: Any, where: str) -> Any:
-    from tracescore.online._fleet_limits import fleet_limiter_from
+    from tracescore.online.core import fleet_limiter_from
 
     return fleet_limiter_from(settings, str(getattr(scorer, "id", "scorer")), where)
 
@@ -89,7 +89,7 @@ def _reference(value: Any, base: Path, where: str) -> dict[Any, Any]:
     """A reference dataset file (input -> ground_truth) as a mapping."""
     from tracescore._content import lookup_key
     from tracescore._datasets import DatasetError, load_dataset
-    from tracescore.online._options import reference_key
+    from tracescore.online.core import reference_key
 
     file = Path(_text(where, value))
     if not file.is_absolute():

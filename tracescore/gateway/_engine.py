@@ -9,7 +9,7 @@ to `send_inline` (the next hop takes it before the acknowledgement: no journal w
 everything else is journaled before it is acknowledged and removed from the journal once the
 next hop has it.
 
-Spans of traces a scorer may sample also feed a bounded `TraceCollector` (`_trace_buffer`): an
+Spans of traces a scorer may sample also feed a bounded `TraceCollector` (the intake's): an
 agent span's scorers get the tool calls and context recorded by the spans of its trace that
 arrived before it (or with it). An agent span without content of its own (`_llm_calls`) is read
 from the LLM calls below it in that buffer; when they have not all arrived yet it is journaled
@@ -41,37 +41,43 @@ from tracescore.gateway._journal import HELD, PASS, Entry, Journal
 from tracescore.gateway._metrics import GatewayMetrics
 from tracescore.gateway._run_scope import Arrival, RunScope
 from tracescore.gateway._split import split_request
-from tracescore.gateway._trace_buffer import (
-    ITEM_MARKERS,
-    TraceCollector,
-    at,
-    buffer_from,
-    collect,
-)
 from tracescore.instrument._calls import AgentCall
-from tracescore.online import _metrics as reasons
-from tracescore.online._conversation_scope import MAX_LINKS, carrier_fields
-from tracescore.online._conversations import Turn, as_conversation_options
-from tracescore.online._core import Call, ScoringCore
-from tracescore.online._delivery import ScoreRun
-from tracescore.online._events import EventPayload
-from tracescore.online._judge_spans import JudgeSpan
-from tracescore.online._metrics import OnlineMetrics
-from tracescore.online._options import OnlineScorer, ProcessorOptions, as_online_scorers
-from tracescore.online._sampling import RANDOMNESS_MASK
-from tracescore.online._sinks import SCOPE, carrier_attributes, carrier_time
+from tracescore.online.core import (
+    FLUSH,
+    HELD_OVERFLOW,
+    MAX_LINKS,
+    NO_LLM_CALLS,
+    RANDOMNESS_MASK,
+    SCOPE,
+    SHUTDOWN,
+    EventPayload,
+    JudgeSpan,
+    OnlineMetrics,
+    OnlineScorer,
+    ProcessorOptions,
+    ScoreRun,
+    ScoringCore,
+    Turn,
+    as_conversation_options,
+    as_online_scorers,
+    carrier_attributes,
+    carrier_fields,
+    carrier_time,
+)
 from tracescore.online.intake import (
     EMPTY,
+    ITEM_MARKERS,
+    AgentReader,
     ContentlessAgent,
-    Diagnoser,
+    OtlpSpanView,
     RecognisedCall,
+    TraceCollector,
     TraceInput,
+    Unreadable,
     attributes_of,
-    contentless_reader,
+    collector_from,
     from_llm_calls,
     note_unreadable,
-    recognise,
-    recogniser_markers,
     with_event_content,
 )
 
@@ -115,14 +121,11 @@ class Engine:
         # this engine started may lack spans that went to the instance before
         self._recognisers = tuple(recognisers)
         self._keep = keep  # rescore: which of a span's chosen scorers still score it
-        self._contentless = contentless_reader(self._recognisers)
-        self._markers = recogniser_markers(self._recognisers) | self._contentless.markers
-        self._diagnose = Diagnoser(self._recognisers)  # agent-like spans the chain cannot read
-        known = recogniser_markers(self._recognisers) | ITEM_MARKERS
-        raw = known | self._diagnose.keys | self._contentless.raw_markers(known)
+        self._reader = reader = AgentReader(self._recognisers)  # one outcome per agent span
+        known = reader.chain_markers | ITEM_MARKERS
+        raw = known | reader.diagnose.keys | reader.contentless.raw_markers(known)
         self._marker_bytes = tuple(m.encode() for m in raw)
-        self._watched = self._markers | self._diagnose.keys  # keys of spans read or diagnosed
-        self.traces: TraceCollector = buffer_from(trace_options)
+        self.traces: TraceCollector = collector_from(trace_options)
         self._output = output
         self._send_inline = send_inline  # True: the next hop has it (nothing held in it)
         self._max_bytes = max_request_bytes  # requests out are split under it (None: never)
@@ -150,6 +153,8 @@ class Engine:
                                 conversations=as_conversation_options(conversations),
                                 conversation_carrier=self._conversation_carrier,
                                 turn_store=journal, judge_spans=self._judge_spans)
+        self._guard_offer = self.core.guard.site(  # forwarded as it is rather than not at all
+            "offer", "tracescore: could not consider an offered agent span")
         scope = self.core.conversations
         self._turns = scope.tracker if scope is not None else None  # None: no conversation scorer
         # every agent span may be a turn of a conversation (sampled by its id, not the trace's)
@@ -264,7 +269,7 @@ class Engine:
 
     def flush(self, timeout_s: float) -> bool:
         if self._runs is not None:  # runs waiting for their quiet period are scored now
-            self._runs.table.release_all(reasons.FLUSH)
+            self._runs.table.release_all(FLUSH)
         return self.core.flush(max(0.0, timeout_s))
 
     def end_of_input(self) -> None:
@@ -274,7 +279,7 @@ class Engine:
             waiting = list(self._waiting.values())
             self._waiting.clear()
         for entry in waiting:
-            self._settle_waiting(entry, reasons.NO_LLM_CALLS)
+            self._settle_waiting(entry, NO_LLM_CALLS)
 
     def shutdown(self, timeout_s: float) -> None:
         """Bounded wait for scoring, then every held span goes out (unscored ones with a reason)."""
@@ -284,9 +289,9 @@ class Engine:
             self._waiting.clear()
             self._waited.notify_all()
         for entry in waiting:  # read with what arrived, else unscored
-            self._settle_waiting(entry, reasons.SHUTDOWN)
+            self._settle_waiting(entry, SHUTDOWN)
         if self._runs is not None and not self.core.closing:  # scored within the wait below
-            self._runs.table.release_all(reasons.SHUTDOWN)
+            self._runs.table.release_all(SHUTDOWN)
         if self.core.closing:
             return
         wait = min(self.core.options.shutdown_timeout_s, max(0.0, timeout_s) * 0.8)
@@ -307,11 +312,11 @@ class Engine:
         touched: set[int] = set()
         if raw is not None and not any(marker in raw for marker in self._marker_bytes):
             return found, touched
-        markers, threshold, held = self._markers, self._threshold, self._held
-        watched = self._watched  # the markers, and the keys of agent-like spans
+        reader, threshold, held = self._reader, self._threshold, self._held
+        watched = reader.watched  # the markers, and the keys of agent-like spans
         readable = watched | ITEM_MARKERS  # spans whose attributes are decoded (once)
         randomness = _otlp.randomness
-        contentless, waiting, runs = self._contentless, self._waiting, self._runs
+        waiting, runs = self._waiting, self._runs
         for rs in request.resource_spans:
             for ss in rs.scope_spans:
                 for index, span in enumerate(ss.spans):
@@ -322,24 +327,23 @@ class Engine:
                         continue  # a judge's own call (`_judge_spans`): never scored
                     attributes = (attributes_of(span.attributes)
                                   if not readable.isdisjoint(keys) else None)
-                    collect(self.traces, span, attributes, marks=runs is not None)
+                    self.traces.add_span(OtlpSpanView(span), attributes, marks=runs is not None)
                     if runs is not None:
                         runs.touch(int.from_bytes(span.trace_id, "big"))
                     if waiting:
                         touched.add(int.from_bytes(span.trace_id, "big"))
                     if watched.isdisjoint(keys):
                         continue
-                    call: Any = None
-                    readable_attributes = _readable(span, attributes)
-                    if not markers.isdisjoint(keys):
-                        call = recognise(span.name, readable_attributes, self._recognisers)
-                        if call is None and contentless:
-                            call = contentless(span.name, readable_attributes)
-                    if call is None:
-                        self._unreadable(span.name, readable_attributes)
+                    call, read = reader.read(
+                        span.name, attributes if attributes is not None
+                        else attributes_of(span.attributes),
+                        [(e.name, e.attributes) for e in span.events], attributes_of)
+                    if not isinstance(call, (RecognisedCall, ContentlessAgent)):
+                        if call is not None:
+                            self._count_unreadable(call, span.name, read)
                         continue
                     # the LLM calls below it are its own
-                    self.traces.mark_agent(*at(self.traces, _otlp.key_of(span)))
+                    self.traces.mark_agent(*self.traces.at(_otlp.key_of(span)))
                     key = _otlp.key_of(span)
                     if key not in held and key not in waiting:
                         found.append((rs, ss, span, index, call))
@@ -351,22 +355,24 @@ class Engine:
         kept = []
         for rs, ss, span, index, call in found:
             if isinstance(call, ContentlessAgent):
-                trace, span_id = at(self.traces, _otlp.key_of(span))
-                read = from_llm_calls(call, self.traces.llm_calls_of(trace, span_id))
-                if read is not None:
-                    call = read
-                elif self.traces.agents_below(trace, span_id):
+                call = self._reader.from_trace(self.traces, *self.traces.at(_otlp.key_of(span)),
+                                               call)
+                if call is None:
                     continue
             kept.append((rs, ss, span, index, call))
         return kept
 
     def _unreadable(self, name: str, attributes: Mapping[str, Any]) -> None:
         """Count and log (once per framework and reason) an agent-like span the chain rejected."""
-        unreadable = self._diagnose(name, attributes)
+        unreadable = self._reader.diagnose(name, attributes)
         if unreadable is not None:
-            self._metrics.add_labelled("unreadable_agent_spans",
-                                       (unreadable.framework, unreadable.reason))
-            note_unreadable(unreadable, name, attributes)
+            self._count_unreadable(unreadable, name, attributes)
+
+    def _count_unreadable(self, unreadable: Unreadable, name: str,
+                          attributes: Mapping[str, Any]) -> None:
+        self._metrics.add_labelled("unreadable_agent_spans",
+                                   (unreadable.framework, unreadable.reason))
+        note_unreadable(unreadable, name, attributes)
 
     def _offer(self, row: int | None, single: ExportTraceServiceRequest,
                call: RecognisedCall | ContentlessAgent, trace: TraceInput = EMPTY) -> None:
@@ -388,41 +394,31 @@ class Engine:
 
     def _score(self, key: _otlp.SpanKey, span: Any, item: _Item, call: RecognisedCall,
                trace: TraceInput) -> bool:
-        """Hand a recognised agent span to the core: True when a scorer took it; else it goes
-        on at once. Never raises."""
-        chosen: tuple[OnlineScorer, ...] = ()
+        """Hand a recognised agent span to the core (`ScoringCore.take`): True when a scorer
+        took it or its run keeps it; else it goes on at once. Never raises."""
         try:
-            randomness = key[0] & RANDOMNESS_MASK
-            if self._turns is not None and not self.core.closing:
-                self._offer_turn(key, span, call)  # whatever happens to the span's scoring
-            runs = self._runs
-            if runs is not None and not self.core.closing and randomness >= self._run_threshold:
-                parent = int.from_bytes(span.parent_span_id, "big") or None
-                runs.arrive(Arrival(key, parent, item, call, span), item[1].ByteSize())
-                return True  # scored once its run is quiet (`RunScope`)
-            if not self.core.closing and randomness >= self._threshold:
-                chosen = self._choose(span, call, randomness, None)
-        except Exception:  # noqa: BLE001
+            attributes = (attributes_of(span.attributes)
+                          if self._filtered or self._turns is not None else {})
+            agent_call = AgentCall(
+                span=None,  # type: ignore[arg-type]  # no SDK span at the gateway
+                name=call.agent, input=call.input, output=call.output,
+                ground_truth=call.ground_truth, attributes=attributes,
+            )
+        except Exception:  # noqa: BLE001 - forwarded as it came rather than not at all
             self.core.log_once("offer", "tracescore: could not consider an offered agent span",
                                exc_info=True)
-            chosen = ()
-        if not chosen:
             self.core.export(item, ())
             return False
-        self.core.submit(key, Call(call.input, call.output, call.ground_truth, call.agent,
-                                   chosen, trace), item)
-        return True
-
-    def _offer_turn(self, key: _otlp.SpanKey, span: Any, call: RecognisedCall) -> None:
-        """The agent span as a turn of its conversation, if it names one (journaled here,
-        before the request is acknowledged)."""
-        assert self._turns is not None
-        attributes = attributes_of(span.attributes)
-        self._turns.offer(AgentCall(
-            span=None,  # type: ignore[arg-type]  # no SDK span at the gateway
-            name=call.agent, input=call.input, output=call.output,
-            ground_truth=call.ground_truth, attributes=attributes,
-        ), attributes, *key, end_ns=span.end_time_unix_nano or None)  # its time, not arrival
+        runs = self._runs
+        defer = None
+        if runs is not None and key[0] & RANDOMNESS_MASK >= self._run_threshold:
+            def defer() -> bool:  # scored once its run is quiet (`RunScope`)
+                parent = int.from_bytes(span.parent_span_id, "big") or None
+                runs.arrive(Arrival(key, parent, item, call, span), item[1].ByteSize())
+                return True
+        return self.core.take(key, agent_call, item, trace, threshold=self._threshold,
+                              end_ns=span.end_time_unix_nano or None, defer=defer,
+                              chooser=lambda c, r: self._kept(span, self.core.choose(c, r)))
 
     def _choose(self, span: Any, call: RecognisedCall, randomness: int, scope: str | None
                 ) -> tuple[OnlineScorer, ...]:
@@ -433,7 +429,10 @@ class Engine:
             name=call.agent, input=call.input, output=call.output,
             ground_truth=call.ground_truth, attributes=attributes,
         )
-        chosen = self.core.choose(agent_call, randomness, scope=scope)
+        return self._kept(span, self.core.choose(agent_call, randomness, scope=scope))
+
+    def _kept(self, span: Any, chosen: tuple[OnlineScorer, ...]) -> tuple[OnlineScorer, ...]:
+        """`chosen` less the scorers `rescore` says have scored `span` already."""
         if chosen and self._keep is not None:
             chosen = self._keep(span, chosen)
         return chosen
@@ -441,15 +440,13 @@ class Engine:
     def _replay_held(self, entry: Entry) -> None:
         single = ExportTraceServiceRequest.FromString(entry.body)
         span = _otlp.only_span(single)
-        attributes = _readable(span, attributes_of(span.attributes))
-        call: RecognisedCall | ContentlessAgent | None = recognise(span.name, attributes,
-                                                                   self._recognisers)
-        if call is None and self._contentless:
-            call = self._contentless(span.name, attributes)
-        if call is None:
-            self._output.put((entry.id,), entry.body, entry.count)
-        else:
+        call, _ = self._reader.read(span.name, attributes_of(span.attributes),
+                                    [(e.name, e.attributes) for e in span.events],
+                                    attributes_of)
+        if isinstance(call, (RecognisedCall, ContentlessAgent)):
             self._offer(entry.id, single, call)
+        else:
+            self._output.put((entry.id,), entry.body, entry.count)
 
     # --- agent spans without content, waiting for their LLM calls -----------------------------
     def _wait(self, row: int | None, single: ExportTraceServiceRequest,
@@ -477,8 +474,8 @@ class Engine:
                 span = _otlp.only_span(single)
                 self._unreadable(span.name, _readable(span, None))
             self._unscored(row, single, agent,
-                           reasons.SHUTDOWN if self._closed else
-                           reasons.NO_LLM_CALLS if wait_s <= 0 else reasons.HELD_OVERFLOW)
+                           SHUTDOWN if self._closed else
+                           NO_LLM_CALLS if wait_s <= 0 else HELD_OVERFLOW)
 
     def _resume(self, trace_ids: set[int]) -> None:
         """Offer the waiting agent spans of `trace_ids` whose LLM calls have now arrived."""
@@ -486,7 +483,7 @@ class Engine:
             candidates = [(key, entry) for key, entry in self._waiting.items()
                           if key[0] in trace_ids]
         for key, entry in candidates:
-            call = from_llm_calls(entry.agent, self.traces.llm_calls_of(*at(self.traces, key)))
+            call = from_llm_calls(entry.agent, self.traces.llm_calls_of(*self.traces.at(key)))
             if call is None:
                 continue
             with self._lock:
@@ -513,7 +510,7 @@ class Engine:
                     self._waited.wait(None if first is None else first.deadline - now)
                     continue
             for entry in taken:
-                self._settle_waiting(entry, reasons.NO_LLM_CALLS)
+                self._settle_waiting(entry, NO_LLM_CALLS)
 
     def _settle_waiting(self, entry: _Waiting, reason: str) -> None:
         """A wait that ended: offered with the LLM calls that arrived, else unscored; never
@@ -521,15 +518,15 @@ class Engine:
         try:
             span = _otlp.only_span(entry.single)
             key = _otlp.key_of(span)
-            call = from_llm_calls(entry.agent, self.traces.llm_calls_of(*at(self.traces, key)))
+            call = from_llm_calls(entry.agent, self.traces.llm_calls_of(*self.traces.at(key)))
             if call is not None:
                 self._offer(entry.row, entry.single, call, self.traces.input_of(*key))
                 return
-            if self.traces.agents_below(*at(self.traces, key)):  # it only contains agent spans
+            if self.traces.agents_below(*self.traces.at(key)):  # it only contains agent spans
                 self._output.put(() if entry.row is None else (entry.row,),
                                  entry.single.SerializeToString(), 1)
                 return
-            if reason == reasons.NO_LLM_CALLS:
+            if reason == NO_LLM_CALLS:
                 self._metrics.add("llm_wait_expired")
                 self._unreadable(span.name, _readable(span, None))
             self._unscored(entry.row, entry.single, entry.agent, reason)
@@ -555,12 +552,9 @@ class Engine:
                 return
             self._held[key] = (row, single)
         scorers: dict[str, OnlineScorer] = {}
-        try:
+        with self._guard_offer:
             scorers = self.core.would_sample(key[0] & RANDOMNESS_MASK, agent.agent,
                                              attributes_of(span.attributes))
-        except Exception:  # noqa: BLE001 - forwarded as it is rather than not at all
-            self.core.log_once("offer", "tracescore: could not consider an offered agent span",
-                               exc_info=True)
         self.core.unscored((row, single), scorers, reason, agent.agent)
 
     def _journal_add(self, rows: list[tuple[int, int, bytes]]) -> tuple[int, ...]:

@@ -8,7 +8,7 @@ DEADLINE_EXCEEDED, ...; RESOURCE_EXHAUSTED only with RetryInfo) are retried with
 long as it takes (the bounded backlog makes the receivers refuse new data meanwhile); every
 other answer is final: counted and logged once per reason, and, on the direct send, passed
 back to the sender (`NextHopRejected`) instead of being acknowledged. The senders and how an
-answer reads are in `_senders` (importable from here, as before).
+answer reads are in `_senders`.
 """
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
 )
 
+from tracescore._guard import Guard
 from tracescore.gateway._journal import Journal
 from tracescore.gateway._metrics import GatewayMetrics
-from tracescore.gateway._senders import GrpcSender, HttpSender, NextHopRejected, Outcome, Sender
+from tracescore.gateway._senders import NextHopRejected, Outcome, Sender
 from tracescore.gateway._split import Undeliverable, split_request
 
-__all__ = ["DEFAULT_MAX_BATCH_BYTES", "INLINE_TIMEOUT_S", "Forwarder", "GrpcSender", "HttpSender",
-           "NextHopRejected", "Outcome", "Sender"]
+__all__ = ["DEFAULT_MAX_BATCH_BYTES", "INLINE_TIMEOUT_S", "Forwarder"]
 
 _log = logging.getLogger("tracescore.gateway")
 
@@ -123,7 +123,7 @@ class Forwarder:
         self._inline = False  # a direct send is under way
         self._last_success = time.monotonic()
         self._pending_since: float | None = None  # when the backlog last went from empty
-        self._reasons: set[str] = set()  # final rejections logged so far (once per reason)
+        self._guard = Guard(_log)  # final rejections are logged once per reason
 
     @property
     def pending(self) -> int:
@@ -263,7 +263,7 @@ class Forwarder:
             parts = split_request(ExportTraceServiceRequest.FromString(body), self.max_batch_bytes)
         except (Undeliverable, ValueError) as exc:  # acknowledged already: dropped, counted
             self._metrics.add("dropped_undeliverable", count)
-            self._log_once("undeliverable", "tracescore: %d acknowledged spans cannot fit "
+            self._guard.once("undeliverable", "tracescore: %d acknowledged spans cannot fit "
                            "exporter.max_batch_bytes and are dropped (%s)", count, exc)
             self._remove(list(ids))
             return
@@ -340,7 +340,7 @@ class Forwarder:
             self._metrics.add("forwarded", count - outcome.rejected_spans)
             if outcome.rejected_spans:
                 self._metrics.add("rejected_by_next_hop", outcome.rejected_spans)
-                self._log_once("partial", "tracescore: the next hop accepted a request in part "
+                self._guard.once("partial", "tracescore: the next hop accepted a request in part "
                                "and rejected %d spans of it (partial success); they are dropped",
                                outcome.rejected_spans)
             return True
@@ -351,18 +351,13 @@ class Forwarder:
                 self._metrics.add("next_hop_rejected_direct", count)
                 return True
             self._metrics.add("rejected_by_next_hop", count)
-            self._log_once(outcome.detail, "tracescore: the next hop rejected %d acknowledged "
+            self._guard.once(outcome.detail, "tracescore: the next hop rejected %d acknowledged "
                            "spans for good (%s); they are dropped (counted in "
                            "rejected_by_next_hop, logged once per answer)", count, outcome.detail)
             return True
         self._down = True
         self._metrics.add("forward_retries", 1)
         return False
-
-    def _log_once(self, reason: str, message: str, *args: object) -> None:
-        if reason not in self._reasons:
-            self._reasons.add(reason)
-            _log.warning(message, *args)
 
     def _send(self, body: bytes, count: int) -> bool | None:
         """Send until the next hop answers for good: True answered, None stopping."""

@@ -22,9 +22,10 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 from tracescore._exceptions import ConfigurationError
 from tracescore.gateway import _otlp
 from tracescore.gateway._backlog import register_backlog
-from tracescore.gateway._config import GatewayConfig, host_port, processor_options
+from tracescore.gateway._config import GatewayConfig, processor_options
+from tracescore.gateway._config_keys import host_port
 from tracescore.gateway._engine import Engine
-from tracescore.gateway._forward import Forwarder, GrpcSender, HttpSender, NextHopRejected, Sender
+from tracescore.gateway._forward import Forwarder
 from tracescore.gateway._journal import PASS, Journal
 from tracescore.gateway._metrics import GatewayMetrics
 from tracescore.gateway._open_files import fit_connections, open_files_limit
@@ -41,6 +42,7 @@ from tracescore.gateway._receiver import (
     listen,
     tls_context,
 )
+from tracescore.gateway._senders import GrpcSender, HttpSender, NextHopRejected, Sender
 from tracescore.gateway._split import Undeliverable
 
 _log = logging.getLogger("tracescore.gateway")
@@ -63,11 +65,8 @@ class Gateway:
 
             config = load_gateway_config()
         if config.scorers is None or config.recognisers is None:
-            from tracescore.gateway._config import (
-                _recognisers,
-                build_online_scorers,
-                with_overrides,
-            )
+            from tracescore.gateway._config import with_overrides
+            from tracescore.gateway._config_scorers import _recognisers, build_online_scorers
 
             config = with_overrides(
                 config,

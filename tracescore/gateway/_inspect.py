@@ -19,25 +19,18 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from tracescore.gateway import _otlp
-from tracescore.gateway._trace_buffer import (
-    ITEM_MARKERS,
-    BufferLimits,
-    TraceCollector,
-    at,
-    collect,
-)
 from tracescore.online.intake import (
+    ITEM_MARKERS,
     REASONS,
+    AgentReader,
+    BufferLimits,
     ContentlessAgent,
-    Diagnoser,
+    OtlpSpanView,
     RecognisedCall,
+    TraceCollector,
     TraceLimits,
     Unreadable,
     attributes_of,
-    contentless_reader,
-    from_llm_calls,
-    recognise,
-    recogniser_markers,
     suggest_mapping,
 )
 from tracescore.scoring._inputs import answer_text, question_text
@@ -85,11 +78,8 @@ class Inspector:
         self._chain = tuple(recognisers)
         # read as the gateway reads: the chain, then agent spans without content of their own
         # (from the LLM calls below them, once every span is in), else why not
-        self._contentless = contentless_reader(self._chain)
-        self._markers = recogniser_markers(self._chain) | self._contentless.markers
-        self._diagnose = Diagnoser(self._chain)
-        self._watched = self._markers | self._diagnose.keys
-        self._readable = self._watched | ITEM_MARKERS
+        self._reader = AgentReader(self._chain)
+        self._readable = self._reader.watched | ITEM_MARKERS
         # every span of a trace until the end (no age limit): tool calls may come after the agent
         self._traces = TraceCollector(TraceLimits(), BufferLimits(max_age_s=1.0),
                                       clock=lambda: 0.0)
@@ -114,18 +104,15 @@ class Inspector:
         keys = {kv.key for kv in span.attributes}
         attributes = (attributes_of(span.attributes)
                       if not self._readable.isdisjoint(keys) else None)
-        collect(self._traces, span, attributes)
+        self._traces.add_span(OtlpSpanView(span), attributes)
         outcome: RecognisedCall | ContentlessAgent | Unreadable | None = None
-        if attributes is not None and not self._watched.isdisjoint(keys):
-            if not self._markers.isdisjoint(keys):
-                outcome = recognise(span.name, attributes, self._chain)
-                if outcome is None and self._contentless:
-                    outcome = self._contentless(span.name, attributes)
-            if outcome is not None:
+        if attributes is not None and not self._reader.watched.isdisjoint(keys):
+            outcome, _ = self._reader.read(span.name, attributes,
+                                           [(e.name, e.attributes) for e in span.events],
+                                           attributes_of)
+            if isinstance(outcome, (RecognisedCall, ContentlessAgent)):
                 # the LLM calls below it are its own
-                self._traces.mark_agent(*at(self._traces, _otlp.key_of(span)))
-            else:
-                outcome = self._diagnose(span.name, attributes)
+                self._traces.mark_agent(*self._traces.at(_otlp.key_of(span)))
         if outcome is None:
             self.other_count += 1
             if self._keep_others:
@@ -144,11 +131,11 @@ class Inspector:
         outcome = found.outcome
         if not isinstance(outcome, ContentlessAgent):
             return outcome
-        trace, span_id = at(self._traces, _otlp.key_of(found.span))
-        read = from_llm_calls(outcome, self._traces.llm_calls_of(trace, span_id))
-        if read is not None or self._traces.agents_below(trace, span_id):
+        read = self._reader.from_trace(self._traces, *self._traces.at(_otlp.key_of(found.span)),
+                                       outcome)
+        if not isinstance(read, ContentlessAgent):
             return read
-        return self._diagnose(found.span.name, found.attributes)
+        return self._reader.diagnose(found.span.name, found.attributes)
 
     def _report(self, found: _Found) -> SpanReport | None:
         span, outcome = found.span, self._outcome(found)

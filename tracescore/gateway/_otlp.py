@@ -14,9 +14,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 
-from tracescore.online._judge_spans import SCOPE as JUDGE_SCOPE
-from tracescore.online._judge_spans import JudgeSpan
-from tracescore.online._sampling import RANDOMNESS_MASK
+from tracescore.online.core import JUDGE_SCOPE, RANDOMNESS_MASK, JudgeSpan
 
 SpanKey = tuple[int, int]
 _KIND_INTERNAL = 1

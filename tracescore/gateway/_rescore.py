@@ -163,7 +163,7 @@ def rescore(paths: Sequence[Path], *, scorers: Sequence[Any], recognisers: Seque
     after a wall-clock quiet period; a run-scope result at the same version on the root agent
     span skips that run like any span.
     """
-    from tracescore.online._options import as_online_scorers
+    from tracescore.online.core import as_online_scorers
 
     counting = _Counting(output)
     watched = [_watch_reference(online) for online in as_online_scorers(scorers)]
@@ -251,7 +251,7 @@ class _ReferenceWatch:
 
 def _watch_reference(online: Any) -> tuple[Any, _ReferenceWatch | None]:
     """`online` with its reference lookups counted, when its verdicts change without one."""
-    from tracescore.online._options import reference_fallback
+    from tracescore.online.core import reference_fallback
 
     fallback = reference_fallback(online.scorer_id, online.scorer)
     if fallback is None:

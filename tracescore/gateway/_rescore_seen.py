@@ -9,10 +9,7 @@ from typing import Any
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from tracescore import _semconv as sc
-from tracescore.online._conversation_scope import turn_ref
-from tracescore.online._conversations import Turn
-from tracescore.online._core import release_budgets
-from tracescore.online._options import OnlineScorer
+from tracescore.online.core import OnlineScorer, Turn, release_budgets, turn_ref
 from tracescore.online.intake import attributes_of
 from tracescore.scoring._provenance import scorer_version
 

@@ -28,10 +28,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracescore._exceptions import ConfigurationError
-from tracescore.online._core import Call, ScoringCore
-from tracescore.online._options import OnlineScorer
-from tracescore.online._quiet import AGE, OVERFLOW, Group, QuietTable
-from tracescore.online._sampling import RANDOMNESS_MASK
+from tracescore.online.core import (
+    AGE,
+    OVERFLOW,
+    RANDOMNESS_MASK,
+    Call,
+    Group,
+    OnlineScorer,
+    QuietTable,
+    ScoringCore,
+)
 from tracescore.online.intake import RunSource, TraceCollector, agent_above
 
 RUN_KEYS = ("quiet_s", "max_runs", "max_bytes", "max_age_s")

@@ -20,6 +20,7 @@ from opentelemetry.trace import Span, SpanKind
 
 from tracescore import _semconv as sc
 from tracescore._content import cap_name
+from tracescore._guard import Guard
 from tracescore._suppress import is_suppressed
 from tracescore._version import __version__
 from tracescore.instrument._errors import record_error
@@ -43,7 +44,7 @@ _log = logging.getLogger(__name__)
 _PATCHED = ("completion", "acompletion")
 _lock = threading.Lock()
 _originals: dict[str, Any] = {}
-_logged: set[str] = set()
+_guard = Guard(_log, traceback=True)  # logs each failing site once
 
 _REQUEST_PARAMS = (("temperature", sc.GEN_AI_REQUEST_TEMPERATURE), ("top_p", sc.GEN_AI_REQUEST_TOP_P),
                    ("max_tokens", sc.GEN_AI_REQUEST_MAX_TOKENS),
@@ -81,12 +82,6 @@ def uninstrument_litellm() -> None:
 
 def _tracer() -> trace.Tracer:
     return trace.get_tracer("tracescore", __version__)
-
-
-def _log_once(key: str, message: str) -> None:
-    if key not in _logged:
-        _logged.add(key)
-        _log.warning("tracescore: %s", message, exc_info=True)
 
 
 def _wrap_sync(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
@@ -155,14 +150,14 @@ class _ChatCall:
             span = _tracer().start_span(f"{sc.OP_CHAT} {shown}".strip(), kind=SpanKind.CLIENT,
                                         attributes=attributes)
         except Exception:  # noqa: BLE001 - telemetry never breaks the call
-            _log_once("begin", "could not start the litellm span; the call runs untraced")
+            _guard.once("begin", "tracescore: could not start the litellm span; the call runs untraced")
             return None
         call = cls(span, request_model, provider, capture and span.is_recording())
         if call.capture and messages is not None:
             try:
                 call._set_content(sc.GEN_AI_INPUT_MESSAGES, _input_messages(messages))
             except Exception:  # noqa: BLE001 - the call still runs, without input messages
-                _log_once("input", "could not record the litellm input messages")
+                _guard.once("input", "tracescore: could not record the litellm input messages")
         return call
 
     def complete(self, result: Any) -> Any:
@@ -174,7 +169,7 @@ class _ChatCall:
                 return _TracedStream(result, self)
             self._record_response(result)
         except Exception:  # noqa: BLE001 - telemetry never breaks the call
-            _log_once("response", "could not read the litellm response for its span")
+            _guard.once("response", "tracescore: could not read the litellm response for its span")
         self.end()
         return result
 
@@ -237,7 +232,7 @@ class _ChatCall:
             if error is not None:
                 record_error(self.span, error, type_name=type(error).__qualname__)
         except Exception:  # noqa: BLE001 - the span still ends
-            _log_once("error", "could not record the litellm error on its span")
+            _guard.once("error", "tracescore: could not record the litellm error on its span")
         self.span.end()
 
 
@@ -270,7 +265,7 @@ class _StreamState:
                 if self.call.capture:
                     self._add_delta(index, _get(choice, "delta"))
         except Exception:  # noqa: BLE001 - the caller's stream must keep flowing
-            _log_once("chunk", "could not read a litellm stream chunk for its span")
+            _guard.once("chunk", "tracescore: could not read a litellm stream chunk for its span")
 
     def _add_delta(self, index: int, delta: Any) -> None:
         from tracescore._config import content_settings
@@ -312,7 +307,7 @@ class _StreamState:
                                                         | set(self.tool_calls))]}
                 call._record_response(response)
         except Exception:  # noqa: BLE001 - the span still ends
-            _log_once("stream", "could not record the litellm stream on its span")
+            _guard.once("stream", "tracescore: could not record the litellm stream on its span")
         call.end(error=error)
 
     def _message(self, index: int) -> dict[str, Any]:

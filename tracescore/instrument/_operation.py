@@ -15,6 +15,7 @@ from opentelemetry.trace import SpanKind, Tracer
 from tracescore import _semconv as sc
 from tracescore._config import ContentSettings, content_settings
 from tracescore._content import cap_name, serialize
+from tracescore._guard import Guard
 from tracescore._version import __version__
 from tracescore.instrument import _calls, _openinference
 from tracescore.instrument._binder import _UNSET, _Binder
@@ -50,13 +51,7 @@ def _tracer() -> Tracer:
     return tracer
 
 
-_logged: set[str] = set()
-
-
-def _log_once(key: str, message: str) -> None:
-    if key not in _logged:
-        _logged.add(key)
-        _log.warning(message, exc_info=True)
+_guard = Guard(_log, traceback=True)  # logs each failing site once
 
 
 # --- the operation a decorator describes -----------------------------------------------------
@@ -209,7 +204,7 @@ class _Op:
                         name = f"{sc.OP_CHAT} {model}"
             otel_span = _tracer().start_span(name, ctx, self.span_kind, attrs)
         except Exception:  # noqa: BLE001 - no span rather than a broken call
-            _log_once("open", "tracescore: could not start a span; calling through")
+            _guard.once("open", "tracescore: could not start a span; calling through")
             return None
         recording = otel_span.is_recording()
         # unsampled calls are never handed off; the listeners' filters decide the rest, now
@@ -218,7 +213,7 @@ class _Op:
             try:
                 value = self.binder.value(instance, args, kwargs)
             except Exception:  # noqa: BLE001 - the call runs, just not handed to listeners
-                _log_once("bind", "tracescore: could not read an agent call's input")
+                _guard.once("bind", "tracescore: could not read an agent call's input")
                 listeners = ()
         call = _Call(self, otel_span, ctx, value, capture and recording, settings)
         question = value
@@ -226,13 +221,13 @@ class _Op:
             try:
                 question = call.question = self.question(value, instance, args)
             except Exception:  # noqa: BLE001 - the call is recorded with all its arguments
-                _log_once("question", "tracescore: could not pick an agent call's question")
+                _guard.once("question", "tracescore: could not pick an agent call's question")
         if self.kind == _TOOL and recording and not capture and _calls.following():
             try:  # not exported: for the scorers of the agent call it runs in
                 call.unexported = {
                     self.input_key: self.input_text(instance, args, kwargs, value, settings)}
             except Exception:  # noqa: BLE001 - scored without the arguments
-                _log_once("input", "tracescore: could not capture a call input")
+                _guard.once("input", "tracescore: could not capture a call input")
         if self.is_agent and settings.openinference and recording:
             otel_span.set_attribute(sc.OI_SPAN_KIND, sc.OI_SPAN_KIND_AGENT)
         if call.capture:
@@ -243,7 +238,7 @@ class _Op:
                 if self.is_agent and settings.openinference:
                     otel_span.set_attributes(_openinference.input_attributes(question, settings))
             except Exception:  # noqa: BLE001 - the call runs without its input captured
-                _log_once("input", "tracescore: could not capture a call input")
+                _guard.once("input", "tracescore: could not capture a call input")
         if listeners:
             call.listening = listeners
             call.conversation_id = conversation_id if isinstance(conversation_id, str) else None
@@ -257,7 +252,7 @@ def _call_guarded(fn: Callable[[Any], Any], value: Any) -> Any:
     try:
         return fn(value)
     except Exception:  # noqa: BLE001 - a failing user callback only loses the attribute
-        _log_once("callback", "tracescore: a decorator callback raised; ignoring it")
+        _guard.once("callback", "tracescore: a decorator callback raised; ignoring it")
         return None
 
 
@@ -385,12 +380,12 @@ class _Call:
             if self.listening:
                 self._notify(result, error)
         except Exception:  # noqa: BLE001 - telemetry never raises into the user's code
-            _log_once("finish", "tracescore: could not record a call result")
+            _guard.once("finish", "tracescore: could not record a call result")
         finally:
             try:
                 otel_span.end()
             except Exception:  # noqa: BLE001 - telemetry never raises into the user's code
-                _log_once("end", "tracescore: could not end a span")
+                _guard.once("end", "tracescore: could not end a span")
 
     def _notify(self, result: Any, error: BaseException | None) -> None:
         gt = self.ground_truth

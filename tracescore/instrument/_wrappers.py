@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 
-from tracescore._suppress import _KEY as _SUPPRESS_KEY
+from tracescore._suppress import SUPPRESS_KEY
 
 if TYPE_CHECKING:
     from tracescore.instrument._operation import _Op
@@ -24,7 +24,7 @@ _get_current = otel_context.get_current
 def _sync_wrapper(op: _Op) -> Callable[..., Any]:
     def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         ctx = _get_current()
-        if ctx.get(_SUPPRESS_KEY):
+        if ctx.get(SUPPRESS_KEY):
             return wrapped(*args, **kwargs)
         call = op.open(ctx, instance, args, kwargs)
         if call is None:
@@ -48,7 +48,7 @@ def _calling(traced: Callable[..., Any]) -> Callable[..., Any]:
 
     def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         ctx = _get_current()
-        if ctx.get(_SUPPRESS_KEY):
+        if ctx.get(SUPPRESS_KEY):
             return wrapped(*args, **kwargs)
         return traced(wrapped(*args, **kwargs), ctx, instance, args, kwargs)
 

@@ -12,15 +12,15 @@ from tracescore.online._fleet_limits import FleetLimiter
 from tracescore.online._options import OnlineScorer
 from tracescore.online._phoenix_sink import PhoenixSink
 from tracescore.online._processor import ScoringSpanProcessor
-from tracescore.online._recognise import (
+from tracescore.online.intake import (
     AgentMapping,
     RecognisedCall,
     Recogniser,
+    TraceLimits,
     build_recognisers,
     recognise,
     recogniser_markers,
 )
-from tracescore.online._trace_input import TraceLimits
 
 __all__ = [
     "AgentMapping",

@@ -34,11 +34,11 @@ from typing import Any
 from tracescore import _semconv as sc
 from tracescore._content import finish_text
 from tracescore._exceptions import ConfigurationError
+from tracescore._guard import Guard
 from tracescore._suppress import suppressed
 from tracescore.instrument._calls import AgentCall
 from tracescore.online import _metrics as reasons
 from tracescore.online._choose import choose, would_sample
-from tracescore.online._collector import decoded
 from tracescore.online._conversation_scope import ConversationCarrier, ConversationScope
 from tracescore.online._conversations import (
     ConversationOptions,
@@ -68,11 +68,20 @@ from tracescore.online._judge_spans import JudgeSpan, judge_spans
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._options import OnlineScorer, ProcessorOptions, reference_fallback
 from tracescore.online._records import ResultSink
-from tracescore.online._run_steps import RunSource, run_of
+from tracescore.online._sampling import RANDOMNESS_MASK
 from tracescore.online._sinks import result_sinks
-from tracescore.online._trace_input import EMPTY, Item, TraceInput, TraceLimits
-from tracescore.online._unwrap import unwrap_input, unwrap_output
 from tracescore.online._worker import Worker
+from tracescore.online.intake import (
+    EMPTY,
+    Item,
+    RunSource,
+    TraceInput,
+    TraceLimits,
+    run_of,
+    trace_input_of,
+    unwrap_input,
+    unwrap_output,
+)
 from tracescore.scoring._base import ScorerInput, evaluate_call
 from tracescore.scoring._judge_trace import JudgeCall, recording
 from tracescore.scoring._provenance import provenance
@@ -170,7 +179,8 @@ class ScoringCore:
         self._export_item = export
         self._judge_spans = judge_spans  # the judge traced (`_judge_spans`); None: not traced
         self.closing = False
-        self._logged: set[str] = set()
+        self.guard = Guard(_log)  # failures counted by site, each site logged once
+        self.log_once = self.guard.once
         self.held = HoldTable(max_held=options.max_held_spans, max_wait_s=options.max_wait_s,
                               release=self._release)
         self.worker = Worker(  # judged scorers
@@ -257,6 +267,39 @@ class ScoringCore:
         """The scorers whose rate, `agents` and `attributes` filters take a call (no limits,
         budgets nor predicates): those that note it 'unscored' when it cannot be read."""
         return would_sample(self._call_scorers, randomness, agent, attributes)
+
+    # --- the doors' shared tail ----------------------------------------------------------------------
+    def take(self, key: Key, call: AgentCall, item: Any, trace: TraceInput = EMPTY, *,
+             threshold: int = 0, end_ns: int | None = None,
+             defer: Callable[[], bool] | None = None,
+             chooser: Callable[[AgentCall, int], tuple[OnlineScorer, ...]] | None = None
+             ) -> bool:
+        """An agent call a front door has read, with its span as `item`: offered as a turn of
+        its conversation (`end_ns`: its span's end), kept by the door when `defer` says so (the
+        gateway's run scope), else given the scorers that sample it (`chooser`, default
+        `choose`; none below `threshold`) and submitted; with no scorer `item` goes on at once.
+        True when it was submitted or deferred. Never raises."""
+        chosen: tuple[OnlineScorer, ...] = ()
+        try:
+            if not self.closing:
+                scope = self.conversations
+                if scope is not None:  # whatever happens to the call's scoring
+                    scope.tracker.offer(call, call.attributes, key[0], key[1], end_ns)
+                if defer is not None and defer():
+                    return True
+                randomness = key[0] & RANDOMNESS_MASK
+                if randomness >= threshold:
+                    chosen = (chooser or self.choose)(call, randomness)
+        except Exception:  # noqa: BLE001 - the item goes on unscored rather than not at all
+            self.log_once("offer", "tracescore: could not consider an offered agent span",
+                          exc_info=True)
+            chosen = ()
+        if not chosen:
+            self.export(item, ())
+            return False
+        self.submit(key, Call(call.input, call.output, call.ground_truth, call.name, chosen,
+                              trace), item)
+        return True
 
     # --- hand-off -----------------------------------------------------------------------------------
     def submit(self, key: Key, call: Call, item: Any) -> None:
@@ -404,7 +447,7 @@ class ScoringCore:
         trace = call.trace
         if trace is None:
             try:
-                trace = decoded(call.items or [], call.dropped, self.trace_limits)
+                trace = trace_input_of(call.items or [], call.dropped, self.trace_limits)
             except Exception:  # noqa: BLE001 - scored without them rather than not at all
                 self.log_once("trace_input", "tracescore: could not read an agent call's tool "
                               "calls and context", exc_info=True)
@@ -578,10 +621,6 @@ class ScoringCore:
         for online in self.scorers:
             online.after_fork()
 
-    def log_once(self, key: str, message: str, *args: object, exc_info: bool = False) -> None:
-        if key not in self._logged:
-            self._logged.add(key)
-            _log.warning(message, *args, exc_info=exc_info)
 
 
 def _result_events(online: OnlineScorer, result: Any, error: BaseException | None,

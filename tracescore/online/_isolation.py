@@ -47,6 +47,7 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 from tracescore._exceptions import TracescoreError
+from tracescore._guard import Guard
 from tracescore.scoring._base import ScorerInput, ToolCall, evaluate_call
 from tracescore.scoring._judge_trace import adopted, carry, recording
 
@@ -173,7 +174,7 @@ class ProcessRunner:
         self._stopped = False
         self._broken: str | None = None  # why no scoring process can be started here
         self._failed_starts = 0  # children in a row that died before they were ready
-        self._warned: set[str] = set()
+        self._guard = Guard(_log)  # warns once per scorer and cause
 
     @property
     def child_pid(self) -> int | None:
@@ -262,14 +263,9 @@ class ProcessRunner:
     async def _in_thread(self, scorer: Any, why: _Unavailable, call: ScorerInput) -> Any:
         self.in_thread += 1
         name = getattr(scorer, "id", type(scorer).__name__)
-        self._warn_once(f"{name}:{why.kind}", "tracescore: scorer %r runs in the worker thread, "
+        self._guard.once(f"{name}:{why.kind}", "tracescore: scorer %r runs in the worker thread, "
                         "not in the scoring process: %s", name, why)
         return await evaluate_call(scorer, call)
-
-    def _warn_once(self, key: str, message: str, *args: object) -> None:
-        if key not in self._warned:
-            self._warned.add(key)
-            _log.warning(message, *args)
 
     def _ensure_started_locked(self) -> _Child | None:
         if self._broken is not None:

@@ -263,7 +263,7 @@ def reference_key(value: Any) -> str | None:
     """The key a reference is looked up by, whatever the input's shape: its question text (the
     last user text of chat messages in any recorded shape, the `prompt` of an object, the
     string itself), stripped; None when it has none."""
-    from tracescore.online._messages import as_input
+    from tracescore.online.intake import as_input
     from tracescore.scoring._inputs import InputError, question_text
 
     try:

@@ -34,6 +34,7 @@ from typing import Any
 
 from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
+from tracescore._guard import Guard
 from tracescore._suppress import suppressed
 from tracescore.online._records import ScoreRecord
 
@@ -166,7 +167,7 @@ class PhoenixSink:
         self._counts = {"sent": 0, "dropped": 0, "dropped.queue_full": 0,
                         "dropped.rejected": 0, "dropped.retries_exhausted": 0,
                         "dropped.shutdown": 0, "retries": 0}
-        self._logged: set[str] = set()
+        self._guard = Guard(_log)  # logs each failing site once
 
     # --- the agent's side: never blocks, never raises ---------------------------------------------
     def emit(self, record: ScoreRecord) -> None:
@@ -193,10 +194,10 @@ class PhoenixSink:
                         )
                         self._thread.start()
             if full:
-                self._log_once("full", "tracescore: Phoenix annotation queue is full (%d); "
+                self._guard.once("full", "tracescore: Phoenix annotation queue is full (%d); "
                                "dropping annotations (counted in stats)", self._queue_size)
         except Exception:  # noqa: BLE001 - telemetry never raises into the caller
-            self._log_once("emit", "tracescore: could not queue a Phoenix annotation",
+            self._guard.once("emit", "tracescore: could not queue a Phoenix annotation",
                            exc_info=True)
 
     def stats(self) -> dict[str, int]:
@@ -255,7 +256,7 @@ class PhoenixSink:
                     self._send([item for item in batch if annotation_path(item) == path],
                                path)
             except Exception:  # noqa: BLE001 - the thread must outlive any one batch
-                self._log_once("send", "tracescore: sending Phoenix annotations failed",
+                self._guard.once("send", "tracescore: sending Phoenix annotations failed",
                                exc_info=True)
                 with self._cond:
                     self._drop("rejected", len(batch))
@@ -273,7 +274,7 @@ class PhoenixSink:
                     self._counts["sent"] += len(batch)
                 return
             if status is not None and status not in _RETRY_STATUSES:
-                self._log_once(f"status:{status}", "tracescore: Phoenix refused annotations "
+                self._guard.once(f"status:{status}", "tracescore: Phoenix refused annotations "
                                "(HTTP %s: %s); dropping them", status, detail)
                 with self._cond:
                     self._drop("rejected", len(batch))
@@ -286,7 +287,7 @@ class PhoenixSink:
                 _MAX_BACKOFF_S, 0.5 * 2 ** attempt) * random.uniform(0.5, 1.0)
             if self._stop.wait(delay) or self._closed:
                 break  # shutting down: no more waiting for Phoenix
-        self._log_once("retries", "tracescore: Phoenix at %s unreachable (%s); dropping "
+        self._guard.once("retries", "tracescore: Phoenix at %s unreachable (%s); dropping "
                        "annotations after retries", self.endpoint, detail)
         with self._cond:
             self._drop("shutdown" if self._closed else "retries_exhausted", len(batch))
@@ -310,11 +311,6 @@ class PhoenixSink:
         if count:
             self._counts["dropped"] += count
             self._counts[f"dropped.{reason}"] += count
-
-    def _log_once(self, key: str, message: str, *args: object, exc_info: bool = False) -> None:
-        if key not in self._logged:
-            self._logged.add(key)
-            _log.warning(message, *args, exc_info=exc_info)
 
 
 # --- configuration -------------------------------------------------------------------------------

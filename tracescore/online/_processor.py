@@ -14,13 +14,12 @@ holds spans for the span sink. This module does what is specific to SDK spans:
 
 Every span reaches the downstream processor exactly once, whatever happens to its scoring.
 
-(About 580 lines: the public class documents its thirteen options; what remains is the SDK side
+(About 530 lines: the public class documents its thirteen options; what remains is the SDK side
 only: the intake of our own calls, reading other instrumentations' spans, `offer`.)
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 import time
@@ -29,7 +28,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry import context as otel_context
-from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
@@ -38,8 +36,6 @@ from tracescore._exceptions import ConfigurationError
 from tracescore.instrument._calls import (
     AgentCall,
 )
-from tracescore.online import _diagnose as diagnose
-from tracescore.online._collector import TraceCollector, in_process
 from tracescore.online._conversation_scope import conversation_carrier_span
 from tracescore.online._conversations import (
     ConversationOptions,
@@ -48,24 +44,12 @@ from tracescore.online._conversations import (
 )
 from tracescore.online._core import Call, ScoringCore, release_budgets
 from tracescore.online._delivery import ScoreRun
-from tracescore.online._diagnose import Diagnoser
-from tracescore.online._event_content import with_event_content
 from tracescore.online._events import EventPayload
 from tracescore.online._judge_spans import JudgeSpan, readable_span
 from tracescore.online._listener import LISTENERS
-from tracescore.online._llm_calls import contentless_reader, from_llm_calls, read_llm_call
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._options import OnlineScorer, ProcessorOptions, as_online_scorers
-from tracescore.online._recognise import (
-    GENAI,
-    RecognisedCall,
-    Recogniser,
-    as_recognisers,
-    recognise,
-    recogniser_markers,
-)
 from tracescore.online._records import ResultSink
-from tracescore.online._run_steps import read_mark
 from tracescore.online._runs_tracker import (
     has_run_scope,
     is_run_root,
@@ -74,14 +58,24 @@ from tracescore.online._runs_tracker import (
 )
 from tracescore.online._sampling import RANDOMNESS_MASK
 from tracescore.online._sinks import carrier_span, with_events
-from tracescore.online._trace_input import (
+from tracescore.online.intake import (
     EMPTY,
+    GENAI,
+    AgentReader,
+    ContentlessAgent,
     Item,
+    RecognisedCall,
+    Recogniser,
+    SdkSpanView,
+    TraceCollector,
     TraceInput,
     TraceLimits,
     TraceSpans,
+    Unreadable,
+    as_recognisers,
     as_trace_limits,
-    read_span,
+    in_process,
+    note_unreadable,
 )
 from tracescore.scoring._base import reads_trace
 
@@ -155,6 +149,7 @@ class ScoringSpanProcessor(SpanProcessor):
         if score_genai_spans and GENAI not in recognisers:
             recognisers.append(GENAI)
         self._recognisers: tuple[Recogniser, ...] = tuple(recognisers)
+        self._reader = AgentReader(self._recognisers)  # one outcome per agent-like span
         self._downstream = downstream
         self._downstream_on_ending = getattr(downstream, "_on_ending", None)
         self._core = ScoringCore(online, options, export=self._export, carrier=self._carrier,
@@ -168,11 +163,8 @@ class ScoringSpanProcessor(SpanProcessor):
                                if self._core.conversations is not None else None)
         self._resource: Any = None  # of the agent spans seen (for conversation carriers)
         # agent spans without content of their own are read from the LLM calls below them
-        self._contentless = contentless_reader(self._recognisers)
-        self._markers = recogniser_markers(self._recognisers)
-        self._any_markers = self._markers | self._contentless.markers
-        self._diagnose = Diagnoser(self._recognisers)  # agent-like spans the chain cannot read
-        self._watched = self._any_markers | self._diagnose.keys
+        self._contentless = self._reader.contentless
+        self._markers = self._reader.chain_markers
         # every agent call may be a turn of a conversation (sampled by its id, not the trace's)
         self._min_threshold = 0 if self._conversations is not None else self._core.threshold
         # traces are collected only where a scorer that reads tool calls or context (or an agent
@@ -183,6 +175,15 @@ class ScoringSpanProcessor(SpanProcessor):
             readers.append(self._core.threshold)
         self._trace_threshold = min(readers, default=_NEVER)
         self._max_candidates = max(1024, 4 * queue_size)
+        # never into the user's code: failures counted by site, each site logged once
+        guard = self._core.guard
+        self._guard_start = guard.site("trace_start", "tracescore: could not follow an agent "
+                                       "call's tool calls")  # scored without them
+        self._guard_collect = guard.site("trace_input", "tracescore: could not collect an agent "
+                                         "call's tool calls and context")
+        self._guard_offer = guard.site("offer", "tracescore: could not consider an offered "
+                                       "agent span")  # forwarded as it is
+        self._guard_events = guard.site("events", "tracescore: could not attach score events")
         self._init_state()
         self._shutdown = False
         LISTENERS.register(self)
@@ -217,11 +218,8 @@ class ScoringSpanProcessor(SpanProcessor):
         context = span.context
         if (context is not None and context.trace_flags & 1
                 and context.trace_id & RANDOMNESS_MASK >= self._trace_threshold):
-            try:
+            with self._guard_start:
                 self._track_start(span, context.trace_id, context.span_id)
-            except Exception:  # noqa: BLE001 - never into the user's code: scored without them
-                self._core.log_once("trace_start", "tracescore: could not follow an agent "
-                                    "call's tool calls", exc_info=True)
         self._downstream.on_start(span, parent_context=parent_context)
 
     def _on_ending(self, span: Span) -> None:
@@ -264,25 +262,13 @@ class ScoringSpanProcessor(SpanProcessor):
         context = span.context
         if context is None or context.trace_id not in self._kept:
             return None
-        try:
-            attributes = _attributes_of(span)
-            item = read_span(span.name, attributes, span.start_time or 0,
-                             functools.partial(_error_of, span, attributes))
-            llm = read_llm_call(attributes, span.start_time or 0) if self._contentless else None
-            mark = read_mark(span.name, attributes, span.start_time or 0, span.end_time or 0,
-                             _error_of(span, attributes)) if self._run_scope else None
-        except Exception:  # noqa: BLE001 - a span we cannot read contributes nothing
-            self._core.log_once("trace_input", "tracescore: could not read a tool or context "
-                                "span", exc_info=True)
-            item = llm = mark = None
-        parent = span.parent
-        return self._traces.end(context.trace_id, context.span_id,
-                                parent.span_id if parent is not None else None, item, llm, mark)
+        return self._traces.end_span(SdkSpanView(span), _attributes_of(span),
+                                     llm=bool(self._contentless), marks=self._run_scope)
 
     def _collect(self, span: ReadableSpan, trace: TraceSpans | None,
                  candidate: _Candidate) -> None:
         """Give `candidate` the items of the spans inside its call (decoded later, in the worker)."""
-        try:
+        with self._guard_collect:  # scored without them rather than not at all
             call = candidate.call
             items = [Item(at, None, (text,), len(text)) for at, text in candidate.added]
             if trace is not None:
@@ -294,9 +280,6 @@ class ScoringSpanProcessor(SpanProcessor):
                     call.run_source = self._traces.run_source(trace, span_id,
                                                               candidate.tool_content)
             call.items = items
-        except Exception:  # noqa: BLE001 - scored without them rather than not at all
-            self._core.log_once("trace_input", "tracescore: could not collect an agent call's "
-                                "tool calls and context", exc_info=True)
 
     def _at_root(self, candidate: _Candidate, trace: TraceSpans | None) -> bool:
         """Drop the run-scope scorers of a call that is not its run's root; False when no
@@ -364,31 +347,17 @@ class ScoringSpanProcessor(SpanProcessor):
         its trace. True when a scorer took it; else the span went downstream at once. Never
         raises.
         """
-        try:
-            context = span.context
-            chosen: tuple[OnlineScorer, ...] = ()
-            if context is not None and not self._shutdown:
-                randomness = context.trace_id & RANDOMNESS_MASK
-                if randomness >= self._min_threshold:
-                    agent_call = AgentCall(
-                        span=span,  # type: ignore[arg-type]
-                        name=call.agent, input=call.input, output=call.output,
-                        ground_truth=call.ground_truth, attributes=span.attributes or {},
-                    )
-                    if self._conversations is not None:
-                        self._conversations.offer(agent_call, agent_call.attributes,
-                                                  context.trace_id, context.span_id)
-                    chosen = self._core.choose(agent_call, randomness)
-        except Exception:  # noqa: BLE001
-            self._core.log_once("offer", "tracescore: could not consider an offered agent span",
-                                exc_info=True)
-            chosen = ()
-        if not chosen:
+        context = span.context
+        if context is None or self._shutdown:
             self._core.export(span, ())
             return False
-        self._core.submit(_key(span), Call(call.input, call.output, call.ground_truth,
-                                           call.agent, chosen, trace), span)
-        return True
+        agent_call = AgentCall(
+            span=span,  # type: ignore[arg-type]
+            name=call.agent, input=call.input, output=call.output,
+            ground_truth=call.ground_truth, attributes=span.attributes or {},
+        )
+        return self._core.take((context.trace_id, context.span_id), agent_call, span, trace,
+                               threshold=self._min_threshold)
 
     def offer_unscored(self, span: ReadableSpan, agent: str, reason: str) -> None:
         """Export a span the caller recognised as an agent call but could not read (e.g. its LLM
@@ -396,14 +365,11 @@ class ScoringSpanProcessor(SpanProcessor):
         sampled it (trace id, `agents` and `attributes` filters), each counted as dropped with
         `reason`. Never raises."""
         scorers: dict[str, OnlineScorer] = {}
-        try:
+        with self._guard_offer:
             context = span.context
             if context is not None:
                 scorers = self._core.would_sample(context.trace_id & RANDOMNESS_MASK, agent,
                                                   span.attributes or {})
-        except Exception:  # noqa: BLE001 - forwarded as it is rather than not at all
-            self._core.log_once("offer", "tracescore: could not consider an offered agent span",
-                                exc_info=True)
         self._core.unscored(span, scorers, reason, agent)
 
     # --- candidates (agent thread, hot path) ------------------------------------------------------
@@ -453,12 +419,11 @@ class ScoringSpanProcessor(SpanProcessor):
         trace = self._kept.get(trace_id)
         return trace is None or not trace.agents - {span_id}
 
-    def _unreadable(self, name: str, attributes: Mapping[str, Any]) -> None:
+    def _unreadable(self, found: Unreadable, name: str, attributes: Mapping[str, Any]) -> None:
         """Count and log (once per framework and reason) an agent-like span the chain rejected."""
-        found = self._diagnose(name, attributes)
-        if found is not None and otel_context.get_value(sc.CTX_EVAL_RUN_ID) is None:
+        if otel_context.get_value(sc.CTX_EVAL_RUN_ID) is None:
             self._core.metrics.unreadable(found.framework, found.reason)
-            diagnose.note(found, name, attributes)
+            note_unreadable(found, name, attributes)
 
     def _recognised_candidate(self, span: ReadableSpan, trace: TraceSpans | None = None
                               ) -> _Candidate | None:
@@ -477,27 +442,23 @@ class ScoringSpanProcessor(SpanProcessor):
             attributes = span.attributes or {}
             if sc.TS_JUDGE in attributes:
                 return None  # a judge's own call (`_judge_spans`): never scored
-            if self._watched.isdisjoint(attributes):
+            reader = self._reader
+            if reader.watched.isdisjoint(attributes):
                 return None  # neither a recogniser nor a diagnosis could take it: skip the chain
-            found = None
-            if not self._any_markers.isdisjoint(attributes):
-                if span.events:  # content some instrumentations record as events
-                    attributes = with_event_content(
-                        attributes, ((e.name, e.attributes) for e in span.events))
-                found = recognise(span.name, attributes, self._recognisers)
-                span_id = context.span_id
-                if found is None and trace is not None and self._contentless:
-                    contentless = self._contentless(span.name, attributes)
-                    if contentless is not None:
-                        self._traces.mark_agent(trace, span_id)  # its LLM calls: its own
-                        found = from_llm_calls(contentless,
-                                               self._traces.llm_calls_of(trace, span_id))
-                        if found is None and self._traces.agents_below(trace, span_id):
-                            return None  # it only contains agent spans
-                elif found is not None and trace is not None:
-                    self._traces.mark_agent(trace, span_id)  # the LLM calls below: its own
-            if found is None:
-                self._unreadable(span.name, attributes)
+            found, attributes = reader.read(  # content some instrumentations record as events
+                span.name, attributes, [(e.name, e.attributes) for e in span.events],
+                contentless=trace is not None)
+            if isinstance(found, (RecognisedCall, ContentlessAgent)):
+                self._traces.mark_agent(trace, context.span_id)  # the LLM calls below: its own
+            if isinstance(found, ContentlessAgent):
+                found = reader.from_trace(self._traces, trace, context.span_id, found)
+                if found is None:
+                    return None  # it only contains agent spans
+                if isinstance(found, ContentlessAgent):  # its LLM calls are not here
+                    found = reader.diagnose(span.name, attributes)
+            if not isinstance(found, RecognisedCall):
+                if found is not None:
+                    self._unreadable(found, span.name, attributes)
                 return None
             if otel_context.get_value(sc.CTX_EVAL_RUN_ID) is not None:
                 return None  # ended inside run_evals, which scores its own calls
@@ -522,11 +483,8 @@ class ScoringSpanProcessor(SpanProcessor):
     # --- the core's front-door callbacks ----------------------------------------------------------
     def _export(self, span: ReadableSpan, events: Sequence[EventPayload]) -> None:
         """A span goes downstream, with the events that landed on it."""
-        try:
+        with self._guard_events:  # never lose the span over its events
             span = with_events(span, events)
-        except Exception:  # noqa: BLE001 - never lose the span over its events
-            self._core.log_once("events", "tracescore: could not attach score events",
-                                exc_info=True)
         self._downstream.on_end(span)
 
     def _carrier(self, run: ScoreRun, end_ns: int) -> None:
@@ -557,16 +515,6 @@ def _attributes_of(span: ReadableSpan) -> Mapping[str, Any]:
     lookup through the public read-only view costs ~1 us, several per ended span."""
     plain = getattr(getattr(span, "_attributes", None), "_dict", None)
     return plain if isinstance(plain, dict) else (span.attributes or {})
-
-
-def _error_of(span: ReadableSpan, attributes: Mapping[str, Any]) -> str | None:
-    """The error text of a failed span (status description, else `error.type`), None if it
-    did not fail."""
-    status = span.status
-    error_type_ = attributes.get(sc.ERROR_TYPE)
-    if status is None or status.status_code is not trace_api.StatusCode.ERROR:
-        return None if error_type_ is None else str(error_type_)
-    return status.description or (str(error_type_) if error_type_ is not None else "error")
 
 
 def _key(span: ReadableSpan) -> tuple[int, int]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tracescore.online._options import OnlineScorer
-from tracescore.online._trace_input import TraceSpans
+from tracescore.online.intake import TraceSpans
 
 RUN = "run"
 

@@ -10,7 +10,7 @@ ways, some as a 500). The model string and keyword arguments are checked against
 scorer never imports litellm into the agent's process. Every call runs with
 instrumentation suppressed, so the judge never shows up as the user's own LLM spans, and with
 litellm's stdout help banners silenced (`quiet_litellm`). How replies and errors read is in
-`_judge_replies` (`parse_json_object`, `retry_after_seconds` importable from here, as before).
+`_judge_replies`.
 """
 
 from __future__ import annotations

@@ -20,7 +20,8 @@ from tracescore.testing._decode import (
 )
 from tracescore.testing._gateway_process import GatewayProcess
 from tracescore.testing._receiver import OTLPReceiver, ReceivedRequest
-from tracescore.testing._stub_llm import Reply, StubLLMServer, StubRequest
+from tracescore.testing._stub_llm import StubLLMServer
+from tracescore.testing._stub_replies import Reply, StubRequest
 
 __all__ = [
     "GatewayProcess",

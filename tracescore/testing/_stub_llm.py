@@ -1,6 +1,6 @@
 """An OpenAI-compatible chat-completions stub server on loopback, scripted per test (judge replies, errors).
 
-`Reply` and `StubRequest` are in `_stub_replies` (importable from here, as before).
+`Reply` and `StubRequest` are in `_stub_replies`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from tracescore.testing._stub_replies import (
     _usage,
 )
 
-__all__ = ["Reply", "StubLLMServer", "StubRequest"]
+__all__ = ["StubLLMServer"]
 
 _log = logging.getLogger(__name__)
 _CHAT_PATHS = {"/v1/chat/completions", "/chat/completions"}

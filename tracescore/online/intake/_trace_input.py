@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
-from tracescore.online._llm_calls import LlmCall
+from tracescore.online.intake._llm_calls import LlmCall
 from tracescore.scoring._base import ToolCall
 
 _MAX_DEPTH = 256  # parent links followed from a span up to its agent span

@@ -24,15 +24,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracescore import _semconv as sc
-from tracescore.online import _messages
-from tracescore.online._readers import is_step
-from tracescore.online._recognise import (
+from tracescore.online.intake import _messages
+from tracescore.online.intake._readers import is_step
+from tracescore.online.intake._recognise import (
     BUILTINS,
     AgentMapping,
     Recogniser,
     recogniser_markers,
 )
-from tracescore.online._switches import switch_hint
+from tracescore.online.intake._switches import switch_hint
 
 _log = logging.getLogger("tracescore")
 

@@ -28,9 +28,9 @@ from typing import Any
 
 from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
-from tracescore.online import _messages
-from tracescore.online._frameworks import FIRST, FRAMEWORKS
-from tracescore.online._readers import (
+from tracescore.online.intake import _messages
+from tracescore.online.intake._frameworks import FIRST, FRAMEWORKS
+from tracescore.online.intake._readers import (
     GENAI,
     OPENINFERENCE,
     PYDANTIC_AI,
@@ -40,7 +40,7 @@ from tracescore.online._readers import (
     agent_name,
     as_output,
 )
-from tracescore.online._unwrap import member
+from tracescore.online.intake._unwrap import member
 
 _log = logging.getLogger("tracescore")
 _MISSING: Any = object()

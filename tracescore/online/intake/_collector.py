@@ -1,14 +1,17 @@
 """`TraceCollector`: the spans of the traces a scorer may sample, for the agent calls in them.
 
-One collector for both front doors; each reads its own span type into what is kept here (parent
-link, tool/context `Item`, `LlmCall`) and passes plain ids:
+One collector for both front doors; each hands it span views (`_view`) and it keeps what each
+span recorded (parent link, tool/context `Item`, `LlmCall`, run `Mark`; read by `_recorded`):
 
 - in process (`ScoringSpanProcessor`), a trace is `open`ed when one of its agent spans starts
-  and forgotten once its last open agent span has ended (`end`): only traces with an agent call
-  running are kept;
-- the gateway `add`s every span of the traces a scorer may sample as they arrive (tool calls may
-  come before or after their agent span) and relies on the bounds (`BufferLimits`: traces,
-  bytes, age) to forget them.
+  and forgotten once its last open agent span has ended (`end_span`): only traces with an agent
+  call running are kept;
+- the gateway adds every span of the traces a scorer may sample as they arrive (`add_span`: tool
+  calls may come before or after their agent span) and relies on the bounds (`BufferLimits`:
+  traces, bytes, age) to forget them; an agent span without content of its own waits for its
+  LLM calls at most `BufferLimits.llm_wait_s`.
+
+A span that cannot be read is counted (`skipped`), logged once and contributes nothing.
 
 An agent call then asks, with its trace (`trace`, or what `end` returned), for the items
 recorded below its span (`items_under`, `input_of`), the
@@ -26,9 +29,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracescore._exceptions import ConfigurationError
-from tracescore.online._llm_calls import LlmCall
-from tracescore.online._run_steps import Mark, RunSource
-from tracescore.online._trace_input import (
+from tracescore._guard import GUARD
+from tracescore.online.intake._llm_calls import LlmCall
+from tracescore.online.intake._recorded import ITEM_MARKERS, recorded
+from tracescore.online.intake._run_steps import Mark, RunSource
+from tracescore.online.intake._trace_input import (
     EMPTY,
     Item,
     TraceInput,
@@ -36,6 +41,7 @@ from tracescore.online._trace_input import (
     TraceSpans,
     gather,
 )
+from tracescore.online.intake._view import SpanView
 
 _SPAN_BYTES = 64  # what remembering one span costs besides its recorded text (links, ids)
 
@@ -141,6 +147,43 @@ class TraceCollector:
                 self._forget(trace_id)
             return trace
 
+    def add_span(self, view: SpanView, attributes: Mapping[str, Any] | None = None, *,
+                 llm: bool = True, marks: bool = False) -> None:
+        """Remember one finished span as it arrives (the trace is kept from now on);
+        `attributes`: its decoded attributes when the caller has them (None: decoded here if it
+        carries one of `ITEM_MARKERS`). Never raises."""
+        try:
+            if attributes is None and not ITEM_MARKERS.isdisjoint(view.attribute_keys()):
+                attributes = view.attributes
+            item, llm_call, mark = recorded(view, attributes, llm=llm, marks=marks)
+            self.add(view.trace_id, view.span_id, view.parent_id, item, llm_call, mark)
+        except Exception:  # noqa: BLE001 - counted; the span goes on whatever happens here
+            self._skip()
+
+    def end_span(self, view: SpanView, attributes: Mapping[str, Any], *, llm: bool = True,
+                 marks: bool = False) -> TraceSpans | None:
+        """`end` for one finished span of a trace `open`ed in process; what it recorded is read
+        from `attributes` (a span that cannot be read records nothing). Never raises."""
+        trace_id = view.trace_id
+        if trace_id not in self._traces:
+            return None
+        item = llm_call = mark = None
+        try:
+            item, llm_call, mark = recorded(view, attributes, llm=llm, marks=marks)
+        except Exception:  # noqa: BLE001 - counted; its trace is kept all the same
+            self._skip()
+        return self.end(trace_id, view.span_id, view.parent_id, item, llm_call, mark)
+
+    def at(self, key: tuple[int, int]) -> tuple[TraceSpans | None, int]:
+        """(the kept trace of `key` = (trace id, span id), its span id): what the questions
+        below take."""
+        return self._traces.get(key[0]), key[1]
+
+    def _skip(self) -> None:
+        self.skipped += 1
+        GUARD.once("trace_input", "tracescore: could not read a span of a sampled trace "
+                   "(tool call, context or LLM call)", exc_info=True)
+
     def trace(self, trace_id: int) -> TraceSpans | None:
         """The spans of `trace_id` kept so far (to ask `items_under` & co.), None if none."""
         return self._traces.get(trace_id)
@@ -169,7 +212,7 @@ class TraceCollector:
                     content: Mapping[int, Mapping[str, str]] | None = None
                     ) -> tuple[list[Item], bool]:
         """The items recorded at and below `span_id` so far, as recorded (decode them with
-        `decoded`), and whether the trace lost spans to `TraceLimits.max_spans`."""
+        `trace_input_of`), and whether the trace lost spans to `TraceLimits.max_spans`."""
         if trace is None:
             return [], False
         with self._lock:
@@ -178,7 +221,7 @@ class TraceCollector:
     def input_of(self, trace_id: int, span_id: int) -> TraceInput:
         """The tool calls and context recorded below the agent span `span_id` so far."""
         items, dropped = self.items_under(self._traces.get(trace_id), span_id)
-        return decoded(items, dropped, self.limits)
+        return trace_input_of(items, dropped, self.limits)
 
     def run_source(self, trace: TraceSpans | None, root_id: int,
                    content: Mapping[int, Mapping[str, str]] | None = None) -> RunSource | None:
@@ -224,7 +267,7 @@ class TraceCollector:
             self.evicted += 1
 
 
-def decoded(items: list[Item], dropped: bool, limits: TraceLimits) -> TraceInput:
+def trace_input_of(items: list[Item], dropped: bool, limits: TraceLimits) -> TraceInput:
     """`items` decoded within `limits`; `dropped`: the trace lost spans (then truncated)."""
     if not items and not dropped:
         return EMPTY

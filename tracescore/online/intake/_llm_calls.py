@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from tracescore import _semconv as sc
-from tracescore.online import _messages
-from tracescore.online._frameworks import LLM_CALLS
-from tracescore.online._recognise import AgentMapping, RecognisedCall, Recogniser
+from tracescore.online.intake import _messages
+from tracescore.online.intake._frameworks import LLM_CALLS
+from tracescore.online.intake._recognise import AgentMapping, RecognisedCall, Recogniser
 
 CONTENTLESS_AGENTS: dict[str, tuple[dict[str, Any], ...]] = {
     "genai": ({"attributes": {"gen_ai.operation.name": "invoke_agent"},

@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import Any, NamedTuple
 
 from tracescore import _semconv as sc
-from tracescore.online._trace_input import Item, TraceLimits
+from tracescore.online.intake._trace_input import Item, TraceLimits
 from tracescore.scoring._runs import AGENT, LLM_CALL, TOOL_CALL, WORKFLOW_STEP, Run, Step
 
 _LLM_OPERATIONS = frozenset({sc.OP_CHAT, "text_completion", "generate_content", "embeddings"})

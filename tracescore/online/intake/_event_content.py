@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from tracescore import _semconv as sc
-from tracescore.online import _messages
+from tracescore.online.intake import _messages
 
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 _MESSAGE_EVENTS = {"gen_ai.system.message": "system", "gen_ai.user.message": "user",

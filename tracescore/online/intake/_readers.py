@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, cast, runtime_checkable
 
 from tracescore import _semconv as sc
-from tracescore.online import _messages
+from tracescore.online.intake import _messages
 
 
 @dataclass(frozen=True, slots=True)
