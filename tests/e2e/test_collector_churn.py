@@ -8,7 +8,8 @@ collector's Go resolver reads /etc/hosts again when it changes, so rewriting tho
 adding and removing replicas, as a headless Service's endpoints change on Kubernetes.
 
 Two agents send all along (OTel SDK, one export per span). Two replicas, then a third is
-listed, then the first is unlisted and sent SIGTERM. Proven at the end: the resolver followed
+listed, then the first is unlisted and sent SIGTERM, then the second is killed (SIGKILL) and
+started again on its journal while still listed. Proven at the end: the resolver followed
 (the third got nothing before it was listed and traffic after; the first got nothing after it
 was unlisted), every span the collector acknowledged reached the backend (at least once;
 duplicates counted), every agent call arrived scored by the similarity scorer or marked
@@ -217,6 +218,13 @@ def test_replicas_added_and_removed_under_load_lose_nothing_and_hold_the_fleet_l
             growing = (_received(second), _received(third))
             time.sleep(4)
             assert _received(second) > growing[0] and _received(third) > growing[1]
+
+            second.kill()  # SIGKILL, still listed: the collector keeps its share queued
+            time.sleep(2)
+            second.restart()  # same address and journal: replays it, then takes the queue
+            timings["restarted s"] = time.monotonic() - started
+            _until(lambda: _received(second) > 0, "the restarted replica gets its share again")
+            time.sleep(3)
         finally:
             stop.set()
             for agent in agents:
