@@ -52,7 +52,7 @@ HOSTS = Path("/etc/hosts")
 HOSTNAME = f"tracescore-churn-{os.getpid()}.test"
 TAG = f"# {HOSTNAME} (tests/e2e/test_collector_churn.py)"
 ADDRESSES = ("127.0.0.2", "127.0.0.3", "127.0.0.4")
-LIMIT = 8  # relevancy runs a minute for the whole fleet (the test sends for less than a minute)
+LIMIT = 8  # relevancy runs a minute for the whole fleet
 AGENTS, PAUSE_S = 2, 0.15  # two agents, each one call every PAUSE_S
 FOLLOW_S = 30.0  # the resolver re-resolves every 1 s; Go re-reads /etc/hosts within 5 s
 _AGENT = "invoke_agent geo"
@@ -249,7 +249,7 @@ def test_replicas_added_and_removed_under_load_lose_nothing_and_hold_the_fleet_l
     # each agent call: every arrival scored by similarity or marked unscored with its reason,
     # never two results of one scorer; each call judged (relevancy) at most once
     calls = {(s.trace_id, s.span_id) for s in otlp_receiver.spans_named(_AGENT)}
-    assert len(calls) >= len([k for k in acknowledged if k in calls]) > 100
+    assert len(calls) >= len([k for k in acknowledged if k in calls]) > 50
     results_by_scorer: dict[str, set[Key]] = defaultdict(set)
     unscored = Counter[str]()
     for span in otlp_receiver.spans_named(_AGENT):
@@ -264,12 +264,14 @@ def test_replicas_added_and_removed_under_load_lose_nothing_and_hold_the_fleet_l
     assert all(call for _, _, call in judge.requests)  # every judge request names its call
     assert all(n == 1 for n in judged.values()), judged.most_common(3)
 
-    # the fleet limit held for the three replicas together
-    runs = {call for _, _, call in judge.requests}
+    # the fleet limit held for the three replicas together: at most LIMIT runs began in any
+    # minute (a run's first judge request; 5 s less than a minute for the way to the judge)
+    began = sorted(min(t for t, _, c in judge.requests if c == call) for call in {c for _, _, c in judge.requests})
+    assert began and max(sum(1 for t in began if start <= t < start + 55) for start in began) <= LIMIT
+    assert len(judge.requests) <= 3 * len(began)  # relevancy: three steps a run
     judged_scorers = [s for s in results_by_scorer if s != "content-similarity"]
-    assert 0 < len(runs) <= LIMIT and len(judge.requests) <= 3 * LIMIT
-    assert sum(len(results_by_scorer[s]) for s in judged_scorers) <= LIMIT
-    print(f"churn: {len(calls)} agent calls, {len(acknowledged)} spans acknowledged ({len(refused)} refused, "
-          f"retried by nobody), {duplicates} duplicate arrivals; similarity results "
-          f"{len(results_by_scorer['content-similarity'])}, unscored {dict(unscored)}; judged runs {len(runs)} "
+    assert sum(len(results_by_scorer[s]) for s in judged_scorers) <= len(began)
+    print(f"churn: {len(calls)} agent calls, {len(acknowledged)} spans acknowledged ({len(refused)} not), "
+          f"{duplicates} duplicate arrivals; similarity results "
+          f"{len(results_by_scorer['content-similarity'])}, unscored {dict(unscored)}; judged runs {len(began)} "
           f"of limit {LIMIT}; {', '.join(f'{k} {v:.1f}' for k, v in timings.items())}")
