@@ -50,7 +50,7 @@ def test_every_object_decodes_into_the_kubernetes_types(
 
 
 @pytest.mark.parametrize("mutation, message", [
-    (("terminationGracePeriodSeconds: 45", "terminationGracePeriodSecond: 45"), "unknown field"),
+    (("terminationGracePeriodSeconds: 80", "terminationGracePeriodSecond: 80"), "unknown field"),
     (('requests: {cpu: "1", memory: 1Gi}', 'requests: {cpu: "1x", memory: 1Gi}'), "quantities"),
     (("maxUnavailable: 1\n", "maxUnavailable: 1\n  maxUnavailable: 2\n"), "already set"),
     (("matchLabels: {app.kubernetes.io/name: tracescore-gateway}\n  strategy",
@@ -77,7 +77,13 @@ def test_the_gateway_fits_its_deployment(objects: dict[tuple[str, str], dict[str
     labels = deployment["spec"]["template"]["metadata"]["labels"]
     (container,) = pod["containers"]
     # Kubernetes waits for the drain: SIGTERM scores what is held within shutdown_timeout_s
-    assert pod["terminationGracePeriodSeconds"] > config.shutdown_timeout_s
+    # it keeps taking what the collector sends until the collector's dns resolver no longer
+    # lists it (the collector drops what it holds for a replica it unlisted: test_collector_churn)
+    wait_s = _seconds(container["lifecycle"]["preStop"]["exec"]["command"])
+    collector = yaml.safe_load(objects["ConfigMap", "tracescore-collector"]["data"]["collector.yaml"])
+    interval = collector["exporters"]["load_balancing"]["resolver"]["dns"]["interval"]
+    assert wait_s > float(interval.removesuffix("s"))
+    assert pod["terminationGracePeriodSeconds"] > wait_s + config.shutdown_timeout_s
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert ports == {"otlp-grpc": _port(config.grpc_endpoint),
                      "otlp-http": _port(config.http_endpoint),
@@ -134,3 +140,9 @@ def test_the_collector_config_finds_the_replicas_and_passes_validate(
     path.write_text(text)
     result = validate_config(path, env={"BACKEND_OTLP_ENDPOINT": "127.0.0.1:4317"})
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _seconds(command: list[str]) -> float:
+    """The seconds of a preStop `sleep N` command."""
+    assert command[0] == "sleep", command
+    return float(command[1])
