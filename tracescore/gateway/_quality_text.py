@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tracescore.online._quality import NAMES
+from tracescore.online.core import QUALITY_NAMES as NAMES
 
 _UNIT_SUFFIX = {"s": "seconds"}
 

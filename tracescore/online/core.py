@@ -10,6 +10,7 @@
 - conversations: `Turn`, `as_conversation_options`, `turn_ref`, `carrier_fields`, `MAX_LINKS`;
   the quiet period the run and conversation scopes share: `QuietTable`, `Group`, `AGE`,
   `OVERFLOW`;
+- the quality metrics' names (the gateway's /metrics serves them too): `QUALITY_NAMES`;
 - carrier spans: `SCOPE`, `carrier_attributes`, `carrier_time`; the judge's own spans:
   `JudgeSpan`, `JUDGE_SCOPE`.
 """
@@ -30,6 +31,7 @@ from tracescore.online._options import (
     reference_fallback,
     reference_key,
 )
+from tracescore.online._quality import NAMES as QUALITY_NAMES
 from tracescore.online._quiet import AGE, OVERFLOW, Group, QuietTable
 from tracescore.online._sampling import RANDOMNESS_MASK
 from tracescore.online._sinks import SCOPE, carrier_attributes, carrier_time
@@ -42,6 +44,7 @@ __all__ = [
     "MAX_LINKS",
     "NO_LLM_CALLS",
     "OVERFLOW",
+    "QUALITY_NAMES",
     "RANDOMNESS_MASK",
     "SCOPE",
     "SHUTDOWN",
