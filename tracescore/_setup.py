@@ -321,7 +321,7 @@ def configure(
         _check_global(trace.get_tracer_provider())
     resource = _resource(service_name, resource_attributes)
     scorer_list = _scorer_list(scorers)
-    _warn_unready(scorer_list)
+    _warn_unready(scorer_list, online)
 
     built: list[GuardedExporter] = []
     pipeline: SpanProcessor | None = None
@@ -402,12 +402,18 @@ def _exporter_specs(exporter: ExporterSpec | Sequence[ExporterSpec] | None) -> l
     return specs
 
 
-def _warn_unready(scorers: list[Any]) -> None:
+def _warn_unready(scorers: list[Any], online: Any) -> None:
     """Log, once per scorer, a judge that cannot work (no API key, unknown model): its results
-    will be failures (`error.type` on the result event, no score), never an exception here."""
+    will be failures (`error.type` on the result event, no score), never an exception here.
+    Where the judge runs in the scoring process and litellm is not loaded here, only what can be
+    told without loading it (a common provider's missing key): the agent's process stays free
+    of litellm."""
     from tracescore.scoring._resolve import unready_judges
 
-    for problem in unready_judges(scorers):
+    isolation = (online.get("isolation", "auto") if isinstance(online, Mapping)
+                 else getattr(online, "isolation", "auto"))
+    load = "litellm" in sys.modules or isolation == "thread"
+    for problem in unready_judges(scorers, load_clients=load):
         logging.getLogger("tracescore").warning(
             "tracescore: %s; its results will be failures (error.type on the "
             "gen_ai.evaluation.result event, no score) until that is fixed", problem)

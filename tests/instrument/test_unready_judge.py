@@ -71,3 +71,25 @@ def test_no_warning_for_judges_that_can_work(no_keys: None, caplog: pytest.LogCa
             tracescore.create_llm_judge_scorer(name="polite", instructions="Polite.",
                                                model="openai/gpt-4o-mini")])
     assert not [r for r in caplog.records if "results will be failures" in r.getMessage()]
+
+
+def test_the_check_loads_no_judge_client_into_the_agents_process(tmp_path) -> None:
+    """With the judge in the scoring process (the default), configure() still names a common
+    provider's missing key, and litellm is never imported into the agent's process."""
+    import os
+    import subprocess
+    import sys
+
+    app = tmp_path / "app.py"
+    app.write_text(
+        "import sys, tracescore\n"
+        "from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter\n"
+        "tracescore.configure(exporter=InMemorySpanExporter(), batch=False, scorers=[\n"
+        "    tracescore.create_answer_relevancy_scorer(model='openai/gpt-4o-mini')])\n"
+        "print('litellm' in sys.modules)\n")
+    env = {k: v for k, v in os.environ.items() if k not in KEYS}
+    done = subprocess.run([sys.executable, str(app)], env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+    assert "OPENAI_API_KEY" in done.stderr and "results will be failures" in done.stderr

@@ -102,6 +102,26 @@ def missing_key_variables(litellm: Any, model: str, provider: str,
     return [str(n) for n in found.get("missing_keys", ()) if str(n).endswith("_API_KEY")]
 
 
+# the key each common provider reads from the environment, for a check that must not import
+# litellm (an agent whose judge runs in the scoring process never loads it); others are left to
+# litellm's own check where litellm is loaded
+KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",
+                 "mistral": "MISTRAL_API_KEY", "groq": "GROQ_API_KEY",
+                 "gemini": "GEMINI_API_KEY", "deepseek": "DEEPSEEK_API_KEY",
+                 "xai": "XAI_API_KEY", "openrouter": "OPENROUTER_API_KEY"}
+
+
+def missing_key_without_litellm(model: str, kwargs: Mapping[str, Any],
+                                environ: Mapping[str, str]) -> str | None:
+    """The key variable a common provider's judge lacks, told from the model's prefix alone;
+    None when it is set, given (`api_key`), served at an `api_base` of one's own, or unknown."""
+    if kwargs.get("api_key") or kwargs.get("api_base"):
+        return None
+    variable = KEY_VARIABLES.get(str(kwargs.get("custom_llm_provider") or
+                                     model.partition("/")[0]).lower())
+    return variable if variable is not None and not environ.get(variable) else None
+
+
 def key_message(variables: list[str]) -> str:
     """One line saying which variable to set for the judge's API key (never its value)."""
     which = variables[0] if len(variables) == 1 else "none of " + ", ".join(variables)

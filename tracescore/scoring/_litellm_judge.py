@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import logging
+import os
 import random
 import time
 from collections.abc import Callable
@@ -239,6 +240,15 @@ class LiteLLMJudge:
         problem = self._key_problem()
         if problem is not None:
             raise ConfigurationError(f"judge {self.model!r}: {problem}")
+
+    def key_problem_without_litellm(self) -> str | None:
+        """What `preflight` would say of a common provider's missing key, without importing
+        litellm (for an agent whose judge runs in the scoring process); None when nothing is
+        known to be wrong."""
+        if self._ready or self.model == OFFLINE_MODEL:
+            return None
+        missing = checks.missing_key_without_litellm(self.model, self.litellm_kwargs, os.environ)
+        return None if missing is None else f"judge {self.model!r}: {checks.key_message([missing])}"
 
     def _key_problem(self) -> str | None:
         """Check the model (ConfigurationError) and return what is wrong with the key, if any."""

@@ -8,6 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard
 
+from tracescore._env import JUDGE_MODEL
 from tracescore._exceptions import ConfigurationError
 from tracescore.scoring._base import STEP_REASON
 from tracescore.scoring._jstext import JS_WHITESPACE
@@ -87,4 +88,4 @@ def refuse_offline(judge: Any, what: str) -> None:
         raise ConfigurationError(
             f"model: the offline judge cannot judge {what} (word overlap is no stand-in for "
             f"it); give a language model, e.g. model='openai/gpt-4o-mini', or set "
-            f"TRACESCORE_JUDGE_MODEL")
+            f"{JUDGE_MODEL.name}")

@@ -37,13 +37,22 @@ def preflight_scorers(scorers: Iterable[Any]) -> None:
                     f"scorer {getattr(scorer, 'id', scorer)!r}: {exc}") from None
 
 
-def unready_judges(scorers: Iterable[Any]) -> list[str]:
+def unready_judges(scorers: Iterable[Any], *, load_clients: bool = True) -> list[str]:
     """What `preflight_scorers` would refuse, one text per scorer whose judge cannot work
-    (in process nothing is refused: the agent runs, the scorer's results are failures)."""
+    (in process nothing is refused: the agent runs, the scorer's results are failures).
+    `load_clients=False`: only what can be told without importing litellm (a common provider's
+    missing key), for a process that must not load it."""
     problems = []
     for item in scorers:
+        scorer = getattr(item, "scorer", item)
+        judge = getattr(scorer, "judge", None)
         try:
-            preflight_scorers([item])
+            if load_clients:
+                preflight_scorers([item])
+            elif isinstance(judge, LiteLLMJudge):
+                problem = judge.key_problem_without_litellm()
+                if problem is not None:
+                    raise ConfigurationError(f"scorer {getattr(scorer, 'id', scorer)!r}: {problem}")
         except ConfigurationError as exc:
             problems.append(str(exc))
         except Exception:  # noqa: BLE001, S112 - a check that cannot run refuses nothing
