@@ -18,6 +18,7 @@ from tracescore.scoring._judge_api import (
     JudgeRequest,
     JudgeStepError,
 )
+from tracescore.scoring._judge_cache import CachedJudge, cache_judge
 from tracescore.scoring._judged import JudgedRun, JudgedScorer
 from tracescore.scoring._litellm_judge import LiteLLMJudge
 from tracescore.scoring._offline import OfflineJudge
@@ -61,6 +62,7 @@ __all__ = [
     "OFFLINE_MODEL",
     "AnswerRelevancyScorer",
     "BiasScorer",
+    "CachedJudge",
     "CompletenessScorer",
     "ContentSimilarityScorer",
     "ContextRelevanceScorer",
@@ -96,6 +98,7 @@ __all__ = [
     "TrajectoryAccuracyScorer",
     "TrajectoryScorer",
     "Turn",
+    "cache_judge",
     "create_answer_relevancy_scorer",
     "create_bias_scorer",
     "create_completeness_scorer",
