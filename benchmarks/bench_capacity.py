@@ -1,27 +1,23 @@
-"""The gateway's capacity model, checked against measured points, and its projection.
+"""The gateway's capacity model against measured points, side by side (docs/gateway.md,
+"How many replicas").
 
-A replica scores at most
+Model, per replica: a score holds one of `concurrency` slots for `calls` judge calls of
+`latency` seconds plus `overhead` seconds of its own, and costs `cpu` seconds of CPU (gateway
+and scoring process), of which the scoring process (one core at most) takes `cpu_scoring`:
 
-    min(concurrency / (calls x latency), cores / cpu)   scores/s
+    scores/s = min(concurrency / (calls * latency + overhead), 1 / cpu_scoring)
 
-- `concurrency` scoring slots (`scoring.concurrency`), each busy for `calls` judge calls of
-  `latency` seconds per score (relevancy: 3 calls);
-- `cpu` seconds of CPU per score in the gateway and its scoring process together (request
-  building, reply parsing, spans), on `cores` cores the replica may use.
+Measured: `bench_gateway.scoring` (relevancy, 3 judge calls, the stub judge with a fixed delay)
+at 1, 2 and 3 replicas; `overhead` and `cpu` are taken from the 1-replica run, the others are
+predicted from it. Then the projection for 1M scored calls an hour with a 1 s judge.
 
-Measured here with `tracescore serve` replicas and a stub judge of fixed latency (the scoring
-part of bench_gateway.py): 1, 2 and 3 replicas at one concurrency, the model's prediction beside
-each (its cpu measured at 1 replica), then the projection for 1M scored calls an hour with a
-1 s judge: replicas and cores for several concurrencies.
-
-    python benchmarks/bench_capacity.py [--quick] [--json PATH]
+    python benchmarks/bench_capacity.py [--latency 0.2] [--spans 48] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -29,66 +25,54 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import environment, print_table, write_json
-from bench_gateway import scoring
 
-CALLS = 3  # relevancy's judge calls per score
-PER_HOUR = 1_000_000
+CALLS = 3  # judge calls of a relevancy score
 
 
-def predicted(replicas: int, concurrency: int, latency_s: float, cpu_s: float,
-              cores: float) -> float:
-    """Scores/s of `replicas` replicas sharing `cores` cores."""
-    latency_bound = replicas * concurrency / (CALLS * latency_s)
-    cpu_bound = cores / cpu_s if cpu_s > 0 else math.inf
-    return min(latency_bound, cpu_bound)
-
-
-def cpu_per_score(run: dict[str, Any], seconds: float, spans: int) -> float:
-    """CPU seconds per score of the gateways and their scoring processes in `run`."""
-    share = run["cpu_share"]
-    used = share["gateways_pct"] + share["scoring processes_pct"]
-    return used / 100.0 * (os.cpu_count() or 1) * seconds / spans
+def per_replica(concurrency: int, latency_s: float, overhead_s: float, cpu_scoring_s: float,
+                calls: int = CALLS) -> float:
+    """Scores/s one replica sustains (the model above)."""
+    return min(concurrency / (calls * latency_s + overhead_s), 1.0 / cpu_scoring_s)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--json")
+    import bench_gateway as gw
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency", type=float, default=0.2, help="stub judge delay, s")
+    parser.add_argument("--spans", type=int, default=48, help="agent spans per replica")
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--json", help="write results to this path")
     args = parser.parse_args()
-    latency, concurrency = 0.5, 8
-    per_replica = 48 if args.quick else 96  # scores per replica: several slot rounds
-    cores = float(os.cpu_count() or 1)
-    results: dict[str, Any] = {"environment": environment(), "latency_s": latency,
-                               "concurrency": concurrency, "runs": {}}
+    runs: dict[int, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-capacity-") as tmp:
         for replicas in (1, 2, 3):
-            spans = per_replica * replicas
-            run = scoring(replicas, Path(tmp), latency, spans, concurrency)
-            run["seconds"] = spans / run["scores_per_s"]
-            run["cpu_per_score_s"] = cpu_per_score(run, run["seconds"], spans)
-            results["runs"][replicas] = run
-    cpu = results["runs"][1]["cpu_per_score_s"]
+            runs[replicas] = gw.scoring(replicas, Path(tmp), args.latency,
+                                        args.spans * replicas, args.concurrency)
+    one = runs[1]
+    overhead = one["outside_judge_ms_per_score"] / 1000
+    cpu_scoring = one["scoring_process_cpu_ms_per_score"] / 1000
+    cpu = cpu_scoring + one["gateway_cpu_ms_per_score"] / 1000
     rows = []
-    for replicas, run in results["runs"].items():
-        model = predicted(replicas, concurrency, latency, cpu, cores)
-        rows.append([replicas, run["scores_per_s"], model, 100.0 * run["scores_per_s"] / model,
-                     1000.0 * run["cpu_per_score_s"]])
-    print_table(rows, ["replicas", "measured scores/s", "model scores/s", "measured % of model",
+    for replicas, run in runs.items():
+        predicted = replicas * per_replica(args.concurrency, args.latency, overhead, cpu_scoring)
+        rows.append([replicas, run["scores_per_s"], predicted, run["scores_per_s"] / predicted,
+                     run["scoring_process_cpu_ms_per_score"] + run["gateway_cpu_ms_per_score"]])
+    print_table(rows, ["replicas", "measured scores/s", "model scores/s", "measured/model",
                        "CPU ms/score"],
-                title=f"Capacity (relevancy, {CALLS} judge calls of {latency} s, concurrency "
-                      f"{concurrency} per replica, {cores:.0f} cores shared)")
-    need = PER_HOUR / 3600.0
+                title=f"Relevancy through the gateway, stub judge {args.latency} s, concurrency "
+                      f"{args.concurrency} (model fitted on 1 replica: overhead "
+                      f"{1000 * overhead:.0f} ms/score, CPU {1000 * cpu:.1f} ms/score)")
+    target = 1_000_000 / 3600  # scored calls a second
     projection = []
-    for slots in (8, 32, 64, 128):
-        per = predicted(1, slots, 1.0, cpu, 1.0)  # one core per replica
-        replicas = math.ceil(need / per)
-        projection.append([slots, per, replicas, need * cpu])
-    results["projection"] = projection
-    print_table(projection, ["concurrency", "scores/s a replica (1 core)", "replicas",
-                             "cores of CPU in all"],
-                title=f"1M scored calls an hour ({need:.0f}/s) with a 1 s judge, "
-                      f"{1000 * cpu:.1f} ms CPU per score")
-    write_json(args.json, results)
+    for concurrency in (8, 32, 64, 128):
+        rate = per_replica(concurrency, 1.0, overhead, cpu_scoring)
+        replicas = math.ceil(target / rate)
+        projection.append([concurrency, rate, replicas, target * cpu])
+    print_table(projection, ["concurrency", "scores/s a replica", "replicas", "cores (CPU)"],
+                title="1M scored calls an hour (278/s), relevancy, 1 s judge calls")
+    write_json(args.json, {"environment": environment(), "runs": runs, "overhead_s": overhead,
+                           "cpu_s": cpu, "projection": projection})
 
 
 if __name__ == "__main__":

@@ -450,12 +450,16 @@ def scoring(replicas: int, workdir: Path, judge_latency_s: float, spans: int,
     measured = spans / elapsed
     ideal = replicas * concurrency / (3 * judge_latency_s)
     waited = shares.pop("waited_for_a_cpu_s")
+    cpu_s: dict[str, float] = shares.pop("cpu_s")  # type: ignore[assignment]
     # a scoring slot's time per score beyond its 3 judge calls, against the time our processes'
     # threads (gateway, scoring, sink) were ready to run but waited for a CPU, per score
     outside = elapsed * replicas * concurrency / spans - 3 * judge_latency_s
     return {"scores_per_s": measured, "ideal_per_s": ideal, "ratio": 100.0 * measured / ideal,
             "cpu_share": shares, "outside_judge_ms_per_score": 1000 * outside,
-            "waited_for_a_cpu_ms_per_score": 1000 * waited / spans}
+            "waited_for_a_cpu_ms_per_score": 1000 * waited / spans,
+            # CPU per relevancy score (3 judge calls) of the gateways and their scoring processes
+            "gateway_cpu_ms_per_score": 1000 * cpu_s["gateways"] / spans,
+            "scoring_process_cpu_ms_per_score": 1000 * cpu_s["scoring processes"] / spans}
 
 
 def _wait_count(sink: Sink, count: int, timeout: float) -> None:
@@ -592,6 +596,7 @@ class CpuShare:
         shares["machine busy_pct"] = 100.0 * delta["machine"] / capacity
         shares["steal_pct"] = 100.0 * delta["steal"] / capacity
         shares["waited_for_a_cpu_s"] = sum(delta[f"{name}_wait"] for name in self._groups)
+        shares["cpu_s"] = {name: delta[name] for name in self._groups}  # type: ignore[assignment]
         return shares
 
 

@@ -20,7 +20,8 @@ baseline ratios (for a cost, below 1: this tree costs less).
                  nothing to score, gateway CPU per forwarded span and spans/s (`bench_gateway`);
   scoring        scores/s as % of the ideal: in process (an in-process sleep judge, each tree's
                  `bench_online.throughput`) and through the gateway (relevancy, stub judge over
-                 HTTP, `bench_gateway.scoring`).
+                 HTTP, `bench_gateway.scoring`), with the CPU per relevancy score (3 judge calls)
+                 of the gateway and of its scoring process (the judge client's share).
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ FIGURES: dict[str, tuple[str, str]] = {
     "pass-through: spans/s": ("spans/s", "higher"),
     "scoring in process: % of ideal": ("%", "higher"),
     "scoring through the gateway: % of ideal": ("%", "higher"),
+    "scoring through the gateway: scoring-process CPU": ("ms/score", "lower"),
+    "scoring through the gateway: gateway CPU": ("ms/score", "lower"),
 }
 
 
@@ -127,7 +130,10 @@ def _scoring(tree: Path, workdir: Path, spans: int) -> dict[str, float]:
     import bench_gateway as gw
 
     scored = gw.scoring(1, workdir, JUDGE_S, spans, concurrency=8, checkout=tree)
-    return {"scoring through the gateway: % of ideal": scored["ratio"]}
+    return {"scoring through the gateway: % of ideal": scored["ratio"],
+            "scoring through the gateway: scoring-process CPU":
+                scored["scoring_process_cpu_ms_per_score"],
+            "scoring through the gateway: gateway CPU": scored["gateway_cpu_ms_per_score"]}
 
 
 def _export(rev: str, into: Path) -> Path:

@@ -84,6 +84,8 @@ _EXPORTS: dict[str, str] = {
     "create_hallucination_scorer": "tracescore.scoring",
     "Judge": "tracescore.scoring",
     "LiteLLMJudge": "tracescore.scoring",
+    "CachedJudge": "tracescore.scoring",
+    "cache_judge": "tracescore.scoring",
     "OfflineJudge": "tracescore.scoring",
     "JudgeRequest": "tracescore.scoring",
     "JudgeReply": "tracescore.scoring",
@@ -288,6 +290,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs (`X as X`: ex
         BiasScorer as BiasScorer,
     )
     from tracescore.scoring import (
+        CachedJudge as CachedJudge,
+    )
+    from tracescore.scoring import (
         CompletenessScorer as CompletenessScorer,
     )
     from tracescore.scoring import (
@@ -388,6 +393,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs (`X as X`: ex
     )
     from tracescore.scoring import (
         TrajectoryScorer as TrajectoryScorer,
+    )
+    from tracescore.scoring import (
+        cache_judge as cache_judge,
     )
     from tracescore.scoring import (
         create_answer_relevancy_scorer as create_answer_relevancy_scorer,

@@ -136,7 +136,7 @@ def test_the_gateway_yaml_gives_a_scorer_fleet_limits(server: RedisServer, tmp_p
     limiter = online.fleet_limits
     assert limiter is not None and limiter.on_unreachable == "share"
     assert limiter.scope == online.scorer_id
-    assert [limiter.try_admit() for _ in range(3)] == [True, True, False]
+    assert [limiter.admit_run() is not None for _ in range(3)] == [True, True, False]
 
 
 @pytest.mark.parametrize(("fleet", "key"), [

@@ -11,7 +11,8 @@ from tracescore._exceptions import ConfigurationError
 from tracescore.gateway._config_keys import _text
 
 _SCORER_KEYS = ("scorer", "options", "rate", "agents", "attributes", "rate_limit_per_minute",
-                "budget_usd_per_hour", "reference", "sinks", "timeout_s", "fleet", "trace_judge")
+                "budget_usd_per_hour", "reference", "sinks", "timeout_s", "fleet", "trace_judge",
+                "judge_cache")
 
 
 def build_online_scorers(specs: Sequence[Any] | None, judge_model: str | None, *,
@@ -45,6 +46,8 @@ def build_online_scorers(specs: Sequence[Any] | None, judge_model: str | None, *
             online["reference"] = _reference(online["reference"], base, f"{where}.reference")
         if "fleet" in online:
             online["fleet_limits"] = _fleet(online.pop("fleet"), scorer, f"{where}.fleet")
+        if "judge_cache" in online:
+            _judge_cache(online.pop("judge_cache"), scorer, f"{where}.judge_cache")
         try:
             built.append(OnlineScorer(scorer, **online))
         except (ConfigurationError, TypeError) as exc:
@@ -83,6 +86,19 @@ def _fleet(settings: Any, scorer: Any, where: str) -> Any:
     from tracescore.online.core import fleet_limiter_from
 
     return fleet_limiter_from(settings, str(getattr(scorer, "id", "scorer")), where)
+
+
+def _judge_cache(settings: Any, scorer: Any, where: str) -> None:
+    from tracescore.scoring._judge_cache import cache_judge
+
+    if not isinstance(settings, Mapping) or "redis_url" not in settings or any(
+            k not in ("redis_url", "ttl_s") for k in settings):
+        raise ConfigurationError(f"{where} must be a mapping of redis_url and ttl_s, got "
+                                 f"{settings!r}")
+    try:
+        cache_judge(scorer, str(settings["redis_url"]), ttl_s=settings.get("ttl_s", 3600.0))
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{where}: {exc}") from None
 
 
 def _reference(value: Any, base: Path, where: str) -> dict[Any, Any]:

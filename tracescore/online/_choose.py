@@ -1,6 +1,6 @@
 """Which scorers sample an agent call: rates (by trace id), `agents` / `attributes` / predicate
 filters, rate limits and budgets. Runs in the agent's thread (or the gateway's request thread):
-cheap, no I/O, never raises."""
+cheap, no I/O (fleet limits are reserved later, in the worker), never raises."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tracescore.instrument._calls import AgentCall
-from tracescore.online import _metrics as reasons
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._options import OnlineScorer
 
@@ -25,16 +24,9 @@ def choose(scorers: Sequence[OnlineScorer], call: AgentCall, randomness: int,
             online.filtered and not matches(online, call, log_once)
         ):
             continue
-        if not online.acquire_rate():
-            metrics.dropped(online.scorer_id, call.name, reasons.RATE_LIMITED)
-            continue
-        if not online.reserve_budget():
-            metrics.dropped(online.scorer_id, call.name, reasons.BUDGET)
-            continue
-        if online.fleet_limits is not None and not online.fleet_limits.try_admit():
-            if online._budget is not None:
-                online._budget.release()
-            metrics.dropped(online.scorer_id, call.name, reasons.RATE_LIMITED)
+        refused = online.admit()
+        if refused is not None:
+            metrics.dropped(online.scorer_id, call.name, refused)
             continue
         chosen.append(online)
     return tuple(chosen)

@@ -173,16 +173,9 @@ class ConversationScope:
                              and not self.keep(online, version.conversation, turns)):
                 continue
             agent = turns[-1].agent
-            if not online.acquire_rate():
-                self._metrics.dropped(online.scorer_id, agent, reasons.RATE_LIMITED)
-                continue
-            if not online.reserve_budget():
-                self._metrics.dropped(online.scorer_id, agent, reasons.BUDGET)
-                continue
-            if online.fleet_limits is not None and not online.fleet_limits.try_admit():
-                if online._budget is not None:
-                    online._budget.release()
-                self._metrics.dropped(online.scorer_id, agent, reasons.RATE_LIMITED)
+            refused = online.admit()
+            if refused is not None:
+                self._metrics.dropped(online.scorer_id, agent, refused)
                 continue
             self._metrics.sampled(online.scorer_id, agent)
             judged = getattr(online.scorer, "uses_judge", True) is not False
@@ -201,21 +194,27 @@ class ConversationScope:
         last = turns[-1]
         result: Any = None
         error: BaseException | None = None
+        fleet = None
         try:
+            fleet = await online.admit_fleet()
+            if fleet is None:  # the fleet's limits refused it (its local budget is given back)
+                self._metrics.dropped(online.scorer_id, last.agent, reasons.RATE_LIMITED)
+                return
             with suppressed():
                 result = await asyncio.wait_for(evaluate_call(online.scorer, ScorerInput(
                     input=last.input, output=last.output, run_id=run_id,
                     turns=tuple(ScoredTurn(input=t.input, output=t.output) for t in turns),
                 )), online.timeout_s)
         except asyncio.CancelledError:  # shutdown gave up on this run
-            online.release_budget()
+            online.release_budget(fleet)
             self._metrics.dropped(online.scorer_id, last.agent, reasons.SHUTDOWN)
             raise
         except Exception as exc:  # noqa: BLE001 - failures are data
             error = exc
         try:
             cost = getattr(getattr(result, "usage", None), "cost_usd", None)
-            online.settle_budget(float(cost) if isinstance(cost, (int, float)) else None)
+            online.settle_budget(float(cost) if isinstance(cost, (int, float)) else None,
+                                 fleet)
             events, error = self._result_events(online, result, error, run_id)
             events[0][1].update(conversation_attributes(version.conversation, turns,
                                                         version.reason, version.missing))

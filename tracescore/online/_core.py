@@ -4,7 +4,7 @@ Both front doors drive it: the in-process `ScoringSpanProcessor` (SDK spans) and
 `Engine` (OTLP protobuf spans). A front door recognises an agent call and gives the core
 
 - `choose(call, randomness)`: which scorers sample it (rates, `agents` / `attributes` /
-  predicate filters, rate limits, budgets; no I/O);
+  predicate filters, rate limits, budgets; no I/O: fleet limits are reserved in the worker);
 - `submit(key, call, item)`: a chosen `Call`, keyed by (trace id, span id), with an opaque
   `item` (its span as the front door holds it). Span-sink scorers hold the item (`HoldTable`);
   the jobs run in the worker lanes (`_worker`: judged scorers, and a fast lane for the others
@@ -15,7 +15,7 @@ Both front doors drive it: the in-process `ScoringSpanProcessor` (SDK spans) and
 Each run is routed to its sinks in one loop (`_delivery`). Every submitted item leaves through
 `export` exactly once, whatever happens to its scoring.
 
-(About 610 lines: hand-off, admission, runs and their shutdown share the in-flight bookkeeping
+(About 640 lines: hand-off, admission, runs and their shutdown share the in-flight bookkeeping
 and its lock, and the run and conversation scopes plug in here; split further they would pass
 it around.)
 """
@@ -62,6 +62,7 @@ from tracescore.online._events import (
     evaluation_events,
     unscored_event,
 )
+from tracescore.online._fleet_limits import Reservation
 from tracescore.online._hold import Held, HoldTable, Key
 from tracescore.online._isolation import ProcessRunner
 from tracescore.online._judge_spans import JudgeSpan, judge_spans
@@ -459,10 +460,18 @@ class ScoringCore:
         if online.sinks == {"span"} and not self._admits(job.key, online):
             release_budgets((online,))  # counted as dropped when the span leaves without it
             return
+        try:
+            fleet = await online.admit_fleet()  # here, never in the agent's thread
+        except asyncio.CancelledError:
+            self.count_shutdown_drop(job.call.agent, (online,))
+            raise
+        if fleet is None:
+            self._fleet_refused(job, online)
+            return
         scorer_id = online.scorer_id
         started = time.monotonic()
         try:
-            await self._run_admitted(job, online)
+            await self._run_admitted(job, online, fleet)
         except asyncio.CancelledError:  # its span left: it would have taken at least this long
             self._durations[scorer_id] = max(self._durations.get(scorer_id, 0.0),
                                              time.monotonic() - started)
@@ -486,7 +495,16 @@ class ScoringCore:
         left = self.held.time_left(key)
         return left is not None and left >= expected
 
-    async def _run_admitted(self, job: _Job, online: OnlineScorer) -> None:
+    def _fleet_refused(self, job: _Job, online: OnlineScorer) -> None:
+        """The fleet's limits refused a run: dropped as rate_limited, and 'unscored' on its held
+        span (a span already released counted its drop then)."""
+        landed = "span" in online.sinks and self.held.settle(job.key, {online.scorer_id: [
+            unscored_event(scorer_id=online.scorer_id, scorer_name=online.scorer_name,
+                           reason=reasons.RATE_LIMITED, sampling_rate=online.rate)]})
+        if landed or "span" not in online.sinks:
+            self.metrics.dropped(online.scorer_id, job.call.agent, reasons.RATE_LIMITED)
+
+    async def _run_admitted(self, job: _Job, online: OnlineScorer, fleet: Reservation) -> None:
         call = job.call
         run_id = uuid.uuid4().hex
         result, error, fallback, judge_calls = None, None, None, None
@@ -516,20 +534,22 @@ class ScoringCore:
                         context=tuple(trace.context), run=steps))
                 result = await asyncio.wait_for(run, online.timeout_s)
         except asyncio.CancelledError:  # shutdown gave up on this run
-            self.count_shutdown_drop(call.agent, (online,))
+            online.release_budget(fleet)
+            self.count_shutdown_drop(call.agent, (online,), released=True)
             raise
         except Exception as exc:  # noqa: BLE001 - failures are data
             error = exc
         try:
-            self._deliver(job, online, result, error, run_id, fallback, judge_calls)
+            self._deliver(job, online, result, error, run_id, fallback, judge_calls, fleet)
         except Exception:  # noqa: BLE001
             self.log_once("deliver", "tracescore: delivering an online score failed",
                           exc_info=True)
 
     def _deliver(self, job: _Job, online: OnlineScorer, result: Any, error: BaseException | None,
                  run_id: str, fallback: str | None = None,
-                 judge_calls: Sequence[JudgeCall] | None = None) -> None:
-        online.settle_budget(_cost_of(result))
+                 judge_calls: Sequence[JudgeCall] | None = None,
+                 fleet: Reservation | None = None) -> None:
+        online.settle_budget(_cost_of(result), fleet)
         events, error = _result_events(online, result, error, run_id)
         traced = judge_spans(judge_calls or (), job.key, scorer_id=online.scorer_id,
                              scorer_name=online.scorer_name, result=events[0][1])
@@ -557,9 +577,12 @@ class ScoringCore:
         if traced and self._judge_spans is not None:  # the judge traced, its id on the event
             self._judge_spans(job.item, traced)
 
-    def count_shutdown_drop(self, agent: str | None, scorers: Sequence[OnlineScorer]) -> None:
-        """Count runs lost to shutdown; span-sink runs are counted when their span is released."""
-        release_budgets(scorers)
+    def count_shutdown_drop(self, agent: str | None, scorers: Sequence[OnlineScorer], *,
+                            released: bool = False) -> None:
+        """Count runs lost to shutdown (their budgets given back unless `released`); span-sink
+        runs are counted when their span is released."""
+        if not released:
+            release_budgets(scorers)
         for online in scorers:
             if "span" not in online.sinks:
                 self.metrics.dropped(online.scorer_id, agent, reasons.SHUTDOWN)

@@ -100,6 +100,9 @@ class Reservation:
     local: bool  # admitted by the in-process fallback (Redis was unreachable)
 
 
+NO_FLEET = Reservation("", 0, 0.0, local=True)  # the admission of a scorer without fleet limits
+
+
 class _LocalWindow:
     """The in-process share of the limits (the `share` fallback): the same sliding windows."""
 
@@ -192,7 +195,6 @@ class FleetLimiter:
         self._lock = threading.Lock()
         self._last_log = -_LOG_EVERY_S
         self._clock = clock
-        self._outstanding: deque[Reservation] = deque()
         self._avg_usd = 0.0
         self.admitted = 0
         self.refused = 0
@@ -232,31 +234,18 @@ class FleetLimiter:
 
     # --- the scoring core's interface: one run admitted, then settled or released ------------
 
-    def try_admit(self) -> bool:
-        """Admit one scorer run, reserved at the running average of the runs' real cost."""
-        reservation = self.reserve(usd=self._avg_usd)
-        if reservation is None:
-            return False
-        with self._lock:
-            self._outstanding.append(reservation)
-        return True
+    def admit_run(self) -> Reservation | None:
+        """Admit one scorer run, reserved at the running average of the runs' real cost (one
+        Redis round trip: the scoring core calls it in its worker, never in the agent's thread)."""
+        return self.reserve(usd=self._avg_usd)
 
-    def settle_run(self, cost_usd: float | None) -> None:
-        """An admitted run finished at `cost_usd` (None: unknown, counted as zero)."""
+    def settle_run(self, reservation: Reservation, cost_usd: float | None) -> None:
+        """The run admitted as `reservation` finished at `cost_usd` (None: unknown, zero)."""
         cost = float(cost_usd) if cost_usd else 0.0
-        with self._lock:
-            reservation = self._outstanding.popleft() if self._outstanding else None
-            if cost > 0.0:
+        if cost > 0.0:
+            with self._lock:
                 self._avg_usd = cost if self._avg_usd == 0.0 else 0.8 * self._avg_usd + 0.2 * cost
-        if reservation is not None:
-            self.settle(reservation, None, cost)
-
-    def release_run(self) -> None:
-        """An admitted run will not run."""
-        with self._lock:
-            reservation = self._outstanding.popleft() if self._outstanding else None
-        if reservation is not None:
-            self.release(reservation)
+        self.settle(reservation, None, cost)
 
     def _finish(self, reservation: Reservation, tokens: int, usd: float, *, released: bool) -> None:
         if reservation.local:

@@ -6,6 +6,7 @@ only reads the prepared fields.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 from collections.abc import Callable, Iterable, Mapping
@@ -14,8 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from tracescore import _env
 from tracescore._exceptions import ConfigurationError
-from tracescore.online._fleet_limits import FleetLimiter
+from tracescore._suppress import suppressed
+from tracescore.online._fleet_limits import NO_FLEET, FleetLimiter, Reservation
 from tracescore.online._isolation import ISOLATIONS
+from tracescore.online._metrics import BUDGET, RATE_LIMITED
 from tracescore.online._sampling import CostBudget, RateLimiter, rejection_threshold
 from tracescore.scoring._provenance import provenance
 
@@ -42,7 +45,8 @@ class OnlineScorer:
       (scorers that use no judge are never limited by it).
     - `fleet_limits`: a `FleetLimiter` shared through Redis by every replica and process that
       points at the same Redis and scope (requests/min, tokens/min, dollars per hour), checked
-      after the limits above; its refusals count as `rate_limited`.
+      after the limits above, in the scoring worker (the agent never waits on Redis); its
+      refusals count as `rate_limited`.
     - `reference`: ground truth for calls without one: a mapping looked up by the call's input
       (or its string form, or the last user message of chat messages), or a callable
       `reference(input) -> ground truth | None`.
@@ -149,20 +153,45 @@ class OnlineScorer:
         """Reserve one run's cost from the budget; False when it is spent (or True: no budget)."""
         return self._budget is None or self._budget.try_reserve()
 
-    def release_budget(self) -> None:
-        """Give back a reservation (local and fleet) whose run will not happen."""
+    def admit(self) -> str | None:
+        """Admit one run in the caller's thread (the agent's, or the gateway's; no I/O): take
+        the rate limit, then reserve the budget. None when admitted, else the reason it is
+        dropped. The fleet's reservation follows in the worker (`admit_fleet`)."""
+        if not self.acquire_rate():
+            return RATE_LIMITED
+        if not self.reserve_budget():
+            return BUDGET
+        return None
+
+    async def admit_fleet(self) -> Reservation | None:
+        """The fleet's reservation of a run `admit` took, in the worker: the Redis round trip
+        runs in a thread, so neither the agent nor the worker's other runs wait on it.
+        `NO_FLEET` without fleet limits; None when the fleet refuses (counted as rate_limited
+        by the caller), the local budget then given back."""
+        limiter = self.fleet_limits
+        if limiter is None:
+            return NO_FLEET
+        with suppressed():  # a Redis instrumentation must not trace the limiter's calls
+            reservation = await asyncio.to_thread(limiter.admit_run)
+        if reservation is None and self._budget is not None:
+            self._budget.release()
+        return reservation
+
+    def release_budget(self, fleet: Reservation | None = None) -> None:
+        """Give back the reservations (local, and `fleet` when the fleet admitted it) of a run
+        that will not happen."""
         if self._budget is not None:
             self._budget.release()
-        if self.fleet_limits is not None:
-            self.fleet_limits.release_run()
+        if fleet is not None and self.fleet_limits is not None and fleet is not NO_FLEET:
+            self.fleet_limits.release(fleet)
 
-    def settle_budget(self, cost_usd: float | None) -> None:
-        """Settle a reservation (local and fleet) with the run's judge cost (None: unknown,
-        counted as zero)."""
+    def settle_budget(self, cost_usd: float | None, fleet: Reservation | None = None) -> None:
+        """Settle the reservations (local, and `fleet` when the fleet admitted it) with the
+        run's judge cost (None: unknown, counted as zero)."""
         if self._budget is not None:
             self._budget.settle(cost_usd)
-        if self.fleet_limits is not None:
-            self.fleet_limits.settle_run(cost_usd)
+        if fleet is not None and self.fleet_limits is not None and fleet is not NO_FLEET:
+            self.fleet_limits.settle_run(fleet, cost_usd)
 
     def after_fork(self) -> None:
         """In a forked child: fresh locks for the limit and budget (a parent thread may hold one)."""

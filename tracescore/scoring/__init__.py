@@ -19,6 +19,7 @@ from tracescore.scoring._judge_api import (
     JudgeRequest,
     JudgeStepError,
 )
+from tracescore.scoring._judge_cache import CachedJudge, cache_judge
 from tracescore.scoring._judged import JudgedRun, JudgedScorer
 from tracescore.scoring._litellm_judge import LiteLLMJudge
 from tracescore.scoring._offline import OfflineJudge
@@ -82,6 +83,7 @@ __all__ = [
     "AnswerRelevancyScorer",
     "AnswerSimilarityScorer",
     "BiasScorer",
+    "CachedJudge",
     "CompletenessScorer",
     "ContentSimilarityScorer",
     "ContextPrecisionScorer",
@@ -124,6 +126,7 @@ __all__ = [
     "TrajectoryAccuracyScorer",
     "TrajectoryScorer",
     "Turn",
+    "cache_judge",
     "create_answer_relevancy_scorer",
     "create_answer_similarity_scorer",
     "create_bias_scorer",

@@ -37,6 +37,7 @@ from tracescore.scoring._judge_api import (
     JudgeRequest,
     JudgeStepError,
 )
+from tracescore.scoring._judge_pricing import reply_cost
 from tracescore.scoring._judge_replies import (
     _describe,
     _is_auth_failure,
@@ -120,15 +121,9 @@ class _Spend:
         usage = getattr(response, "usage", None)
         self.input_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
         self.output_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
-        hidden = getattr(response, "_hidden_params", None)
-        cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
-        if not isinstance(cost, (int, float)) or isinstance(cost, bool):
-            try:  # litellm priced the reply already, except for models it cannot price
-                with quiet_litellm():  # an unmapped model makes litellm print a provider banner
-                    cost = float(litellm.completion_cost(completion_response=response))
-            except Exception:  # noqa: BLE001 - litellm raises plain Exception for unmapped models
-                return  # unknown model or provider: the cost stays unknown
-        self.cost = (self.cost or 0.0) + float(cost)
+        cost = reply_cost(litellm, self.model, response)
+        if cost is not None:  # else an unknown model or provider: the cost stays unknown
+            self.cost = (self.cost or 0.0) + cost
 
     def usage(self) -> JudgeUsage:
         return JudgeUsage(model=self.model, calls=self.calls, input_tokens=self.input_tokens,

@@ -11,14 +11,23 @@ from tracescore.scoring._litellm_judge import LiteLLMJudge
 from tracescore.scoring._offline import OfflineJudge
 
 
+def _unwrapped(judge: Any) -> Any:
+    """The judge a `CachedJudge` asks (the judge itself otherwise)."""
+    from tracescore.scoring._judge_cache import CachedJudge
+
+    return judge.inner if isinstance(judge, CachedJudge) else judge
+
+
 def check_judge(judge: Judge) -> None:
     """Check a judge's whole configuration now (for a LiteLLMJudge: imports litellm)."""
+    judge = _unwrapped(judge)
     if isinstance(judge, LiteLLMJudge):
         judge.check()
 
 
 def preflight_judge(judge: Judge) -> None:
     """Check a judge before its first call: configuration, model and API key (ConfigurationError)."""
+    judge = _unwrapped(judge)
     if isinstance(judge, LiteLLMJudge):
         judge.preflight()
 
