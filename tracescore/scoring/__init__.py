@@ -23,6 +23,7 @@ from tracescore.scoring._litellm_judge import LiteLLMJudge
 from tracescore.scoring._offline import OfflineJudge
 from tracescore.scoring._runs import Expectation, ExpectedStep, Run, Step, Turn
 from tracescore.scoring.bias import BiasScorer, create_bias_scorer
+from tracescore.scoring.checks import CheckScorer  # defines and registers the code checks
 from tracescore.scoring.completeness import CompletenessScorer, create_completeness_scorer
 from tracescore.scoring.context_relevance import (
     ContextRelevanceScorer,
@@ -61,6 +62,7 @@ __all__ = [
     "OFFLINE_MODEL",
     "AnswerRelevancyScorer",
     "BiasScorer",
+    "CheckScorer",
     "CompletenessScorer",
     "ContentSimilarityScorer",
     "ContextRelevanceScorer",
