@@ -40,6 +40,8 @@ def _text(rng: random.Random) -> str:
 
 def _case(rng: random.Random, check: str) -> dict[str, Any]:
     """(reference positional args, our options) of one generated check."""
+    args: list[Any]
+    ours: dict[str, Any]
     case_options = {"ignore_case": rng.random() < 0.6}
     theirs_options = {"ignoreCase": case_options["ignore_case"]}
     if check in ("includes", "excludes", "equals"):
@@ -99,7 +101,7 @@ def test_checks_equal_the_reference(reference: Path, check: str) -> None:
         options = {k: v for k, v in case["ours"].items() if v is not None}
         for scope, kwargs in (("call", {"tool_calls": calls}), ("run", {"trajectory": steps})):
             scorer = create_scorer(name, {**options, "scope": scope})
-            ours = scorer.run(input="q", output=output, **kwargs)  # type: ignore[call-arg]
+            ours = scorer.run(input="q", output=output, **kwargs)
             step = ours.preprocess_step_result
             expected = {_snake(k): v for k, v in their["preprocess"].items()
                         if k != "pattern" and v is not None}

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 # every scorer's id and aliases, in declaration order
 SCORER_NAMES = (
-    "bias", "completeness", "context-relevance", "textual-difference", "difference",
+    "bias",
+    "check-includes", "check-excludes", "check-equals", "check-matches", "check-similarity",
+    "check-called-tool", "check-did-not-call", "check-tool-order", "check-max-tool-calls",
+    "check-used-no-tools", "check-no-tool-errors",
+    "completeness", "context-relevance", "textual-difference", "difference",
     "faithfulness", "hallucination", "keyword-coverage", "keywords", "llm-judge",
     "multi-turn-judge", "multi-turn", "answer-relevancy", "relevancy", "content-similarity",
     "similarity", "tone-consistency", "tone", "tool-call-accuracy", "llm-tool-call-accuracy",
@@ -19,7 +23,10 @@ SCORER_NAMES = (
 )
 
 # each scorer's short name, for the help: the code scorers, then the judged ones
-CODE_SCORERS = ("completeness", "difference", "keywords", "similarity", "tone",
+CODE_SCORERS = ("check-includes", "check-excludes", "check-equals", "check-matches",
+                "check-similarity", "check-called-tool", "check-did-not-call", "check-tool-order",
+                "check-max-tool-calls", "check-used-no-tools", "check-no-tool-errors",
+                "completeness", "difference", "keywords", "similarity", "tone",
                 "tool-call-accuracy", "trajectory-accuracy", "trajectory")
 JUDGED_SCORERS = ("bias", "context-relevance", "faithfulness", "hallucination", "llm-judge",
                   "multi-turn", "relevancy", "llm-tool-call-accuracy", "toxicity",

@@ -23,8 +23,6 @@ from tracescore.scoring._code import NO_JUDGE
 from tracescore.scoring._inputs import InputError, answer_text
 from tracescore.scoring._runs import TOOL_CALL, Step
 from tracescore.scoring._scoped import ScopedScorer
-from tracescore.scoring.similarity import dice_similarity
-from tracescore.scoring.tools import tool_call_names
 
 CHECK_SCOPES = ("call", "run")
 _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL}
@@ -71,6 +69,8 @@ class CheckScorer(ScopedScorer):
             return [(s.name, s.error is not None) for s in _flat(call.trajectory.steps)]
         if call.tool_calls:
             return [(c.name, c.error is not None) for c in call.tool_calls]
+        from tracescore.scoring.tools import tool_call_names  # (declares its scorer after ours)
+
         return [(name, False) for name in tool_call_names(call.output)]
 
     def check(self, call: ScorerInput) -> tuple[float, dict[str, Any]]:
@@ -215,6 +215,8 @@ class SimilarityCheck(_TextCheck):
         self.threshold = threshold
 
     def check(self, call: ScorerInput) -> tuple[float, dict[str, Any]]:
+        from tracescore.scoring.similarity import dice_similarity  # (declares after ours)
+
         output, target = self.texts(call)
         similarity = dice_similarity(output, target)
         score = similarity if self.threshold is None else float(similarity >= self.threshold)
@@ -293,7 +295,7 @@ class MaxToolCallsCheck(CheckScorer):
     name = "Max Tool Calls Check"
     factory = "create_max_tool_calls_check"
 
-    def __init__(self, *, max: int, scope: str = "call") -> None:  # noqa: A002 - the reference's
+    def __init__(self, *, max: int, scope: str = "call") -> None:
         super().__init__(scope=scope)
         self.max = _count_option("max", max)
 
@@ -379,7 +381,7 @@ def create_tool_order_check(*, expected_order: Sequence[str],
     return ToolOrderCheck(expected_order=expected_order, scope=scope)
 
 
-def create_max_tool_calls_check(*, max: int, scope: str = "call") -> MaxToolCallsCheck:  # noqa: A002
+def create_max_tool_calls_check(*, max: int, scope: str = "call") -> MaxToolCallsCheck:
     """The reference's `checks.maxToolCalls(max)`."""
     return MaxToolCallsCheck(max=max, scope=scope)
 
