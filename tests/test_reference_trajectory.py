@@ -365,9 +365,9 @@ def test_aggregates_add_floats_as_the_reference_adds() -> None:
     rng = random.Random(15)
     lists = [[rng.choice((0.1, 0.2, 0.3, 0.7, 0.4 / 0.7, 1 / 3, 0.95, 1.0, 0.01))
               for _ in range(rng.randrange(1, 12))] for _ in range(CASES)]
-    done = subprocess.run(["node", "-e", "let d='';process.stdin.on('data',c=>d+=c).on('end',"
-                           "()=>console.log(JSON.stringify(JSON.parse(d).map("
-                           "l=>l.reduce((a,b)=>a+b,0)))))"],
+    add_up = ("let d='';process.stdin.on('data',c=>d+=c).on('end',()=>console.log("
+              "JSON.stringify(JSON.parse(d).map(l=>l.reduce((a,b)=>a+b,0)))))")
+    done = subprocess.run(["node", "-e", add_up],
                           input=json.dumps(lists).encode(), capture_output=True, check=True,
                           timeout=60)
     theirs = json.loads(done.stdout)
