@@ -105,7 +105,8 @@ def _tool_case(rng: random.Random) -> dict[str, Any]:
     if rng.random() < 0.2:  # a judge that evaluates a different number of calls
         evaluations = evaluations[: rng.randrange(len(evaluations) + 1)]
     analysis: dict[str, Any] = {"evaluations": evaluations}
-    missing = rng.choice((None, [], ["get_weather"], ["refund", "search"]))
+    # blank names count in the reference, and must here (validation keeps them)
+    missing = rng.choice((None, [], ["get_weather"], ["refund", "search"], [""], ["", " "]))
     if missing is not None:
         analysis["missingTools"] = missing
     available = [{"id": "search", "description": "Search the web"},

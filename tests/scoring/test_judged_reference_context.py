@@ -33,7 +33,9 @@ _VERDICTS = ("yes", "no", "unsure", "yes", "no", "Yes", " yes", "YES", "maybe", 
              "\ufeffyes")
 _SCALES = (1, 1, 2, 3, 5, 7, 10, 0.5, 0.7, 1.5, 3.3, 100)
 _LEVELS = ("high", "medium", "low", "none")
-_MISSING: tuple[list[str] | None, ...] = (None, [], ["the dosage"], ["a", "b"], ["a", "b", "c", "d"])
+# blank entries count in the reference, and must here (validation keeps them)
+_MISSING: tuple[list[str] | None, ...] = (None, [], ["the dosage"], ["a", "b"], ["a", "b", "c", "d"],
+                                          [""], ["", "a", " "])
 
 
 @pytest.fixture(scope="module")

@@ -354,3 +354,22 @@ def test_the_sub_agent_average_rounds_like_the_reference(reference: Path) -> Non
         "expected": _their_expectation(item)}])
     ours = create_trajectory_scorer().run(trajectory=run, expected_trajectory=item)
     assert ours.score == their["score"]
+
+
+def test_aggregates_add_floats_as_the_reference_adds() -> None:
+    """Sums of weighted scores, budget checks and sub-agent scores are added left to right, one
+    rounding per addition, as JavaScript's `reduce` adds (Python 3.12's `sum` compensates, and
+    lands on the other side of some rounding ties): checked against Node on generated lists."""
+    from tracescore.scoring._trajectory_checks import js_sum
+
+    rng = random.Random(15)
+    lists = [[rng.choice((0.1, 0.2, 0.3, 0.7, 0.4 / 0.7, 1 / 3, 0.95, 1.0, 0.01))
+              for _ in range(rng.randrange(1, 12))] for _ in range(CASES)]
+    add_up = ("let d='';process.stdin.on('data',c=>d+=c).on('end',()=>console.log("
+              "JSON.stringify(JSON.parse(d).map(l=>l.reduce((a,b)=>a+b,0)))))")
+    done = subprocess.run(["node", "-e", add_up],
+                          input=json.dumps(lists).encode(), capture_output=True, check=True,
+                          timeout=60)
+    theirs = json.loads(done.stdout)
+    assert [js_sum(values) for values in lists] == theirs
+    assert js_sum([0.1] * 10) == 0.9999999999999999  # what the reference gets, on every Python

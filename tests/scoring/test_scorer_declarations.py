@@ -35,6 +35,10 @@ NAMES_ADDED = {
     "trajectory-accuracy-llm": "llm-trajectory-accuracy",
     "judged-trajectory-accuracy": "llm-trajectory-accuracy",
     "multi-turn-judge": "multi-turn-judge", "multi-turn": "multi-turn-judge",
+    # the code checks
+    **{f"check-{c}": f"check-{c}" for c in (
+        "includes", "excludes", "equals", "matches", "similarity", "called-tool", "did-not-call",
+        "tool-order", "max-tool-calls", "used-no-tools", "no-tool-errors")},
 }
 # the judged scorers of the reference's library ported last (issue 37)
 NAMES_ADDED |= {sid: sid for sid in (

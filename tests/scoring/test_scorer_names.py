@@ -22,6 +22,13 @@ from tracescore.scoring._registry import SCORER_ALIASES, SCORER_IDS, create_scor
 
 QUESTION, ANSWER = "What is the capital of France?", "Paris is the capital of France."
 CODE_NAMES = ("keyword-coverage", "textual-difference", "similarity")
+# the code checks' required options
+CHECK_OPTIONS: dict[str, dict[str, Any]] = {
+    **{f"check-{c}": {"expected": "sunny"} for c in ("includes", "excludes", "equals",
+                                                    "similarity")},
+    "check-matches": {"pattern": "sun+y"}, "check-called-tool": {"tool_name": "search"},
+    "check-did-not-call": {"tool_name": "search"}, "check-tool-order": {"expected_order": []},
+    "check-max-tool-calls": {"max": 2}}
 
 
 @pytest.mark.parametrize("name", sorted({*SCORER_ALIASES, *(a.replace("-", "_") for a in SCORER_ALIASES)}))
@@ -44,6 +51,7 @@ def test_every_name_builds_its_scorer(name: str) -> None:
             "summarization", "rubric")},
         "noise-sensitivity": {"model": "openai/gpt-4o-mini", "baseline_response": "Paris.",
                               "noisy_query": "What is the capital of France? Cats!"}}
+    by_id.update(CHECK_OPTIONS)
     scorer = create_scorer(name, by_id.get(sid))
     assert scorer.id == SCORER_ALIASES[name.replace("_", "-")] and scorer.id in SCORER_IDS
 

@@ -70,7 +70,12 @@ def specs(stub_llm: StubLLMServer, monkeypatch: pytest.MonkeyPatch) -> dict[str,
         "context-precision": judge, "context-recall": judge, "prompt-alignment": judge,
         "summarization": judge, "rubric": {**judge, "criteria": "- States the policy"},
         "noise-sensitivity": {**judge, "baseline_response": ANSWER,
-                              "noisy_query": f"{QUESTION} Also, cats?"}}
+                              "noisy_query": f"{QUESTION} Also, cats?"},
+        **{f"check-{c}": {"expected": "refunds"} for c in ("includes", "excludes", "equals",
+                                                          "similarity")},
+        "check-matches": {"pattern": r"\d+ days"}, "check-called-tool": {"tool_name": "search"},
+        "check-did-not-call": {"tool_name": "refund", "scope": "run"},
+        "check-tool-order": {"expected_order": ["search"]}, "check-max-tool-calls": {"max": 1}}
     return {"polite" if sid == "llm-judge" else sid: {"scorer": sid, "options": options.get(sid, {})}
             for sid in SCORER_IDS}
 
@@ -106,6 +111,10 @@ def test_configure_scores_a_live_call_with_every_scorer_named(specs: dict[str, A
     assert [c.events[0].attributes[sc.TS_SCORER_ID] for c in carriers] == ["multi-turn-judge"]
     assert {sid: a.get(sc.ERROR_TYPE) for sid, a in events.items()} == dict.fromkeys(specs)
     assert events["tool-call-accuracy"][sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0  # saw the call
+    for check in ("check-called-tool", "check-tool-order", "check-did-not-call",
+                  "check-includes", "check-matches"):
+        assert events[check][sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0, check
+    assert events["check-used-no-tools"][sc.GEN_AI_EVALUATION_SCORE_VALUE] == 0.0
 
 
 def test_run_evals_scores_with_every_scorer_named(specs: dict[str, Any]) -> None:
@@ -140,3 +149,4 @@ def test_the_command_scores_with_every_scorer_named(specs: dict[str, Any],
     results = {r["scorer_id"]: r for r in json.loads(done.stdout)}
     assert list(results) == list(specs)
     assert results["tool-call-accuracy"]["score"] == 1.0
+    assert results["check-called-tool"]["score"] == 1.0

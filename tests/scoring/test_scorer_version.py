@@ -37,11 +37,26 @@ REQUIRED: dict[str, dict[str, Any]] = {
                                                     "description": "Current weather"}]},
     "tool-call-accuracy": {"expected_tool": "get_weather"},
     "noise-sensitivity": {"baseline_response": "Paris.", "noisy_query": "Capital? Cats!"},
+    **{f"check-{c}": {"expected": "sunny"} for c in ("includes", "excludes", "equals",
+                                                    "similarity")},
+    "check-matches": {"pattern": "sun+y"}, "check-called-tool": {"tool_name": "search"},
+    "check-did-not-call": {"tool_name": "search"}, "check-tool-order": {"expected_order": []},
+    "check-max-tool-calls": {"max": 2},
 }
 _JUDGED = {"max_judge_input_chars": 5000, "redact_judge_input": False, "scale": 10}
 # per scorer: each option with a value other than its default (together they touch every option
 # the scorer has: `test_the_table_covers_every_option` fails for an option added without a row)
 CHANGES: dict[str, dict[str, Any]] = {
+    **{f"check-{c}": {"expected": "rain", "ignore_case": False, "scope": "run"}
+       for c in ("includes", "excludes", "equals")},
+    "check-similarity": {"expected": "rain", "ignore_case": False, "threshold": 0.5,
+                         "scope": "run"},
+    "check-matches": {"pattern": "r+ain", "flags": "i", "exact": True, "scope": "run"},
+    "check-called-tool": {"tool_name": "fetch", "times": 2, "scope": "run"},
+    "check-did-not-call": {"tool_name": "fetch", "scope": "run"},
+    "check-tool-order": {"expected_order": ["a"], "scope": "run"},
+    "check-max-tool-calls": {"max": 3, "scope": "run"}, "check-used-no-tools": {"scope": "run"},
+    "check-no-tool-errors": {"scope": "run"},
     "answer-relevancy": {**_JUDGED, "uncertainty_weight": 0.5},
     "bias": _JUDGED,
     "completeness": {"scale": 10},

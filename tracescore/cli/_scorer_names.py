@@ -9,8 +9,12 @@ from __future__ import annotations
 
 # every scorer's id and aliases, in declaration order
 SCORER_NAMES = (
-    "answer-similarity", "bias", "completeness", "context-precision", "context-recall",
-    "context-relevance", "textual-difference", "difference",
+    "answer-similarity", "bias",
+    "check-includes", "check-excludes", "check-equals", "check-matches", "check-similarity",
+    "check-called-tool", "check-did-not-call", "check-tool-order", "check-max-tool-calls",
+    "check-used-no-tools", "check-no-tool-errors",
+    "completeness", "context-precision", "context-recall", "context-relevance",
+    "textual-difference", "difference",
     "faithfulness", "hallucination", "keyword-coverage", "keywords", "llm-judge",
     "multi-turn-judge", "multi-turn", "noise-sensitivity", "prompt-alignment",
     "answer-relevancy", "relevancy", "rubric", "content-similarity",
@@ -21,7 +25,10 @@ SCORER_NAMES = (
 )
 
 # each scorer's short name, for the help: the code scorers, then the judged ones
-CODE_SCORERS = ("completeness", "difference", "keywords", "similarity", "tone",
+CODE_SCORERS = ("check-includes", "check-excludes", "check-equals", "check-matches",
+                "check-similarity", "check-called-tool", "check-did-not-call", "check-tool-order",
+                "check-max-tool-calls", "check-used-no-tools", "check-no-tool-errors",
+                "completeness", "difference", "keywords", "similarity", "tone",
                 "tool-call-accuracy", "trajectory-accuracy", "trajectory")
 JUDGED_SCORERS = ("answer-similarity", "bias", "context-precision", "context-recall",
                   "context-relevance", "faithfulness", "hallucination", "llm-judge",

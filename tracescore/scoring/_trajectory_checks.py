@@ -11,10 +11,21 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from tracescore.scoring._prompting import reference_round
 from tracescore.scoring._runs import LLM_CALL, TOOL_CALL, Expectation, ExpectedStep, Run, Step
+
+
+def js_sum(values: Iterable[float]) -> float:
+    """Left to right, one rounding per addition, as JavaScript's `reduce((a, b) => a + b, 0)`
+    adds (Python 3.12's `sum` compensates float rounding and can land on the other side of a
+    tie)."""
+    total = 0.0
+    for value in values:
+        total += value
+    return total
 
 
 def round_half_up(value: float) -> float:
@@ -144,7 +155,7 @@ def efficiency(run: Run, *, max_steps: float | None = None, max_total_tokens: fl
     if max_total_tokens is not None and generations == 0:
         raise ValueError("cannot check the token budget: the run has no LLM calls")
     duration = run.duration_ms if run.duration_ms is not None else \
-        sum(s.duration_ms or 0 for s in run.steps)
+        js_sum(s.duration_ms or 0 for s in run.steps)
     if max_total_duration_ms is not None:
         timed = _measured(run.duration_ms) if run.duration_ms is not None else \
             bool(run.steps) and all(_measured(s.duration_ms) for s in run.steps)
@@ -161,7 +172,7 @@ def efficiency(run: Run, *, max_steps: float | None = None, max_total_tokens: fl
             checks.append(_within(used, limit))
     if no_redundant_calls:
         checks.append(max(0.0, 1 - len(redundant) * 0.2))
-    score = sum(checks) / len(checks) if checks else 1.0
+    score = js_sum(checks) / len(checks) if checks else 1.0
     return {"score": reference_round(max(0.0, min(1.0, score))), "total_steps": total_steps,
             "over_step_budget": max_steps is not None and total_steps > max_steps,
             "total_tokens": tokens,
@@ -236,10 +247,10 @@ def evaluate(run: Run, config: Expectation, weights: dict[str, float]) -> dict[s
     if black is not None and black["score"] == 0 or blacklisted(nested):
         score = 0.0
     else:
-        total = sum(w for w, _ in scored)
-        score = sum(w / total * v for w, v in scored) if scored and total > 0 else 1.0
+        total = js_sum(w for w, _ in scored)
+        score = js_sum(w / total * v for w, v in scored) if scored and total > 0 else 1.0
         if nested:
-            score = 0.7 * score + 0.3 * (sum(n["score"] for n in nested) / len(nested))
+            score = 0.7 * score + 0.3 * (js_sum(n["score"] for n in nested) / len(nested))
         score = round_half_up(score)
     return {"score": score, "accuracy": accuracy, "efficiency": eff, "blacklist": black,
             "tool_failures": failures, "nested": nested or None}

@@ -151,7 +151,7 @@ def validate_evaluations(value: Any) -> dict[str, Any]:
         raise ValueError("missingContext must be a list of strings")  # noqa: TRY004
     assessment = value.get("overallAssessment", "")
     return {"evaluations": evaluations,
-            "missingContext": [str(m) for m in missing if str(m).strip()],
+            "missingContext": [str(m) for m in missing],  # blank entries count, as there
             "overallAssessment": assessment if isinstance(assessment, str) else str(assessment)}
 
 

@@ -211,7 +211,7 @@ def validate_evaluations(value: Any) -> dict[str, Any]:
         missing = []
     if not isinstance(missing, list) or not all(isinstance(m, str) for m in missing):
         raise ValueError("'missingTools' must be a list of tool names")
-    return {"evaluations": clean, "missingTools": [m for m in missing if m.strip()]}
+    return {"evaluations": clean, "missingTools": list(missing)}  # blank names count, as there
 
 
 def _tool_lines(tools: Sequence[AvailableTool]) -> str:
