@@ -51,7 +51,7 @@ def test_two_replicas_share_one_judge_cache(tmp_path: Path, otlp_receiver: OTLPR
     server.start()
     config = tmp_path / "gateway.yaml"
     config.write_text(
-        "scoring:\n  scorers:\n    - scorer: relevancy\n"
+        "scoring:\n  max_wait_s: 120\n  scorers:\n    - scorer: relevancy\n"
         f"      options: {{model: openai/judge-stub, api_base: '{stub_llm.base_url}',"
         " api_key: sk-test, timeout: 20}\n"
         f"      judge_cache: {{redis_url: '{server.url}', ttl_s: 600}}\n", encoding="utf-8")
@@ -63,7 +63,7 @@ def test_two_replicas_share_one_judge_cache(tmp_path: Path, otlp_receiver: OTLPR
         for count, gateway in enumerate(replicas, start=1):  # one after the other
             with grpc.insecure_channel(f"127.0.0.1:{gateway.grpc_port}") as channel:
                 channel.unary_unary(_EXPORT)(_agent(rng), timeout=10)
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + 150  # held until scored (a scoring process starts)
             while len(otlp_receiver.spans_named(_AGENT)) < count:
                 assert time.monotonic() < deadline, "agent span not forwarded"
                 time.sleep(0.05)
