@@ -31,7 +31,7 @@ def _score(row: dict[str, str], output: str, with_truth: bool) -> float:
     return SCORER.run(input=row["input"], output=output, ground_truth=truth).score
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(row=st.sampled_from(ROWS), place=PLACES, form=SAME_SENTENCE, with_truth=st.booleans())
 def test_a_detail_in_the_same_sentence_keeps_a_full_score(
         row: dict[str, str], place: str, form: str, with_truth: bool) -> None:
@@ -41,13 +41,15 @@ def test_a_detail_in_the_same_sentence_keeps_a_full_score(
     assert _score(row, form.format(answer=answer, place=place), with_truth) == 1.0
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(row=st.sampled_from(ROWS), place=PLACES, with_truth=st.booleans())
 def test_a_detail_as_a_sentence_of_its_own_is_never_a_zero(
         row: dict[str, str], place: str, with_truth: bool) -> None:
     if _score(row, row["output"], with_truth) < 1.0:
         return
-    assert _score(row, f"{row['output']} It is in {place}.", with_truth) >= 0.6
+    # one partly relevant statement more (0.65), or at worst an off-topic one when the detail
+    # shares a word with the question ("the old town", "How old ..."): 0.5, never a zero
+    assert _score(row, f"{row['output']} It is in {place}.", with_truth) >= 0.5
 
 
 @pytest.mark.parametrize(("output", "statements"), [

@@ -234,8 +234,26 @@ def _matches(question: Question, stems: Sequence[str]) -> tuple[int, int, int]:
     return strong, weak, entities
 
 
+_RANK = {"yes": 2, "unsure": 1, "no": 0}
+
+
 def verdict(question: Question, statement: str, first: bool) -> dict[str, str]:
-    """The verdict on one statement; only the first one may be a bare answer ("Paris.")."""
+    """The verdict on one statement; only the first one may be a bare answer ("Paris.").
+    A trailing detail ("... in the old town.") never makes a statement less relevant: it is
+    judged with and without it, and the better verdict stands."""
+    found = _verdict(question, statement, first)
+    details = list(_DETAIL.finditer(statement))
+    if details and found["result"] != "yes":
+        cut = statement[:details[-1].start()].rstrip(" ,;:(—–-")
+        rest = statement[details[-1].end():]
+        if cut and len(WORD.findall(rest)) <= 4:
+            bare = _verdict(question, cut + ".", first)
+            if _RANK[bare["result"]] > _RANK[found["result"]]:
+                return bare
+    return found
+
+
+def _verdict(question: Question, statement: str, first: bool) -> dict[str, str]:
     words = WORD.findall(statement)
     if not words:
         return {"result": "no", "reason": "The statement has no words to relate to the question."}

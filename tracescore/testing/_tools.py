@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import fcntl
 import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,10 +35,22 @@ def _file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+_HANDED_OUT: collections.deque[int] = collections.deque(maxlen=512)
+_HANDED_OUT_LOCK = threading.Lock()
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A free loopback port, never one of the last 512 this process handed out (the kernel may
+    offer a port again as soon as its probe socket closes: two listeners would then collide)."""
+    with _HANDED_OUT_LOCK:
+        for _ in range(64):
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                port = int(sock.getsockname()[1])
+            if port not in _HANDED_OUT:
+                break
+        _HANDED_OUT.append(port)
+        return port
 
 
 def wait_until(
