@@ -77,6 +77,7 @@ from tracescore.online.intake import (
     attributes_of,
     collector_from,
     from_llm_calls,
+    is_top,
     note_unreadable,
     with_event_content,
 )
@@ -311,8 +312,14 @@ class Engine:
         found: list[Any] = []
         touched: set[int] = set()
         if raw is not None and not any(marker in raw for marker in self._marker_bytes):
-            return found, touched
+            # no marker: read only when it holds spans of a trace with LLM calls whose top
+            # span has not come yet (one of them may be their agent call: `_structure`)
+            looping = self.traces.llm_traces
+            if not looping or not any(tid in raw for tid in tuple(looping.values())):
+                return found, touched
         reader, threshold, held = self._reader, self._threshold, self._held
+        tops: list[Any] = []  # spans at the top of a loop not read by their markers
+        misses: list[Any] = []  # agent-like spans not read (counted once the request is in)
         watched = reader.watched  # the markers, and the keys of agent-like spans
         readable = watched | ITEM_MARKERS  # spans whose attributes are decoded (once)
         randomness = _otlp.randomness
@@ -332,21 +339,43 @@ class Engine:
                         runs.touch(int.from_bytes(span.trace_id, "big"))
                     if waiting:
                         touched.add(int.from_bytes(span.trace_id, "big"))
+                    parent = int.from_bytes(span.parent_span_id, "big") or None
+                    if parent is None:
+                        self.traces.loop_ended(int.from_bytes(span.trace_id, "big"))
                     if watched.isdisjoint(keys):
+                        if is_top(parent, OtlpSpanView(span).kind):
+                            tops.append((rs, ss, span, index, None, keys, attributes))
                         continue
                     call, read = reader.read(
                         span.name, attributes if attributes is not None
                         else attributes_of(span.attributes),
                         [(e.name, e.attributes) for e in span.events], attributes_of)
+                    if reader.wrapper(call, parent):
+                        continue  # a wrapper of one model turn: part of the agent call above
                     if not isinstance(call, (RecognisedCall, ContentlessAgent)):
-                        if call is not None:
-                            self._count_unreadable(call, span.name, read)
+                        if is_top(parent, OtlpSpanView(span).kind):
+                            tops.append((rs, ss, span, index, call, keys, read))
+                        elif call is not None:
+                            misses.append((span, call, read))
                         continue
                     # the LLM calls below it are its own
                     self.traces.mark_agent(*self.traces.at(_otlp.key_of(span)))
                     key = _otlp.key_of(span)
                     if key not in held and key not in waiting:
                         found.append((rs, ss, span, index, call))
+        for rs, ss, span, index, call, keys, read in tops:  # the request is in: its shape
+            key = _otlp.key_of(span)
+            agent = reader.structural(self.traces, *self.traces.at(key), None,
+                                      OtlpSpanView(span).kind, span.name, keys, read)
+            if agent is not None:
+                self.traces.mark_agent(*self.traces.at(key))
+                if key not in held and key not in waiting:
+                    found.append((rs, ss, span, index, agent))
+            elif call is not None:
+                misses.append((span, call, read))
+        for span, call, read in misses:  # not one that only wraps agent spans
+            if not self.traces.agents_below(*self.traces.at(_otlp.key_of(span))):
+                self._count_unreadable(call, span.name, read)
         return self._read_contentless(found), touched
 
     def _read_contentless(self, found: list[Any]) -> list[Any]:
@@ -354,6 +383,10 @@ class Engine:
         are here; one that only contains agent spans below it is no agent call of its own."""
         kept = []
         for rs, ss, span, index, call in found:
+            hollow = self._reader.hollow(call)  # its input holds no question
+            if hollow is not None:
+                calls = self.traces.llm_calls_of(*self.traces.at(_otlp.key_of(span)))
+                call = from_llm_calls(hollow, calls) or call if calls else call
             if isinstance(call, ContentlessAgent):
                 call = self._reader.from_trace(self.traces, *self.traces.at(_otlp.key_of(span)),
                                                call)
@@ -362,9 +395,11 @@ class Engine:
             kept.append((rs, ss, span, index, call))
         return kept
 
-    def _unreadable(self, name: str, attributes: Mapping[str, Any]) -> None:
-        """Count and log (once per framework and reason) an agent-like span the chain rejected."""
-        unreadable = self._reader.diagnose(name, attributes)
+    def _unreadable(self, agent: ContentlessAgent, name: str,
+                    attributes: Mapping[str, Any]) -> None:
+        """Count and log (once per framework and reason) an agent read from its LLM calls that
+        could not be read."""
+        unreadable = self._reader.unread(agent, name, attributes)
         if unreadable is not None:
             self._count_unreadable(unreadable, name, attributes)
 
@@ -472,7 +507,7 @@ class Engine:
         else:
             if not self._closed and wait_s <= 0:
                 span = _otlp.only_span(single)
-                self._unreadable(span.name, _readable(span, None))
+                self._unreadable(agent, span.name, _readable(span, None))
             self._unscored(row, single, agent,
                            SHUTDOWN if self._closed else
                            NO_LLM_CALLS if wait_s <= 0 else HELD_OVERFLOW)
@@ -528,7 +563,7 @@ class Engine:
                 return
             if reason == NO_LLM_CALLS:
                 self._metrics.add("llm_wait_expired")
-                self._unreadable(span.name, _readable(span, None))
+                self._unreadable(entry.agent, span.name, _readable(span, None))
             self._unscored(entry.row, entry.single, entry.agent, reason)
         except Exception:  # noqa: BLE001 - the span goes on as it came, whatever happens
             _log.warning("tracescore: could not settle a waiting agent span", exc_info=True)

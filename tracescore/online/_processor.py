@@ -76,6 +76,7 @@ from tracescore.online.intake import (
     as_trace_limits,
     in_process,
     note_unreadable,
+    starts_llm_call,
 )
 from tracescore.scoring._base import reads_trace
 
@@ -247,23 +248,30 @@ class ScoringSpanProcessor(SpanProcessor):
         """An agent span starting in a trace a scorer may sample: collect that trace's spans."""
         attributes = _attributes_of(span)
         operation = attributes.get(sc.GEN_AI_OPERATION_NAME)
+        # an LLM call: the span above it that ends last may be its agent call (`_structure`)
+        loop = bool(self._contentless) and starts_llm_call(attributes)
         if operation is not None:
-            if operation != sc.OP_INVOKE_AGENT and operation != sc.OP_INVOKE_WORKFLOW:
+            if not loop and operation != sc.OP_INVOKE_AGENT and operation != sc.OP_INVOKE_WORKFLOW:
                 return
-        elif not self._recognisers or (self._markers.isdisjoint(attributes)
+        elif not self._recognisers or (not loop and self._markers.isdisjoint(attributes)
                                        and not self._contentless.accepts(span.name, attributes)):
             return
         if sc.TS_EVAL_RUN_ID in attributes or otel_context.get_value(sc.CTX_EVAL_RUN_ID):
             return  # run_evals scores its own calls (its item span, and agents inside it)
-        self._traces.open(trace_id, span_id)
+        if loop:
+            self._traces.open_loop(trace_id)
+        else:
+            self._traces.open(trace_id, span_id)
 
     def _track_end(self, span: ReadableSpan) -> TraceSpans | None:
         """Remember a finished span of a collected trace; the trace when `span` is its agent."""
         context = span.context
         if context is None or context.trace_id not in self._kept:
             return None
+        parent = span.parent
         return self._traces.end_span(SdkSpanView(span), _attributes_of(span),
-                                     llm=bool(self._contentless), marks=self._run_scope)
+                                     llm=bool(self._contentless), marks=self._run_scope,
+                                     root=parent is None or parent.is_remote)
 
     def _collect(self, span: ReadableSpan, trace: TraceSpans | None,
                  candidate: _Candidate) -> None:
@@ -296,6 +304,8 @@ class ScoringSpanProcessor(SpanProcessor):
             context = span.context
             if context is not None:
                 candidate = self._candidates.pop((context.trace_id, context.span_id), None)
+        if trace is not None and _ours(span):  # an agent call of ours: the LLM calls below
+            self._traces.mark_agent(trace, span.context.span_id)  # are its own
         if candidate is None and self._recognisers:
             candidate = self._recognised_candidate(span, trace)
         return candidate
@@ -442,23 +452,8 @@ class ScoringSpanProcessor(SpanProcessor):
             attributes = span.attributes or {}
             if sc.TS_JUDGE in attributes:
                 return None  # a judge's own call (`_judge_spans`): never scored
-            reader = self._reader
-            if reader.watched.isdisjoint(attributes):
-                return None  # neither a recogniser nor a diagnosis could take it: skip the chain
-            found, attributes = reader.read(  # content some instrumentations record as events
-                span.name, attributes, [(e.name, e.attributes) for e in span.events],
-                contentless=trace is not None)
-            if isinstance(found, (RecognisedCall, ContentlessAgent)):
-                self._traces.mark_agent(trace, context.span_id)  # the LLM calls below: its own
-            if isinstance(found, ContentlessAgent):
-                found = reader.from_trace(self._traces, trace, context.span_id, found)
-                if found is None:
-                    return None  # it only contains agent spans
-                if isinstance(found, ContentlessAgent):  # its LLM calls are not here
-                    found = reader.diagnose(span.name, attributes)
-            if not isinstance(found, RecognisedCall):
-                if found is not None:
-                    self._unreadable(found, span.name, attributes)
+            found = self._read_agent(span, trace, attributes)
+            if found is None:
                 return None
             if otel_context.get_value(sc.CTX_EVAL_RUN_ID) is not None:
                 return None  # ended inside run_evals, which scores its own calls
@@ -479,6 +474,46 @@ class ScoringSpanProcessor(SpanProcessor):
             self._core.log_once("recognise", "tracescore: could not read an agent span for "
                                 "scoring", exc_info=True)
             return None
+
+    def _read_agent(self, span: ReadableSpan, trace: TraceSpans | None,
+                    attributes: Mapping[str, Any]) -> RecognisedCall | None:
+        """The agent call a finished span of another instrumentation records: by its markers,
+        else (with its `trace`) by the trace's shape; from the LLM calls below it when it has no
+        content of its own; None when it is no agent call or cannot be read (then counted)."""
+        reader, traces, span_id = self._reader, self._traces, span.context.span_id
+        found: Any = None
+        if not reader.watched.isdisjoint(attributes):
+            found, attributes = reader.read(  # content some instrumentations record as events
+                span.name, attributes, [(e.name, e.attributes) for e in span.events],
+                contentless=trace is not None)
+        if trace is None:
+            if isinstance(found, Unreadable):
+                self._unreadable(found, span.name, attributes)
+            return found if isinstance(found, RecognisedCall) else None
+        parent = span.parent
+        parent_id = None if parent is None or parent.is_remote else parent.span_id
+        if reader.wrapper(found, parent_id):
+            return None  # a wrapper of one model turn: part of the agent call above it
+        if (found is None or isinstance(found, Unreadable)) and self._contentless:
+            found = reader.structural(traces, trace, span_id, parent_id, _KINDS[span.kind.value],
+                                      span.name, attributes, attributes) or found
+        recorded = found
+        hollow = reader.hollow(found)
+        if hollow is not None and traces.llm_calls_of(trace, span_id):
+            found = hollow  # its input holds no question: read from its LLM calls
+        if isinstance(found, (RecognisedCall, ContentlessAgent)):
+            traces.mark_agent(trace, span_id)  # the LLM calls below: its own
+        if isinstance(found, ContentlessAgent):
+            agent = found
+            found = reader.from_trace(traces, trace, span_id, agent)
+            if found is None:
+                return None  # it only contains agent spans
+            if isinstance(found, ContentlessAgent):  # its LLM calls are not here, or no text
+                found = recorded if hollow is not None else reader.unread(agent, span.name,
+                                                                           attributes)
+        if isinstance(found, Unreadable) and not traces.agents_below(trace, span_id):
+            self._unreadable(found, span.name, attributes)  # (one that only wraps agent spans
+        return found if isinstance(found, RecognisedCall) else None  # is no call of its own)
 
     # --- the core's front-door callbacks ----------------------------------------------------------
     def _export(self, span: ReadableSpan, events: Sequence[EventPayload]) -> None:
@@ -515,6 +550,16 @@ def _attributes_of(span: ReadableSpan) -> Mapping[str, Any]:
     lookup through the public read-only view costs ~1 us, several per ended span."""
     plain = getattr(getattr(span, "_attributes", None), "_dict", None)
     return plain if isinstance(plain, dict) else (span.attributes or {})
+
+
+_KINDS = ("internal", "server", "client", "producer", "consumer")  # SpanKind by value
+
+
+def _ours(span: ReadableSpan) -> bool:
+    """An agent span of tracescore's own decorators."""
+    scope = span.instrumentation_scope
+    return (scope is not None and scope.name.startswith("tracescore")
+            and _attributes_of(span).get(sc.GEN_AI_OPERATION_NAME) == sc.OP_INVOKE_AGENT)
 
 
 def _key(span: ReadableSpan) -> tuple[int, int]:

@@ -18,6 +18,8 @@ behind it (`_recognise`, `_frameworks`, `_readers`, `_messages`, `_unwrap`, `_ev
 - the per-trace collection (both doors): `TraceCollector` (`add_span`, `end_span`, `at`),
   `BufferLimits`, `collector_from`, `in_process`, `trace_input_of`; what one span recorded:
   `ITEM_MARKERS`, `error_of`;
+- agent calls found by the trace's shape (`AgentReader.structural`, `.wrapper`, `.hollow`):
+  `starts_llm_call`, `convention_of`;
 - unreadable spans: `Diagnoser`, `Unreadable`, `REASONS`, `note_unreadable`, `suggest_mapping`.
 """
 
@@ -53,6 +55,7 @@ from tracescore.online.intake._recognise import (
 )
 from tracescore.online.intake._recorded import ITEM_MARKERS, error_of
 from tracescore.online.intake._run_steps import RunSource, agent_above, read_mark, run_of
+from tracescore.online.intake._structure import convention_of, is_top, starts_llm_call
 from tracescore.online.intake._trace_input import (
     EMPTY,
     Item,
@@ -105,9 +108,11 @@ __all__ = [
     "build_recognisers",
     "collector_from",
     "contentless_reader",
+    "convention_of",
     "error_of",
     "from_llm_calls",
     "in_process",
+    "is_top",
     "note_unreadable",
     "read_llm_call",
     "read_mark",
@@ -115,6 +120,7 @@ __all__ = [
     "recognise",
     "recogniser_markers",
     "run_of",
+    "starts_llm_call",
     "suggest_mapping",
     "trace_input_of",
     "unwrap_input",

@@ -9,6 +9,12 @@ and events as its door holds them) with one outcome:
 - an `Unreadable`: it looks like an agent call but cannot be read (the door counts it and
   calls `note_unreadable`);
 - None: no agent call (the common case, decided on `watched` keys before anything is read).
+
+Then, with the span's trace (`_structure`): `wrapper` (an anonymous agent span without content
+under another span: part of the call above it), `structural` (a loop's top span without agent
+marker, read from the LLM calls below it), `hollow` (a recognised call whose input holds no
+question: read from the LLM calls below it instead) and `unread` (why one that needed its LLM
+calls was not read).
 """
 
 from __future__ import annotations
@@ -17,11 +23,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from tracescore.online.intake._collector import TraceCollector
-from tracescore.online.intake._diagnose import Diagnoser, Unreadable
+from tracescore.online.intake._diagnose import Diagnoser, Unreadable, question_of
 from tracescore.online.intake._event_content import with_event_content
 from tracescore.online.intake._llm_calls import ContentlessAgent, contentless_reader, from_llm_calls
 from tracescore.online.intake._readers import RecognisedCall, Recogniser
 from tracescore.online.intake._recognise import recognise, recogniser_markers
+from tracescore.online.intake._structure import candidate, is_top, miss
 from tracescore.online.intake._trace_input import TraceSpans
 
 Outcome = RecognisedCall | ContentlessAgent | Unreadable | None
@@ -70,3 +77,44 @@ class AgentReader:
         if read is not None:
             return read
         return None if traces.agents_below(trace, span_id) else agent
+
+    @staticmethod
+    def wrapper(found: Outcome, parent_id: int | None) -> bool:
+        """Whether `found` is an anonymous agent span without content under another span: a
+        wrapper of one model turn, part of the agent call above it (not scored, not counted,
+        not an agent span its LLM calls belong to)."""
+        return isinstance(found, ContentlessAgent) and found.anonymous and bool(parent_id)
+
+    @staticmethod
+    def structural(traces: TraceCollector, trace: TraceSpans | None, span_id: int,
+                   parent_id: int | None, kind: str, name: str, keys: Iterable[str],
+                   attributes: Mapping[str, Any] | None = None) -> ContentlessAgent | None:
+        """The agent call a span with no agent marker stands for by the trace's shape: the top
+        of a loop (a root, or a request's top span) with LLM calls below it that no agent span
+        below it owns; None for any other span (cheap when its trace has no LLM calls)."""
+        if trace is None or not trace.llm or span_id in trace.llm or not is_top(parent_id, kind):
+            return None
+        if not traces.llm_calls_of(trace, span_id):
+            return None
+        return candidate(name, keys, attributes)
+
+    @staticmethod
+    def hollow(found: Outcome) -> ContentlessAgent | None:
+        """A recognised call whose input holds no question text (`gen_ai.input.messages`
+        recorded empty, `input.value` ""...), as an agent to read from its LLM calls."""
+        if not isinstance(found, RecognisedCall):
+            return None
+        value = found.input
+        if isinstance(value, str) and value.strip():
+            return None  # the common case: the question as text
+        if question_of(value):
+            return None
+        return ContentlessAgent(found.convention, found.agent, found.ground_truth)
+
+    def unread(self, agent: ContentlessAgent, name: str, attributes: Mapping[str, Any]
+               ) -> Unreadable | None:
+        """Why an agent read from its LLM calls was not read (they hold no text, or never
+        came)."""
+        if agent.structural:
+            return miss(agent, name)
+        return self.diagnose(name, attributes)

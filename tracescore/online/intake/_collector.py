@@ -43,6 +43,7 @@ from tracescore.online.intake._trace_input import (
 )
 from tracescore.online.intake._view import SpanView
 
+_TraceIdBytes = bytes  # (the class below has a `bytes` property)
 _SPAN_BYTES = 64  # what remembering one span costs besides its recorded text (links, ids)
 
 
@@ -79,6 +80,9 @@ class TraceCollector:
         self._traces: dict[int, TraceSpans] = {}
         self._costs: dict[int, int] = {}  # bytes charged per trace
         self._bytes = 0
+        # traces with LLM calls, by id: their trace id as sent (the gateway lets requests that
+        # hold one through its marker check: their spans may be the agent call above the calls)
+        self._llm_ids: dict[int, _TraceIdBytes] = {}
         self._lock = threading.Lock()
         self.evicted = 0  # traces forgotten to stay within the bounds
         self.skipped = 0  # spans that could not be read (counted by the readers)
@@ -121,6 +125,28 @@ class TraceCollector:
                 self._evict()
             trace.agents.add(agent_id)
 
+    def open_loop(self, trace_id: int) -> None:
+        """An LLM call started (in process): keep its trace's spans until its local root ends
+        (`end(..., root=True)`): the span above the call that ends last may be its agent call."""
+        with self._lock:
+            trace = self._traces.get(trace_id)
+            if trace is None:
+                trace = self._new(trace_id)
+                self._evict()
+            trace.loop = True
+
+    def loop_ended(self, trace_id: int) -> None:
+        """The root of `trace_id` came: no span above its LLM calls is to come (its trace id
+        leaves `llm_traces`)."""
+        if trace_id in self._llm_ids:
+            with self._lock:
+                self._llm_ids.pop(trace_id, None)
+
+    @property
+    def llm_traces(self) -> Mapping[int, _TraceIdBytes]:
+        """The kept traces with LLM calls: trace id -> its 16 bytes (read only)."""
+        return self._llm_ids
+
     def add(self, trace_id: int, span_id: int, parent_id: int | None, item: Item | None,
             llm: LlmCall | None = None, mark: Mark | None = None) -> None:
         """Remember one finished span (the trace is kept from now on if it was not)."""
@@ -131,19 +157,23 @@ class TraceCollector:
             self._add(trace, trace_id, span_id, parent_id, item, llm, mark)
 
     def end(self, trace_id: int, span_id: int, parent_id: int | None, item: Item | None,
-            llm: LlmCall | None = None, mark: Mark | None = None) -> TraceSpans | None:
-        """Remember one finished span of a trace kept since an agent span of it was `open`ed
-        (spans of other traces are ignored). When it is such an agent span: its trace (forgotten
-        here once no other agent span of it is open; ask `items_under` & co. with it)."""
+            llm: LlmCall | None = None, mark: Mark | None = None, *, root: bool = False
+            ) -> TraceSpans | None:
+        """Remember one finished span of a trace kept since an agent span (or, `open_loop`, an
+        LLM call) of it started (spans of other traces are ignored). When it is such an agent
+        span, or `root`, the local root of a trace kept for its LLM calls: its trace (forgotten
+        here once no agent span of it is open and, for LLM calls, its root ended; ask
+        `items_under` & co. with it)."""
         with self._lock:
             trace = self._traces.get(trace_id)
             if trace is None:
                 return None
             self._add(trace, trace_id, span_id, parent_id, item, llm, mark)
-            if span_id not in trace.agents:
+            if span_id in trace.agents:
+                trace.agents.discard(span_id)
+            elif not (root and trace.loop):
                 return None
-            trace.agents.discard(span_id)
-            if not trace.agents:
+            if not trace.agents and (root or not trace.loop):
                 self._forget(trace_id)
             return trace
 
@@ -161,7 +191,7 @@ class TraceCollector:
             self._skip()
 
     def end_span(self, view: SpanView, attributes: Mapping[str, Any], *, llm: bool = True,
-                 marks: bool = False) -> TraceSpans | None:
+                 marks: bool = False, root: bool = False) -> TraceSpans | None:
         """`end` for one finished span of a trace `open`ed in process; what it recorded is read
         from `attributes` (a span that cannot be read records nothing). Never raises."""
         trace_id = view.trace_id
@@ -172,7 +202,7 @@ class TraceCollector:
             item, llm_call, mark = recorded(view, attributes, llm=llm, marks=marks)
         except Exception:  # noqa: BLE001 - counted; its trace is kept all the same
             self._skip()
-        return self.end(trace_id, view.span_id, view.parent_id, item, llm_call, mark)
+        return self.end(trace_id, view.span_id, view.parent_id, item, llm_call, mark, root=root)
 
     def at(self, key: tuple[int, int]) -> tuple[TraceSpans | None, int]:
         """(the kept trace of `key` = (trace id, span id), its span id): what the questions
@@ -238,6 +268,8 @@ class TraceCollector:
         """(Caller holds the lock.)"""
         dropped = trace.dropped
         trace.add(span_id, parent_id, item, self.limits.max_spans, llm, mark)
+        if llm is not None and trace_id not in self._llm_ids:
+            self._llm_ids[trace_id] = trace_id.to_bytes(16, "big")
         if trace.dropped == dropped:
             cost = (_SPAN_BYTES + (item.chars if item is not None else 0)
                     + (llm.chars if llm is not None else 0))
@@ -252,6 +284,7 @@ class TraceCollector:
 
     def _forget(self, trace_id: int) -> None:
         del self._traces[trace_id]
+        self._llm_ids.pop(trace_id, None)
         self._bytes -= self._costs.pop(trace_id, 0)
 
     def _evict(self) -> None:

@@ -42,6 +42,7 @@ NO_OUTPUT = "no_output_attribute"
 NO_QUESTION = "no_question_text"
 NO_ANSWER = "no_output_text"
 NOT_READ = "not_read"
+STRUCTURAL_NO_TEXT = "no_text_in_llm_calls"  # a span found by structure (`_structure`)
 REASONS: dict[str, str] = {
     NO_CONTENT: "no input or output attribute",
     NO_INPUT: "no input attribute",
@@ -49,6 +50,8 @@ REASONS: dict[str, str] = {
     NO_QUESTION: "input has no question text",
     NO_ANSWER: "output has no text",
     NOT_READ: "input and output are there, but its reader did not accept them",
+    STRUCTURAL_NO_TEXT: "it encloses LLM calls (no agent marker: found by the trace's shape), "
+                        "but they record no user question or no answer text",
 }
 _MISSING = (NO_CONTENT, NO_INPUT, NO_OUTPUT)  # what a content switch can be the cause of
 _AGENT_OPERATIONS = (sc.OP_INVOKE_AGENT, sc.OP_INVOKE_WORKFLOW)

@@ -65,6 +65,10 @@ class ContentlessAgent:
     convention: str
     agent: str  # the agent name, or the span name when the span names none
     ground_truth: Any = None
+    # no agent name recorded and a span name that is only its operation's (`invoke_agent`): a
+    # wrapper of one model turn, part of the agent call above it (`AgentReader.wrapper`)
+    anonymous: bool = False
+    structural: bool = False  # found by the trace's shape, no agent marker (`_structure`)
 
 
 class LlmCall(NamedTuple):
@@ -114,8 +118,19 @@ class ContentlessReader:
                     and (span_name is None or span_name.fullmatch(name) is not None)):
                 agent = attributes.get(agent_key) if agent_key is not None else None
                 return ContentlessAgent(convention, str(agent) if agent else name,
-                                        _messages.decoded(attributes.get(sc.TS_GROUND_TRUTH)))
+                                        _messages.decoded(attributes.get(sc.TS_GROUND_TRUTH)),
+                                        anonymous=not agent and is_anonymous(name))
         return None
+
+
+# span names that name no agent: an operation or span kind only
+_ANONYMOUS = frozenset({"", "invoke_agent", "invoke_workflow", "agent", "workflow", "chain",
+                        "agent run", "agent_run", "run", "step", "turn"})
+
+
+def is_anonymous(name: str) -> bool:
+    """Whether a span name names no agent (`invoke_agent`, `agent`, `""`, ...)."""
+    return name.strip().lower() in _ANONYMOUS
 
 
 def is_empty(value: object) -> bool:

@@ -202,6 +202,7 @@ class TraceSpans:
     # its own, not an outer agent's
     agent_spans: set[int] = field(default_factory=set)
     marks: dict[int, Any] = field(default_factory=dict)  # run steps (`_run_steps.Mark`)
+    loop: bool = False  # kept in process for an LLM call: until its local root ends
 
     def add(self, span_id: int, parent_id: int | None, item: Item | None, max_spans: int,
             llm: LlmCall | None = None, mark: Any = None) -> None:
