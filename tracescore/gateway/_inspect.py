@@ -31,6 +31,7 @@ from tracescore.online.intake import (
     TraceLimits,
     Unreadable,
     attributes_of,
+    is_top,
     suggest_mapping,
 )
 from tracescore.scoring._inputs import answer_text, question_text
@@ -68,7 +69,9 @@ class _Found:
     where: str
     span: Span
     attributes: Mapping[str, Any]
-    outcome: RecognisedCall | ContentlessAgent | Unreadable
+    # None: a loop's top span without agent marker, decided once every span is in
+    outcome: RecognisedCall | ContentlessAgent | Unreadable | None
+    keys: frozenset[str] = frozenset()
 
 
 class Inspector:
@@ -85,8 +88,9 @@ class Inspector:
                                       clock=lambda: 0.0)
         self._found: list[_Found] = []
         self._keep_others = keep_others
-        self.others: list[tuple[str, str]] = []  # (where, span name) with `keep_others`
-        self.other_count = 0
+        self._others: list[tuple[str, str]] = []  # (where, span name) with `keep_others`
+        self._other_count = 0
+        self._late: list[tuple[str, str]] = []  # agent-like spans found to be no agent call
         self.spans = 0
         self.requests = 0
         self._lock = threading.Lock()
@@ -104,38 +108,76 @@ class Inspector:
         keys = {kv.key for kv in span.attributes}
         attributes = (attributes_of(span.attributes)
                       if not self._readable.isdisjoint(keys) else None)
-        self._traces.add_span(OtlpSpanView(span), attributes)
+        view = OtlpSpanView(span)
+        self._traces.add_span(view, attributes)
         outcome: RecognisedCall | ContentlessAgent | Unreadable | None = None
         if attributes is not None and not self._reader.watched.isdisjoint(keys):
             outcome, _ = self._reader.read(span.name, attributes,
                                            [(e.name, e.attributes) for e in span.events],
                                            attributes_of)
+            if self._reader.wrapper(outcome, view.parent_id):
+                outcome = None  # a wrapper of one model turn: part of the agent call above it
             if isinstance(outcome, (RecognisedCall, ContentlessAgent)):
                 # the LLM calls below it are its own
                 self._traces.mark_agent(*self._traces.at(_otlp.key_of(span)))
-        if outcome is None:
-            self.other_count += 1
+        top = not isinstance(outcome, (RecognisedCall, ContentlessAgent)) and is_top(
+            view.parent_id, view.kind)
+        if outcome is None and not top:
+            self._other_count += 1
             if self._keep_others:
-                self.others.append((where, span.name))
+                self._others.append((where, span.name))
             return
-        self._found.append(_Found(where, span, attributes or {}, outcome))
+        self._found.append(_Found(where, span, attributes or attributes_of(span.attributes)
+                                  if top else attributes or {}, outcome,
+                                  frozenset(keys) if top else frozenset()))
+
+    @property
+    def other_count(self) -> int:
+        """Spans that are no agent call (agent-like ones counted once `reports` decided)."""
+        return self._other_count + len(self._late)
+
+    @property
+    def others(self) -> list[tuple[str, str]]:
+        """(where, span name) of the other spans, with `keep_others`."""
+        return self._others + (self._late if self._keep_others else [])
 
     def reports(self) -> list[SpanReport]:
         """A report per agent-like span, in the order they came."""
         with self._lock:
-            return [report for found in self._found if (report := self._report(found))]
+            self._late = []
+            reports = []
+            for found in self._found:
+                report = self._report(found)
+                if report is not None:
+                    reports.append(report)
+                else:  # no agent call of its own (a loop's top without LLM calls, a workflow)
+                    self._late.append((found.where, found.span.name))
+            return reports
 
     def _outcome(self, found: _Found) -> RecognisedCall | Unreadable | None:
         """What the gateway makes of the span: an agent span without content is read from the
-        LLM calls below it, or unreadable; None for one that only contains agent spans."""
-        outcome = found.outcome
+        LLM calls below it, or unreadable; a loop's top span without agent marker is one when
+        LLM calls ran below it (`AgentReader.structural`); None for one that only contains
+        agent spans."""
+        outcome: Any = found.outcome
+        span, at = found.span, self._traces.at(_otlp.key_of(found.span))
+        if not isinstance(outcome, (RecognisedCall, ContentlessAgent)):
+            view = OtlpSpanView(span)
+            agent = self._reader.structural(self._traces, *at, view.parent_id, view.kind,
+                                            span.name, found.keys, found.attributes)
+            if agent is None:  # an agent-like span nothing reads, unless it only wraps agents
+                return None if self._traces.agents_below(*at) else outcome
+            outcome = agent
+        hollow = self._reader.hollow(outcome)  # its input holds no question
+        if hollow is not None and self._traces.llm_calls_of(*at):
+            read = self._reader.from_trace(self._traces, *at, hollow)
+            return read if isinstance(read, RecognisedCall) else outcome
         if not isinstance(outcome, ContentlessAgent):
             return outcome
-        read = self._reader.from_trace(self._traces, *self._traces.at(_otlp.key_of(found.span)),
-                                       outcome)
+        read = self._reader.from_trace(self._traces, *at, outcome)
         if not isinstance(read, ContentlessAgent):
             return read
-        return self._reader.diagnose(found.span.name, found.attributes)
+        return self._reader.unread(outcome, span.name, found.attributes)
 
     def _report(self, found: _Found) -> SpanReport | None:
         span, outcome = found.span, self._outcome(found)
