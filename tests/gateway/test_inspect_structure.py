@@ -9,14 +9,14 @@ from _span_trees import Node, chat, messages, sent_requests, tool
 
 import tracescore
 from tracescore import _semconv as sc
-from tracescore.gateway._inspect import Inspector
+from tracescore.gateway._inspect import Inspector, SpanReport
 
 Q = "What is the capital of France?"
 A = "Paris is the capital of France."
 
 
 def _inspected(trees: list[Node], mappings: list[dict[str, object]] | None = None
-               ) -> tuple[Inspector, list[object]]:
+               ) -> tuple[Inspector, list[SpanReport]]:
     inspector = Inspector(tracescore.build_recognisers(mappings or []), keep_others=True)
     for request in sent_requests(trees):
         inspector.add(request)
@@ -38,7 +38,7 @@ def test_inspect_shows_structural_calls_and_explains_the_misses() -> None:
                        [chat(Q, A)])])]),
     ]
     inspector, reports = _inspected(trees)
-    by_name = {report.name: report for report in reports}  # type: ignore[attr-defined]
+    by_name = {report.name: report for report in reports}
     assert sorted(by_name) == ["answer_question", "handle", "invoke_agent geo"]
     found = by_name["answer_question"]
     assert (found.scored, found.framework, found.question, found.answer) == (
@@ -56,6 +56,7 @@ def test_inspect_shows_structural_calls_and_explains_the_misses() -> None:
     assert {"invoke_workflow trip", "invoke_agent"} <= {name for _, name in inspector.others}
 
     # the entry, saved in the config, reads the span
-    _, again = _inspected([trees[1]], [missed.mapping])  # type: ignore[list-item]
+    assert missed.mapping is not None
+    _, again = _inspected([trees[1]], [missed.mapping])
     [read] = again
-    assert (read.scored, read.question, read.answer) == (True, Q, A)  # type: ignore[attr-defined]
+    assert (read.scored, read.question, read.answer) == (True, Q, A)

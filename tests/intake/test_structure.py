@@ -7,14 +7,18 @@ cannot be read is counted, never skipped in silence. Generated trees check the r
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 
+from _gateway_helpers import plain_request
 from _span_trees import (
     Node,
     Outcome,
     both,
     chat,
+    engine,
     messages,
+    sent_requests,
     through_the_gateway,
     through_the_processor,
     tool,
@@ -245,3 +249,30 @@ def test_generated_trees_score_the_outermost_agent_span_or_count_the_miss(
         else:  # never silent
             assert (found.scored, found.seen) == ([], [])
             assert found.unreadable == Counter({counted: 1})
+
+
+# --- the gateway's pass-through ------------------------------------------------------------------
+def test_plain_spans_pass_through_unread_unless_their_trace_awaits_its_loop_top() -> None:
+
+    with engine() as (built, scorer, output, _):
+        plain = plain_request(20)
+        built.accept(plain, plain.SerializeToString())
+        assert built.traces.trace_ids() == []  # not read: no marker, no trace awaited
+        requests = sent_requests([Node("answer_question", {}, [chat(Q, A)])])
+        llm, top = requests  # the model call, then its parent (no marker key)
+        built.accept(llm, llm.SerializeToString())
+        [awaited] = built.traces.trace_ids()
+        assert list(built.traces.llm_traces) == [awaited]
+        mixed = plain_request(20)  # the top comes with unrelated plain spans
+        mixed.resource_spans[0].scope_spans[0].spans.extend(
+            top.resource_spans[0].scope_spans[0].spans)
+        built.accept(mixed, mixed.SerializeToString())
+        assert built.traces.trace_ids() == [awaited]  # the plain spans were not read
+        assert dict(built.traces.llm_traces) == {}  # its top came: nothing awaited
+        deadline = time.monotonic() + 10
+        while built.held and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert built.flush(10.0)
+    assert scorer.seen == PAIR
+    assert sum(len(ss.spans) for r in output.requests for rs in r.resource_spans
+               for ss in rs.scope_spans) == 20 + 2 + 20

@@ -311,11 +311,15 @@ class Engine:
         span nothing reads is counted per framework and reason (`Diagnoser`)."""
         found: list[Any] = []
         touched: set[int] = set()
+        only: frozenset[bytes] | None = None  # the traces to read (None: all)
         if raw is not None and not any(marker in raw for marker in self._marker_bytes):
-            # no marker: read only when it holds spans of a trace with LLM calls whose top
-            # span has not come yet (one of them may be their agent call: `_structure`)
+            # no marker: read only its spans of traces with LLM calls whose top span has not
+            # come yet (one of them may be their agent call: `_structure`)
             looping = self.traces.llm_traces
-            if not looping or not any(tid in raw for tid in tuple(looping.values())):
+            if not looping:
+                return found, touched
+            only = frozenset(tid for tid in tuple(looping.values()) if tid in raw)
+            if not only:
                 return found, touched
         reader, threshold, held = self._reader, self._threshold, self._held
         tops: list[Any] = []  # spans at the top of a loop not read by their markers
@@ -327,7 +331,8 @@ class Engine:
         for rs in request.resource_spans:
             for ss in rs.scope_spans:
                 for index, span in enumerate(ss.spans):
-                    if randomness(span.trace_id) < threshold:
+                    if randomness(span.trace_id) < threshold or (
+                            only is not None and span.trace_id not in only):
                         continue
                     keys = {kv.key for kv in span.attributes}
                     if sc.TS_JUDGE in keys:
@@ -340,10 +345,11 @@ class Engine:
                     if waiting:
                         touched.add(int.from_bytes(span.trace_id, "big"))
                     parent = int.from_bytes(span.parent_span_id, "big") or None
-                    if parent is None:
+                    top = is_top(parent, OtlpSpanView(span).kind)
+                    if top:  # nothing above its LLM calls is to come
                         self.traces.loop_ended(int.from_bytes(span.trace_id, "big"))
                     if watched.isdisjoint(keys):
-                        if is_top(parent, OtlpSpanView(span).kind):
+                        if top:
                             tops.append((rs, ss, span, index, None, keys, attributes))
                         continue
                     call, read = reader.read(
@@ -353,7 +359,7 @@ class Engine:
                     if reader.wrapper(call, parent):
                         continue  # a wrapper of one model turn: part of the agent call above
                     if not isinstance(call, (RecognisedCall, ContentlessAgent)):
-                        if is_top(parent, OtlpSpanView(span).kind):
+                        if top:
                             tops.append((rs, ss, span, index, call, keys, read))
                         elif call is not None:
                             misses.append((span, call, read))

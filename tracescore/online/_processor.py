@@ -490,8 +490,9 @@ class ScoringSpanProcessor(SpanProcessor):
             if isinstance(found, Unreadable):
                 self._unreadable(found, span.name, attributes)
             return found if isinstance(found, RecognisedCall) else None
-        parent = span.parent
-        parent_id = None if parent is None or parent.is_remote else parent.span_id
+        # the parent as the gateway sees it (a remote one too: the top of a request in this
+        # process is its SERVER or CONSUMER span, as there)
+        parent_id = span.parent.span_id if span.parent is not None else None
         if reader.wrapper(found, parent_id):
             return None  # a wrapper of one model turn: part of the agent call above it
         if (found is None or isinstance(found, Unreadable)) and self._contentless:

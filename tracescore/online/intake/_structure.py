@@ -7,8 +7,9 @@ contentless agent span takes the LLM calls below it); this module is the rule fo
 - a span with no agent marker (or an operation name outside the GenAI list, such as
   `gen_ai.operation.name=framework`, or an OpenInference CHAIN) is an agent call when LLM calls
   ran below it (not inside an agent span below it) and it is the top of its loop: the root of
-  its trace (in process: of the trace's part in this process), or a request's top span (kind
-  SERVER or CONSUMER). Spans between it and the LLM calls are parts of its call, not calls;
+  its trace, or a request's top span (kind SERVER or CONSUMER, whose parent may be in another
+  service: in process, a span with a remote parent is judged by its kind, as in the gateway).
+  Spans between it and the LLM calls are parts of its call, not calls;
 - it is read from its LLM calls (the first call's conversation up to its last user text, the
   last call's final text), as an agent span without content is;
 - an anonymous agent span without content (no agent name, a span name that is only its
