@@ -276,3 +276,21 @@ def test_plain_spans_pass_through_unread_unless_their_trace_awaits_its_loop_top(
     assert scorer.seen == PAIR
     assert sum(len(ss.spans) for r in output.requests for rs in r.resource_spans
                for ss in rs.scope_spans) == 20 + 2 + 20
+
+
+def test_an_agent_span_its_reader_cannot_read_is_read_from_its_llm_calls() -> None:
+    def trees() -> list[Node]:
+        return [
+            # OpenLLMetry's agent span without content (content capture off on it only)
+            Node("main", {}, [Node("geo.agent", {sc.TL_SPAN_KIND: "agent",
+                                                 "traceloop.entity.name": "geo",
+                                                 "test.node": "agent"}, [chat(Q, A)])]),
+            # Mastra's agent run without its input
+            Node("invoke_agent geo", {sc.GEN_AI_OPERATION_NAME: "invoke_agent",
+                                      sc.GEN_AI_AGENT_NAME: "geo", "mastra.span.type": "agent_run",
+                                      "mastra.agent_run.output": json.dumps({"text": A}),
+                                      "test.node": "agent"}, [Node("step", {}, [chat(Q, A)])]),
+        ]
+
+    found = _same(*both(trees))
+    assert (found.scored, found.seen, found.unreadable) == (["agent"] * 2, PAIR * 2, Counter())

@@ -362,24 +362,29 @@ class Engine:
                         if top:
                             tops.append((rs, ss, span, index, call, keys, read))
                         elif call is not None:
-                            misses.append((span, call, read))
+                            misses.append((rs, ss, span, index, call, None, read))
                         continue
                     # the LLM calls below it are its own
                     self.traces.mark_agent(*self.traces.at(_otlp.key_of(span)))
                     key = _otlp.key_of(span)
                     if key not in held and key not in waiting:
                         found.append((rs, ss, span, index, call))
-        for rs, ss, span, index, call, keys, read in tops:  # the request is in: its shape
+        # the request is in: agent spans not read are read from their LLM calls (the inner
+        # ones first: those calls are theirs), then loop tops by the trace's shape
+        unread = []
+        for rs, ss, span, index, call, keys, read in [*misses, *tops]:
             key = _otlp.key_of(span)
-            agent = reader.structural(self.traces, *self.traces.at(key), None,
-                                      OtlpSpanView(span).kind, span.name, keys, read)
+            at = self.traces.at(key)
+            agent = (reader.unreadable_with_calls(self.traces, *at, call, span.name, read)
+                     or (reader.structural(self.traces, *at, None, OtlpSpanView(span).kind,
+                                           span.name, keys, read) if keys is not None else None))
             if agent is not None:
-                self.traces.mark_agent(*self.traces.at(key))
+                self.traces.mark_agent(*at)
                 if key not in held and key not in waiting:
                     found.append((rs, ss, span, index, agent))
             elif call is not None:
-                misses.append((span, call, read))
-        for span, call, read in misses:  # not one that only wraps agent spans
+                unread.append((span, call, read))
+        for span, call, read in unread:  # not one that only wraps agent spans
             if not self.traces.agents_below(*self.traces.at(_otlp.key_of(span))):
                 self._count_unreadable(call, span.name, read)
         return self._read_contentless(found), touched

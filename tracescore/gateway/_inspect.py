@@ -163,10 +163,13 @@ class Inspector:
         span, at = found.span, self._traces.at(_otlp.key_of(found.span))
         if not isinstance(outcome, (RecognisedCall, ContentlessAgent)):
             view = OtlpSpanView(span)
-            agent = self._reader.structural(self._traces, *at, view.parent_id, view.kind,
-                                            span.name, found.keys, found.attributes)
+            agent = (self._reader.unreadable_with_calls(self._traces, *at, outcome, span.name,
+                                                        found.attributes)
+                     or self._reader.structural(self._traces, *at, view.parent_id, view.kind,
+                                                span.name, found.keys, found.attributes))
             if agent is None:  # an agent-like span nothing reads, unless it only wraps agents
                 return None if self._traces.agents_below(*at) else outcome
+            self._traces.mark_agent(*at)  # the LLM calls below it are its own
             outcome = agent
         hollow = self._reader.hollow(outcome)  # its input holds no question
         if hollow is not None and self._traces.llm_calls_of(*at):

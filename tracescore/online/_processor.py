@@ -496,8 +496,11 @@ class ScoringSpanProcessor(SpanProcessor):
         if reader.wrapper(found, parent_id):
             return None  # a wrapper of one model turn: part of the agent call above it
         if (found is None or isinstance(found, Unreadable)) and self._contentless:
-            found = reader.structural(traces, trace, span_id, parent_id, _KINDS[span.kind.value],
-                                      span.name, attributes, attributes) or found
+            found = (reader.unreadable_with_calls(traces, trace, span_id, found, span.name,
+                                                  attributes)
+                     or reader.structural(traces, trace, span_id, parent_id,
+                                          _KINDS[span.kind.value], span.name, attributes,
+                                          attributes) or found)
         recorded = found
         hollow = reader.hollow(found)
         if hollow is not None and traces.llm_calls_of(trace, span_id):

@@ -28,7 +28,7 @@ from tracescore.online.intake._event_content import with_event_content
 from tracescore.online.intake._llm_calls import ContentlessAgent, contentless_reader, from_llm_calls
 from tracescore.online.intake._readers import RecognisedCall, Recogniser
 from tracescore.online.intake._recognise import recognise, recogniser_markers
-from tracescore.online.intake._structure import candidate, is_top, miss
+from tracescore.online.intake._structure import candidate, fallback, is_top, miss
 from tracescore.online.intake._trace_input import TraceSpans
 
 Outcome = RecognisedCall | ContentlessAgent | Unreadable | None
@@ -97,6 +97,18 @@ class AgentReader:
         if not traces.llm_calls_of(trace, span_id):
             return None
         return candidate(name, keys, attributes)
+
+    @staticmethod
+    def unreadable_with_calls(traces: TraceCollector, trace: TraceSpans | None, span_id: int,
+                              found: Outcome, name: str, attributes: Mapping[str, Any]
+                              ) -> ContentlessAgent | None:
+        """An agent span its reader could not read that has LLM calls below it (no agent span
+        below it owns), as an agent to read from them; None otherwise."""
+        if not isinstance(found, Unreadable) or trace is None or not trace.llm:
+            return None
+        if not traces.llm_calls_of(trace, span_id):
+            return None
+        return fallback(found, name, attributes)
 
     @staticmethod
     def hollow(found: Outcome) -> ContentlessAgent | None:

@@ -286,7 +286,7 @@ def note(found: Unreadable, name: str, keys: Iterable[str]) -> None:
 # --- a mapping guessed from the keys a span has ---------------------------------------------------
 _INPUT_WORDS = ("question", "prompt", "input", "query")
 _OUTPUT_WORDS = ("answer", "response", "output", "completion", "result", "reply")
-_AGENT_KEYS = (sc.GEN_AI_AGENT_NAME, sc.OI_AGENT_NAME, sc.TL_ENTITY_NAME, sc.PAI_AGENT_NAME,
+AGENT_KEYS = (sc.GEN_AI_AGENT_NAME, sc.OI_AGENT_NAME, sc.TL_ENTITY_NAME, sc.PAI_AGENT_NAME,
                "ai.telemetry.functionId")
 _NOT_CONTENT = re.compile(r"(mime_type|tokens?|_type|\.type|\.id|_id|model|finish_reasons?|"
                           r"\.role|count|length|index)$", re.IGNORECASE)
@@ -313,7 +313,7 @@ def suggest_mapping(found: Unreadable, name: str, attributes: Mapping[str, Any]
         texts, _INPUT_WORDS, _OUTPUT_WORDS, ())
     entry["output"] = (found.output if found.output in texts else None) or _guess(
         texts, _OUTPUT_WORDS, _INPUT_WORDS, (entry["input"],))
-    agent = next((k for k in _AGENT_KEYS if _has_text(attributes.get(k))), None)
+    agent = next((k for k in AGENT_KEYS if _has_text(attributes.get(k))), None)
     if agent is not None:
         entry["agent"] = agent
     return entry

@@ -12,6 +12,8 @@ contentless agent span takes the LLM calls below it); this module is the rule fo
   Spans between it and the LLM calls are parts of its call, not calls;
 - it is read from its LLM calls (the first call's conversation up to its last user text, the
   last call's final text), as an agent span without content is;
+- an agent span its reader cannot read (no content, `Unreadable`) with LLM calls below it is
+  read from them too (`fallback`); only when they hold no text is it counted, with its reason;
 - an anonymous agent span without content (no agent name, a span name that is only its
   operation's, such as `invoke_agent`) under another span is a wrapper of one model turn: part
   of the agent call above it, never scored or counted itself.
@@ -28,7 +30,7 @@ from typing import Any
 
 from tracescore import _semconv as sc
 from tracescore.online.intake import _messages
-from tracescore.online.intake._diagnose import STRUCTURAL_NO_TEXT, Unreadable
+from tracescore.online.intake._diagnose import AGENT_KEYS, STRUCTURAL_NO_TEXT, Unreadable
 from tracescore.online.intake._llm_calls import ContentlessAgent
 
 # span kinds of a request's top span (the loop's top, though it has a parent in another service)
@@ -71,3 +73,10 @@ def miss(agent: ContentlessAgent, name: str) -> Unreadable:
     answer text."""
     return Unreadable(agent.convention, STRUCTURAL_NO_TEXT, "", "",
                       {"span_name": re.escape(name)})
+
+
+def fallback(found: Unreadable, name: str, attributes: Mapping[str, Any]) -> ContentlessAgent:
+    """An agent span its reader could not read, as an agent to read from its LLM calls."""
+    agent = next((str(v) for k in AGENT_KEYS if (v := attributes.get(k))), None)
+    truth = _messages.decoded(attributes.get(sc.TS_GROUND_TRUTH))
+    return ContentlessAgent(found.framework, agent or name, truth)
