@@ -181,7 +181,8 @@ def _generated(draw: st.DrawFn) -> tuple[Node, str, tuple[str, str] | None, tupl
     reason) counted)."""
     question = f"What about {draw(_WORDS)}?"
     answer = f"The {draw(_WORDS)}."
-    marker = draw(st.sampled_from(["genai", "openinference", "framework", "chain", None]))
+    marker = draw(st.sampled_from(["genai", "openinference", "traceloop", "framework", "chain",
+                                   None]))
     content = draw(st.sampled_from(["span", "empty", "llm"])) if marker == "genai" else "llm"
     text = draw(st.booleans()) or content == "span"  # the LLM calls hold the question
     llm = draw(st.sampled_from(["genai", "openinference"]))
@@ -212,6 +213,8 @@ def _generated(draw: st.DrawFn) -> tuple[Node, str, tuple[str, str] | None, tupl
             agent.attributes[sc.GEN_AI_OUTPUT_MESSAGES] = messages("assistant", answer)
     elif marker == "openinference":
         agent = Node(name, {sc.OI_SPAN_KIND: "AGENT", sc.OI_AGENT_NAME: name}, steps)
+    elif marker == "traceloop":  # an agent span its reader cannot read: no content on it
+        agent = Node(f"{name}.agent", {sc.TL_SPAN_KIND: "agent", sc.TL_ENTITY_NAME: name}, steps)
     else:
         if marker == "framework":
             attributes[sc.GEN_AI_OPERATION_NAME] = "framework"
@@ -223,15 +226,15 @@ def _generated(draw: st.DrawFn) -> tuple[Node, str, tuple[str, str] | None, tupl
         tree = Node(draw(_NAMES), {}, [agent],
                     kind=SpanKind.SERVER if above == "server" else SpanKind.INTERNAL)
     # the outermost span of the agent's loop: the marked agent span, else the loop's top
-    expected = agent if marker in ("genai", "openinference") else tree
+    expected = agent if marker in ("genai", "openinference", "traceloop") else tree
     expected.attributes["test.node"] = "expected"
     if text:
         return tree, "expected", (question, answer), None
     if marker == "genai":
         reason = "no_question_text" if content == "empty" else "no_input_or_output"
         return tree, "expected", None, ("genai", reason)
-    if marker == "openinference":
-        return tree, "expected", None, ("openinference", "no_input_or_output")
+    if marker in ("openinference", "traceloop"):
+        return tree, "expected", None, (str(marker), "no_input_or_output")
     convention = {"framework": "genai", "chain": "openinference"}.get(str(marker), "unknown")
     if expected is not agent:
         convention = "unknown"  # the plain span above it is the loop's top

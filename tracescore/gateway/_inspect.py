@@ -71,7 +71,6 @@ class _Found:
     attributes: Mapping[str, Any]
     # None: a loop's top span without agent marker, decided once every span is in
     outcome: RecognisedCall | ContentlessAgent | Unreadable | None
-    keys: frozenset[str] = frozenset()
 
 
 class Inspector:
@@ -128,8 +127,7 @@ class Inspector:
                 self._others.append((where, span.name))
             return
         self._found.append(_Found(where, span, attributes or attributes_of(span.attributes)
-                                  if top else attributes or {}, outcome,
-                                  frozenset(keys) if top else frozenset()))
+                                  if top else attributes or {}, outcome))
 
     @property
     def other_count(self) -> int:
@@ -160,27 +158,15 @@ class Inspector:
         LLM calls ran below it (`AgentReader.structural`); None for one that only contains
         agent spans."""
         outcome: Any = found.outcome
-        span, at = found.span, self._traces.at(_otlp.key_of(found.span))
-        if not isinstance(outcome, (RecognisedCall, ContentlessAgent)):
-            view = OtlpSpanView(span)
-            agent = (self._reader.unreadable_with_calls(self._traces, *at, outcome, span.name,
-                                                        found.attributes)
-                     or self._reader.structural(self._traces, *at, view.parent_id, view.kind,
-                                                span.name, found.keys, found.attributes))
-            if agent is None:  # an agent-like span nothing reads, unless it only wraps agents
-                return None if self._traces.agents_below(*at) else outcome
-            self._traces.mark_agent(*at)  # the LLM calls below it are its own
-            outcome = agent
-        hollow = self._reader.hollow(outcome)  # its input holds no question
-        if hollow is not None and self._traces.llm_calls_of(*at):
-            read = self._reader.from_trace(self._traces, *at, hollow)
-            return read if isinstance(read, RecognisedCall) else outcome
-        if not isinstance(outcome, ContentlessAgent):
-            return outcome
-        read = self._reader.from_trace(self._traces, *at, outcome)
-        if not isinstance(read, ContentlessAgent):
-            return read
-        return self._reader.unread(outcome, span.name, found.attributes)
+        span = found.span
+        trace, span_id = self._traces.at(_otlp.key_of(span))
+        if trace is None:
+            return (self._reader.unread(outcome, span.name, found.attributes)
+                    if isinstance(outcome, ContentlessAgent) else outcome)
+        view = OtlpSpanView(span)
+        settled = self._reader.settle(self._traces, trace, span_id, view.parent_id, view.kind,
+                                      span.name, outcome, found.attributes)
+        return settled if not isinstance(settled, ContentlessAgent) else None
 
     def _report(self, found: _Found) -> SpanReport | None:
         span, outcome = found.span, self._outcome(found)

@@ -62,7 +62,6 @@ from tracescore.online.intake import (
     EMPTY,
     GENAI,
     AgentReader,
-    ContentlessAgent,
     Item,
     RecognisedCall,
     Recogniser,
@@ -486,38 +485,13 @@ class ScoringSpanProcessor(SpanProcessor):
             found, attributes = reader.read(  # content some instrumentations record as events
                 span.name, attributes, [(e.name, e.attributes) for e in span.events],
                 contentless=trace is not None)
-        if trace is None:
-            if isinstance(found, Unreadable):
-                self._unreadable(found, span.name, attributes)
-            return found if isinstance(found, RecognisedCall) else None
-        # the parent as the gateway sees it (a remote one too: the top of a request in this
-        # process is its SERVER or CONSUMER span, as there)
-        parent_id = span.parent.span_id if span.parent is not None else None
-        if reader.wrapper(found, parent_id):
-            return None  # a wrapper of one model turn: part of the agent call above it
-        if (found is None or isinstance(found, Unreadable)) and self._contentless:
-            found = (reader.unreadable_with_calls(traces, trace, span_id, found, span.name,
-                                                  attributes)
-                     or reader.structural(traces, trace, span_id, parent_id,
-                                          _KINDS[span.kind.value], span.name, attributes,
-                                          attributes) or found)
-        recorded = found
-        hollow = reader.hollow(found)
-        if hollow is not None and traces.llm_calls_of(trace, span_id):
-            found = hollow  # its input holds no question: read from its LLM calls
-        if isinstance(found, (RecognisedCall, ContentlessAgent)):
-            traces.mark_agent(trace, span_id)  # the LLM calls below: its own
-        if isinstance(found, ContentlessAgent):
-            agent = found
-            found = reader.from_trace(traces, trace, span_id, agent)
-            if found is None:
-                return None  # it only contains agent spans
-            if isinstance(found, ContentlessAgent):  # its LLM calls are not here, or no text
-                found = recorded if hollow is not None else reader.unread(agent, span.name,
-                                                                           attributes)
-        if isinstance(found, Unreadable) and not traces.agents_below(trace, span_id):
-            self._unreadable(found, span.name, attributes)  # (one that only wraps agent spans
-        return found if isinstance(found, RecognisedCall) else None  # is no call of its own)
+        if trace is not None:  # the parent as the gateway sees it (a remote one too)
+            parent_id = span.parent.span_id if span.parent is not None else None
+            found = reader.settle(traces, trace, span_id, parent_id, _KINDS[span.kind.value],
+                                  span.name, found, attributes)
+        if isinstance(found, Unreadable):
+            self._unreadable(found, span.name, attributes)
+        return found if isinstance(found, RecognisedCall) else None
 
     # --- the core's front-door callbacks ----------------------------------------------------------
     def _export(self, span: ReadableSpan, events: Sequence[EventPayload]) -> None:

@@ -130,3 +130,32 @@ class AgentReader:
         if agent.structural:
             return miss(agent, name)
         return self.diagnose(name, attributes)
+
+    def settle(self, traces: TraceCollector, trace: TraceSpans, span_id: int,
+               parent_id: int | None, kind: str, name: str, found: Outcome,
+               attributes: Mapping[str, Any]) -> Outcome:
+        """What a span that `read` answered `found` for is, once every span below it is in
+        `trace` (in process: they ended before it): the call (read from its LLM calls where it
+        has to be), an `Unreadable` to count, or None (no agent call of its own: a wrapper of a
+        model turn, a span that only wraps agent spans, any other span). Marks an agent call in
+        `trace` (the LLM calls below it are its own)."""
+        if self.wrapper(found, parent_id):
+            return None
+        if (found is None or isinstance(found, Unreadable)) and self.contentless:
+            found = (self.unreadable_with_calls(traces, trace, span_id, found, name, attributes)
+                     or self.structural(traces, trace, span_id, parent_id, kind, name,
+                                        attributes, attributes) or found)
+        recorded = found
+        hollow = self.hollow(found)
+        if hollow is not None and traces.llm_calls_of(trace, span_id):
+            found = hollow  # its input holds no question: read from its LLM calls
+        if isinstance(found, (RecognisedCall, ContentlessAgent)):
+            traces.mark_agent(trace, span_id)
+        if isinstance(found, ContentlessAgent):
+            agent = found
+            found = self.from_trace(traces, trace, span_id, agent)
+            if isinstance(found, ContentlessAgent):  # its LLM calls are not here, or no text
+                found = recorded if hollow is not None else self.unread(agent, name, attributes)
+        if isinstance(found, Unreadable) and traces.agents_below(trace, span_id):
+            return None  # it only wraps agent spans: no call of its own
+        return found
