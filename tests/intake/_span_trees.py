@@ -160,15 +160,17 @@ class _Collected:
 
 
 @contextmanager
-def engine(llm_wait_s: float = 0.5) -> Iterator[tuple[Any, Recording, _Collected, Any]]:
-    """The gateway's engine with a recording scorer, every built-in convention, no journal."""
+def engine(llm_wait_s: float = 0.5, journal: Any = None
+           ) -> Iterator[tuple[Any, Recording, _Collected, Any]]:
+    """The gateway's engine with a recording scorer, every built-in convention, no journal
+    unless given."""
     from tracescore.gateway._engine import Engine
     from tracescore.gateway._metrics import GatewayMetrics
 
     scorer, output, metrics = Recording(), _Collected(), GatewayMetrics()
     built = Engine(scorers=[scorer], recognisers=tracescore.build_recognisers(), output=output,
                    metrics=metrics, processor_options={"isolation": "thread"},
-                   trace_options={"llm_wait_s": llm_wait_s})
+                   trace_options={"llm_wait_s": llm_wait_s}, journal=journal)
     try:
         yield built, scorer, output, metrics
     finally:

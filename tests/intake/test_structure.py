@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from pathlib import Path
 
 from _gateway_helpers import plain_request
 from _span_trees import (
@@ -297,3 +298,25 @@ def test_an_agent_span_its_reader_cannot_read_is_read_from_its_llm_calls() -> No
 
     found = _same(*both(trees))
     assert (found.scored, found.seen, found.unreadable) == (["agent"] * 2, PAIR * 2, Counter())
+
+
+def test_a_structural_call_held_across_a_restart_goes_on_unscored_and_counted(
+        tmp_path: Path) -> None:
+    """Its LLM calls were in the buffer of the gateway that stopped: the next one waits for
+    them, then forwards it with an unscored event, counted."""
+    from tracescore.gateway._journal import HELD, Journal
+
+    journal = Journal(tmp_path / "journal.db")
+    _, top = sent_requests([Node("answer_question", {}, [chat(Q, A)])])
+    journal.add([(HELD, 1, top.SerializeToString())])
+    with engine(llm_wait_s=0.05, journal=journal) as (built, scorer, output, metrics):
+        assert built.replay() == 1
+        deadline = time.monotonic() + 10
+        while built.held and time.monotonic() < deadline:
+            time.sleep(0.01)
+    [request] = output.requests
+    [span] = request.resource_spans[0].scope_spans[0].spans
+    assert [e.name for e in span.events] == [sc.TS_UNSCORED]
+    assert scorer.seen == []
+    assert metrics.labelled("unreadable_agent_spans") == {("unknown", "no_text_in_llm_calls"): 1}
+    journal.close()

@@ -486,13 +486,12 @@ class Engine:
     def _replay_held(self, entry: Entry) -> None:
         single = ExportTraceServiceRequest.FromString(entry.body)
         span = _otlp.only_span(single)
-        call, _ = self._reader.read(span.name, attributes_of(span.attributes),
-                                    [(e.name, e.attributes) for e in span.events],
-                                    attributes_of)
-        if isinstance(call, (RecognisedCall, ContentlessAgent)):
-            self._offer(entry.id, single, call)
-        else:
-            self._output.put((entry.id,), entry.body, entry.count)
+        call, read = self._reader.read(span.name, attributes_of(span.attributes),
+                                       [(e.name, e.attributes) for e in span.events],
+                                       attributes_of)
+        if not isinstance(call, RecognisedCall):  # held for the LLM calls below it (`_structure`)
+            call = self._reader.held(call, span.name, read)
+        self._offer(entry.id, single, call)
 
     # --- agent spans without content, waiting for their LLM calls -----------------------------
     def _wait(self, row: int | None, single: ExportTraceServiceRequest,

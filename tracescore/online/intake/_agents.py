@@ -111,6 +111,16 @@ class AgentReader:
         return fallback(found, name, attributes)
 
     @staticmethod
+    def held(found: Outcome, name: str, attributes: Mapping[str, Any]) -> ContentlessAgent:
+        """An agent span held before a restart that its markers do not read: it was found by
+        the trace's shape, or read from its LLM calls (which are gone: it waits for them)."""
+        if isinstance(found, Unreadable):
+            return fallback(found, name, attributes)
+        if isinstance(found, ContentlessAgent):
+            return found
+        return candidate(name, attributes, attributes)
+
+    @staticmethod
     def hollow(found: Outcome) -> ContentlessAgent | None:
         """A recognised call whose input holds no question text (`gen_ai.input.messages`
         recorded empty, `input.value` ""...), as an agent to read from its LLM calls."""
