@@ -189,11 +189,22 @@ def sent_requests(trees: Sequence[Node]) -> list[ExportTraceServiceRequest]:
     return [encode_spans([span]) for span in memory.get_finished_spans()]
 
 
-def through_the_gateway(trees: Sequence[Node], llm_wait_s: float = 0.5) -> Outcome:
+def through_the_gateway(trees: Sequence[Node], llm_wait_s: float = 0.5,
+                        shuffled: int | None = None) -> Outcome:
+    """`shuffled`: every span in one request, in an order shuffled with this seed (as a
+    collector's batch may hold them), instead of one request per span in end order."""
     for index, tree in enumerate(trees):
         _numbered(tree, str(index))
     with engine(llm_wait_s) as (built, scorer, output, metrics):
-        for request in sent_requests(trees):
+        requests = sent_requests(trees)
+        if shuffled is not None:
+            spans = [span for request in requests for rs in request.resource_spans
+                     for ss in rs.scope_spans for span in ss.spans]
+            random.Random(shuffled).shuffle(spans)
+            requests = requests[:1]
+            del requests[0].resource_spans[0].scope_spans[0].spans[:]
+            requests[0].resource_spans[0].scope_spans[0].spans.extend(spans)
+        for request in requests:
             built.accept(request, request.SerializeToString())
         deadline = time.monotonic() + 10.0
         while built.held and time.monotonic() < deadline:  # scored, or their wait is over

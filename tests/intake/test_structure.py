@@ -243,11 +243,15 @@ def _generated(draw: st.DrawFn) -> tuple[Node, str, tuple[str, str] | None, tupl
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(case=_generated())
+@given(case=_generated(), shuffled=st.none() | st.integers(0, 2**16))
 def test_generated_trees_score_the_outermost_agent_span_or_count_the_miss(
-        case: tuple[Node, str, tuple[str, str] | None, tuple[str, str] | None]) -> None:
+        case: tuple[Node, str, tuple[str, str] | None, tuple[str, str] | None],
+        shuffled: int | None) -> None:
+    """In process; and through the gateway, one request per span as they end, or the whole
+    trace in one request in any order."""
     tree, node, judged, counted = case
-    for found in (through_the_processor([tree]), through_the_gateway([tree], llm_wait_s=0)):
+    for found in (through_the_processor([tree]),
+                  through_the_gateway([tree], llm_wait_s=0, shuffled=shuffled)):
         if judged is not None:
             assert (found.scored, found.seen, found.unreadable) == ([node], [judged], Counter())
         else:  # never silent
