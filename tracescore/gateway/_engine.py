@@ -14,6 +14,9 @@ agent span's scorers get the tool calls and context recorded by the spans of its
 arrived before it (or with it). An agent span without content of its own (`_llm_calls`) is read
 from the LLM calls below it in that buffer; when they have not all arrived yet it is journaled
 and waits for them, at most `trace.llm_wait_s`, then goes on unscored (reason `no_llm_calls`).
+A span without agent marker at the top of a loop of LLM calls (a root, or a SERVER / CONSUMER
+span) is read from them the same way (`intake._structure`): a request without marker keys is read
+only for its spans of traces with LLM calls whose top span has not come (`llm_traces`).
 
 Agent spans of a trace a run-scope scorer samples wait for the run's quiet period first
 (`_run_scope`).
@@ -307,8 +310,10 @@ class Engine:
         first: no marker key anywhere in the raw protobuf (one substring search each, the
         common case), then per span the trace-id sampling test (spans that pass it feed the
         trace buffer), the marker keys, the chain. An agent span without content is read
-        once the whole request is in the buffer (its LLM calls may come after it); an agent-like
-        span nothing reads is counted per framework and reason (`Diagnoser`)."""
+        once the whole request is in the buffer (its LLM calls may come after it), and so are
+        the agent spans nothing reads and the loop tops without marker that have LLM calls
+        below them (`AgentReader.structural`); an agent-like span nothing reads is counted per
+        framework and reason (`Diagnoser`)."""
         found: list[Any] = []
         touched: set[int] = set()
         only: frozenset[bytes] | None = None  # the traces to read (None: all)

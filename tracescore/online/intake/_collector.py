@@ -4,12 +4,15 @@ One collector for both front doors; each hands it span views (`_view`) and it ke
 span recorded (parent link, tool/context `Item`, `LlmCall`, run `Mark`; read by `_recorded`):
 
 - in process (`ScoringSpanProcessor`), a trace is `open`ed when one of its agent spans starts
-  and forgotten once its last open agent span has ended (`end_span`): only traces with an agent
-  call running are kept;
+  and forgotten once its last open agent span has ended (`end_span`), or `open_loop`ed when an
+  LLM call starts and forgotten once its local root has ended (the span above the calls that
+  ends last may be their agent call, `_structure`): only traces with an agent call running are
+  kept;
 - the gateway adds every span of the traces a scorer may sample as they arrive (`add_span`: tool
   calls may come before or after their agent span) and relies on the bounds (`BufferLimits`:
   traces, bytes, age) to forget them; an agent span without content of its own waits for its
-  LLM calls at most `BufferLimits.llm_wait_s`.
+  LLM calls at most `BufferLimits.llm_wait_s`; the traces with LLM calls whose top span has not
+  come are `llm_traces` (the gateway reads their spans in requests without marker keys).
 
 A span that cannot be read is counted (`skipped`), logged once and contributes nothing.
 
