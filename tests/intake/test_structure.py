@@ -324,3 +324,23 @@ def test_a_structural_call_held_across_a_restart_goes_on_unscored_and_counted(
     assert scorer.seen == []
     assert metrics.labelled("unreadable_agent_spans") == {("unknown", "no_text_in_llm_calls"): 1}
     journal.close()
+
+
+@settings(max_examples=60, deadline=None)
+@given(spans=st.integers(1, 60), awaited=st.integers(0, 80), seed=st.integers(0, 2**32 - 1))
+def test_the_awaited_traces_of_a_request_are_found_in_its_bytes(
+        spans: int, awaited: int, seed: int) -> None:
+    """Searched one by one for a few awaited traces, found by one scan of the request's
+    trace-id fields for many: the same answer, whatever the request's other bytes."""
+    import random
+
+    from tracescore.gateway._engine import _awaited_in
+
+    rng = random.Random(seed)
+    request = plain_request(spans, rng)
+    sent = {span.trace_id for span in request.resource_spans[0].scope_spans[0].spans}
+    for span in request.resource_spans[0].scope_spans[0].spans:  # bytes like a trace id field
+        span.attributes.add(key="noise").value.bytes_value = b"\x0a\x10" + rng.randbytes(20)
+    others = {rng.randbytes(16) for _ in range(awaited)}
+    held = set(rng.sample(sorted(sent), k=rng.randint(0, len(sent)))) | others
+    assert _awaited_in(request.SerializeToString(), held) == frozenset(held & sent)

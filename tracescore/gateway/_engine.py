@@ -29,6 +29,7 @@ it around. The scopes' own work is in `_run_scope` and `online._conversation_sco
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -320,10 +321,10 @@ class Engine:
         if raw is not None and not any(marker in raw for marker in self._marker_bytes):
             # no marker: read only its spans of traces with LLM calls whose top span has not
             # come yet (one of them may be their agent call: `_structure`)
-            looping = self.traces.llm_traces
+            looping = self.traces.llm_trace_bytes
             if not looping:
                 return found, touched
-            only = frozenset(tid for tid in tuple(looping.values()) if tid in raw)
+            only = _awaited_in(raw, looping)
             if not only:
                 return found, touched
         reader, threshold, held = self._reader, self._threshold, self._held
@@ -668,6 +669,20 @@ class Engine:
                 cost += float(value)
         if cost:
             self._metrics.add("judge_cost_usd", cost)
+
+
+# a span's trace id as serialized: field 1, 16 bytes (lookahead: overlapping matches too)
+_TRACE_ID = re.compile(rb"(?=\x0a\x10(.{16}))", re.DOTALL)
+_SEARCHED = 32  # awaited traces looked for one by one; past it, the request's ids are scanned
+
+
+def _awaited_in(raw: bytes, awaited: set[bytes]) -> frozenset[bytes]:
+    """The awaited trace ids (16 bytes each) a serialized request holds spans of: a substring
+    search per id for a few, else one scan of the request's trace-id fields (a chance match of
+    other bytes is harmless: it only adds ids to look up)."""
+    if len(awaited) <= _SEARCHED:
+        return frozenset(tid for tid in tuple(awaited) if tid in raw)
+    return frozenset(awaited.intersection(_TRACE_ID.findall(raw)))
 
 
 def _readable(span: Any, attributes: Mapping[str, Any] | None) -> Mapping[str, Any]:

@@ -86,6 +86,7 @@ class TraceCollector:
         # traces with LLM calls, by id: their trace id as sent (the gateway lets requests that
         # hold one through its marker check: their spans may be the agent call above the calls)
         self._llm_ids: dict[int, _TraceIdBytes] = {}
+        self._llm_bytes: set[_TraceIdBytes] = set()  # its values (read by `llm_trace_bytes`)
         self._lock = threading.Lock()
         self.evicted = 0  # traces forgotten to stay within the bounds
         self.skipped = 0  # spans that could not be read (counted by the readers)
@@ -143,12 +144,23 @@ class TraceCollector:
         leaves `llm_traces`)."""
         if trace_id in self._llm_ids:
             with self._lock:
-                self._llm_ids.pop(trace_id, None)
+                self._drop_llm(trace_id)
 
     @property
     def llm_traces(self) -> Mapping[int, _TraceIdBytes]:
         """The kept traces with LLM calls: trace id -> its 16 bytes (read only)."""
         return self._llm_ids
+
+    @property
+    def llm_trace_bytes(self) -> set[_TraceIdBytes]:
+        """The 16 bytes of each of `llm_traces` (read only: not a copy)."""
+        return self._llm_bytes
+
+    def _drop_llm(self, trace_id: int) -> None:
+        """(Caller holds the lock.)"""
+        raw = self._llm_ids.pop(trace_id, None)
+        if raw is not None:
+            self._llm_bytes.discard(raw)
 
     def add(self, trace_id: int, span_id: int, parent_id: int | None, item: Item | None,
             llm: LlmCall | None = None, mark: Mark | None = None) -> None:
@@ -272,7 +284,8 @@ class TraceCollector:
         dropped = trace.dropped
         trace.add(span_id, parent_id, item, self.limits.max_spans, llm, mark)
         if llm is not None and trace_id not in self._llm_ids:
-            self._llm_ids[trace_id] = trace_id.to_bytes(16, "big")
+            raw = self._llm_ids[trace_id] = trace_id.to_bytes(16, "big")
+            self._llm_bytes.add(raw)
         if trace.dropped == dropped:
             cost = (_SPAN_BYTES + (item.chars if item is not None else 0)
                     + (llm.chars if llm is not None else 0))
@@ -287,7 +300,7 @@ class TraceCollector:
 
     def _forget(self, trace_id: int) -> None:
         del self._traces[trace_id]
-        self._llm_ids.pop(trace_id, None)
+        self._drop_llm(trace_id)
         self._bytes -= self._costs.pop(trace_id, 0)
 
     def _evict(self) -> None:
