@@ -344,3 +344,35 @@ def test_the_awaited_traces_of_a_request_are_found_in_its_bytes(
     others = {rng.randbytes(16) for _ in range(awaited)}
     held = set(rng.sample(sorted(sent), k=rng.randint(0, len(sent)))) | others
     assert _awaited_in(request.SerializeToString(), held) == frozenset(held & sent)
+
+
+def test_a_plain_root_above_our_own_agent_is_not_scored_again() -> None:
+    """In process, `@tracescore.agent` calls are ours: the LLM calls below one are its own,
+    so the plain span above it is no agent call of its own."""
+    from _span_trees import Recording
+    from opentelemetry import trace as trace_api
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    import tracescore
+
+    exporter, scorer = InMemorySpanExporter(), Recording()
+    handle = tracescore.configure(exporter=exporter, batch=False, scorers=[scorer], online={
+        "isolation": "thread", "recognise": tracescore.build_recognisers()})
+
+    @tracescore.llm(model="m")
+    def model(messages: list[dict[str, str]]) -> str:
+        return A
+
+    @tracescore.agent(name="geo")
+    def geo(question: str) -> str:
+        return model([{"role": "user", "content": question}])
+
+    try:
+        with trace_api.get_tracer("app").start_as_current_span("main"):
+            geo(Q)
+        assert handle.flush(10)
+    finally:
+        handle.shutdown(10)
+    scored = [s.name for s in exporter.get_finished_spans()
+              if any(e.name == sc.GEN_AI_EVALUATION_RESULT for e in s.events)]
+    assert (scored, scorer.seen) == (["invoke_agent geo"], PAIR)
