@@ -7,10 +7,12 @@ cannot be read is counted, never skipped in silence. Generated trees check the r
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from _gateway_helpers import plain_request
 from _span_trees import (
     Node,
@@ -29,6 +31,7 @@ from hypothesis import strategies as st
 from opentelemetry.trace import SpanKind
 
 from tracescore import _semconv as sc
+from tracescore.online.intake import _diagnose
 
 Q = "What is the capital of France?"
 A = "Paris is the capital of France."
@@ -135,19 +138,28 @@ def test_spans_without_llm_calls_or_inside_an_agent_are_no_structural_calls() ->
 
 
 # --- every miss explained ---------------------------------------------------------------------------
-def test_a_structural_candidate_whose_llm_calls_hold_no_text_is_counted() -> None:
+def test_a_structural_candidate_whose_llm_calls_hold_no_text_is_counted_and_logged_once(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     silent = Node("chat m", {sc.GEN_AI_OPERATION_NAME: "chat",
                              sc.GEN_AI_INPUT_MESSAGES: messages("system", "Be brief."),
                              sc.GEN_AI_OUTPUT_MESSAGES: messages("assistant", A)})
 
     def trees() -> list[Node]:
-        return [Node("answer_question", {}, [silent]),
+        return [Node("answer_question", {"app.secret": "SECRET-1"}, [silent]),
+                Node("answer_question", {"app.secret": "SECRET-2"}, [silent]),
                 Node("framework run", {sc.GEN_AI_OPERATION_NAME: "framework"}, [silent])]
 
-    found = _same(*both(trees))
+    monkeypatch.setattr(_diagnose, "_warned", set())  # a fresh process's log-once state
+    with caplog.at_level(logging.WARNING, logger="tracescore"):
+        found = _same(*both(trees))
     assert found.scored == [] and found.seen == []
-    assert found.unreadable == Counter({("unknown", "no_text_in_llm_calls"): 1,
+    assert found.unreadable == Counter({("unknown", "no_text_in_llm_calls"): 2,
                                         ("genai", "no_text_in_llm_calls"): 1})
+    logged = [r.getMessage() for r in caplog.records if "agent span not scored" in r.getMessage()]
+    assert len(logged) == 2  # once per (framework, reason) in the process: both doors share it
+    unknown = next(line for line in logged if "(unknown)" in line)
+    assert "'answer_question'" in unknown and "app.secret, test.node" in unknown
+    assert "SECRET" not in " ".join(logged)  # keys, never values
 
 
 # --- generated trees --------------------------------------------------------------------------------
