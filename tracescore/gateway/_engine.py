@@ -69,6 +69,7 @@ from tracescore.online.intake import (
     ITEM_MARKERS,
     AgentReader,
     ContentlessAgent,
+    LogContent,
     OtlpSpanView,
     RecognisedCall,
     TraceCollector,
@@ -126,6 +127,7 @@ class Engine:
         raw = known | reader.diagnose.keys | reader.contentless.raw_markers(known)
         self._marker_bytes = tuple(m.encode() for m in raw)
         self.traces: TraceCollector = collector_from(trace_options)
+        self.log_content = LogContent()  # GenAI content log records, by span (`content_logged`)
         self._output = output
         self._send_inline = send_inline  # True: the next hop has it (nothing held in it)
         self._max_bytes = max_request_bytes  # requests out are split under it (None: never)
@@ -334,10 +336,12 @@ class Engine:
                         touched.add(int.from_bytes(span.trace_id, "big"))
                     if watched.isdisjoint(keys):
                         continue
+                    events, decode = self.log_content.joined(  # and its content log records
+                        _otlp.key_of(span), [(e.name, e.attributes) for e in span.events],
+                        attributes_of)
                     call, read = reader.read(
                         span.name, attributes if attributes is not None
-                        else attributes_of(span.attributes),
-                        [(e.name, e.attributes) for e in span.events], attributes_of)
+                        else attributes_of(span.attributes), events, decode)
                     if not isinstance(call, (RecognisedCall, ContentlessAgent)):
                         if call is not None:
                             self._count_unreadable(call, span.name, read)
@@ -485,6 +489,23 @@ class Engine:
         for key, entry in candidates:
             call = from_llm_calls(entry.agent, self.traces.llm_calls_of(*self.traces.at(key)))
             if call is None:
+                continue
+            with self._lock:
+                if self._waiting.pop(key, None) is None:
+                    continue  # its wait ended meanwhile
+            self._offer(entry.row, entry.single, call, self.traces.input_of(*key))
+
+    def content_logged(self, keys: set[_otlp.SpanKey]) -> None:
+        """Offer the waiting agent spans of `keys` that their content log records now read."""
+        with self._lock:
+            candidates = [(key, self._waiting[key]) for key in keys if key in self._waiting]
+        for key, entry in candidates:
+            span = _otlp.only_span(entry.single)
+            events, decode = self.log_content.joined(
+                key, [(e.name, e.attributes) for e in span.events], attributes_of)
+            call, _ = self._reader.read(span.name, attributes_of(span.attributes), events,
+                                        decode, contentless=False)
+            if not isinstance(call, RecognisedCall):
                 continue
             with self._lock:
                 if self._waiting.pop(key, None) is None:

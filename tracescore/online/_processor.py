@@ -64,6 +64,7 @@ from tracescore.online.intake import (
     AgentReader,
     ContentlessAgent,
     Item,
+    LogContent,
     RecognisedCall,
     Recogniser,
     SdkSpanView,
@@ -150,6 +151,7 @@ class ScoringSpanProcessor(SpanProcessor):
             recognisers.append(GENAI)
         self._recognisers: tuple[Recogniser, ...] = tuple(recognisers)
         self._reader = AgentReader(self._recognisers)  # one outcome per agent-like span
+        self.log_content = LogContent()  # content log records by span (`_log_processor`)
         self._downstream = downstream
         self._downstream_on_ending = getattr(downstream, "_on_ending", None)
         self._core = ScoringCore(online, options, export=self._export, carrier=self._carrier,
@@ -445,9 +447,10 @@ class ScoringSpanProcessor(SpanProcessor):
             reader = self._reader
             if reader.watched.isdisjoint(attributes):
                 return None  # neither a recogniser nor a diagnosis could take it: skip the chain
+            events, _ = self.log_content.joined(  # and as log records (`_log_processor`)
+                (context.trace_id, context.span_id), [(e.name, e.attributes) for e in span.events])
             found, attributes = reader.read(  # content some instrumentations record as events
-                span.name, attributes, [(e.name, e.attributes) for e in span.events],
-                contentless=trace is not None)
+                span.name, attributes, events, contentless=trace is not None)
             if isinstance(found, (RecognisedCall, ContentlessAgent)):
                 self._traces.mark_agent(trace, context.span_id)  # the LLM calls below: its own
             if isinstance(found, ContentlessAgent):

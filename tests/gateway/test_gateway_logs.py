@@ -1,0 +1,265 @@
+"""OTLP logs through the scoring gateway, sent by the SDK's own OTLP log exporters (HTTP and
+gRPC): every record reaches the next hop unchanged and counted, and the GenAI content events
+among them are joined to the agent span they belong to, which is then scored (whether the logs
+arrive before the span or after it). The same join in process (`ScoringLogRecordProcessor`)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _gateway_helpers import ANSWER, QUESTION
+from opentelemetry._logs import SeverityNumber
+from opentelemetry.exporter.otlp.proto.grpc._log_exporter import (
+    OTLPLogExporter as GrpcLogExporter,
+)
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+    OTLPSpanExporter as GrpcSpanExporter,
+)
+from opentelemetry.exporter.otlp.proto.http._log_exporter import (
+    OTLPLogExporter as HttpLogExporter,
+)
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+    OTLPSpanExporter as HttpSpanExporter,
+)
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, SimpleLogRecordProcessor
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import tracescore
+from tracescore.gateway import Gateway, GatewayConfig
+from tracescore.online import OnlineScorer, ScoringLogRecordProcessor, ScoringSpanProcessor
+from tracescore.scoring import Scorer, ScoreResult
+from tracescore.testing import OTLPReceiver
+
+EVAL = "gen_ai.evaluation.result"
+AGENT = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "geo"}
+
+
+class EchoScorer(Scorer):
+    """Scores 1 and reports what it was given to judge (question and answer) in its reason."""
+
+    id = "echo"
+    name = "Echo"
+    uses_judge = False
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[Any, Any]] = []
+
+    async def arun(self, *, input: Any, output: Any, ground_truth: Any = None,
+                   run_id: str | None = None, **_: Any) -> ScoreResult:
+        self.seen.append((input, output))
+        return ScoreResult(run_id=run_id or "r", scorer_id=self.id, scorer_name=self.name,
+                           score=1.0, reason=json.dumps({"input": input, "output": output}))
+
+
+def _config(tmp_path: Path, next_hop: str, scorer: Any = None, **changes: Any) -> GatewayConfig:
+    options: dict[str, Any] = {
+        "grpc_endpoint": "127.0.0.1:0", "http_endpoint": "127.0.0.1:0",
+        "health_endpoint": "127.0.0.1:0", "exporter_endpoint": next_hop,
+        "journal_path": str(tmp_path / "journal.db"), "journal_sync": "normal",
+        "scorers": [OnlineScorer(scorer or EchoScorer())], "isolation": "thread",
+        "shutdown_timeout_s": 10.0,
+    }
+    options.update(changes)
+    return GatewayConfig(**options)
+
+
+@pytest.fixture
+def gateway_factory() -> Iterator[Any]:
+    started: list[Gateway] = []
+
+    def start(config: GatewayConfig) -> Gateway:
+        gateway = Gateway(config).start()
+        started.append(gateway)
+        return gateway
+
+    yield start
+    for gateway in started:
+        gateway.stop(timeout_s=5)
+
+
+def _log_exporter(gateway: Gateway, protocol: str) -> Any:
+    if protocol == "http":
+        return HttpLogExporter(endpoint=f"http://127.0.0.1:{gateway.http_port}/v1/logs")
+    return GrpcLogExporter(endpoint=f"http://127.0.0.1:{gateway.grpc_port}", insecure=True)
+
+
+def _span_exporter(gateway: Gateway, protocol: str) -> Any:
+    if protocol == "http":
+        return HttpSpanExporter(endpoint=f"http://127.0.0.1:{gateway.http_port}/v1/traces")
+    return GrpcSpanExporter(endpoint=f"http://127.0.0.1:{gateway.grpc_port}", insecure=True)
+
+
+def _wait_for(predicate: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError("condition not met in time")
+        time.sleep(0.02)
+
+
+def _judged_question_and_answer(scorer: EchoScorer) -> None:
+    """The scorer was given the logged conversation, ending with the user's question (the
+    question scorers judge), and the logged answer."""
+    ((conversation, answer),) = scorer.seen
+    assert conversation == [{"role": "system", "content": "You answer briefly."},
+                            {"role": "user", "content": QUESTION}]
+    assert answer == ANSWER
+
+
+def _emit_content(logger: Any) -> None:
+    """The GenAI content events of one model call, as instrumentations that log them emit them
+    (inside the span they belong to: the trace and span ids come from the context)."""
+    logger.emit(event_name="gen_ai.system.message", body={"content": "You answer briefly."},
+                attributes={"gen_ai.system": "openai"})
+    logger.emit(event_name="gen_ai.user.message", body={"content": QUESTION},
+                attributes={"gen_ai.system": "openai"})
+    logger.emit(event_name="gen_ai.choice",
+                body={"index": 0, "finish_reason": "stop",
+                      "message": {"role": "assistant", "content": ANSWER}},
+                attributes={"gen_ai.system": "openai"})
+
+
+@pytest.mark.parametrize(("sender", "next_hop"), [("http", "grpc"), ("grpc", "http")])
+def test_log_records_reach_the_next_hop_unchanged_and_counted(
+        tmp_path: Path, otlp_receiver: OTLPReceiver, gateway_factory: Any, sender: str,
+        next_hop: str) -> None:
+    endpoint = {"grpc": otlp_receiver.grpc_endpoint, "http": otlp_receiver.http_endpoint}[next_hop]
+    changes = {} if next_hop == "grpc" else {"exporter_protocol": "http/protobuf"}
+    gateway = gateway_factory(_config(tmp_path, endpoint, **changes))
+    provider = LoggerProvider(resource=Resource.create({"service.name": "shop"}))
+    provider.add_log_record_processor(BatchLogRecordProcessor(_log_exporter(gateway, sender)))
+    logger = provider.get_logger("shop.orders", "1.2")
+    tracer = TracerProvider().get_tracer("t")
+    sent = 0
+    with tracer.start_as_current_span("handle") as span:
+        for index in range(25):
+            logger.emit(body=f"order {index} placed", severity_text="INFO",
+                        severity_number=SeverityNumber.INFO,
+                        attributes={"order.id": index, "order.ok": index % 2 == 0},
+                        timestamp=1_700_000_000_000_000_000 + index)
+            sent += 1
+        _emit_content(logger)
+        sent += 3
+        context = span.get_span_context()
+        ids = (f"{context.trace_id:032x}", f"{context.span_id:016x}")
+    provider.force_flush()
+    received = otlp_receiver.wait_for_logs(sent, timeout=10)
+    orders = sorted((r for r in received if r.body and str(r.body).startswith("order")),
+                    key=lambda r: r.time_unix_nano)
+    assert [r.body for r in orders] == [f"order {i} placed" for i in range(25)]
+    first = orders[0]
+    assert first.attributes == {"order.id": 0, "order.ok": True}
+    assert (first.severity_text, first.severity_number) == ("INFO", 9)
+    assert first.time_unix_nano == 1_700_000_000_000_000_000
+    assert first.observed_time_unix_nano > 0
+    assert (first.trace_id, first.span_id) == ids
+    assert first.resource["service.name"] == "shop"
+    assert first.scope_name == "shop.orders"
+    choice = next(r for r in received if r.event_name == "gen_ai.choice")
+    assert choice.body["message"] == {"role": "assistant", "content": ANSWER}
+    assert (choice.trace_id, choice.span_id) == ids
+    _wait_for(lambda: gateway.stats()["logs_pending"] == 0)  # (acknowledged, out of the journal)
+    stats = gateway.stats()
+    assert stats["logs_received"] == stats["logs_forwarded"] == sent
+    assert stats["log_content_records"] == 3
+    assert "tracescore_gateway_logs_forwarded_total 28" in gateway.prometheus()
+    provider.shutdown()
+
+
+def _agent_run(tmp_path: Path, receiver: OTLPReceiver, gateway: Gateway, protocol: str,
+               logs_first: bool) -> Any:
+    """An agent span without content whose question and answer come only as GenAI log events,
+    sent through the gateway with the logs exported before the span or after it."""
+    logs = LoggerProvider()
+    exporter = _log_exporter(gateway, protocol)
+    logs.add_log_record_processor(SimpleLogRecordProcessor(exporter) if logs_first
+                                  else BatchLogRecordProcessor(exporter,
+                                                               schedule_delay_millis=60_000))
+    traces = TracerProvider()
+    traces.add_span_processor(SimpleSpanProcessor(_span_exporter(gateway, protocol)))
+    tracer = traces.get_tracer("agent.framework")
+    with tracer.start_as_current_span("invoke_agent geo", attributes=AGENT) as span:
+        _emit_content(logs.get_logger("agent.framework"))
+    if not logs_first:  # the span is at the gateway (and waiting) before its content
+        logs.force_flush()
+    span_id = f"{span.get_span_context().span_id:016x}"
+    received = receiver.wait_for_spans(
+        lambda s: s.span_id == span_id and any(e.name == EVAL for e in s.events), timeout=15)
+    logs.shutdown()
+    traces.shutdown()
+    return received[0]
+
+
+@pytest.mark.parametrize("logs_first", [True, False], ids=["logs-first", "span-first"])
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_agent_span_read_from_its_content_logs_is_scored(
+        tmp_path: Path, otlp_receiver: OTLPReceiver, gateway_factory: Any, protocol: str,
+        logs_first: bool) -> None:
+    scorer = EchoScorer()
+    gateway = gateway_factory(_config(tmp_path, otlp_receiver.grpc_endpoint, scorer))
+    span = _agent_run(tmp_path, otlp_receiver, gateway, protocol, logs_first)
+    event = next(e for e in span.events if e.name == EVAL)
+    assert event.attributes["gen_ai.evaluation.score.value"] == 1.0
+    _judged_question_and_answer(scorer)
+    # the span goes on as it came, plus its score: no content was added to it
+    assert "gen_ai.input.messages" not in span.attributes
+    otlp_receiver.wait_for_logs(3)  # the records themselves went on too
+
+
+def test_content_logs_of_other_spans_and_other_records_are_ignored(
+        tmp_path: Path, otlp_receiver: OTLPReceiver, gateway_factory: Any) -> None:
+    """Records of another span, records without a span and ordinary records read nothing: the
+    agent span without content goes on unscored after its wait."""
+    scorer = EchoScorer()
+    gateway = gateway_factory(_config(tmp_path, otlp_receiver.grpc_endpoint, scorer,
+                                      trace={"llm_wait_s": 0.3}))
+    logs = LoggerProvider()
+    logs.add_log_record_processor(SimpleLogRecordProcessor(_log_exporter(gateway, "http")))
+    logger = logs.get_logger("x")
+    traces = TracerProvider()
+    traces.add_span_processor(SimpleSpanProcessor(_span_exporter(gateway, "http")))
+    tracer = traces.get_tracer("agent.framework")
+    with tracer.start_as_current_span("other"):
+        _emit_content(logger)  # another span's content
+    logger.emit(event_name="gen_ai.user.message", body={"content": QUESTION})  # no span
+    with tracer.start_as_current_span("invoke_agent geo", attributes=AGENT) as span:
+        logger.emit(body=QUESTION)  # no GenAI event
+    span_id = f"{span.get_span_context().span_id:016x}"
+    received = otlp_receiver.wait_for_spans(lambda s: s.span_id == span_id, timeout=10)[0]
+    assert scorer.seen == []
+    assert all(e.name != EVAL or "gen_ai.evaluation.score.value" not in e.attributes
+               for e in received.events)
+    assert gateway.stats()["log_content_records"] == 3
+    logs.shutdown()
+    traces.shutdown()
+
+
+def test_in_process_log_record_processor_feeds_the_span_processor() -> None:
+    """In process: the log record processor beside the exporting one; the agent span without
+    content is read from the content events logged inside it."""
+    scorer = EchoScorer()
+    spans = InMemorySpanExporter()
+    processor = ScoringSpanProcessor(SimpleSpanProcessor(spans), [OnlineScorer(scorer)],
+                                     score_genai_spans=True, isolation="thread")
+    traces = TracerProvider()
+    traces.add_span_processor(processor)
+    logs = LoggerProvider()
+    logs.add_log_record_processor(tracescore.ScoringLogRecordProcessor(processor))
+    assert tracescore.ScoringLogRecordProcessor is ScoringLogRecordProcessor
+    with traces.get_tracer("agent.framework").start_as_current_span("invoke_agent geo",
+                                                                   attributes=AGENT):
+        _emit_content(logs.get_logger("agent.framework"))
+    traces.force_flush()
+    processor.shutdown()
+    (span,) = spans.get_finished_spans()
+    assert [e.name for e in span.events] == [EVAL]
+    _judged_question_and_answer(scorer)
