@@ -336,12 +336,8 @@ class Engine:
                         touched.add(int.from_bytes(span.trace_id, "big"))
                     if watched.isdisjoint(keys):
                         continue
-                    events, decode = self.log_content.joined(  # and its content log records
-                        _otlp.key_of(span), [(e.name, e.attributes) for e in span.events],
-                        attributes_of)
-                    call, read = reader.read(
-                        span.name, attributes if attributes is not None
-                        else attributes_of(span.attributes), events, decode)
+                    call, read = self._read(span, attributes if attributes is not None
+                                            else attributes_of(span.attributes))
                     if not isinstance(call, (RecognisedCall, ContentlessAgent)):
                         if call is not None:
                             self._count_unreadable(call, span.name, read)
@@ -352,6 +348,19 @@ class Engine:
                     if key not in held and key not in waiting:
                         found.append((rs, ss, span, index, call))
         return self._read_contentless(found), touched
+
+    def _read(self, span: Any, attributes: Mapping[str, Any]) -> tuple[Any, Mapping[str, Any]]:
+        """`AgentReader.read` of a span, with its content log records when it is not read
+        without them (part of them may have arrived: it then waits as one without content)."""
+        events = [(e.name, e.attributes) for e in span.events]
+        call, read = self._reader.read(span.name, attributes, events, attributes_of)
+        if not isinstance(call, RecognisedCall) and len(self.log_content):
+            joined, decode = self.log_content.joined(_otlp.key_of(span), events, attributes_of)
+            if joined is not events:
+                logged, read_logged = self._reader.read(span.name, attributes, joined, decode)
+                if isinstance(logged, RecognisedCall):
+                    return logged, read_logged
+        return call, read
 
     def _read_contentless(self, found: list[Any]) -> list[Any]:
         """`found` with its agent spans without content read from their LLM calls where these
@@ -473,6 +482,8 @@ class Engine:
             self._output.put(() if row is None else (row,), single.SerializeToString(), 1)
         elif room:
             self._metrics.add("llm_wait")
+            if self.log_content.events(*key):  # its content was logged since it was read
+                self.content_logged({key})
         else:
             if not self._closed and wait_s <= 0:
                 span = _otlp.only_span(single)
