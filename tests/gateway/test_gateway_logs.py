@@ -5,8 +5,11 @@ arrive before the span or after it). The same join in process (`ScoringLogRecord
 
 from __future__ import annotations
 
+import gzip
 import json
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -263,3 +266,33 @@ def test_in_process_log_record_processor_feeds_the_span_processor() -> None:
     (span,) = spans.get_finished_spans()
     assert [e.name for e in span.events] == [EVAL]
     _judged_question_and_answer(scorer)
+
+
+def test_otlp_json_logs_over_http_are_forwarded_and_read(
+        tmp_path: Path, otlp_receiver: OTLPReceiver, gateway_factory: Any) -> None:
+    """OTLP/JSON (hex ids, as the JSON encoding writes them) on /v1/logs, gzip-compressed."""
+    gateway = gateway_factory(_config(tmp_path, otlp_receiver.grpc_endpoint))
+    trace_id, span_id = "5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174"
+    body = {"resourceLogs": [{"scopeLogs": [{"logRecords": [
+        {"eventName": "gen_ai.user.message", "traceId": trace_id, "spanId": span_id,
+         "body": {"kvlistValue": {"values": [{"key": "content",
+                                              "value": {"stringValue": QUESTION}}]}}},
+        {"timeUnixNano": "1700000000000000000", "body": {"stringValue": "plain line"}},
+    ]}]}]}
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{gateway.http_port}/v1/logs", method="POST",
+        data=gzip.compress(json.dumps(body).encode()),
+        headers={"Content-Type": "application/json", "Content-Encoding": "gzip"})
+    with urllib.request.urlopen(request, timeout=10) as reply:
+        assert (reply.status, reply.read()) == (200, b"{}")
+    received = otlp_receiver.wait_for_logs(2)
+    user = next(r for r in received if r.event_name == "gen_ai.user.message")
+    assert (user.trace_id, user.span_id, user.body) == (trace_id, span_id, {"content": QUESTION})
+    plain = next(r for r in received if r.body == "plain line")
+    assert plain.time_unix_nano == 1_700_000_000_000_000_000
+    assert gateway.stats()["log_content_records"] == 1
+    bad = urllib.request.Request(f"http://127.0.0.1:{gateway.http_port}/v1/logs", method="POST",
+                                 data=b"\xff\x00", headers={"Content-Type": "application/x-protobuf"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(bad, timeout=10)
+    assert refused.value.code == 400
