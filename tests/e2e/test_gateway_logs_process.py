@@ -1,11 +1,14 @@
 """`tracescore serve` as a real process, logs through it: log records acknowledged and then
-SIGKILLed are forwarded by the next start (the journal), and an agent span whose question and
-answer come only as GenAI log events is judged (real litellm to the stub judge)."""
+SIGKILLed are forwarded by the next start (the journal); an agent span whose question and
+answer come only as GenAI log events is judged (real litellm to the stub judge); and agents of
+OpenTelemetry's own GenAI helper with content capture `EVENT_ONLY` (the model calls' messages
+only in log records) are judged on their questions and answers."""
 
 from __future__ import annotations
 
 import itertools
 import json
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -26,6 +29,7 @@ from tracescore.testing import GatewayProcess, OTLPReceiver, Reply, StubLLMServe
 
 pytestmark = pytest.mark.slow
 _EXPORT_LOGS = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
+RUNNER = Path(__file__).resolve().parents[1] / "rigs" / "agents" / "genai_logs_agent.py"
 EVAL = "gen_ai.evaluation.result"
 
 
@@ -88,22 +92,33 @@ def test_sigkill_loses_no_acknowledged_log_record(next_hop: str, tmp_path: Path)
     receiver.stop()
 
 
-def test_serve_judges_an_agent_span_from_its_content_logs(
-        tmp_path: Path, otlp_receiver: OTLPReceiver, stub_llm: StubLLMServer) -> None:
-    def judge(request: dict[str, Any]) -> Reply:
-        step = request.get("response_format", {}).get("json_schema", {}).get("name", "")
-        if step.endswith("statements"):
-            return Reply(content={"statements": [ANSWER]})
-        if step.endswith("verdicts"):
-            return Reply(content={"results": [{"result": "yes", "reason": "on topic"}]})
-        return Reply(content={"reason": "The score is 1 because it answers."})
+def _judge(request: dict[str, Any]) -> Reply:
+    step = request.get("response_format", {}).get("json_schema", {}).get("name", "")
+    if step.endswith("statements"):
+        return Reply(content={"statements": ["the answer"]})
+    if step.endswith("verdicts"):
+        return Reply(content={"results": [{"result": "yes", "reason": "on topic"}]})
+    return Reply(content={"reason": "The score is 1 because it answers."})
 
-    stub_llm.responder = judge
+
+def _relevancy_config(tmp_path: Path, stub_llm: StubLLMServer) -> Path:
+    stub_llm.responder = _judge
     config = tmp_path / "gateway.yaml"
     config.write_text(
         "scoring:\n  isolation: thread\n  scorers:\n    - scorer: relevancy\n"
         f"      options: {{model: openai/judge-stub, api_base: '{stub_llm.base_url}',"
         " api_key: sk-test, timeout: 20}\n", encoding="utf-8")
+    return config
+
+
+def _judged(stub_llm: StubLLMServer) -> list[str]:
+    """The texts the judge was shown (its analyze steps' prompts)."""
+    return [json.dumps(r.messages, ensure_ascii=False) for r in stub_llm.requests]
+
+
+def test_serve_judges_an_agent_span_from_its_content_logs(
+        tmp_path: Path, otlp_receiver: OTLPReceiver, stub_llm: StubLLMServer) -> None:
+    config = _relevancy_config(tmp_path, stub_llm)
     with GatewayProcess(["--config", str(config), "--endpoint", otlp_receiver.grpc_endpoint,
                          "--journal", str(tmp_path / "journal.db")]) as gateway:
         base = f"http://127.0.0.1:{gateway.http_port}"
@@ -125,8 +140,45 @@ def test_serve_judges_an_agent_span_from_its_content_logs(
             lambda s: s.span_id == span_id and any(e.name == EVAL for e in s.events), timeout=30)
         event = next(e for e in scored.events if e.name == EVAL)
         assert event.attributes["gen_ai.evaluation.score.value"] == 1.0
-        judged = [json.dumps(r.messages) for r in stub_llm.requests]
-        assert any(QUESTION in text and ANSWER in text for text in judged)
+        assert any(QUESTION in text and ANSWER in text for text in _judged(stub_llm))
         otlp_receiver.wait_for_logs(2)
         logs.shutdown()
         traces.shutdown()
+
+
+def test_genai_helper_agents_with_content_only_in_logs_are_judged(
+        tmp_path: Path, otlp_receiver: OTLPReceiver, stub_llm: StubLLMServer) -> None:
+    """opentelemetry-util-genai as installed, `EVENT_ONLY`: the agent span and its model call's
+    span carry no content; the call's messages are a `gen_ai.client.inference.operation.details`
+    log record. The agent call is read from its model call, whose messages come from the log."""
+    from rigs.conventions import conventions_venv
+
+    python = conventions_venv() / "bin" / "python"
+    cases = [{"question": f"{index}. What is the capital of {place}?",
+              "answer": f"The capital of {place} is {capital}."}
+             for index, (place, capital) in enumerate(
+                 [("France", "Paris"), ("Peru", "Lima"), ("Japan", "Tokyo")])]
+    cases_file = tmp_path / "cases.json"
+    cases_file.write_text(json.dumps(cases), encoding="utf-8")
+    config = _relevancy_config(tmp_path, stub_llm)
+    with GatewayProcess(["--config", str(config), "--endpoint", otlp_receiver.grpc_endpoint,
+                         "--journal", str(tmp_path / "journal.db")]) as gateway:
+        done = subprocess.run([str(python), str(RUNNER), str(cases_file),
+                               f"http://127.0.0.1:{gateway.http_port}"],
+                              capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr[-3000:]
+        scored = otlp_receiver.wait_for_spans(
+            lambda s: s.name == "invoke_agent geo" and any(e.name == EVAL for e in s.events),
+            count=len(cases), timeout=60)
+        details = otlp_receiver.wait_for_logs(
+            lambda r: r.event_name == "gen_ai.client.inference.operation.details",
+            count=len(cases), timeout=30)
+    assert all("gen_ai.input.messages" not in s.attributes for s in otlp_receiver.spans)
+    assert len(details) == len(cases)  # forwarded as they came
+    for span in scored:
+        (event,) = [e for e in span.events if e.name == EVAL]
+        assert event.attributes["gen_ai.evaluation.score.value"] == 1.0
+    judged = _judged(stub_llm)
+    for case in cases:  # each question judged with its answer, the system prompt never as either
+        assert any(case["question"] in text and case["answer"] in text for text in judged)
+    assert not any("SYSTEM-PROMPT" in text for text in judged)

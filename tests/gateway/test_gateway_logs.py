@@ -40,6 +40,7 @@ import tracescore
 from tracescore.gateway import Gateway, GatewayConfig
 from tracescore.online import OnlineScorer, ScoringLogRecordProcessor, ScoringSpanProcessor
 from tracescore.scoring import Scorer, ScoreResult
+from tracescore.scoring._inputs import question_text
 from tracescore.testing import OTLPReceiver
 
 EVAL = "gen_ai.evaluation.result"
@@ -296,3 +297,34 @@ def test_otlp_json_logs_over_http_are_forwarded_and_read(
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(bad, timeout=10)
     assert refused.value.code == 400
+
+
+def test_in_process_model_call_messages_logged_read_the_agent_span_above() -> None:
+    """In process, content only on a model call's log record (`operation.details`, structured
+    values as OpenTelemetry's GenAI helper writes them): the agent span without content above
+    it is read from that call."""
+    scorer = EchoScorer()
+    spans = InMemorySpanExporter()
+    processor = ScoringSpanProcessor(SimpleSpanProcessor(spans), [OnlineScorer(scorer)],
+                                     score_genai_spans=True, isolation="thread")
+    traces = TracerProvider()
+    traces.add_span_processor(processor)
+    logs = LoggerProvider()
+    logs.add_log_record_processor(ScoringLogRecordProcessor(processor))
+    tracer, logger = traces.get_tracer("genai"), logs.get_logger("genai")
+    with tracer.start_as_current_span("invoke_agent geo", attributes=AGENT), \
+            tracer.start_as_current_span("chat m", attributes={"gen_ai.operation.name": "chat"}):
+        logger.emit(event_name="gen_ai.client.inference.operation.details", attributes={
+            "gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": json.dumps([
+                {"role": "system", "parts": [{"type": "text", "content": "You answer briefly."}]},
+                {"role": "user", "parts": [{"type": "text", "content": QUESTION}]}]),
+            "gen_ai.output.messages": json.dumps([
+                {"role": "assistant", "parts": [{"type": "text", "content": ANSWER}]}])})
+    traces.force_flush()
+    processor.shutdown()
+    agent = next(s for s in spans.get_finished_spans() if s.name == "invoke_agent geo")
+    assert [e.name for e in agent.events] == [EVAL]
+    ((question, answer),) = scorer.seen
+    assert answer == ANSWER
+    assert question_text(question) == QUESTION  # what the judge is shown as the question

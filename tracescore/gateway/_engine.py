@@ -329,7 +329,11 @@ class Engine:
                         continue  # a judge's own call (`_judge_spans`): never scored
                     attributes = (attributes_of(span.attributes)
                                   if not readable.isdisjoint(keys) else None)
-                    self.traces.add_span(OtlpSpanView(span), attributes, marks=runs is not None)
+                    self.traces.add_span(OtlpSpanView(span), attributes if attributes is None
+                                         or not len(self.log_content) else  # a model call's
+                                         self.log_content.with_logged(  # logged messages
+                                             _otlp.key_of(span), attributes),
+                                         marks=runs is not None)
                     if runs is not None:
                         runs.touch(int.from_bytes(span.trace_id, "big"))
                     if waiting:

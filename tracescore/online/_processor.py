@@ -264,7 +264,11 @@ class ScoringSpanProcessor(SpanProcessor):
         context = span.context
         if context is None or context.trace_id not in self._kept:
             return None
-        return self._traces.end_span(SdkSpanView(span), _attributes_of(span),
+        attributes = _attributes_of(span)
+        if len(self.log_content):  # a model call whose messages are logged
+            attributes = self.log_content.with_logged((context.trace_id, context.span_id),
+                                                      attributes)
+        return self._traces.end_span(SdkSpanView(span), attributes,
                                      llm=bool(self._contentless), marks=self._run_scope)
 
     def _collect(self, span: ReadableSpan, trace: TraceSpans | None,

@@ -19,8 +19,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tracescore.online.intake._event_content import EVENT_NAMES
-from tracescore.online.intake._view import attributes_of, value_of
+from tracescore import _semconv as sc
+from tracescore.online.intake._event_content import EVENT_NAMES, with_event_content
+from tracescore.online.intake._view import value_of
 
 Key = tuple[int, int]  # (trace id, span id)
 Event = tuple[str, Any]  # (name, attributes) as a span event is read
@@ -28,6 +29,8 @@ EVENT_NAME_KEY = "event.name"  # where SDKs before the `event_name` field named 
 _CHOICE = "gen_ai.choice"
 _MAX_EVENTS = 64  # per span: a runaway loop's records do not crowd out the others
 _MARKER = b"gen_ai."  # in every content record's name (cheap reject of a whole request)
+# recorded as structured values on log records (OpenTelemetry's GenAI util), as JSON on spans
+_JSON_KEYS = (sc.GEN_AI_INPUT_MESSAGES, sc.GEN_AI_OUTPUT_MESSAGES, sc.GEN_AI_SYSTEM_INSTRUCTIONS)
 
 
 class LogContent:
@@ -53,6 +56,9 @@ class LogContent:
         when it is no GenAI content record or has no span to belong to."""
         if name not in EVENT_NAMES or not trace_id or not span_id:
             return False
+        values = {key: json.dumps(value, default=str, ensure_ascii=False)
+                  if key in _JSON_KEYS and isinstance(value, (list, tuple, Mapping)) else value
+                  for key, value in values.items()}
         size = _size(values)
         now = time.monotonic()
         with self._lock:
@@ -62,7 +68,7 @@ class LogContent:
                 self._kept[key] = (born, used, events)
                 self.dropped += 1
                 return False
-            events.append((name, dict(values)))
+            events.append((name, values))
             self._kept[key] = (born, used + size, events)
             self.bytes += size
             self.kept += 1
@@ -81,8 +87,9 @@ class LogContent:
                     name = record.event_name or _event_name(record.attributes)
                     if name not in EVENT_NAMES:
                         continue
-                    values = attributes_of(record.attributes)
-                    _with_body(values, name, _body_of(record))
+                    values = {kv.key: _plain(kv.value) for kv in record.attributes}
+                    _with_body(values, name, _plain(record.body) if record.HasField("body")
+                               else None)
                     trace_id = int.from_bytes(record.trace_id, "big")
                     span_id = int.from_bytes(record.span_id, "big")
                     if self.add(trace_id, span_id, name, values):
@@ -108,6 +115,12 @@ class LogContent:
                 return []
             found = self._kept.get((trace_id, span_id))
             return list(found[2]) if found is not None else []
+
+    def with_logged(self, key: Key, attributes: Mapping[str, Any]) -> Mapping[str, Any]:
+        """`attributes` of the span `key` with the content its records logged (as its events
+        would add it, `with_event_content`): how a model call whose messages are logged is read."""
+        logged = self.events(*key)
+        return with_event_content(attributes, logged) if logged else attributes
 
     def joined(self, key: Key, events: Sequence[Event],
                decode: Callable[[Any], Mapping[str, Any]] | None = None
@@ -143,14 +156,14 @@ def _event_name(attributes: Sequence[Any]) -> str:
     return ""
 
 
-def _body_of(record: Any) -> Any:
-    """An OTLP log record's body: a map's fields as a dict, else its value."""
-    if not record.HasField("body"):
-        return None
-    body = record.body
-    if body.WhichOneof("value") == "kvlist_value":
-        return {kv.key: value_of(kv.value) for kv in body.kvlist_value.values}
-    return value_of(body)
+def _plain(value: Any) -> Any:
+    """An OTLP AnyValue as plain Python: maps as dicts, arrays as lists (nested), bytes as hex."""
+    which = value.WhichOneof("value")
+    if which == "kvlist_value":
+        return {kv.key: _plain(kv.value) for kv in value.kvlist_value.values}
+    if which == "array_value":
+        return [_plain(item) for item in value.array_value.values]
+    return value_of(value)
 
 
 def _with_body(values: dict[str, Any], name: str, body: Any) -> None:
