@@ -328,3 +328,45 @@ def test_in_process_model_call_messages_logged_read_the_agent_span_above() -> No
     ((question, answer),) = scorer.seen
     assert answer == ANSWER
     assert question_text(question) == QUESTION  # what the judge is shown as the question
+
+
+def _logs_body(count: int, first: int = 0) -> bytes:
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+    request = ExportLogsServiceRequest()
+    records = request.resource_logs.add().scope_logs.add().log_records
+    for index in range(first, first + count):
+        records.add().body.string_value = f"record {index}"
+    return request.SerializeToString()
+
+
+def _post_logs(gateway: Gateway, body: bytes) -> tuple[int, dict[str, str]]:
+    request = urllib.request.Request(f"http://127.0.0.1:{gateway.http_port}/v1/logs", data=body,
+                                     method="POST",
+                                     headers={"Content-Type": "application/x-protobuf"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            return reply.status, dict(reply.headers)
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers)
+
+
+def test_log_records_wait_out_a_next_hop_outage_and_backpressure_refuses_retryably(
+        tmp_path: Path, otlp_receiver: OTLPReceiver, gateway_factory: Any) -> None:
+    otlp_receiver.fail_next(1_000_000, status=503)  # the next hop is down
+    gateway = gateway_factory(_config(tmp_path, otlp_receiver.grpc_endpoint,
+                                      max_pending_spans=30))
+    assert _post_logs(gateway, _logs_body(20))[0] == 200  # acknowledged: journaled
+    status, headers = _post_logs(gateway, _logs_body(20, first=20))  # 20 + 20 > 30
+    assert status == 429 and "Retry-After" in headers
+    assert gateway.stats()["logs_refused"] == 20
+    _wait_for(lambda: gateway.stats()["logs_forward_retries"] >= 1)
+    otlp_receiver.fail_next(0)  # the next hop is back
+    received = otlp_receiver.wait_for_logs(20, timeout=30)
+    assert {r.body for r in received} >= {f"record {i}" for i in range(20)}
+    _wait_for(lambda: gateway.stats()["logs_pending"] == 0, timeout=30)
+    stats = gateway.stats()
+    assert stats["logs_forward_retries"] >= 1
+    assert stats["logs_forwarded"] + stats["logs_refused"] == 40
+    ready, detail = gateway.health()
+    assert ready and detail["pending_log_records"] == 0

@@ -289,8 +289,14 @@ class Gateway:
         if stuck is not None:
             reasons.append(f"forwarding stuck: no request delivered for {stuck:.0f}s while "
                            f"{pending} spans wait (exporter.stuck_after_s)")
+        logs = self._logs
+        stuck = logs.stuck_for() if logs else None
+        if stuck is not None:
+            reasons.append(f"forwarding log records stuck: none delivered for {stuck:.0f}s "
+                           f"while {logs.pending if logs else 0} wait (exporter.stuck_after_s)")
         return not reasons, {"accepting": self._accepting, "pending_spans": pending,
-                             "held_spans": held, "next_hop_down": down, "reasons": reasons}
+                             "held_spans": held, "next_hop_down": down, "reasons": reasons,
+                             "pending_log_records": logs.pending if logs else 0}
 
     def _journal_writable(self) -> bool:
         """After a failed write: can the journal store again? (a probe write, which clears the
@@ -402,8 +408,9 @@ class Gateway:
         self._close_receivers()
         if self._engine is not None:
             self._engine.shutdown(0.5)
-        if self._forwarder is not None:
-            self._forwarder.stop(timeout_s=1.0)
+        for forwarder in (self._forwarder, self._logs):
+            if forwarder is not None:
+                forwarder.stop(timeout_s=1.0)
         if self._journal is not None:
             self._journal.close()
         self._close_telemetry()
