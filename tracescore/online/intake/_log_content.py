@@ -110,9 +110,9 @@ class LogContent:
 
     def events(self, trace_id: int, span_id: int) -> list[Event]:
         """The content records kept for this span, as (name, attributes) span events."""
+        if not self._kept:  # the common case, without the lock
+            return []
         with self._lock:
-            if not self._kept:
-                return []
             found = self._kept.get((trace_id, span_id))
             return list(found[2]) if found is not None else []
 
