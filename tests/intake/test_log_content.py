@@ -19,7 +19,15 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.sdk._logs import ReadWriteLogRecord
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
-from tracescore.online.intake import GENAI, AgentReader, LogContent, RecognisedCall, attributes_of
+from tracescore.online.intake import (
+    GENAI,
+    AgentReader,
+    LogContent,
+    RecognisedCall,
+    attributes_of,
+    unwrap_input,
+    unwrap_output,
+)
 
 AGENT = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "geo"}
 TRACE, SPAN = 0x5B8EFFF798038103D269B633813FC60C, 0xEEE19B7EC3C1B174
@@ -164,3 +172,28 @@ def test_the_store_is_bounded_in_spans_bytes_and_age() -> None:
     aged.add(TRACE, 1, "gen_ai.user.message", {"content": "q"})
     aged.add(TRACE, 2, "gen_ai.user.message", {"content": "q"})
     assert aged.events(TRACE, 1) == []
+
+
+def test_a_choice_logged_as_content_in_gemini_parts_is_the_answer() -> None:
+    """Google ADK's shape: `gen_ai.choice` with `content` (a Gemini message with parts), and
+    user messages as Gemini messages."""
+    content = LogContent()
+    content.add(TRACE, SPAN, "gen_ai.user.message",
+                {"content": {"role": "user", "parts": [{"text": "What is the capital of Peru?"}]}})
+    content.add(TRACE, SPAN, "gen_ai.choice", {"index": 0, "finish_reason": "STOP", "content": {
+        "role": "model", "parts": [{"text": "Lima."}]}})
+    call = _read(content)
+    assert isinstance(call, RecognisedCall)
+    assert unwrap_output(call.output) == "Lima."
+    assert "What is the capital of Peru?" in json.dumps(unwrap_input(call.input))
+
+
+@given(st.sampled_from(["gen_ai.user.message", "gen_ai.choice", "gen_ai.system.message"]),
+       st.sampled_from(["content", "message"]), st.sampled_from(["<elided>", " <elided> "]))
+def test_placeholders_of_content_not_captured_are_not_content(name: str, key: str,
+                                                              placeholder: str) -> None:
+    """With content capture off, ADK logs `<elided>` where the text would be: never judged."""
+    content = LogContent()
+    assert not content.add(TRACE, SPAN, name, {key: placeholder})
+    assert not content.add(TRACE, SPAN, name, {key: {"role": "user", "content": placeholder}})
+    assert content.events(TRACE, SPAN) == []

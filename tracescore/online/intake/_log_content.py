@@ -29,6 +29,8 @@ EVENT_NAME_KEY = "event.name"  # where SDKs before the `event_name` field named 
 _CHOICE = "gen_ai.choice"
 _MAX_EVENTS = 64  # per span: a runaway loop's records do not crowd out the others
 _MARKER = b"gen_ai."  # in every content record's name (cheap reject of a whole request)
+# what an instrumentation logs in place of content it does not capture (Google ADK): not content
+ELIDED = frozenset({"<elided>"})
 # recorded as structured values on log records (OpenTelemetry's GenAI util), as JSON on spans
 _JSON_KEYS = (sc.GEN_AI_INPUT_MESSAGES, sc.GEN_AI_OUTPUT_MESSAGES, sc.GEN_AI_SYSTEM_INSTRUCTIONS)
 
@@ -59,6 +61,10 @@ class LogContent:
         values = {key: json.dumps(value, default=str, ensure_ascii=False)
                   if key in _JSON_KEYS and isinstance(value, (list, tuple, Mapping)) else value
                   for key, value in values.items()}
+        if name == _CHOICE and "message" not in values and "content" in values:
+            values["message"] = _choice_message(values["content"])  # as Google ADK logs it
+        if any(_elided(values.get(key)) for key in ("content", "message", *_JSON_KEYS)):
+            return False  # content capture is off: a placeholder, not the user's text
         size = _size(values)
         now = time.monotonic()
         with self._lock:
@@ -174,6 +180,22 @@ def _with_body(values: dict[str, Any], name: str, body: Any) -> None:
             values.setdefault(str(key), value)
     elif body is not None and body != "":
         values.setdefault("message" if name == _CHOICE else "content", body)
+
+
+def _choice_message(content: Any) -> Any:
+    """A `gen_ai.choice` record's answer when it logs `content` (text, or a message with parts,
+    e.g. Gemini's `{"role": "model", "parts": [...]}`) instead of `message`."""
+    if isinstance(content, Mapping) and "parts" in content:
+        return {"role": "assistant", "content": content["parts"]}
+    return {"role": "assistant", "content": content}
+
+
+def _elided(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip() in ELIDED
+    if isinstance(value, Mapping):
+        return _elided(value.get("content"))
+    return False
 
 
 def _size(values: Mapping[str, Any]) -> int:
