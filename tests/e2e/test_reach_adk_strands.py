@@ -246,6 +246,7 @@ def test_adk_logs_without_content_capture_are_never_judged(
     cases = generated_cases(seed=47, count=3)
     sent, received = run_through_gateway("adk_no_content_logs", cases, "grpc", side_python,
                                          gateway, receiver, stub)
+    assert not any(sc.GEN_AI_INPUT_MESSAGES in s.attributes for s in sent)
     assert receiver.wait_for_logs(1, timeout=30)  # it did log (forwarded as they came)
     assert sum(s.name == AGENT_SPAN for s in received) == len(cases)
     time.sleep(3)  # past trace.llm_wait_s: a span read late would be judged by now
