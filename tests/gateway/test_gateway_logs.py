@@ -370,3 +370,50 @@ def test_log_records_wait_out_a_next_hop_outage_and_backpressure_refuses_retryab
     assert stats["logs_forwarded"] + stats["logs_refused"] == 40
     ready, detail = gateway.health()
     assert ready and detail["pending_log_records"] == 0
+
+
+def _details(question: str, answer: str) -> dict[str, Any]:
+    """A model call's `operation.details` record attributes (as OpenTelemetry's GenAI helper
+    writes them: structured messages, a system instruction first)."""
+    return {"gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": json.dumps([
+                {"role": "system", "parts": [{"type": "text", "content": "You answer briefly."}]},
+                {"role": "user", "parts": [{"type": "text", "content": question}]}]),
+            "gen_ai.output.messages": json.dumps([
+                {"role": "assistant", "parts": [{"type": "text", "content": answer}]}])}
+
+
+@pytest.mark.parametrize("logs_first", [True, False], ids=["logs-first", "spans-first"])
+def test_agent_span_read_from_a_model_call_whose_messages_are_logged(
+        tmp_path: Path, otlp_receiver: OTLPReceiver, gateway_factory: Any,
+        logs_first: bool) -> None:
+    """Through the gateway: an agent span without content, a `chat` span below it without
+    content, the call's messages in its log record, arriving before the spans or after them."""
+    scorer = EchoScorer()
+    gateway = gateway_factory(_config(tmp_path, otlp_receiver.grpc_endpoint, scorer))
+    logs = LoggerProvider()
+    exporter = _log_exporter(gateway, "http")
+    logs.add_log_record_processor(SimpleLogRecordProcessor(exporter) if logs_first
+                                  else BatchLogRecordProcessor(exporter,
+                                                               schedule_delay_millis=60_000))
+    traces = TracerProvider()
+    traces.add_span_processor(SimpleSpanProcessor(_span_exporter(gateway, "http")))
+    tracer, logger = traces.get_tracer("genai"), logs.get_logger("genai")
+    if not logs_first:  # a content record already seen, as in a gateway that has run a while
+        with tracer.start_as_current_span("earlier"):
+            logger.emit(event_name="gen_ai.user.message", body={"content": "earlier"})
+        logs.force_flush()
+        _wait_for(lambda: gateway.stats()["log_content_records"] == 1)
+    with tracer.start_as_current_span("invoke_agent geo", attributes=AGENT) as agent, \
+            tracer.start_as_current_span("chat m", attributes={"gen_ai.operation.name": "chat"}):
+        logger.emit(event_name="gen_ai.client.inference.operation.details",
+                    attributes=_details(QUESTION, ANSWER))
+    if not logs_first:
+        logs.force_flush()  # after both spans
+    span_id = f"{agent.get_span_context().span_id:016x}"
+    otlp_receiver.wait_for_spans(
+        lambda s: s.span_id == span_id and any(e.name == EVAL for e in s.events), timeout=15)
+    ((question, answer),) = scorer.seen
+    assert (question_text(question), answer) == (QUESTION, ANSWER)
+    logs.shutdown()
+    traces.shutdown()

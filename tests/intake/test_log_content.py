@@ -197,3 +197,20 @@ def test_placeholders_of_content_not_captured_are_not_content(name: str, key: st
     assert not content.add(TRACE, SPAN, name, {key: placeholder})
     assert not content.add(TRACE, SPAN, name, {key: {"role": "user", "content": placeholder}})
     assert content.events(TRACE, SPAN) == []
+
+
+def test_a_model_call_noted_without_content_is_read_when_its_records_come() -> None:
+    content = LogContent(max_spans=2)
+    chat = {"gen_ai.operation.name": "chat"}
+    content.note_call((TRACE, 1), 7, 100, chat)  # no content record kept yet: not noted
+    content.add(TRACE, 99, "gen_ai.user.message", {"content": "elsewhere"})
+    for span in (1, 2, 3):  # the oldest goes past max_spans
+        content.note_call((TRACE, span), 7, 100 + span, chat)
+    messages = {"gen_ai.input.messages": json.dumps([{"role": "user", "content": "q?"}]),
+                "gen_ai.output.messages": json.dumps([{"role": "assistant", "content": "a."}])}
+    for span in (1, 2, 3):
+        content.add(TRACE, span, "gen_ai.client.inference.operation.details", messages)
+    found = content.logged_calls({(TRACE, 1), (TRACE, 2), (TRACE, 3), (TRACE, 4)})
+    assert sorted((key, parent) for key, parent, _ in found) == [((TRACE, 2), 7), ((TRACE, 3), 7)]
+    assert all(call.start_ns in (102, 103) for _, _, call in found)
+    assert content.logged_calls({(TRACE, 2)}) == []  # read once

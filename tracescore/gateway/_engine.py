@@ -329,11 +329,14 @@ class Engine:
                         continue  # a judge's own call (`_judge_spans`): never scored
                     attributes = (attributes_of(span.attributes)
                                   if not readable.isdisjoint(keys) else None)
-                    self.traces.add_span(OtlpSpanView(span), attributes if attributes is None
-                                         or not len(self.log_content) else  # a model call's
-                                         self.log_content.with_logged(  # logged messages
-                                             _otlp.key_of(span), attributes),
-                                         marks=runs is not None)
+                    logged = (attributes if attributes is None or not len(self.log_content)
+                              else self.log_content.with_logged(  # a model call's logged
+                                  _otlp.key_of(span), attributes))  # messages
+                    self.traces.add_span(OtlpSpanView(span), logged, marks=runs is not None)
+                    if logged is not None and self.log_content.kept:  # its messages may come
+                        self.log_content.note_call(  # later: read then (`content_logged`)
+                            _otlp.key_of(span), int.from_bytes(span.parent_span_id, "big")
+                            or None, span.start_time_unix_nano, logged)
                     if runs is not None:
                         runs.touch(int.from_bytes(span.trace_id, "big"))
                     if waiting:
@@ -511,7 +514,13 @@ class Engine:
             self._offer(entry.row, entry.single, call, self.traces.input_of(*key))
 
     def content_logged(self, keys: set[_otlp.SpanKey]) -> None:
-        """Offer the waiting agent spans of `keys` that their content log records now read."""
+        """Offer the waiting agent spans of `keys` that their content log records now read, and
+        those waiting for model calls of `keys` whose messages were logged after them."""
+        calls = self.log_content.logged_calls(keys)
+        for (trace_id, span_id), parent_id, model_call in calls:
+            self.traces.add(trace_id, span_id, parent_id, None, model_call)
+        if calls:
+            self._resume({trace_id for (trace_id, _), _, _ in calls})
         with self._lock:
             candidates = [(key, self._waiting[key]) for key in keys if key in self._waiting]
         for key, entry in candidates:

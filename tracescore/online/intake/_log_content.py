@@ -21,6 +21,7 @@ from typing import Any
 
 from tracescore import _semconv as sc
 from tracescore.online.intake._event_content import EVENT_NAMES, with_event_content
+from tracescore.online.intake._llm_calls import LlmCall, read_llm_call
 from tracescore.online.intake._view import value_of
 
 Key = tuple[int, int]  # (trace id, span id)
@@ -46,6 +47,8 @@ class LogContent:
         self.max_age_s = max_age_s
         self._lock = threading.Lock()
         self._kept: OrderedDict[Key, tuple[float, int, list[Event]]] = OrderedDict()
+        # model calls' spans that came without content, read once their records come
+        self._calls: OrderedDict[Key, tuple[int | None, int, Mapping[str, Any]]] = OrderedDict()
         self.bytes = 0
         self.kept = 0  # records kept, ever
         self.dropped = 0  # records let go by the bounds before a span read them
@@ -121,6 +124,32 @@ class LogContent:
         with self._lock:
             found = self._kept.get((trace_id, span_id))
             return list(found[2]) if found is not None else []
+
+    def note_call(self, key: Key, parent_id: int | None, start_ns: int,
+                  attributes: Mapping[str, Any]) -> None:
+        """Remember a GenAI span that arrived without the messages a model call records (once
+        content records are in use at all), to read it when its records come after it
+        (`logged_calls`); at most `max_spans`, the oldest go first."""
+        if (not self.kept or sc.GEN_AI_OPERATION_NAME not in attributes
+                or sc.GEN_AI_OUTPUT_MESSAGES in attributes):
+            return
+        with self._lock:
+            self._calls[key] = (parent_id, start_ns, attributes)
+            while len(self._calls) > self.max_spans:
+                self._calls.popitem(last=False)
+
+    def logged_calls(self, keys: set[Key]) -> list[tuple[Key, int | None, LlmCall]]:
+        """(span, parent, model call) of the noted spans of `keys` that their records now read."""
+        found = []
+        for key in keys:
+            with self._lock:
+                noted = self._calls.pop(key, None)
+            if noted is not None:
+                parent_id, start_ns, attributes = noted
+                call = read_llm_call(self.with_logged(key, attributes), start_ns)
+                if call is not None:
+                    found.append((key, parent_id, call))
+        return found
 
     def with_logged(self, key: Key, attributes: Mapping[str, Any]) -> Mapping[str, Any]:
         """`attributes` of the span `key` with the content its records logged (as its events
