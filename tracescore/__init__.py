@@ -109,6 +109,7 @@ _EXPORTS: dict[str, str] = {
     "FleetLimiter": "tracescore.online",
     "TraceLimits": "tracescore.online",
     "ScoringSpanProcessor": "tracescore.online",
+    "ScoringLogRecordProcessor": "tracescore.online",
     "PhoenixSink": "tracescore.online",
     "RecognisedCall": "tracescore.online",
     "AgentMapping": "tracescore.online",
@@ -264,6 +265,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs (`X as X`: ex
     )
     from tracescore.online import (
         RecognisedCall as RecognisedCall,
+    )
+    from tracescore.online import (
+        ScoringLogRecordProcessor as ScoringLogRecordProcessor,
     )
     from tracescore.online import (
         ScoringSpanProcessor as ScoringSpanProcessor,

@@ -199,8 +199,29 @@ def test_gateway_configs_take_every_signal_on_every_receiver() -> None:
             signals = {key.split("/")[0] for key, p in pipelines.items() if receiver in p["receivers"]}
             assert signals == {"traces", "logs", "metrics"}, (name, receiver)
         for key, pipeline in pipelines.items():
-            if key.split("/")[0] != "traces":
+            if key == "logs/content":  # GenAI content records: to the scorers (docs/gateway.md, Logs)
+                assert name == "gateway.yaml"  # one replica: the loadbalancing exporter routes
+                assert pipeline["exporters"] == ["otlp_grpc/tracescore"]  # logs apart from spans
+            elif key.split("/")[0] != "traces":
                 assert pipeline["exporters"] == ["otlp_grpc/backend"], (name, key)  # not to the scorers
+
+
+def test_gateway_yaml_routes_each_app_log_record_one_way() -> None:
+    """The GenAI content records go through the gateway, every other record to the backend: the
+    two filters drop complementary sets (one condition, negated)."""
+    config = _load(CONFIG_DIR / "gateway.yaml")
+    pipelines, processors = config["service"]["pipelines"], config["processors"]
+    content = pipelines["logs/content"]["processors"][-1]
+    rest = pipelines["logs"]["processors"][-1]
+    assert pipelines["logs/content"]["receivers"] == pipelines["logs"]["receivers"] == ["otlp"]
+    (keep_content,) = processors[content]["logs"]["log_record"]
+    (keep_rest,) = processors[rest]["logs"]["log_record"]
+    assert keep_content == "not " + keep_rest.replace(" or ", " and not ")
+    for name in ("gen_ai.user.message", "gen_ai.system.message", "gen_ai.assistant.message",
+                 "gen_ai.tool.message", "gen_ai.choice", "gen_ai.client.inference.operation.details"):
+        pattern = re.search(r'IsMatch\(event_name, "([^"]+)"\)', keep_rest)
+        assert pattern is not None and re.fullmatch(pattern.group(1).replace("\\\\", "\\"), name)
+    assert 'attributes["event.name"]' in keep_rest  # as older SDKs name the event
 
 
 def test_gateway_configs_acknowledge_only_what_an_exporter_queued() -> None:

@@ -353,6 +353,58 @@ def _app_metric() -> ExportMetricsServiceRequest:
     return request
 
 
+def test_content_log_records_go_through_the_gateway_to_their_span(
+    tmp_path: Path, otlp_receiver: OTLPReceiver
+) -> None:
+    """gateway.yaml, an app whose agent spans have no content and whose prompts and answers are
+    GenAI log events (the SDK's own OTLP exporters, to the collector): the content records take
+    the gateway's way, the spans are scored, and every record, content or not, reaches the
+    backend exactly once."""
+    from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    with Deployment(tmp_path, otlp_receiver, "gateway.yaml", rate=1.0) as deployment:
+        endpoint = f"http://127.0.0.1:{deployment.collector.grpc_port}"
+        logs = LoggerProvider()
+        logs.add_log_record_processor(SimpleLogRecordProcessor(
+            OTLPLogExporter(endpoint=endpoint, insecure=True)))
+        traces = TracerProvider()
+        traces.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=endpoint, insecure=True)))
+        logger, tracer = logs.get_logger("agent.app"), traces.get_tracer("agent.app")
+        agents = []
+        for index in range(6):
+            with tracer.start_as_current_span("invoke_agent geo", attributes={
+                    "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "geo"}) as span:
+                logger.emit(event_name="gen_ai.user.message", body={"content": f"question {index}?"})
+                logger.emit(body=f"app log line {index}")
+                logger.emit(event_name="gen_ai.choice",
+                            body={"index": 0, "message": {"role": "assistant", "content": ANSWER}})
+            agents.append(f"{span.get_span_context().span_id:016x}")
+        scored = otlp_receiver.wait_for_spans(
+            lambda s: s.span_id in agents and any(e.name == sc.GEN_AI_EVALUATION_RESULT for e in s.events),
+            count=len(agents), timeout=60)
+        records = otlp_receiver.wait_for_logs(18, timeout=60)
+        logs.shutdown()
+        traces.shutdown()
+        forwarded = [_metric(g, "tracescore_gateway_logs_forwarded_total") for g in deployment.gateways]
+    assert sorted(s.span_id for s in scored) == sorted(agents)  # each once
+    seen = Counter((r.span_id, r.event_name, json.dumps(r.body, sort_keys=True))
+                   for r in otlp_receiver.logs)
+    assert sum(seen.values()) == 18 and set(seen.values()) == {1}  # none lost, none twice
+    assert {r.span_id for r in records if r.event_name} == set(agents)
+    assert sum(forwarded) == 12  # the content records only went through the gateway
+
+
+def _metric(gateway: GatewayProcess, name: str) -> float:
+    with urllib.request.urlopen(f"http://127.0.0.1:{gateway.health_port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    return float(next(x for x in text.splitlines() if x.startswith(name + " ")).split()[-1])
+
+
 OFF_TOPIC = "Bananas grow well in warm humid weather."  # content similarity 0.13 to the question
 
 

@@ -57,6 +57,10 @@ RUNS: dict[str, tuple[str, dict[str, str]]] = {
     "adk": ("adk", {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"}),
     "adk_legacy": ("adk", {"ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN": "1"}),  # call_llm spans
     "adk_no_content": ("adk", {}),  # content capture off: ADK's default
+    # content only in log records (`operation.details` of each `generate_content` span)
+    "adk_logs": ("adk", {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "EVENT_ONLY",
+                         "REACH_EXPORT_LOGS": "1"}),
+    "adk_no_content_logs": ("adk", {"REACH_EXPORT_LOGS": "1"}),  # its logs, content elided
 }
 _OPTIONS = ("OTEL_SEMCONV_STABILITY_OPT_IN", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
             "ADK_")
@@ -213,6 +217,41 @@ def test_adk_agent_calls_are_scored(run: str, protocol: str, side_python: Path,
     assert_conversations(sent, cases)
     assert_scored(sent, received, {AGENT_SPAN}, stub,
                   [(c["question"], recorded_answer("adk", c)) for c in cases])
+
+
+@pytest.mark.slow
+def test_adk_with_content_only_in_logs_is_scored(side_python: Path, gateway: GatewayProcess,
+                                                 receiver: OTLPReceiver,
+                                                 stub: StubLLMServer) -> None:
+    """ADK with `EVENT_ONLY`, its log records exported to the gateway as well: no span records
+    content; each model call's messages are a log record of its `generate_content` span. Each
+    `invoke_agent` span is scored on the turn's question and final answer, read from them."""
+    cases = generated_cases(seed=43, count=6)
+    sent, received = run_through_gateway("adk_logs", cases, "grpc", side_python, gateway,
+                                         receiver, stub)
+    assert not any(sc.GEN_AI_INPUT_MESSAGES in s.attributes for s in sent)  # all in the logs
+    assert receiver.wait_for_logs(
+        lambda r: r.event_name == "gen_ai.client.inference.operation.details", timeout=30)
+    assert_scored(sent, received, {AGENT_SPAN}, stub,
+                  [(c["question"], recorded_answer("adk", c)) for c in cases])
+
+
+@pytest.mark.slow
+def test_adk_logs_without_content_capture_are_never_judged(
+        side_python: Path, gateway: GatewayProcess, receiver: OTLPReceiver,
+        stub: StubLLMServer) -> None:
+    """ADK as installed, its log records exported too: its `operation.details` records carry
+    no messages, nothing is judged, and the agent spans go on unscored. (Its older event path
+    logs `<elided>` in place of content, never judged either: tests/intake/test_log_content.py.)"""
+    cases = generated_cases(seed=47, count=3)
+    sent, received = run_through_gateway("adk_no_content_logs", cases, "grpc", side_python,
+                                         gateway, receiver, stub)
+    assert not any(sc.GEN_AI_INPUT_MESSAGES in s.attributes for s in sent)
+    assert receiver.wait_for_logs(1, timeout=30)  # it did log (forwarded as they came)
+    assert sum(s.name == AGENT_SPAN for s in received) == len(cases)
+    time.sleep(3)  # past trace.llm_wait_s: a span read late would be judged by now
+    assert [s for s in receiver.spans if s.events_named(sc.GEN_AI_EVALUATION_RESULT)] == []
+    assert not any("elided" in json.dumps(r.json) for r in stub.requests)
 
 
 @pytest.mark.slow

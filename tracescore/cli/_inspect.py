@@ -71,6 +71,9 @@ class _Door:
     def receive(self, request: Any, raw: bytes | None) -> None:
         self._inspector.add(request)
 
+    def receive_logs(self, request: Any, raw: bytes | None) -> None:
+        pass  # accepted (a sender's logs export does not fail), not inspected
+
     def rejected(self) -> None:
         pass
 

@@ -10,6 +10,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -47,6 +48,8 @@ class Door(Protocol):
     """What the receivers call on the gateway."""
 
     def receive(self, request: ExportTraceServiceRequest, raw: bytes | None) -> None: ...
+
+    def receive_logs(self, request: ExportLogsServiceRequest, raw: bytes | None) -> None: ...
 
     def rejected(self) -> None: ...
 

@@ -73,6 +73,7 @@ from tracescore.online.intake import (
     ITEM_MARKERS,
     AgentReader,
     ContentlessAgent,
+    LogContent,
     OtlpSpanView,
     RecognisedCall,
     TraceCollector,
@@ -131,6 +132,7 @@ class Engine:
         raw = known | reader.diagnose.keys | reader.contentless.raw_markers(known)
         self._marker_bytes = tuple(m.encode() for m in raw)
         self.traces: TraceCollector = collector_from(trace_options)
+        self.log_content = LogContent()  # GenAI content log records, by span (`content_logged`)
         self._output = output
         self._send_inline = send_inline  # True: the next hop has it (nothing held in it)
         self._max_bytes = max_request_bytes  # requests out are split under it (None: never)
@@ -345,7 +347,14 @@ class Engine:
                         continue  # a judge's own call (`_judge_spans`): never scored
                     attributes = (attributes_of(span.attributes)
                                   if not readable.isdisjoint(keys) else None)
-                    self.traces.add_span(OtlpSpanView(span), attributes, marks=runs is not None)
+                    logged = (attributes if attributes is None or not len(self.log_content)
+                              else self.log_content.with_logged(  # a model call's logged
+                                  _otlp.key_of(span), attributes))  # messages
+                    self.traces.add_span(OtlpSpanView(span), logged, marks=runs is not None)
+                    if logged is not None and self.log_content.kept:  # its messages may come
+                        self.log_content.note_call(  # later: read then (`content_logged`)
+                            _otlp.key_of(span), int.from_bytes(span.parent_span_id, "big")
+                            or None, span.start_time_unix_nano, logged)
                     if runs is not None:
                         runs.touch(int.from_bytes(span.trace_id, "big"))
                     if waiting:
@@ -358,10 +367,8 @@ class Engine:
                         if top:
                             tops.append((rs, ss, span, index, None, keys, attributes))
                         continue
-                    call, read = reader.read(
-                        span.name, attributes if attributes is not None
-                        else attributes_of(span.attributes),
-                        [(e.name, e.attributes) for e in span.events], attributes_of)
+                    call, read = self._read(span, attributes if attributes is not None
+                                            else attributes_of(span.attributes))
                     if reader.wrapper(call, parent):
                         continue  # a wrapper of one model turn: part of the agent call above
                     if not isinstance(call, (RecognisedCall, ContentlessAgent)):
@@ -394,6 +401,19 @@ class Engine:
             if not self.traces.agents_below(*self.traces.at(_otlp.key_of(span))):
                 self._count_unreadable(call, span.name, read)
         return self._read_contentless(found), touched
+
+    def _read(self, span: Any, attributes: Mapping[str, Any]) -> tuple[Any, Mapping[str, Any]]:
+        """`AgentReader.read` of a span, with its content log records when it is not read
+        without them (part of them may have arrived: it then waits as one without content)."""
+        events = [(e.name, e.attributes) for e in span.events]
+        call, read = self._reader.read(span.name, attributes, events, attributes_of)
+        if not isinstance(call, RecognisedCall) and len(self.log_content):
+            joined, decode = self.log_content.joined(_otlp.key_of(span), events, attributes_of)
+            if joined is not events:
+                logged, read_logged = self._reader.read(span.name, attributes, joined, decode)
+                if isinstance(logged, RecognisedCall):
+                    return logged, read_logged
+        return call, read
 
     def _read_contentless(self, found: list[Any]) -> list[Any]:
         """`found` with its agent spans without content read from their LLM calls where these
@@ -520,6 +540,8 @@ class Engine:
             self._output.put(() if row is None else (row,), single.SerializeToString(), 1)
         elif room:
             self._metrics.add("llm_wait")
+            if self.log_content.events(*key):  # its content was logged since it was read
+                self.content_logged({key})
         else:
             if not self._closed and wait_s <= 0:
                 span = _otlp.only_span(single)
@@ -536,6 +558,29 @@ class Engine:
         for key, entry in candidates:
             call = from_llm_calls(entry.agent, self.traces.llm_calls_of(*self.traces.at(key)))
             if call is None:
+                continue
+            with self._lock:
+                if self._waiting.pop(key, None) is None:
+                    continue  # its wait ended meanwhile
+            self._offer(entry.row, entry.single, call, self.traces.input_of(*key))
+
+    def content_logged(self, keys: set[_otlp.SpanKey]) -> None:
+        """Offer the waiting agent spans of `keys` that their content log records now read, and
+        those waiting for model calls of `keys` whose messages were logged after them."""
+        calls = self.log_content.logged_calls(keys)
+        for (trace_id, span_id), parent_id, model_call in calls:
+            self.traces.add(trace_id, span_id, parent_id, None, model_call)
+        if calls:
+            self._resume({trace_id for (trace_id, _), _, _ in calls})
+        with self._lock:
+            candidates = [(key, self._waiting[key]) for key in keys if key in self._waiting]
+        for key, entry in candidates:
+            span = _otlp.only_span(entry.single)
+            events, decode = self.log_content.joined(
+                key, [(e.name, e.attributes) for e in span.events], attributes_of)
+            call, _ = self._reader.read(span.name, attributes_of(span.attributes), events,
+                                        decode, contentless=False)
+            if not isinstance(call, RecognisedCall):
                 continue
             with self._lock:
                 if self._waiting.pop(key, None) is None:

@@ -1,4 +1,5 @@
-"""The door behind the gateway: forwards serialized OTLP trace requests to the next hop.
+"""The door behind the gateway: forwards serialized OTLP requests to the next hop (trace
+requests; with `signal="logs"`, log requests, counted under `logs_*` and never split).
 
 Requests queue in memory (their journal rows stay until the next hop acknowledges them) and
 are sent in batches of at most `max_batch_spans` spans and `max_batch_bytes` encoded bytes (a
@@ -27,7 +28,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from tracescore._guard import Guard
-from tracescore.gateway._journal import Journal
+from tracescore.gateway._journal import Journal, LogRows
 from tracescore.gateway._metrics import GatewayMetrics
 from tracescore.gateway._senders import NextHopRejected, Outcome, Sender
 from tracescore.gateway._split import Undeliverable, split_request
@@ -96,11 +97,13 @@ class _Direct:
 class Forwarder:
     """Batches queued requests and sends them with retries; removes their journal rows once sent."""
 
-    def __init__(self, sender: Sender, journal: Journal | None, metrics: GatewayMetrics, *,
+    def __init__(self, sender: Sender, journal: Journal | LogRows | None, metrics: GatewayMetrics, *,
                  max_batch_spans: int = 8192, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
-                 workers: int = 2, max_backoff_s: float = 5.0, stuck_after_s: float = 300.0
-                 ) -> None:
+                 workers: int = 2, max_backoff_s: float = 5.0, stuck_after_s: float = 300.0,
+                 signal: str = "traces") -> None:
         self._sender = sender
+        self._prefix = "" if signal == "traces" else f"{signal}_"  # counter names
+        self._split = signal == "traces"  # a log request goes on whole, whatever its size
         self._journal = journal
         self._metrics = metrics
         self._max_batch = max_batch_spans
@@ -113,11 +116,12 @@ class Forwarder:
         self._emptied = threading.Condition(lock)  # nothing pending any more: drain() wakes
         self._pending = 0  # spans queued or being sent
         self._stopping = False
-        self._threads = [threading.Thread(target=self._run, name=f"tracescore-forward-{i}",
+        named = "forward" if signal == "traces" else f"forward-{signal}"
+        self._threads = [threading.Thread(target=self._run, name=f"tracescore-{named}-{i}",
                                           daemon=True) for i in range(workers)]
         self._directs: queue.SimpleQueue[_Direct | None] = queue.SimpleQueue()
         self._threads.append(threading.Thread(target=self._run_direct, daemon=True,
-                                              name="tracescore-forward-direct"))
+                                              name=f"tracescore-{named}-direct"))
         self._started = False
         self._down = False  # the next hop is failing (for readiness)
         self._inline = False  # a direct send is under way
@@ -152,7 +156,7 @@ class Forwarder:
     def put(self, ids: tuple[int, ...], body: bytes, count: int) -> None:
         """Queue one serialized ExportTraceServiceRequest (never blocks); one over
         `max_batch_bytes` is split, and its journal rows go once every part is sent."""
-        if len(body) > self.max_batch_bytes:
+        if self._split and len(body) > self.max_batch_bytes:
             self._put_split(ids, body, count)
             return
         with self._cond:
@@ -262,13 +266,13 @@ class Forwarder:
         try:
             parts = split_request(ExportTraceServiceRequest.FromString(body), self.max_batch_bytes)
         except (Undeliverable, ValueError) as exc:  # acknowledged already: dropped, counted
-            self._metrics.add("dropped_undeliverable", count)
+            self._metrics.add(self._prefix + "dropped_undeliverable", count)
             self._guard.once("undeliverable", "tracescore: %d acknowledged spans cannot fit "
                            "exporter.max_batch_bytes and are dropped (%s)", count, exc)
             self._remove(list(ids))
             return
         if parts.capped:
-            self._metrics.add("capped_for_next_hop", parts.capped)
+            self._metrics.add(self._prefix + "capped_for_next_hop", parts.capped)
         group = _Group(ids, len(parts.bodies)) if ids else None
         with self._cond:
             for part, part_count in parts.bodies:
@@ -337,9 +341,9 @@ class Forwarder:
         if outcome.ok:
             self._down = False
             self._last_success = time.monotonic()
-            self._metrics.add("forwarded", count - outcome.rejected_spans)
+            self._metrics.add(self._prefix + "forwarded", count - outcome.rejected_spans)
             if outcome.rejected_spans:
-                self._metrics.add("rejected_by_next_hop", outcome.rejected_spans)
+                self._metrics.add(self._prefix + "rejected_by_next_hop", outcome.rejected_spans)
                 self._guard.once("partial", "tracescore: the next hop accepted a request in part "
                                "and rejected %d spans of it (partial success); they are dropped",
                                outcome.rejected_spans)
@@ -348,15 +352,15 @@ class Forwarder:
             self._down = False
             self._last_success = time.monotonic()  # an answer: forwarding is not stuck
             if passed_back:
-                self._metrics.add("next_hop_rejected_direct", count)
+                self._metrics.add(self._prefix + "next_hop_rejected_direct", count)
                 return True
-            self._metrics.add("rejected_by_next_hop", count)
+            self._metrics.add(self._prefix + "rejected_by_next_hop", count)
             self._guard.once(outcome.detail, "tracescore: the next hop rejected %d acknowledged "
                            "spans for good (%s); they are dropped (counted in "
                            "rejected_by_next_hop, logged once per answer)", count, outcome.detail)
             return True
         self._down = True
-        self._metrics.add("forward_retries", 1)
+        self._metrics.add(self._prefix + "forward_retries", 1)
         return False
 
     def _send(self, body: bytes, count: int) -> bool | None:

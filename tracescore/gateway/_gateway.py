@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 
@@ -42,7 +43,13 @@ from tracescore.gateway._receiver import (
     listen,
     tls_context,
 )
-from tracescore.gateway._senders import GrpcSender, HttpSender, NextHopRejected, Sender
+from tracescore.gateway._senders import (
+    GRPC_LOGS_METHOD,
+    GrpcSender,
+    HttpSender,
+    NextHopRejected,
+    Sender,
+)
 from tracescore.gateway._split import Undeliverable
 
 _log = logging.getLogger("tracescore.gateway")
@@ -86,6 +93,7 @@ class Gateway:
         self._journal: Journal | None = None
         self._store_error: str | None = None  # the last journal write failure, until one works
         self._forwarder: Forwarder | None = None
+        self._logs: Forwarder | None = None  # log records: forwarded as they came
         self._engine: Engine | None = None
         self._quality: Any = None  # the pull reader of the scorers' quality metrics
         self._servers: list[HttpServer] = []
@@ -114,7 +122,14 @@ class Gateway:
                 max_request_bytes=config.max_batch_bytes, run_options=config.runs,
                 conversations=config.conversations,
             )
+            self._logs = Forwarder(
+                _sender(config, "logs"), self._journal.logs, self.metrics,
+                max_batch_spans=config.max_batch_spans, max_batch_bytes=config.max_batch_bytes,
+                workers=1, stuck_after_s=config.stuck_after_s, signal="logs")
             self.metrics.gauge("pending", lambda: self._forwarder.pending if self._forwarder else 0)
+            self.metrics.gauge("logs_pending", lambda: self._logs.pending if self._logs else 0)
+            log_content = self._engine.log_content
+            self.metrics.gauge("log_content_spans", lambda: len(log_content))
             self.metrics.gauge("held_now", lambda: self._engine.held if self._engine else 0)
             register_backlog(self.metrics, self._engine)
             quality, self._quality = quality_provider()  # the scorers' quality in /metrics
@@ -127,7 +142,9 @@ class Gateway:
             if self._meter_provider is not None:
                 self.metrics.register(self._meter_provider)
             self._forwarder.start()
+            self._logs.start()
             self._engine.replay()
+            self._replay_logs()
             self._open_receivers()
         except BaseException:
             self._close_quietly()
@@ -160,6 +177,14 @@ class Gateway:
                 _log.warning("tracescore: %d spans not forwarded before the shutdown timeout; "
                              "they stay in the journal for the next start",
                              self._forwarder.pending)
+        if self._logs is not None:
+            logs_drained = self._logs.drain(max(0.0, deadline - time.monotonic()))
+            self._logs.stop(timeout_s=2.0)
+            if not logs_drained:
+                _log.warning("tracescore: %d log records not forwarded before the shutdown "
+                             "timeout; they stay in the journal for the next start",
+                             self._logs.pending)
+            drained = drained and logs_drained
         if self._journal is not None:
             self._journal.close()
         self._close_telemetry()
@@ -198,6 +223,49 @@ class Gateway:
             raise Refused("the gateway could not store the request", busy=False) from None
         self._store_error = None
 
+    def receive_logs(self, request: ExportLogsServiceRequest, raw: bytes | None) -> None:
+        """Journal one logs request and queue it for the next hop unchanged, after keeping the
+        GenAI content records in it for the spans they belong to; or raise `Refused`."""
+        count = sum(len(sl.log_records) for rl in request.resource_logs for sl in rl.scope_logs)
+        self.metrics.add("logs_requests")
+        self.metrics.add("logs_received", count)
+        logs, engine, journal = self._logs, self._engine, self._journal
+        if not self._accepting or logs is None or engine is None or journal is None:
+            self.metrics.add("logs_refused", count)
+            raise Refused("the gateway is shutting down", busy=False)
+        if count and logs.pending + count > self.config.max_pending_spans:
+            self.metrics.add("logs_refused", count)
+            raise Refused("the gateway is at its log record limit; retry later", busy=True)
+        body = raw if raw is not None else request.SerializeToString()
+        try:
+            row = journal.logs.add(count, body)
+        except Exception as exc:  # noqa: BLE001 - e.g. the disk is full: nothing was acked
+            self.metrics.add("logs_refused", count)
+            self._store_error = f"{type(exc).__name__}: {exc}"
+            _log.warning("tracescore: could not journal a logs request; refused", exc_info=True)
+            raise Refused("the gateway could not store the request", busy=False) from None
+        logs.put((row,), body, count)
+        try:  # content for held agent spans: never in the way of forwarding
+            before = engine.log_content.kept
+            keys = engine.log_content.add_otlp(request, raw)
+            self.metrics.add("log_content_records", engine.log_content.kept - before)
+            if keys:
+                engine.content_logged(keys)
+        except Exception:  # noqa: BLE001
+            _log.warning("tracescore: could not read the content of a logs request",
+                         exc_info=True)
+
+    def _replay_logs(self) -> None:
+        """Queue the log requests a previous run acknowledged and did not forward."""
+        assert self._journal is not None and self._logs is not None
+        replayed = 0
+        for entry in self._journal.logs.entries():
+            self._logs.put((entry.id,), entry.body, entry.count)
+            replayed += entry.count
+        if replayed:
+            self.metrics.add("logs_replayed", replayed)
+            _log.info("tracescore: replaying %d journaled log records", replayed)
+
     def rejected(self) -> None:
         self.metrics.add("rejected")
 
@@ -221,8 +289,14 @@ class Gateway:
         if stuck is not None:
             reasons.append(f"forwarding stuck: no request delivered for {stuck:.0f}s while "
                            f"{pending} spans wait (exporter.stuck_after_s)")
+        logs = self._logs
+        stuck = logs.stuck_for() if logs else None
+        if stuck is not None:
+            reasons.append(f"forwarding log records stuck: none delivered for {stuck:.0f}s "
+                           f"while {logs.pending if logs else 0} wait (exporter.stuck_after_s)")
         return not reasons, {"accepting": self._accepting, "pending_spans": pending,
-                             "held_spans": held, "next_hop_down": down, "reasons": reasons}
+                             "held_spans": held, "next_hop_down": down, "reasons": reasons,
+                             "pending_log_records": logs.pending if logs else 0}
 
     def _journal_writable(self) -> bool:
         """After a failed write: can the journal store again? (a probe write, which clears the
@@ -334,8 +408,9 @@ class Gateway:
         self._close_receivers()
         if self._engine is not None:
             self._engine.shutdown(0.5)
-        if self._forwarder is not None:
-            self._forwarder.stop(timeout_s=1.0)
+        for forwarder in (self._forwarder, self._logs):
+            if forwarder is not None:
+                forwarder.stop(timeout_s=1.0)
         if self._journal is not None:
             self._journal.close()
         self._close_telemetry()
@@ -353,16 +428,22 @@ def _naming(key: str, endpoint: str) -> Iterator[None]:
         raise ConfigurationError(f"{key}: cannot listen on {endpoint}: {reason}") from None
 
 
-def _sender(config: GatewayConfig) -> Sender:
-    """The next hop's sender (the endpoint was validated with the config)."""
-    from tracescore._endpoints import grpc_address, grpc_target, http_traces_url
+def _sender(config: GatewayConfig, signal: str = "traces") -> Sender:
+    """The next hop's sender of `signal` ("traces" or "logs"; the endpoint was validated with
+    the config): the logs of an OTLP/HTTP next hop go to /v1/logs beside its /v1/traces."""
+    from tracescore._endpoints import TRACES_PATH, grpc_address, grpc_target, http_traces_url
 
     endpoint = config.exporter_endpoint
     if config.exporter_protocol == "grpc":
         url, insecure = grpc_target(endpoint, "exporter.endpoint")
+        extra = {"method": GRPC_LOGS_METHOD} if signal == "logs" else {}
         return GrpcSender(grpc_address(url), secure=not insecure,
                           headers=config.exporter_headers, compression=config.exporter_compression,
-                          timeout_s=config.exporter_timeout_s, ca_file=config.exporter_ca_file)
-    return HttpSender(http_traces_url(endpoint, "exporter.endpoint"),
+                          timeout_s=config.exporter_timeout_s, ca_file=config.exporter_ca_file,
+                          **extra)
+    url = http_traces_url(endpoint, "exporter.endpoint")
+    if signal == "logs":
+        url = url.rstrip("/").removesuffix(TRACES_PATH) + "/v1/logs"
+    return HttpSender(url,
                       headers=config.exporter_headers, compression=config.exporter_compression,
                       timeout_s=config.exporter_timeout_s, ca_file=config.exporter_ca_file)

@@ -9,6 +9,7 @@ from concurrent import futures
 from typing import Any
 
 from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -19,6 +20,7 @@ from tracescore.gateway._senders import LEAN_GRPC_OPTIONS
 
 _log = logging.getLogger("tracescore.gateway")
 _GRPC_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+_GRPC_LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
 _EMPTY_REPLY = ExportTraceServiceResponse().SerializeToString()
 
 
@@ -26,36 +28,44 @@ _EMPTY_REPLY = ExportTraceServiceResponse().SerializeToString()
 def grpc_receiver(address: tuple[str, int], door: Door, limits: Limits, *,
                   tls: tuple[bytes, bytes, bytes | None] | None, workers: int = 8
                   ) -> tuple[Any, int]:
-    """A started gRPC server with the OTLP trace service; (server, bound port)."""
+    """A started gRPC server with the OTLP trace and logs services; (server, bound port)."""
     import grpc
 
     listen(address).close()  # a taken port fails here with its reason, not in grpc's C log
 
-    def export(raw: bytes, context: grpc.ServicerContext) -> bytes:
-        if limits.bearer_token is not None:
-            metadata = dict(context.invocation_metadata())
-            if not authorized(str(metadata.get("authorization", "")), limits.bearer_token):
+    def exporting(kind: Any, receive: Any) -> Any:
+        def export(raw: bytes, context: grpc.ServicerContext) -> bytes:
+            if limits.bearer_token is not None:
+                metadata = dict(context.invocation_metadata())
+                if not authorized(str(metadata.get("authorization", "")), limits.bearer_token):
+                    door.rejected()
+                    context.abort(grpc.StatusCode.UNAUTHENTICATED,
+                                  "missing or wrong bearer token")
+            try:
+                request = kind.FromString(raw)
+            except DecodeError:
                 door.rejected()
-                context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
-        try:
-            request = ExportTraceServiceRequest.FromString(raw)
-        except DecodeError:
-            door.rejected()
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "bad OTLP request")
-        try:
-            door.receive(request, raw)
-        except Refused as exc:
-            context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
-        except Rejected as exc:
-            context.abort(grpc.StatusCode[exc.grpc_code], str(exc))
-        return _EMPTY_REPLY
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, "bad OTLP request")
+            try:
+                receive(request, raw)
+            except Refused as exc:
+                context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+            except Rejected as exc:
+                context.abort(grpc.StatusCode[exc.grpc_code], str(exc))
+            return _EMPTY_REPLY  # (a logs reply without partial success: the same bytes)
+        return export
 
-    handler = grpc.method_handlers_generic_handler(_GRPC_SERVICE, {
-        "Export": grpc.unary_unary_rpc_method_handler(export),
-    })
+    handlers = (
+        grpc.method_handlers_generic_handler(_GRPC_SERVICE, {"Export": (
+            grpc.unary_unary_rpc_method_handler(
+                exporting(ExportTraceServiceRequest, door.receive)))}),
+        grpc.method_handlers_generic_handler(_GRPC_LOGS_SERVICE, {"Export": (
+            grpc.unary_unary_rpc_method_handler(
+                exporting(ExportLogsServiceRequest, door.receive_logs)))}),
+    )
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tracescore-grpc"),
-        handlers=(handler,),
+        handlers=handlers,
         options=[("grpc.max_receive_message_length", limits.max_decompressed_bytes),
                  ("grpc.so_reuseport", 0),
                  ("grpc.max_connection_idle_ms", round(limits.idle_timeout_s * 1000)),

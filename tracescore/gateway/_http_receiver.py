@@ -19,7 +19,8 @@ from concurrent import futures
 from typing import Any
 
 from aiohttp import web, web_protocol
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -301,29 +302,33 @@ def _answer(status: int, body: bytes, content_type: str = "text/plain",
 
 
 def _otlp_answer(door: Door, limits: Limits, request: web.BaseRequest, body: bytes) -> Answer:
-    """POST /v1/traces."""
-    if request.path.rstrip("/") != "/v1/traces":
-        return _rejected(door, 404, b"only /v1/traces is served")
+    """POST /v1/traces or /v1/logs."""
+    path = request.path.rstrip("/")
+    if path not in ("/v1/traces", "/v1/logs"):
+        return _rejected(door, 404, b"only /v1/traces and /v1/logs are served")
     if request.method != "POST":
-        return _rejected(door, 405, b"POST OTLP traces to /v1/traces", {"Allow": "POST"})
+        return _rejected(door, 405, f"POST OTLP to {path}".encode(), {"Allow": "POST"})
     if not authorized(request.headers.get("Authorization"), limits.bearer_token):
         return _rejected(door, 401, b"missing or wrong bearer token",
                          {"WWW-Authenticate": "Bearer"})
     is_json = "json" in request.headers.get("Content-Type", "").lower()
     encoding = request.headers.get("Content-Encoding", "").strip().lower() or None
+    kind: type[Message] = (ExportLogsServiceRequest if path == "/v1/logs"
+                           else ExportTraceServiceRequest)
     try:
         body = decompress(body, encoding, limits.max_decompressed_bytes)
         if is_json:
-            message = parse_otlp_json(body, ExportTraceServiceRequest())
+            message = parse_otlp_json(body, kind())
         else:
-            message = ExportTraceServiceRequest.FromString(body)
+            message = kind.FromString(body)
     except TooLarge as exc:
         return _rejected(door, 413, str(exc).encode())
     except (ValueError, zlib.error, DecodeError) as exc:
         reason = str(exc) if is_json else type(exc).__name__
         return _rejected(door, 400, f"bad OTLP request: {reason}".encode())
+    receive = door.receive_logs if path == "/v1/logs" else door.receive
     try:
-        door.receive(message, None if is_json else body)
+        receive(message, None if is_json else body)
     except Refused as exc:
         return (429 if exc.busy else 503, str(exc).encode(), "text/plain",
                 {"Retry-After": str(max(1, round(limits.retry_after_s)))})

@@ -1,4 +1,5 @@
-"""The gateway's journal: accepted spans not yet forwarded, in SQLite (WAL mode), replayed at start.
+"""The gateway's journal: accepted spans (and log records, `logs`) not yet forwarded, in SQLite
+(WAL mode), replayed at start.
 
 A request is written (and committed) before it is acknowledged, and deleted once the next hop
 has acknowledged it, so a crash between the two loses nothing: the next start forwards it again
@@ -35,6 +36,8 @@ HELD = 1  # one agent span held for scoring
 SYNC_MODES = ("normal", "full")
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS spans (id INTEGER PRIMARY KEY, kind INTEGER NOT NULL, "
            "count INTEGER NOT NULL, body BLOB NOT NULL)")
+_LOGS = ("CREATE TABLE IF NOT EXISTS logs (id INTEGER PRIMARY KEY, kind INTEGER NOT NULL, "
+         "count INTEGER NOT NULL, body BLOB NOT NULL)")  # kind: always PASS
 _TURNS = ("CREATE TABLE IF NOT EXISTS turns (id INTEGER PRIMARY KEY, conversation TEXT NOT NULL, "
           "body TEXT NOT NULL, scored INTEGER NOT NULL DEFAULT 0)")
 RECLAIM_BYTES = 4 * 1024 * 1024  # free pages given back past this (and a quarter of the file)
@@ -76,6 +79,7 @@ class Journal:
             db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
             db.execute(_SCHEMA)
             db.execute(_TURNS)
+            db.execute(_LOGS)
             _upgrade_turns(db)
             db.execute("BEGIN IMMEDIATE")  # takes the exclusive lock now, not at the first write
             db.execute("COMMIT")
@@ -89,11 +93,23 @@ class Journal:
 
     def add(self, entries: Iterable[tuple[int, int, bytes]]) -> list[int]:
         """Write (kind, count, body) rows in one transaction; their ids, in order."""
+        return self._add("spans", entries)
+
+    def remove(self, ids: Iterable[int]) -> None:
+        """Delete rows the next hop has acknowledged."""
+        self._remove("spans", ids)
+
+    @property
+    def logs(self) -> LogRows:
+        """The log requests' rows (what a logs `Forwarder` is given as its journal)."""
+        return LogRows(self)
+
+    def _add(self, table: str, entries: Iterable[tuple[int, int, bytes]]) -> list[int]:
         with self._lock:
             db = self._live()
             db.execute("BEGIN")
             try:
-                ids = [int(db.execute("INSERT INTO spans (kind, count, body) VALUES (?, ?, ?)",
+                ids = [int(db.execute(f"INSERT INTO {table} (kind, count, body) VALUES (?, ?, ?)",
                                       entry).lastrowid or 0) for entry in entries]
             except BaseException:
                 db.execute("ROLLBACK")
@@ -101,17 +117,23 @@ class Journal:
             db.execute("COMMIT")
         return ids
 
-    def remove(self, ids: Iterable[int]) -> None:
-        """Delete rows the next hop has acknowledged."""
+    def _remove(self, table: str, ids: Iterable[int]) -> None:
         rows = [(i,) for i in ids]
         if not rows:
             return
         with self._lock:
             db = self._live()
             db.execute("BEGIN")
-            db.executemany("DELETE FROM spans WHERE id = ?", rows)
+            db.executemany(f"DELETE FROM {table} WHERE id = ?", rows)
             db.execute("COMMIT")
             self._deleted_some(db, len(rows))
+
+    def _entries(self, table: str) -> Iterator[Entry]:
+        with self._lock:
+            rows = self._live().execute(
+                f"SELECT id, kind, count, body FROM {table} ORDER BY id").fetchall()
+        for row in rows:
+            yield Entry(int(row[0]), int(row[1]), int(row[2]), bytes(row[3]))
 
     @property
     def changes(self) -> int:
@@ -121,10 +143,7 @@ class Journal:
 
     def entries(self) -> Iterator[Entry]:
         """Every row, oldest first (for the replay at start)."""
-        with self._lock:
-            rows = self._live().execute("SELECT id, kind, count, body FROM spans ORDER BY id").fetchall()
-        for row in rows:
-            yield Entry(int(row[0]), int(row[1]), int(row[2]), bytes(row[3]))
+        return self._entries("spans")
 
     def pending(self) -> int:
         """Spans in the journal."""
@@ -204,6 +223,25 @@ class Journal:
         if self._db is None:
             raise RuntimeError("the journal is closed")
         return self._db
+
+
+class LogRows:
+    """The journal's OTLP log requests (table `logs`), written before they are acknowledged and
+    deleted once the next hop has them, as spans are."""
+
+    def __init__(self, journal: Journal) -> None:
+        self._journal = journal
+
+    def add(self, count: int, body: bytes) -> int:
+        """Write one serialized ExportLogsServiceRequest of `count` records; its row id."""
+        return self._journal._add("logs", [(PASS, count, body)])[0]
+
+    def remove(self, ids: Iterable[int]) -> None:
+        self._journal._remove("logs", ids)
+
+    def entries(self) -> Iterator[Entry]:
+        """Every log request kept, oldest first (for the replay at start)."""
+        return self._journal._entries("logs")
 
 
 def _upgrade_turns(db: sqlite3.Connection) -> None:

@@ -37,6 +37,16 @@ COUNTERS: dict[str, str] = {
     "connections_idle": "HTTP connections closed after receivers.idle_timeout_s without a request",
     "connections_timed_out": "HTTP requests whose body did not arrive within "
                              "receivers.read_timeout_s (answered 408)",
+    "logs_requests": "OTLP logs export requests received",
+    "logs_received": "Log records received (forwarded unchanged)",
+    "logs_refused": "Log records refused with a retryable answer (backpressure, draining)",
+    "logs_forwarded": "Log records acknowledged by the next hop",
+    "logs_forward_retries": "Retried sends of log records to the next hop",
+    "logs_rejected_by_next_hop": "Acknowledged log records the next hop refused for good (or "
+                                 "in a partial success): dropped, logged once per answer",
+    "logs_replayed": "Log records forwarded again from the journal after a restart",
+    "log_content_records": "Received GenAI content log records kept to be joined to their "
+                           "span (trace and span id)",
     "log_records_emitted": "Result log records of the log sink handed to its batch",
     "log_records_exported": "Of those, records the logs endpoint took",
     "log_records_dropped": "Of those, records a failed export dropped (not retried)",

@@ -21,6 +21,7 @@ LEAN_GRPC_OPTIONS = (("grpc.enable_channelz", 0),)
 
 _RETRYABLE_HTTP = frozenset({429, 502, 503, 504})
 _GRPC_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+GRPC_LOGS_METHOD = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
 _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 # a final next-hop answer, as the sender should hear it: gRPC code -> HTTP status ...
 _HTTP_OF_GRPC = {"INVALID_ARGUMENT": 400, "FAILED_PRECONDITION": 400, "UNAUTHENTICATED": 401,
@@ -69,7 +70,7 @@ class Sender(Protocol):
 
 
 class HttpSender:
-    """OTLP/HTTP protobuf to `url` (…/v1/traces)."""
+    """OTLP/HTTP protobuf to `url` (…/v1/traces, or …/v1/logs)."""
 
     def __init__(self, url: str, *, headers: Mapping[str, str], compression: str,
                  timeout_s: float, ca_file: str | None = None) -> None:
@@ -107,7 +108,8 @@ class GrpcSender:
     """OTLP/gRPC to `target` (host:port); the body is sent as is, never decoded again."""
 
     def __init__(self, target: str, *, secure: bool, headers: Mapping[str, str], compression: str,
-                 timeout_s: float, ca_file: str | None = None) -> None:
+                 timeout_s: float, ca_file: str | None = None, method: str = _GRPC_METHOD
+                 ) -> None:
         import grpc
 
         self._grpc = grpc
@@ -121,7 +123,7 @@ class GrpcSender:
                                                 options=options)
         else:
             self._channel = grpc.insecure_channel(target, options=options)
-        self._call = self._channel.unary_unary(_GRPC_METHOD)
+        self._call = self._channel.unary_unary(method)
         self._metadata = tuple((k.lower(), v) for k, v in headers.items())
         self._compression = grpc.Compression.Gzip if compression == "gzip" else None
         self._timeout = timeout_s
@@ -151,7 +153,8 @@ class GrpcSender:
 
 
 def _rejected(body: bytes) -> int:
-    """`partial_success.rejected_spans` of an OTLP protobuf reply (0 when absent or unreadable)."""
+    """`partial_success.rejected_spans` of an OTLP protobuf reply (0 when absent or unreadable;
+    a logs reply's `rejected_log_records` has the same field number, and reads the same)."""
     if not body:
         return 0
     try:

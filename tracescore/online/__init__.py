@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from tracescore.online._events import evaluation_events
 from tracescore.online._fleet_limits import FleetLimiter
+from tracescore.online._log_processor import ScoringLogRecordProcessor
 from tracescore.online._options import OnlineScorer
 from tracescore.online._phoenix_sink import PhoenixSink
 from tracescore.online._processor import ScoringSpanProcessor
@@ -29,6 +30,7 @@ __all__ = [
     "PhoenixSink",
     "RecognisedCall",
     "Recogniser",
+    "ScoringLogRecordProcessor",
     "ScoringSpanProcessor",
     "TraceLimits",
     "build_recognisers",

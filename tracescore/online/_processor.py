@@ -63,6 +63,7 @@ from tracescore.online.intake import (
     GENAI,
     AgentReader,
     Item,
+    LogContent,
     RecognisedCall,
     Recogniser,
     SdkSpanView,
@@ -150,6 +151,7 @@ class ScoringSpanProcessor(SpanProcessor):
             recognisers.append(GENAI)
         self._recognisers: tuple[Recogniser, ...] = tuple(recognisers)
         self._reader = AgentReader(self._recognisers)  # one outcome per agent-like span
+        self.log_content = LogContent()  # content log records by span (`_log_processor`)
         self._downstream = downstream
         self._downstream_on_ending = getattr(downstream, "_on_ending", None)
         self._core = ScoringCore(online, options, export=self._export, carrier=self._carrier,
@@ -267,8 +269,12 @@ class ScoringSpanProcessor(SpanProcessor):
         context = span.context
         if context is None or context.trace_id not in self._kept:
             return None
+        attributes = _attributes_of(span)
+        if len(self.log_content):  # a model call whose messages are logged
+            attributes = self.log_content.with_logged((context.trace_id, context.span_id),
+                                                      attributes)
         parent = span.parent
-        return self._traces.end_span(SdkSpanView(span), _attributes_of(span),
+        return self._traces.end_span(SdkSpanView(span), attributes,
                                      llm=bool(self._contentless), marks=self._run_scope,
                                      root=parent is None or parent.is_remote)
 
@@ -482,9 +488,10 @@ class ScoringSpanProcessor(SpanProcessor):
         reader, traces, span_id = self._reader, self._traces, span.context.span_id
         found: Any = None
         if not reader.watched.isdisjoint(attributes):
+            events, _ = self.log_content.joined(  # and as log records (`_log_processor`)
+                (span.context.trace_id, span_id), [(e.name, e.attributes) for e in span.events])
             found, attributes = reader.read(  # content some instrumentations record as events
-                span.name, attributes, [(e.name, e.attributes) for e in span.events],
-                contentless=trace is not None)
+                span.name, attributes, events, contentless=trace is not None)
         if trace is not None:  # the parent as the gateway sees it (a remote one too)
             parent_id = span.parent.span_id if span.parent is not None else None
             found = reader.settle(traces, trace, span_id, parent_id, _KINDS[span.kind.value],

@@ -80,6 +80,8 @@ class ReceivedLog:
     resource: dict[str, Any]
     scope_name: str
     protocol: str
+    time_unix_nano: int = 0
+    observed_time_unix_nano: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -203,6 +205,8 @@ def logs_from_request(request: ExportLogsServiceRequest, protocol: str) -> list[
                 resource=resource,
                 scope_name=scope_name,
                 protocol=protocol,
+                time_unix_nano=int(record.time_unix_nano),
+                observed_time_unix_nano=int(record.observed_time_unix_nano),
             )
         )
     return out

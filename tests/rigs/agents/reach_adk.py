@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any
@@ -163,11 +164,37 @@ def main(argv: Sequence[str]) -> int:
     with open(cases_file, encoding="utf-8") as handle:
         cases = json.load(handle)
     provider = _provider(endpoint, tee)
+    logs = _log_provider(endpoint) if os.environ.get("REACH_EXPORT_LOGS") == "1" else None
     try:
         RUNNERS[framework](cases)
     finally:
+        if logs is not None:
+            logs.shutdown()
         provider.shutdown()
     return 0
+
+
+def _log_provider(endpoint: str) -> Any:
+    """The global LoggerProvider, its records exported to `endpoint` as they are emitted (for
+    frameworks that log their content: `REACH_EXPORT_LOGS=1`)."""
+    from opentelemetry._logs import set_logger_provider
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
+
+    protocol, _, address = endpoint.partition("://")
+    exporter: Any
+    if protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
+        exporter = OTLPLogExporter(endpoint=address, insecure=True)
+    else:
+        from opentelemetry.exporter.otlp.proto.http._log_exporter import (
+            OTLPLogExporter as HTTPLogExporter,
+        )
+        exporter = HTTPLogExporter(endpoint=f"http://{address}/v1/logs")
+    provider = LoggerProvider()
+    provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))
+    set_logger_provider(provider)
+    return provider
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 way for both front doors. This module is its internal API: the front doors (the span processor
 and the gateway) and the scoring core import span reading from here, never from the modules
 behind it (`_recognise`, `_frameworks`, `_readers`, `_messages`, `_unwrap`, `_event_content`,
-`_llm_calls`, `_trace_input`, `_run_steps`, `_collector`, `_diagnose`, `_view`).
+`_log_content`, `_llm_calls`, `_trace_input`, `_run_steps`, `_collector`, `_diagnose`, `_view`).
 
 - views: `SpanView`, over SDK spans (`SdkSpanView`) and OTLP protobuf spans (`OtlpSpanView`);
 - reading agent spans, one outcome per span (read, wait for LLM calls, unreadable, none):
@@ -11,6 +11,7 @@ behind it (`_recognise`, `_frameworks`, `_readers`, `_messages`, `_unwrap`, `_ev
   `RecognisedCall`, `Recogniser`, `AgentMapping`, `GENAI`;
 - LLM calls and agents without content: `read_llm_call`, `LLM_MARKERS`, `contentless_reader`,
   `from_llm_calls`, `ContentlessAgent`, `LlmCall`; content from span events: `with_event_content`;
+  content from log records joined by trace and span id: `LogContent`;
 - recorded values: `as_input` (a configured input), `unwrap_input` / `unwrap_output` (the
   encodings frameworks record them in, undone in the worker);
 - trace input and run steps: `read_span`, `read_mark`, `Item`, `TraceSpans`, `TraceInput`,
@@ -42,6 +43,7 @@ from tracescore.online.intake._llm_calls import (
     from_llm_calls,
     read_llm_call,
 )
+from tracescore.online.intake._log_content import LogContent
 from tracescore.online.intake._messages import as_input
 from tracescore.online.intake._readers import GENAI
 from tracescore.online.intake._recognise import (
@@ -88,6 +90,7 @@ __all__ = [
     "Diagnoser",
     "Item",
     "LlmCall",
+    "LogContent",
     "OtlpSpanView",
     "RecognisedCall",
     "Recogniser",
