@@ -256,17 +256,27 @@ def _argument(value: object, depth: int) -> str | None:
                 text = _question_of(value[key], depth + 1)
                 if text:
                     return text
-        return _prose(v for k, v in value.items()
-                      if isinstance(k, str) and not _is_identifier_key(k)
-                      and _NOT_QUESTION_WORDS.isdisjoint(w.lower() for w in _WORDS.findall(k)))
+        return _first_text([v for k, v in value.items()
+                            if isinstance(k, str) and not _is_identifier_key(k)
+                            and _NOT_QUESTION_WORDS.isdisjoint(
+                                w.lower() for w in _WORDS.findall(k))], depth)
     if isinstance(value, (list, tuple)):
-        for item in value:
-            decoded = _decoded(item, depth)
-            if isinstance(decoded, Mapping):
-                text = _argument(decoded, depth + 1)
-                if text:
-                    return text
-        return _prose(value)
+        return _first_text(value, depth)
+    return None
+
+
+def _first_text(values: Any, depth: int) -> str | None:
+    """In order, the first argument that reads as prose (holds a space) or holds a question
+    itself (a conversation, nested arguments), else None."""
+    for value in values:
+        decoded = _decoded(value, depth)
+        if isinstance(decoded, str):
+            if " " in decoded.strip():
+                return decoded.strip()
+        elif isinstance(decoded, (Mapping, list, tuple)):
+            text = _question_of(decoded, depth + 1)
+            if text:
+                return text
     return None
 
 
@@ -285,14 +295,6 @@ def _is_identifier_key(key: str) -> bool:
     lowered = key.lower()
     return lowered.endswith(("id", "_ids", "key", "token", "url", "path")) or lowered in (
         "model", "stream", "role", "name", "type", "format")
-
-
-def _prose(values: Any) -> str | None:
-    """The first string that reads as prose (holds a space), else None."""
-    for value in values:
-        if isinstance(value, str) and " " in value.strip():
-            return value.strip()
-    return None
 
 
 def _output(value: object, depth: int) -> object:
