@@ -139,13 +139,25 @@ def _in_process(recording: _Recording, _: Path, __: OTLPReceiver) -> list[float]
 
 def _through_the_gateway(recording: _Recording, folder: Path, receiver: OTLPReceiver
                          ) -> list[float]:
-    from tracescore.gateway import Gateway, GatewayConfig
+    """`tracescore serve`'s config: the mapping under `recognise.mappings`, the similarity
+    scorer's `reference:` a dataset file of the questions as the user typed them."""
+    from tracescore.gateway import Gateway, load_gateway_config
+    from tracescore.gateway._config import with_overrides
 
-    gateway = Gateway(GatewayConfig(
-        grpc_endpoint="127.0.0.1:0", http_endpoint="127.0.0.1:0", health_endpoint="127.0.0.1:0",
-        exporter_endpoint=receiver.grpc_endpoint, journal_path=str(folder / "journal.db"),
-        scorers=_scorers(recording), recognisers=tracescore.build_recognisers([MAPPING]),
-        isolation="thread", shutdown_timeout_s=10.0)).start()
+    (folder / "reference.jsonl").write_text("".join(  # some inputs as a tracer recorded them
+        json.dumps({"input": json.dumps({"task": q, "stream": False}) if n % 2 else q,
+                    "ground_truth": a}) + "\n" for n, (q, a) in enumerate(REFERENCE.items())))
+    (folder / "gateway.yaml").write_text(
+        "scoring:\n  isolation: thread\n"
+        "  scorers:\n    - {scorer: similarity, reference: reference.jsonl}\n"
+        f"recognise:\n  mappings: [{json.dumps(MAPPING)}]\n")
+    config = load_gateway_config(folder / "gateway.yaml", {
+        "receivers.grpc": "127.0.0.1:0", "receivers.http": "127.0.0.1:0",
+        "receivers.health": "127.0.0.1:0", "exporter.endpoint": receiver.grpc_endpoint,
+        "journal.path": str(folder / "journal.db"), "shutdown_timeout_s": 10.0},
+        environ={})
+    config = with_overrides(config, scorers=(recording, *(config.scorers or ())))
+    gateway = Gateway(config).start()
     try:
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(
