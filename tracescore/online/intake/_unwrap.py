@@ -77,7 +77,10 @@ def unwrap_output(value: object) -> object:
 
 def member(raw: object, path: str | None) -> object:
     """The member at the dotted `path` (`args.0`, `kwargs.task`, `input.messages`) of a
-    recorded value, decoded as above (None when it has none); `raw` itself without a path."""
+    recorded value, decoded as above (None when it has none); `raw` itself without a path.
+    A call's arguments read the same in every encoding: `args.N` is the Nth positional argument
+    of `{"args": [...]}` or of an argument tuple, `kwargs.NAME` (or just `NAME`) the keyword
+    argument of `{"kwargs": {...}}` or of the keyword arguments' own object."""
     if path is None or raw is None:
         return raw
     value = _decoded(raw, 0)
@@ -86,6 +89,9 @@ def member(raw: object, path: str | None) -> object:
         if _is_call_part(value, step):
             continue  # `args.0` of an argument tuple, `kwargs.task` of keyword arguments
         if isinstance(value, Mapping):
+            kwargs = _decoded(value.get("kwargs"), 0)
+            if step not in value and isinstance(kwargs, Mapping):
+                value = kwargs  # `task` of `{"args": [...], "kwargs": {"task": ...}}`
             value = value.get(step)
         elif isinstance(value, (list, tuple)) and step.lstrip("-").isdigit():
             index = int(step)
