@@ -191,3 +191,4 @@ def test_the_key_rule() -> None:
     assert generic_keys({"a.output": "x", "b.input": "q", "b.output": "y"}) == ("b.input",
                                                                                  "b.output")
     assert generic_keys({"a.input": "[]", "a.output": "x"}) is None  # nothing recorded
+    assert generic_keys({"a.input": 3, "a.output": "x"}) is None

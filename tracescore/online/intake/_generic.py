@@ -17,8 +17,8 @@ the *shape of their keys*, in any namespace: `<vendor>.observation.input` / `.ou
    general key), then the key's name. The output is taken from the same namespace as the
    input when it has an output-like key (`x.observation.input` pairs with
    `x.observation.output`), else by the same order.
-4. A value that holds nothing (empty text, `[]`, `{}`, `null`) is skipped; both sides must be
-   there.
+4. A value that holds nothing (empty text, `[]`, `{}`, `null`) or only a number or flag is
+   skipped; both sides must be there.
 
 Only key names are looked at here (cheap, and only for agent spans: never for a span that
 passes through); the values are unwrapped from their encodings in the scoring worker
@@ -77,9 +77,7 @@ def _tool_call(words: tuple[str, ...]) -> bool:
 def _holds_something(value: object) -> bool:
     if isinstance(value, str):
         return value.strip() not in _EMPTY
-    if isinstance(value, (list, tuple, dict)):
-        return bool(value)
-    return value is not None and not isinstance(value, bool)
+    return isinstance(value, (list, tuple, dict)) and bool(value)  # a number is no content
 
 
 def generic_keys(attributes: Mapping[str, Any]) -> tuple[str, str] | None:
