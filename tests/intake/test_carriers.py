@@ -88,10 +88,9 @@ def _cases() -> list[tuple[str, str, dict[str, Any]]]:
 MAPPING = {"name": "decorated", "attributes": {"app.kind": "agent"}, "input": "app.call",
            "input_field": "args.0", "output": "app.reply"}
 CASES = _cases()
-REFERENCE = {question: answer for question, answer, _ in CASES}
 
 
-class _Recording(Scorer):
+class Recording(Scorer):
     id = "recording"
     name = "recording"
     uses_judge = False
@@ -107,12 +106,16 @@ class _Recording(Scorer):
                            score=1.0)
 
 
-def _scorers(recording: _Recording) -> list[Any]:
-    return [recording, OnlineScorer(ContentSimilarityScorer(), reference=REFERENCE)]
+Case = tuple[str, str, dict[str, Any]]  # (question, answer, span attributes)
 
 
-def _send(tracer: Any) -> None:
-    for index, (_, _, attributes) in enumerate(CASES):
+def _scorers(recording: Recording, cases: list[Case]) -> list[Any]:
+    reference = {question: answer for question, answer, _ in cases}
+    return [recording, OnlineScorer(ContentSimilarityScorer(), reference=reference)]
+
+
+def _send(tracer: Any, cases: list[Case]) -> None:
+    for index, (_, _, attributes) in enumerate(cases):
         with tracer.start_as_current_span(f"agent step {index}", attributes=attributes):
             pass
 
@@ -124,29 +127,33 @@ def _similarity(spans: list[tuple[Any, list[tuple[str, Any]]]]) -> list[float]:
                   and attrs.get(sc.TS_SCORER_ID) == "content-similarity")
 
 
-def _in_process(recording: _Recording, _: Path, __: OTLPReceiver) -> list[float]:
+def in_process(recording: Recording, cases: list[Case], _: Path, __: OTLPReceiver
+               ) -> list[float]:
+    """The spans of `cases` through `ScoringSpanProcessor`: the similarity scores exported."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(tracescore.ScoringSpanProcessor(
-        SimpleSpanProcessor(exporter), _scorers(recording),
+        SimpleSpanProcessor(exporter), _scorers(recording, cases),
         recognise=tracescore.build_recognisers([MAPPING]), isolation="thread"))
-    _send(provider.get_tracer("some.framework"))
+    _send(provider.get_tracer("some.framework"), cases)
     assert provider.force_flush(30_000)
     provider.shutdown()
     return _similarity([(s.attributes, [(e.name, e.attributes) for e in s.events])
                         for s in exporter.get_finished_spans()])
 
 
-def _through_the_gateway(recording: _Recording, folder: Path, receiver: OTLPReceiver
-                         ) -> list[float]:
-    """`tracescore serve`'s config: the mapping under `recognise.mappings`, the similarity
-    scorer's `reference:` a dataset file of the questions as the user typed them."""
+def through_the_gateway(recording: Recording, cases: list[Case], folder: Path,
+                        receiver: OTLPReceiver) -> list[float]:
+    """The spans of `cases` through `tracescore serve`'s config: the mapping under
+    `recognise.mappings`, the similarity scorer's `reference:` a dataset file of the questions
+    (some as a tracer recorded them); the similarity scores forwarded."""
     from tracescore.gateway import Gateway, load_gateway_config
     from tracescore.gateway._config import with_overrides
 
-    (folder / "reference.jsonl").write_text("".join(  # some inputs as a tracer recorded them
+    receiver.clear()
+    (folder / "reference.jsonl").write_text("".join(
         json.dumps({"input": json.dumps({"task": q, "stream": False}) if n % 2 else q,
-                    "ground_truth": a}) + "\n" for n, (q, a) in enumerate(REFERENCE.items())))
+                    "ground_truth": a}) + "\n" for n, (q, a, _) in enumerate(cases)))
     (folder / "gateway.yaml").write_text(
         "scoring:\n  isolation: thread\n"
         "  scorers:\n    - {scorer: similarity, reference: reference.jsonl}\n"
@@ -162,23 +169,25 @@ def _through_the_gateway(recording: _Recording, folder: Path, receiver: OTLPRece
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(
             endpoint=f"http://127.0.0.1:{gateway.http_port}/v1/traces")))
-        _send(provider.get_tracer("some.framework"))
+        _send(provider.get_tracer("some.framework"), cases)
         provider.shutdown()
-        receiver.wait_for_spans(len(CASES), timeout=60)
+        receiver.wait_for_spans(len(cases), timeout=60)
     finally:
         gateway.stop(timeout_s=5)
     return _similarity([(s.attributes, [(e.name, e.attributes) for e in s.events])
                         for s in receiver.spans])
 
 
-Door = Callable[[_Recording, Path, OTLPReceiver], list[float]]
+Door = Callable[[Recording, list[Case], Path, OTLPReceiver], list[float]]
+DOORS = pytest.mark.parametrize("door", [in_process, through_the_gateway],
+                                ids=["process", "gateway"])
 
 
-@pytest.mark.parametrize("door", [_in_process, _through_the_gateway], ids=["process", "gateway"])
+@DOORS
 def test_every_carrier_and_encoding_gives_the_users_question_and_the_agents_answer(
         door: Door, tmp_path: Path, otlp_receiver: OTLPReceiver) -> None:
-    recording = _Recording()
-    similarity = door(recording, tmp_path, otlp_receiver)
+    recording = Recording()
+    similarity = door(recording, CASES, tmp_path, otlp_receiver)
     assert sorted(recording.seen) == sorted((q, a) for q, a, _ in CASES)
     # the reference table is keyed by the question as the user typed it
     assert similarity == [1.0] * len(CASES)

@@ -8,10 +8,13 @@ never a system prompt, a tool return or a repr."""
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_carriers import DOORS, Door, Recording
 from test_unwrap import _STYLES, SYSTEM, TEXT, TOOL, _listed, _message
 
 import tracescore
@@ -156,6 +159,22 @@ def test_an_invented_convention_is_judged_on_the_users_text(
     # what the scoring worker hands the scorers (both doors)
     assert question_text(unwrap_input(found.input)) == asked
     assert answer_text(unwrap_output(found.output)) == answered
+
+
+@DOORS
+@settings(max_examples=3, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(cases=st.lists(spans(), min_size=12, max_size=12, unique_by=lambda case: case[0]))
+def test_invented_conventions_are_judged_the_same_through_both_doors(
+        door: Door, cases: list[tuple[str, str, dict[str, Any]]], tmp_path: Path,
+        otlp_receiver: Any) -> None:
+    """Through the span processor and the gateway: the user's text and the agent's answer, and
+    a `reference:` table keyed by the question finds the answer (similarity 1.0)."""
+    recording = Recording()
+    folder = Path(tempfile.mkdtemp(dir=tmp_path))  # a journal of its own per example
+    similarity = door(recording, cases, folder, otlp_receiver)
+    assert sorted(recording.seen) == sorted((q, a) for q, a, _ in cases)
+    assert similarity == [1.0] * len(cases)
 
 
 @settings(max_examples=200, deadline=None)
