@@ -144,6 +144,14 @@ def test_plain_text_and_unknown_values_pass_unchanged(text: str, n: int) -> None
     ("{'args': ('Q here?',), 'kwargs': {'task': 'T?'}}", "kwargs.task", "T?"),
     (json.dumps(json.dumps({"input": {"messages": ["m"]}})), "input.messages.0", "m"),
     ('{"args": []}', "args.0", None),
+    # a call's arguments read with one path in every encoding
+    ("('Q here?', 'gpt-4o', True)", "args.0", "Q here?"),
+    ("('Q here?', 'gpt-4o', True)", "args.1", "gpt-4o"),
+    ('{"task": "T?", "stream": false}', "kwargs.task", "T?"),
+    ('{"task": "T?", "stream": false}', "task", "T?"),
+    ('{"args": ["a b"], "kwargs": {"task": "T?"}}', "task", "T?"),
+    (json.dumps(json.dumps({"args": ["a b"], "kwargs": json.dumps({"task": "T?"})})), "task",
+     "T?"),
     ('{"a": 1}', "a.b", None),
 ])
 def test_a_mapping_picks_a_member_through_any_encoding(raw: str, path: str, expected: Any) -> None:

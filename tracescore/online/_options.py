@@ -291,12 +291,13 @@ def as_online_scorers(scorers: object) -> tuple[OnlineScorer, ...]:
 def reference_key(value: Any) -> str | None:
     """The key a reference is looked up by, whatever the input's shape: its question text (the
     last user text of chat messages in any recorded shape, the `prompt` of an object, the
-    string itself), stripped; None when it has none."""
-    from tracescore.online.intake import as_input
+    string itself), stripped, out of the encodings frameworks record it in (`unwrap_input`);
+    None when it has none."""
+    from tracescore.online.intake import as_input, unwrap_input
     from tracescore.scoring._inputs import InputError, question_text
 
     try:
-        return question_text(as_input(value)).strip() or None
+        return question_text(as_input(unwrap_input(value))).strip() or None
     except InputError:
         return None
 

@@ -2,7 +2,8 @@
 way for both front doors. This module is its internal API: the front doors (the span processor
 and the gateway) and the scoring core import span reading from here, never from the modules
 behind it (`_recognise`, `_frameworks`, `_readers`, `_messages`, `_unwrap`, `_event_content`,
-`_log_content`, `_llm_calls`, `_trace_input`, `_run_steps`, `_collector`, `_diagnose`, `_view`).
+`_log_content`, `_generic`, `_llm_calls`, `_trace_input`, `_run_steps`, `_collector`,
+`_diagnose`, `_view`).
 
 - views: `SpanView`, over SDK spans (`SdkSpanView`) and OTLP protobuf spans (`OtlpSpanView`);
 - reading agent spans, one outcome per span (read, wait for LLM calls, unreadable, none):
@@ -12,6 +13,7 @@ behind it (`_recognise`, `_frameworks`, `_readers`, `_messages`, `_unwrap`, `_ev
 - LLM calls and agents without content: `read_llm_call`, `LLM_MARKERS`, `contentless_reader`,
   `from_llm_calls`, `ContentlessAgent`, `LlmCall`; content from span events: `with_event_content`;
   content from log records joined by trace and span id: `LogContent`;
+  content under generic keys of an agent span (any namespace): `generic_call`;
 - recorded values: `as_input` (a configured input), `unwrap_input` / `unwrap_output` (the
   encodings frameworks record them in, undone in the worker);
 - trace input and run steps: `read_span`, `read_mark`, `Item`, `TraceSpans`, `TraceInput`,
@@ -35,6 +37,7 @@ from tracescore.online.intake._collector import (
 from tracescore.online.intake._diagnose import REASONS, Diagnoser, Unreadable, suggest_mapping
 from tracescore.online.intake._diagnose import note as note_unreadable
 from tracescore.online.intake._event_content import with_event_content
+from tracescore.online.intake._generic import generic_call
 from tracescore.online.intake._llm_calls import (
     LLM_MARKERS,
     ContentlessAgent,
@@ -114,6 +117,7 @@ __all__ = [
     "convention_of",
     "error_of",
     "from_llm_calls",
+    "generic_call",
     "in_process",
     "is_top",
     "note_unreadable",

@@ -25,6 +25,7 @@ from typing import Any
 from tracescore.online.intake._collector import TraceCollector
 from tracescore.online.intake._diagnose import Diagnoser, Unreadable, question_of
 from tracescore.online.intake._event_content import with_event_content
+from tracescore.online.intake._generic import read_generic
 from tracescore.online.intake._llm_calls import ContentlessAgent, contentless_reader, from_llm_calls
 from tracescore.online.intake._readers import RecognisedCall, Recogniser
 from tracescore.online.intake._recognise import recognise, recogniser_markers
@@ -64,6 +65,8 @@ class AgentReader:
                 found = self.contentless(name, attributes)
         if found is None:
             found = self.diagnose(name, attributes)
+        if isinstance(found, (ContentlessAgent, Unreadable)):  # its content under other keys
+            found = read_generic(name, attributes, found) or found
         return found, attributes
 
     @staticmethod

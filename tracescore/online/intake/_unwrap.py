@@ -14,7 +14,9 @@ thread):
 - Call arguments (`{"args": [...], "kwargs": {...}}`, a tuple of positional arguments, or the
   JSON of keyword arguments) give the *user-text argument*: a value under a known question
   key (`question`, `query`, `prompt`, `input`, `task`, `message`, …), else the first string
-  argument that reads as prose (has a space), never a flag, number or id.
+  argument that reads as prose (has a space), never a flag, number or id, nor an argument
+  whose name says it is something else (`system_prompt`, `instructions`, `tool_*`). A path
+  (`member`) picks one: `args.0`, `kwargs.task`, in any of these encodings.
 - The question is the last user message (a system prompt or tool return never is); the
   answer the last assistant message with text (never a system, user or tool message).
 
@@ -35,8 +37,11 @@ _MAX_DEPTH = 6
 _MAX_LEN = 1_000_000  # longer text is not parsed (it is judged as it is)
 _ENUM_REPR = re.compile(r"<[\w.]+: ('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|-?\d+)>")
 _QUESTION_KEYS = ("question", "query", "prompt", "input", "task", "user_input", "user_message",
-                  "message", "request", "instruction", "instructions", "goal", "text", "content",
-                  "msg", "q")
+                  "message", "request", "goal", "text", "content", "msg", "q")
+# words of an argument's name that say it is no question (a system prompt, a tool's part)
+_NOT_QUESTION_WORDS = frozenset({"system", "instruction", "instructions", "tool", "tools",
+                                 "persona", "role", "schema"})
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _ANSWER_KEYS = ("answer", "output", "final_output", "response", "result", "completion", "text",
                 "content", "message")
 _ROLE_KEYS = ("role", "type", "author", "sender")
@@ -72,13 +77,21 @@ def unwrap_output(value: object) -> object:
 
 def member(raw: object, path: str | None) -> object:
     """The member at the dotted `path` (`args.0`, `kwargs.task`, `input.messages`) of a
-    recorded value, decoded as above (None when it has none); `raw` itself without a path."""
+    recorded value, decoded as above (None when it has none); `raw` itself without a path.
+    A call's arguments read the same in every encoding: `args.N` is the Nth positional argument
+    of `{"args": [...]}` or of an argument tuple, `kwargs.NAME` (or just `NAME`) the keyword
+    argument of `{"kwargs": {...}}` or of the keyword arguments' own object."""
     if path is None or raw is None:
         return raw
     value = _decoded(raw, 0)
     for step in path.split("."):
         value = _decoded(value, 0)
+        if _is_call_part(value, step):
+            continue  # `args.0` of an argument tuple, `kwargs.task` of keyword arguments
         if isinstance(value, Mapping):
+            kwargs = _decoded(value.get("kwargs"), 0)
+            if step not in value and isinstance(kwargs, Mapping):
+                value = kwargs  # `task` of `{"args": [...], "kwargs": {"task": ...}}`
             value = value.get(step)
         elif isinstance(value, (list, tuple)) and step.lstrip("-").isdigit():
             index = int(step)
@@ -86,6 +99,14 @@ def member(raw: object, path: str | None) -> object:
         else:
             return None
     return value
+
+
+def _is_call_part(value: object, step: str) -> bool:
+    """`value` is itself the `args` (a tuple or list) or the `kwargs` (a mapping without that
+    key) a path names: the encodings of a call's arguments read with one path."""
+    if step == "args":
+        return isinstance(value, (list, tuple))
+    return step == "kwargs" and isinstance(value, Mapping) and "kwargs" not in value
 
 
 # --- decoding ---------------------------------------------------------------------------------
@@ -241,16 +262,27 @@ def _argument(value: object, depth: int) -> str | None:
                 text = _question_of(value[key], depth + 1)
                 if text:
                     return text
-        return _prose(v for k, v in value.items()
-                      if isinstance(k, str) and not _is_identifier_key(k))
+        return _first_text([v for k, v in value.items()
+                            if isinstance(k, str) and not _is_identifier_key(k)
+                            and _NOT_QUESTION_WORDS.isdisjoint(
+                                w.lower() for w in _WORDS.findall(k))], depth)
     if isinstance(value, (list, tuple)):
-        for item in value:
-            decoded = _decoded(item, depth)
-            if isinstance(decoded, Mapping):
-                text = _argument(decoded, depth + 1)
-                if text:
-                    return text
-        return _prose(value)
+        return _first_text(value, depth)
+    return None
+
+
+def _first_text(values: Any, depth: int) -> str | None:
+    """In order, the first argument that reads as prose (holds a space) or holds a question
+    itself (a conversation, nested arguments), else None."""
+    for value in values:
+        decoded = _decoded(value, depth)
+        if isinstance(decoded, str):
+            if " " in decoded.strip():
+                return decoded.strip()
+        elif isinstance(decoded, (Mapping, list, tuple)):
+            text = _question_of(decoded, depth + 1)
+            if text:
+                return text
     return None
 
 
@@ -269,14 +301,6 @@ def _is_identifier_key(key: str) -> bool:
     lowered = key.lower()
     return lowered.endswith(("id", "_ids", "key", "token", "url", "path")) or lowered in (
         "model", "stream", "role", "name", "type", "format")
-
-
-def _prose(values: Any) -> str | None:
-    """The first string that reads as prose (holds a space), else None."""
-    for value in values:
-        if isinstance(value, str) and " " in value.strip():
-            return value.strip()
-    return None
 
 
 def _output(value: object, depth: int) -> object:
