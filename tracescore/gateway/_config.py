@@ -19,6 +19,7 @@ validated once at start; every error is a `ConfigurationError` naming the key (`
                 id_attributes}
     telemetry: {metrics: false, logs: (auto), endpoint, protocol, interval_s}
     shutdown_timeout_s: 30
+    rectifiers: PATH   (a rectifiers file: `tracescore report --rectifiers`; exported as gauges)
 
 `GatewayConfig` holds one frozen section per YAML section (`ReceiversConfig`, `ExporterConfig`,
 ...; each checks its own values), and reads each setting by its flat name too. The keys, their
@@ -255,8 +256,8 @@ class GatewayConfig:
     `exporter`, `journal`, `limits`, `scoring`, `telemetry`, plus `recognisers` (the chain the
     `recognise` section builds; None: the built-in conventions), `trace` (the checked `trace`
     section), `runs` (the checked `runs` section: the run scope's quiet period and bounds),
-    `conversations` (the checked `conversations` section: when conversation-scope scorers score)
-    and `shutdown_timeout_s`.
+    `conversations` (the checked `conversations` section: when conversation-scope scorers score),
+    `shutdown_timeout_s` and `rectifiers` (`Rectifier` objects the quality gauges export).
 
     Give sections (`receivers=ReceiversConfig(grpc="127.0.0.1:0")`) or the flat names of single
     settings (`grpc_endpoint="127.0.0.1:0"`, `exporter_endpoint=...`, `scorers=[...]`, ...); the
@@ -274,6 +275,7 @@ class GatewayConfig:
     shutdown_timeout_s: float
     conversations: Mapping[str, Any]
     runs: Mapping[str, Any]
+    rectifiers: tuple[Any, ...]
 
     def __init__(self, *, receivers: ReceiversConfig | None = None,
                  exporter: ExporterConfig | None = None, journal: JournalConfig | None = None,
@@ -282,7 +284,8 @@ class GatewayConfig:
                  recognisers: Sequence[Any] | None = None,
                  trace: Mapping[str, Any] | None = None, shutdown_timeout_s: float = 30.0,
                  runs: Mapping[str, Any] | None = None,
-                 conversations: Mapping[str, Any] | None = None, **settings: Any) -> None:
+                 conversations: Mapping[str, Any] | None = None,
+                 rectifiers: Sequence[Any] = (), **settings: Any) -> None:
         given = {"receivers": receivers, "exporter": exporter, "journal": journal,
                  "limits": limits, "scoring": scoring, "telemetry": telemetry}
         changes: dict[str, dict[str, Any]] = {name: {} for name in _SECTIONS}
@@ -308,6 +311,7 @@ class GatewayConfig:
         object.__setattr__(self, "runs", run_bounds(runs))
         object.__setattr__(self, "shutdown_timeout_s", shutdown_timeout_s)
         object.__setattr__(self, "conversations", {} if conversations is None else conversations)
+        object.__setattr__(self, "rectifiers", tuple(rectifiers))
         self._check()
 
     def _check(self) -> None:
@@ -405,6 +409,15 @@ def load_gateway_config(path: str | os.PathLike[str] | None = None,
     as_conversation_options(conversations)  # validated now
     nested["conversations"] = conversations
     runs = nested.pop("runs", {})
+    rectifiers = nested.pop("rectifiers", None)
+    if rectifiers is not None:
+        from tracescore.online.core import read_rectifiers
+
+        base = Path(path).parent if path else Path.cwd()
+        try:
+            nested["rectifiers"] = read_rectifiers(base / rectifiers)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"rectifiers: {exc}") from None
     recognise = nested.pop("recognise", {})
     recognisers = _recognisers(recognise.get("mappings", []), recognise.get("builtins", True))
     scoring = nested.setdefault("scoring", {})

@@ -10,7 +10,10 @@
 - conversations: `Turn`, `as_conversation_options`, `turn_ref`, `carrier_fields`, `MAX_LINKS`;
   the quiet period the run and conversation scopes share: `QuietTable`, `Group`, `AGE`,
   `OVERFLOW`;
-- the quality metrics' names (the gateway's /metrics serves them too): `QUALITY_NAMES`;
+- the quality metrics' names (the gateway's /metrics serves them too): `QUALITY_NAMES`, and a
+  result's pass or fail as they count it: `quality_outcome`, `PASS`;
+- people's corrections of a pass rate (`tracescore.calibration` computes them, the gauges export
+  them): `Rectifier`, `read_rectifiers`, `rectifiers_json`;
 - carrier spans: `SCOPE`, `carrier_attributes`, `carrier_time`; the judge's own spans:
   `JudgeSpan`, `JUDGE_SCOPE`.
 """
@@ -32,7 +35,10 @@ from tracescore.online._options import (
     reference_key,
 )
 from tracescore.online._quality import NAMES as QUALITY_NAMES
+from tracescore.online._quality import PASS
+from tracescore.online._quality import outcome as quality_outcome
 from tracescore.online._quiet import AGE, OVERFLOW, Group, QuietTable
+from tracescore.online._rectifiers import Rectifier, read_rectifiers, rectifiers_json
 from tracescore.online._sampling import RANDOMNESS_MASK
 from tracescore.online._sinks import SCOPE, carrier_attributes, carrier_time
 
@@ -44,6 +50,7 @@ __all__ = [
     "MAX_LINKS",
     "NO_LLM_CALLS",
     "OVERFLOW",
+    "PASS",
     "QUALITY_NAMES",
     "RANDOMNESS_MASK",
     "SCOPE",
@@ -56,6 +63,7 @@ __all__ = [
     "OnlineScorer",
     "ProcessorOptions",
     "QuietTable",
+    "Rectifier",
     "ScoreRun",
     "ScoringCore",
     "Turn",
@@ -64,6 +72,9 @@ __all__ = [
     "carrier_attributes",
     "carrier_fields",
     "carrier_time",
+    "quality_outcome",
+    "read_rectifiers",
+    "rectifiers_json",
     "fleet_limiter_from",
     "reference_fallback",
     "reference_key",
