@@ -1,7 +1,8 @@
 """The rectifiers as gauges, for Prometheus's corrected pass rate (deploy/prometheus rules):
 `tracescore.calibration.rectifier` (mean of human - judge) and
 `tracescore.calibration.rectifier_stderr`, by `gen_ai.evaluation.name` and
-`tracescore.scorer.version` (left out when the rectifier has none, as the results' metrics do)."""
+`tracescore.scorer.version` (left out when the rectifier has none, as the results' metrics do).
+No unit: the Collector's Prometheus exporter would name a gauge of unit "1" `..._ratio`."""
 
 from __future__ import annotations
 
@@ -32,11 +33,11 @@ class RectifierGauges:
 
     def register(self, meter: Meter) -> None:
         meter.create_observable_gauge(
-            RECTIFIER, [self._means], unit="1",
+            RECTIFIER, [self._means],
             description="Mean of (human - judge) pass verdicts on labelled calls: add it to the "
                         "judge's pass rate for the corrected one")
         meter.create_observable_gauge(
-            RECTIFIER_STDERR, [self._stderrs], unit="1",
+            RECTIFIER_STDERR, [self._stderrs],
             description="Standard error of tracescore.calibration.rectifier")
 
     def _means(self, options: CallbackOptions) -> list[Observation]:
