@@ -15,7 +15,7 @@
 - people's corrections of a pass rate (`tracescore.calibration` computes them, the gauges export
   them): `Rectifier`, `read_rectifiers`, `rectifiers_json`;
 - carrier spans: `SCOPE`, `carrier_attributes`, `carrier_time`; the judge's own spans:
-  `JudgeSpan`, `JUDGE_SCOPE`.
+  `JudgeSpan`, `JUDGE_SCOPE`, `judge_attributes`.
 """
 
 from tracescore.online._conversation_scope import MAX_LINKS, carrier_fields, turn_ref
@@ -25,7 +25,7 @@ from tracescore.online._delivery import ScoreRun
 from tracescore.online._events import EventPayload
 from tracescore.online._fleet_limits import fleet_limiter_from
 from tracescore.online._judge_spans import SCOPE as JUDGE_SCOPE
-from tracescore.online._judge_spans import JudgeSpan
+from tracescore.online._judge_spans import JudgeSpan, judge_attributes
 from tracescore.online._metrics import FLUSH, HELD_OVERFLOW, NO_LLM_CALLS, SHUTDOWN, OnlineMetrics
 from tracescore.online._options import (
     OnlineScorer,
@@ -76,6 +76,7 @@ __all__ = [
     "read_rectifiers",
     "rectifiers_json",
     "fleet_limiter_from",
+    "judge_attributes",
     "reference_fallback",
     "reference_key",
     "release_budgets",
