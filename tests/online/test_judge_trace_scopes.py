@@ -136,7 +136,7 @@ def test_run_evals_traces_its_judge_under_each_items_span(
     assert handle.flush(SCORING_BUDGET_S)
     spans = otlp_receiver.wait_for_spans(8 if traced else 2, timeout=SCORING_BUDGET_S)
     items = [s for s in spans if s.name == "invoke_agent geo-eval"]
-    assert sorted(s.trace_id for s in items) == sorted(i.trace_id for i in result.items)
+    assert sorted(s.trace_id for s in items) == sorted(str(i.trace_id) for i in result.items)
     judged = [s for s in spans if s.attributes.get(sc.TS_JUDGE) is True]
     assert len(judged) == (6 if traced else 0)
     for item in items:

@@ -47,7 +47,7 @@ from tracescore.gateway._config_keys import (
     _read_yaml,
     host_port,
 )
-from tracescore.gateway._config_scorers import _recognisers, build_online_scorers
+from tracescore.gateway._config_scorers import _recognisers, build_online_scorers, rectifiers_from
 from tracescore.gateway._run_scope import run_bounds
 from tracescore.gateway._split import MIN_MAX_BATCH_BYTES
 
@@ -409,20 +409,14 @@ def load_gateway_config(path: str | os.PathLike[str] | None = None,
     as_conversation_options(conversations)  # validated now
     nested["conversations"] = conversations
     runs = nested.pop("runs", {})
-    rectifiers = nested.pop("rectifiers", None)
-    if rectifiers is not None:
-        from tracescore.online.core import read_rectifiers
-
-        base = Path(path).parent if path else Path.cwd()
-        try:
-            nested["rectifiers"] = read_rectifiers(base / rectifiers)
-        except ConfigurationError as exc:
-            raise ConfigurationError(f"rectifiers: {exc}") from None
+    base = Path(path).parent if path else Path.cwd()
+    if nested.get("rectifiers") is not None:
+        nested["rectifiers"] = rectifiers_from(nested["rectifiers"], base)
     recognise = nested.pop("recognise", {})
     recognisers = _recognisers(recognise.get("mappings", []), recognise.get("builtins", True))
     scoring = nested.setdefault("scoring", {})
     scoring["scorers"] = build_online_scorers(scoring.get("scorers"), scoring.get("judge_model"),
-                                              base=Path(path).parent if path else Path.cwd())
+                                              base=base)
     if "tls" in nested.get("receivers", {}):
         nested["receivers"]["tls"] = TlsConfig(**nested["receivers"]["tls"])
     sections = {name: _SECTIONS[name](**nested.pop(name)) for name in list(nested)
