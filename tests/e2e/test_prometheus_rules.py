@@ -49,7 +49,7 @@ COLLECTOR_CONFIG = ROOT / "collector_config" / "quality-metrics.yaml"
 # the rules' windows, shortened for a test that lasts a minute: (shipped text, test text)
 SHORT_WINDOWS = (("[1w] offset 1h", "[30s] offset 10s"), ("[1h]", "[10s]"), ("[15m]", "[10s]"),
                  ("for: 15m", "for: 2s"), ("for: 10m", "for: 2s"), ("for: 5m", "for: 2s"))
-RECTIFIER = {"mean": -0.12, "variance": 0.3, "n": 40}  # of Content Similarity's version
+RECTIFIER: dict[str, Any] = {"mean": -0.12, "variance": 0.3, "n": 40}  # of Content Similarity
 QUESTION = "What is the capital of France?"
 GOOD = "Paris is the capital of France."
 BAD = "I am sorry, I cannot help with bananas today."
