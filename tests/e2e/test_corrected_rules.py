@@ -12,6 +12,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tracescore.calibration import CorrectedPassRate, corrected_pass_rate, rectifier
@@ -50,7 +51,7 @@ def _cases(seed: int) -> list[Case]:
         judge = tuple(rng.random() < 0.75 for _ in range(n))
         human = tuple(j if rng.random() > rng.choice((0.05, 0.2, 0.4)) else not j for j in judge)
         passes = rng.randint(0, 20)
-        cases.append(Case(agent="support", name=f"Scorer {index}",
+        cases.append(Case(agent="support", name=f"Scorer {seed}-{index}",
                           version="" if index == 0 else f"v{index}", passes=passes,
                           fails=rng.randint(1 if passes == 0 else 0, 20), judge_labelled=judge,
                           human_labelled=human, replicas=1 + index % 3))
@@ -117,10 +118,12 @@ def _test_file(cases: list[Case], stale: Case) -> dict[str, object]:
                        "promql_expr_test": tests}]}
 
 
-def test_the_corrected_pass_rate_rules_agree_with_corrected_pass_rate(tmp_path: Path) -> None:
+@pytest.mark.parametrize("seed", [35, 36, 37])
+def test_the_corrected_pass_rate_rules_agree_with_corrected_pass_rate(tmp_path: Path,
+                                                                      seed: int) -> None:
     promtool = shutil.which("promtool")
     assert promtool, "promtool missing: run `make prometheus` (Debian's prometheus package)"
-    cases = _cases(seed=35)
+    cases = _cases(seed)
     stale = Case(agent="support", name=cases[2].name, version=cases[2].version, passes=4,
                  fails=1, judge_labelled=(), human_labelled=(), replicas=0)
     path = tmp_path / "corrected.test.yaml"
