@@ -101,6 +101,9 @@ def test_online_scorer_refuses_a_file_without_its_scorer(tmp_path: Path) -> None
         OnlineScorer(create_content_similarity_scorer(), rectifiers=path)
     with pytest.raises(ConfigurationError, match="Rectifier objects"):
         OnlineScorer(create_content_similarity_scorer(), rectifiers=[0.1])  # type: ignore[list-item]
+    other = rectifier([True, True], [False, True], name="Faithfulness")
+    with pytest.raises(ConfigurationError, match="was given the rectifier of 'Faithfulness'"):
+        OnlineScorer(create_content_similarity_scorer(), rectifiers=[other])
 
 
 _GOOD = {"name": "Answer Relevancy", "scorer_version": "v1", "mean": -0.1, "variance": 0.2,

@@ -384,4 +384,8 @@ def _rectifiers(value: Any, name: str) -> tuple[Rectifier, ...]:
     if not all(isinstance(r, Rectifier) for r in items):
         raise ConfigurationError("OnlineScorer rectifiers must be a rectifiers file or "
                                  f"Rectifier objects, got {value!r}")
+    others = sorted({r.name for r in items if r.name != name})
+    if others:
+        raise ConfigurationError(f"OnlineScorer rectifiers: scorer {name!r} was given the "
+                                 f"rectifier of {others[0]!r}")
     return items
