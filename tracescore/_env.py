@@ -106,7 +106,7 @@ FLUSH_ON_SIGTERM = _flag_var("TRACESCORE_FLUSH_ON_SIGTERM", True,
 JUDGE_MODEL = _text_var("TRACESCORE_JUDGE_MODEL",
                         "the judge model (a litellm model string), else the offline judge")
 TRACE_JUDGE = _flag_var("TRACESCORE_TRACE_JUDGE", True,
-                        "each judge call of online scoring becomes a chat span in its own trace")
+                        "each judge call of online scoring (and run_evals) becomes a chat span")
 GATEWAY_CONFIG = _text_var("TRACESCORE_GATEWAY_CONFIG", "the gateway's YAML config file")
 GATEWAY_TOKEN = _text_var("TRACESCORE_GATEWAY_TOKEN", "the gateway's receivers.bearer_token")
 # tracescore.testing

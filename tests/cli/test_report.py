@@ -284,3 +284,50 @@ def test_the_wilson_interval_agrees_with_scipy(n: int, data: st.DataObject,
     assert low == pytest.approx(expected.low, abs=1e-9)
     assert high == pytest.approx(expected.high, abs=1e-9)
 
+
+
+@pytest.mark.slow
+def test_rectifiers_written_from_the_labels_match_an_independent_computation(
+        traffic: tuple[Path, Path], tmp_path: Path) -> None:
+    """`--rectifiers`: one rectifier per labelled scorer name and version, the mean and variance
+    of (human - judge) with the judge's verdict as the quality metrics count it (its label's
+    band), read back as the gateway reads it."""
+    from tracescore.calibration import read_rectifiers
+
+    archive, people = traffic
+    rows = list(csv.DictReader(people.open()))
+    for row in [r for r in rows if r["label"] == "pass"][:2]:
+        row["label"] = "fail"  # a stricter person: the judge passes calls people fail
+    labels = tmp_path / "labels.csv"
+    with labels.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    out = tmp_path / "rectifiers.json"
+    said = _run("report", str(archive), "-o", str(tmp_path / "r.html"), "--labels",
+                f"answer-relevancy={labels}", "--rectifiers", str(out), cwd=tmp_path)
+    assert f"1 rectifiers written to {out}" in said
+    labelled = list(csv.DictReader(labels.open()))
+    by_span = {(span.trace_id, span.span_id): attributes for span in read_spans(archive)
+               for name, attributes in span.events if name == sc.GEN_AI_EVALUATION_RESULT
+               and attributes.get(sc.TS_SCORER_ID) == "answer-relevancy"
+               and sc.ERROR_TYPE not in attributes}
+    results = [by_span[(row["trace_id"], row["span_id"])] for row in labelled]
+    differences = [(row["label"] == "pass") - (r[sc.GEN_AI_EVALUATION_SCORE_LABEL] == "relevant")
+                   for row, r in zip(labelled, results)]
+    mean = sum(differences) / len(differences)
+    variance = sum((d - mean) ** 2 for d in differences) / (len(differences) - 1)
+    (got,) = read_rectifiers(out)
+    assert (got.name, got.version, got.n) == (
+        results[0][sc.GEN_AI_EVALUATION_NAME], results[0][sc.TS_SCORER_VERSION], len(labelled))
+    assert got.mean == pytest.approx(mean) and got.variance == pytest.approx(variance)
+    assert mean < 0  # the judge passes calls people fail: the correction lowers its rate
+
+
+def test_rectifiers_need_labels(tmp_path: Path) -> None:
+    spans = tmp_path / "s.jsonl"
+    spans.write_text(json.dumps({"resourceSpans": []}) + "\n")
+    done = subprocess.run([_CLI, "report", str(spans), "--rectifiers", "r.json"],
+                          check=False, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 2 and "--rectifiers needs --labels" in done.stderr
+    assert not (tmp_path / "r.json").exists()

@@ -33,9 +33,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import tracescore
 from tracescore import _semconv as sc
+from tracescore.calibration import Rectifier
 from tracescore.gateway import Gateway, GatewayConfig
 from tracescore.instrument._calls import AgentCall, notify_agent_call
 from tracescore.online import OnlineScorer, ScoringSpanProcessor
+from tracescore.scoring._provenance import scorer_version
 from tracescore.testing import OTelCollector, OTLPReceiver, Reply, StubLLMServer
 from tracescore.testing._tools import free_port, port_open
 
@@ -47,6 +49,7 @@ COLLECTOR_CONFIG = ROOT / "collector_config" / "quality-metrics.yaml"
 # the rules' windows, shortened for a test that lasts a minute: (shipped text, test text)
 SHORT_WINDOWS = (("[1w] offset 1h", "[30s] offset 10s"), ("[1h]", "[10s]"), ("[15m]", "[10s]"),
                  ("for: 15m", "for: 2s"), ("for: 10m", "for: 2s"), ("for: 5m", "for: 2s"))
+RECTIFIER: dict[str, Any] = {"mean": -0.12, "variance": 0.3, "n": 40}  # of Content Similarity
 QUESTION = "What is the capital of France?"
 GOOD = "Paris is the capital of France."
 BAD = "I am sorry, I cannot help with bananas today."
@@ -216,8 +219,11 @@ def producer(stack: dict[str, Any]) -> Iterator[Callable[[str, str], None]]:
         OTLPMetricExporter(endpoint=f"{base}/v1/metrics"), export_interval_millis=1000)])
     judged: dict[str, Any] = {"model": "openai/gpt-4o-mini", "api_key": "sk-test", "timeout": 5,
               "backoff_base_s": 0.001, "backoff_max_s": 0.01}
+    similarity = tracescore.create_content_similarity_scorer()
     scorers = [
-        OnlineScorer(tracescore.create_content_similarity_scorer(), sinks=["log"]),
+        # people's labels of its version: its rectifier, exported through the collector
+        OnlineScorer(similarity, sinks=["log"], rectifiers=[Rectifier(
+            name=similarity.name, version=scorer_version(similarity), **RECTIFIER)]),
         # a judge that spends its tiny budget on the first calls: budget_exhausted after
         OnlineScorer(tracescore.create_answer_relevancy_scorer(api_base=stub.base_url, **judged),
                      rate=0.2, budget_usd_per_hour=1e-9, sinks=["log"]),
@@ -301,6 +307,20 @@ def test_a_quality_drop_fires_on_enough_calls_and_silence_fires_no_data(stack, p
     lower, upper = wilson(series["passes:increase1h"], series["results:increase1h"])
     assert series["pass_rate_lower:1h"] == pytest.approx(lower, abs=1e-9)
     assert series["pass_rate_upper:1h"] == pytest.approx(upper, abs=1e-9)
+
+    # the pass rate corrected by the rectifier gauges that came through the collector
+    selector = '{gen_ai_agent_name="support",gen_ai_evaluation_name="Content Similarity"}'
+    for rule in ("results_by_version:increase1h", "pass_rate_by_version:1h",
+                 "pass_rate_corrected:1h", "pass_rate_corrected_lower:1h",
+                 "pass_rate_corrected_upper:1h"):
+        (point,) = prometheus.query(f"tracescore:{rule}{selector}", at)
+        series[rule] = float(point["value"][1])
+    n, p = series["results_by_version:increase1h"], series["pass_rate_by_version:1h"]
+    corrected = p + RECTIFIER["mean"]
+    half = 1.959964 * math.sqrt(p * (1 - p) / (n - 1) + RECTIFIER["variance"] / RECTIFIER["n"])
+    assert series["pass_rate_corrected:1h"] == pytest.approx(corrected, abs=1e-9)
+    assert series["pass_rate_corrected_lower:1h"] == pytest.approx(max(0, corrected - half), abs=1e-9)
+    assert series["pass_rate_corrected_upper:1h"] == pytest.approx(min(1, corrected + half), abs=1e-9)
 
     # each result series once: the collector dropped tracescore's own copy of what the records
     # give (filter/derived), and passed its unscored counts on

@@ -258,6 +258,7 @@ def test_the_collector_config_derives_outcomes_and_buckets_as_tracescore_does() 
     assert set(labels.split("|")) == q.PASSING_LABELS
     assert f'["gen_ai.evaluation.score.value"] >= {q.UNLABELLED_PASS_AT}' in statements
     metrics = {m["name"]: m for m in config["connectors"]["signal_to_metrics"]["logs"]}
-    assert set(metrics) == set(q.NAMES) - {q.UNSCORED}  # unscored calls leave no record
+    # unscored calls leave no record; the rectifiers come from people's labels, not records
+    assert set(metrics) == set(q.NAMES) - {q.UNSCORED, q.RECTIFIER, q.RECTIFIER_STDERR}
     assert tuple(metrics[q.SCORE]["histogram"]["buckets"]) == q.SCORE_BUCKETS
     assert tuple(metrics[q.JUDGE_DURATION]["histogram"]["buckets"]) == q.DURATION_BUCKETS

@@ -5,13 +5,16 @@
 
 `sample_calls` draws scored agent calls from stored traces into a labelling file;
 `read_phoenix_labels` reads the labels people gave in Phoenix as a calibration dataset.
-`corrected_pass_rate` corrects a judge's pass rate by people's labels on a subset.
+`corrected_pass_rate` corrects a judge's pass rate by people's labels on a subset;
+`rectifier` is that correction per scorer version, `write_rectifiers` / `read_rectifiers` its
+file, which the gateway and `OnlineScorer` export as gauges for Prometheus.
 """
 
 from __future__ import annotations
 
 from tracescore.calibration._corrected import CorrectedPassRate, PassRate, corrected_pass_rate
 from tracescore.calibration._labels import LabelSpace, LabelSpec
+from tracescore.calibration._rectifiers import rectifier, write_rectifiers
 from tracescore.calibration._report import (
     CalibrationError,
     CalibrationReport,
@@ -20,6 +23,7 @@ from tracescore.calibration._report import (
     calibrate,
 )
 from tracescore.calibration._stats import Agreement, Interval
+from tracescore.online.core import Rectifier, read_rectifiers
 
 __all__ = [
     "Agreement",
@@ -31,7 +35,11 @@ __all__ = [
     "LabelSpace",
     "LabelSpec",
     "PassRate",
+    "Rectifier",
     "RunCost",
     "calibrate",
     "corrected_pass_rate",
+    "read_rectifiers",
+    "rectifier",
+    "write_rectifiers",
 ]

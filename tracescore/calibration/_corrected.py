@@ -48,6 +48,13 @@ def _mean_var(values: Sequence[float]) -> tuple[float, float]:
     return mean, var
 
 
+def disagreement(judge_labelled: Sequence[bool], human_labelled: Sequence[bool]
+                 ) -> tuple[float, float]:
+    """Mean and sample variance of (human - judge) over the labelled calls: the rectifier."""
+    return _mean_var(
+        [float(h) - float(j) for h, j in zip(human_labelled, judge_labelled, strict=True)])
+
+
 def _interval(rate: float, variance: float, n: int, confidence: float) -> PassRate:
     half = NormalDist().inv_cdf(0.5 + confidence / 2) * math.sqrt(variance)
     return PassRate(rate=rate, low=max(0.0, rate - half), high=min(1.0, rate + half), n=n,
@@ -69,8 +76,7 @@ def corrected_pass_rate(judge_all: Sequence[bool], judge_labelled: Sequence[bool
         raise ConfigurationError("a corrected pass rate needs at least 2 judged and 2 labelled calls")
     n_all, n_lab = len(judge_all), len(human_labelled)
     judge_mean, judge_var = _mean_var([float(v) for v in judge_all])
-    rectifier, rect_var = _mean_var(
-        [float(h) - float(j) for h, j in zip(human_labelled, judge_labelled, strict=True)])
+    rectifier, rect_var = disagreement(judge_labelled, human_labelled)
     return CorrectedPassRate(
         judge_only=_interval(judge_mean, judge_var / n_all, n_all, confidence),
         corrected=_interval(judge_mean + rectifier, judge_var / n_all + rect_var / n_lab,

@@ -50,10 +50,15 @@ class _UsageError(click.ClickException):
                    "adds the pass rate corrected by them (repeatable).")
 @click.option("--label-column", default="label", show_default=True,
               help="The column (key) holding the human label.")
+@click.option("--rectifiers", "rectifiers_out", type=click.Path(dir_okay=False, path_type=Path),
+              help="With --labels: also write the rectifier of each labelled scorer version "
+                   "(JSON), for the gateway's `rectifiers:` and OnlineScorer(rectifiers=...), "
+                   "which export it for Prometheus's corrected pass rate.")
 def report_command(inputs: Sequence[Path], out: Path, phoenix_url: str | None, project: str,
                    threshold: float, confidence: float, higher_is_worse: Sequence[str],
                    since: datetime | None, until: datetime | None, worst: int,
-                   label_files: Sequence[str], label_column: str) -> None:
+                   label_files: Sequence[str], label_column: str,
+                   rectifiers_out: Path | None) -> None:
     """Write an HTML report of the scores in INPUTS (OTLP JSON lines) or in Phoenix.
 
     \b
@@ -72,6 +77,8 @@ def report_command(inputs: Sequence[Path], out: Path, phoenix_url: str | None, p
 
     if bool(inputs) == (phoenix_url is not None):
         raise _UsageError("give INPUTS or --phoenix URL (not both)")
+    if rectifiers_out is not None and not label_files:
+        raise _UsageError("--rectifiers needs --labels (the rectifiers come from people's labels)")
     try:
         labels = _labels(label_files, phoenix_url, project)
         if phoenix_url is not None:
@@ -88,6 +95,8 @@ def report_command(inputs: Sequence[Path], out: Path, phoenix_url: str | None, p
                               higher_is_worse=higher_is_worse, worst=worst,
                               labels=labels, label_column=label_column,
                               since_ns=_ns(since), until_ns=_ns(until))
+        if rectifiers_out is not None:
+            _write_rectifiers(rectifiers_out, report, labels, label_column)
     except ConfigurationError as exc:
         raise _UsageError(str(exc)) from None
     write_private(out, html_page(report))
@@ -97,6 +106,21 @@ def report_command(inputs: Sequence[Path], out: Path, phoenix_url: str | None, p
                f"report written to {out}")
     for note in report.label_notes:
         click.echo(f"warning: {note}", err=True)
+
+
+def _write_rectifiers(path: Path, report: Any, labels: dict[str, list[dict[str, Any]]],
+                      label_column: str) -> None:
+    from tracescore._exceptions import ConfigurationError
+    from tracescore.calibration import write_rectifiers
+    from tracescore.cli._report_rectifiers import report_rectifiers
+
+    rectifiers, notes = report_rectifiers(report, labels, label_column)
+    if not rectifiers:
+        raise ConfigurationError("--rectifiers: no scorer version has 2 labelled calls among "
+                                 f"the results{': ' + '; '.join(notes) if notes else ''}")
+    write_rectifiers(path, rectifiers)
+    report.label_notes.extend(notes)
+    click.echo(f"{len(rectifiers)} rectifiers written to {path}")
 
 
 def _labels(specs: Sequence[str], phoenix_url: str | None, project: str

@@ -38,6 +38,7 @@ class Result:
 
     agent: str
     scorer: str
+    name: str  # gen_ai.evaluation.name (the scorer id when the result has none)
     version: str | None
     trace_id: str
     span_id: str
@@ -192,7 +193,8 @@ def _result(attributes: Mapping[str, Any], agent: str, scorer: str, evaluated: F
     error = attributes.get(sc.ERROR_TYPE)
     cost = attributes.get(sc.TS_JUDGE_COST_USD)
     return Result(
-        agent=agent, scorer=scorer, version=_text(attributes.get(sc.TS_SCORER_VERSION)),
+        agent=agent, scorer=scorer, name=_text(attributes.get(sc.GEN_AI_EVALUATION_NAME)) or scorer,
+        version=_text(attributes.get(sc.TS_SCORER_VERSION)),
         trace_id=evaluated.trace_id, span_id=evaluated.span_id,
         time_ns=evaluated.end_ns or evaluated.start_ns,
         score=None if error is not None else score,

@@ -17,6 +17,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 
+from tracescore import _env
 from tracescore import _semconv as sc
 from tracescore.evals._checks import _Call
 from tracescore.evals._results import (
@@ -30,6 +31,7 @@ from tracescore.evals._results import (
 from tracescore.instrument._context import ContextThreadPoolExecutor
 from tracescore.instrument._errors import exception_text, record_error
 from tracescore.scoring._base import ScorerInput, ToolCall, evaluate_call
+from tracescore.scoring._judge_trace import JudgeCall, recording
 from tracescore.scoring._provenance import provenance
 from tracescore.scoring._runs import Turn
 from tracescore.scoring._scoped import history_messages
@@ -194,9 +196,16 @@ class _Run:
         call = ScorerInput(input=value, output=output, ground_truth=expected,
                            tool_calls=tuple(trace[0]), context=tuple(trace[1]),
                            run=scope[0], expected_trajectory=scope[1], turns=turns)
-        outcomes = await asyncio.gather(*(_outcome(evaluate_call(s, call)) for s in self.scorers))
+        traced = _env.TRACE_JUDGE.get() and span.is_recording()
+
+        async def judged(scorer: Scorer) -> tuple[Any, Sequence[JudgeCall]]:
+            with recording(traced) as calls:  # this task's judge calls
+                outcome = await _outcome(evaluate_call(scorer, call))
+            return outcome, calls or ()
+
+        outcomes = await asyncio.gather(*(judged(s) for s in self.scorers))
         scores: dict[str, ScoreResult] = {}
-        for scorer, outcome in zip(self.scorers, outcomes):
+        for scorer, (outcome, judge_calls) in zip(self.scorers, outcomes):
             if isinstance(outcome, BaseException):
                 if not isinstance(outcome, _ITEM_ERRORS):
                     raise outcome  # KeyboardInterrupt stops the run
@@ -209,6 +218,8 @@ class _Run:
                 scores[scorer.id] = outcome
                 events = evaluation_events(outcome, scorer_id=scorer.id, scorer_name=scorer.name,
                                            **provenance(scorer))
+            if judge_calls:
+                _trace_judge(span, scorer, judge_calls, events[0][1])
             for event_name, attributes in events:
                 span.add_event(event_name, attributes)
         return scores
@@ -235,6 +246,27 @@ class _Run:
                 await outcome
         except _ITEM_ERRORS as exc:  # the user's callback failing is data too
             failures.append(_failure(index, STEP_CALLBACK, None, exc))
+
+
+def _trace_judge(span: Span, scorer: Scorer, calls: Sequence[JudgeCall],
+                 result: dict[str, Any]) -> None:
+    """The judge traced in an eval run: each call a GenAI `chat` client span, a child of the
+    item's span (the eval's own trace), marked as the judge's; the trace id on `result`."""
+    from tracescore.online.core import JUDGE_SCOPE, judge_attributes
+
+    item = span.get_span_context()
+    tracer = trace.get_tracer(JUDGE_SCOPE.name)
+    parent = trace.set_span_in_context(span, otel_context.Context())
+    for judge_call in calls:
+        judge = tracer.start_span(
+            f"{sc.OP_CHAT} {judge_call.model}", context=parent, kind=SpanKind.CLIENT,
+            attributes=judge_attributes(judge_call, (item.trace_id, item.span_id), scorer.id,
+                                        scorer.name),
+            start_time=judge_call.start_ns)
+        if judge_call.error_type is not None:
+            judge.set_status(trace.Status(trace.StatusCode.ERROR))
+        judge.end(end_time=max(judge_call.end_ns, judge_call.start_ns))
+    result[sc.TS_JUDGE_TRACE_ID] = trace.format_trace_id(item.trace_id)
 
 
 def _summarize(run: _Run, results: list[ItemResult], limits: dict[str, float],

@@ -19,6 +19,7 @@ validated once at start; every error is a `ConfigurationError` naming the key (`
                 id_attributes}
     telemetry: {metrics: false, logs: (auto), endpoint, protocol, interval_s}
     shutdown_timeout_s: 30
+    rectifiers: PATH   (a rectifiers file: `tracescore report --rectifiers`; exported as gauges)
 
 `GatewayConfig` holds one frozen section per YAML section (`ReceiversConfig`, `ExporterConfig`,
 ...; each checks its own values), and reads each setting by its flat name too. The keys, their
@@ -46,7 +47,7 @@ from tracescore.gateway._config_keys import (
     _read_yaml,
     host_port,
 )
-from tracescore.gateway._config_scorers import _recognisers, build_online_scorers
+from tracescore.gateway._config_scorers import _recognisers, build_online_scorers, rectifiers_from
 from tracescore.gateway._run_scope import run_bounds
 from tracescore.gateway._split import MIN_MAX_BATCH_BYTES
 
@@ -255,8 +256,8 @@ class GatewayConfig:
     `exporter`, `journal`, `limits`, `scoring`, `telemetry`, plus `recognisers` (the chain the
     `recognise` section builds; None: the built-in conventions), `trace` (the checked `trace`
     section), `runs` (the checked `runs` section: the run scope's quiet period and bounds),
-    `conversations` (the checked `conversations` section: when conversation-scope scorers score)
-    and `shutdown_timeout_s`.
+    `conversations` (the checked `conversations` section: when conversation-scope scorers score),
+    `shutdown_timeout_s` and `rectifiers` (`Rectifier` objects the quality gauges export).
 
     Give sections (`receivers=ReceiversConfig(grpc="127.0.0.1:0")`) or the flat names of single
     settings (`grpc_endpoint="127.0.0.1:0"`, `exporter_endpoint=...`, `scorers=[...]`, ...); the
@@ -274,6 +275,7 @@ class GatewayConfig:
     shutdown_timeout_s: float
     conversations: Mapping[str, Any]
     runs: Mapping[str, Any]
+    rectifiers: tuple[Any, ...]
 
     def __init__(self, *, receivers: ReceiversConfig | None = None,
                  exporter: ExporterConfig | None = None, journal: JournalConfig | None = None,
@@ -282,7 +284,8 @@ class GatewayConfig:
                  recognisers: Sequence[Any] | None = None,
                  trace: Mapping[str, Any] | None = None, shutdown_timeout_s: float = 30.0,
                  runs: Mapping[str, Any] | None = None,
-                 conversations: Mapping[str, Any] | None = None, **settings: Any) -> None:
+                 conversations: Mapping[str, Any] | None = None,
+                 rectifiers: Sequence[Any] = (), **settings: Any) -> None:
         given = {"receivers": receivers, "exporter": exporter, "journal": journal,
                  "limits": limits, "scoring": scoring, "telemetry": telemetry}
         changes: dict[str, dict[str, Any]] = {name: {} for name in _SECTIONS}
@@ -308,6 +311,7 @@ class GatewayConfig:
         object.__setattr__(self, "runs", run_bounds(runs))
         object.__setattr__(self, "shutdown_timeout_s", shutdown_timeout_s)
         object.__setattr__(self, "conversations", {} if conversations is None else conversations)
+        object.__setattr__(self, "rectifiers", tuple(rectifiers))
         self._check()
 
     def _check(self) -> None:
@@ -405,11 +409,14 @@ def load_gateway_config(path: str | os.PathLike[str] | None = None,
     as_conversation_options(conversations)  # validated now
     nested["conversations"] = conversations
     runs = nested.pop("runs", {})
+    base = Path(path).parent if path else Path.cwd()
+    if nested.get("rectifiers") is not None:
+        nested["rectifiers"] = rectifiers_from(nested["rectifiers"], base)
     recognise = nested.pop("recognise", {})
     recognisers = _recognisers(recognise.get("mappings", []), recognise.get("builtins", True))
     scoring = nested.setdefault("scoring", {})
     scoring["scorers"] = build_online_scorers(scoring.get("scorers"), scoring.get("judge_model"),
-                                              base=Path(path).parent if path else Path.cwd())
+                                              base=base)
     if "tls" in nested.get("receivers", {}):
         nested["receivers"]["tls"] = TlsConfig(**nested["receivers"]["tls"])
     sections = {name: _SECTIONS[name](**nested.pop(name)) for name in list(nested)

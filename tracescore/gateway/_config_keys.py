@@ -110,6 +110,7 @@ _KEYS: dict[str, Callable[[str, Any], Any]] = {
     "telemetry.protocol": _same,
     "telemetry.interval_s": _same,
     "shutdown_timeout_s": _same,
+    "rectifiers": _optional_text,
 }
 
 # environment variable -> key path

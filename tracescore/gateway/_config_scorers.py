@@ -132,3 +132,13 @@ def _recognisers(mappings: Any, builtins: Any) -> tuple[Any, ...]:
 
     return tuple(build_recognisers(mappings, where="recognise.mappings", builtins=builtins,
                                    builtins_key="recognise.builtins"))
+
+
+def rectifiers_from(value: str, base: Path) -> tuple[Any, ...]:
+    """The `rectifiers:` file's rectifiers (a path relative to the config file's folder)."""
+    from tracescore.online.core import read_rectifiers
+
+    try:
+        return read_rectifiers(base / value)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"rectifiers: {exc}") from None

@@ -699,6 +699,8 @@ class Engine:
                            span_id=turn.span_id.to_bytes(8, "big"))
         body = request.SerializeToString()
         self._output.put(self._journal_add([(PASS, 1, body)]), body, 1)
+        if run.judge:  # the judge traced, linked to the last turn
+            self._judge_spans((None, evaluated), run.judge)
 
     def _judge_spans(self, item: _Item, spans: Sequence[JudgeSpan]) -> None:
         """The judge's calls, traced: go on at once (not journaled)."""

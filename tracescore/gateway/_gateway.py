@@ -135,6 +135,7 @@ class Gateway:
             quality, self._quality = quality_provider()  # the scorers' quality in /metrics
             self._owned.append(quality)
             self._engine.core.metrics.quality.add_meter(quality.get_meter("tracescore.online"))
+            self._engine.core.metrics.quality.add_rectifiers(config.rectifiers)
             traces = self._engine.traces
             self.metrics.gauge("trace_buffer_traces", lambda: traces.traces)
             self.metrics.gauge("trace_buffer_bytes", lambda: traces.bytes)

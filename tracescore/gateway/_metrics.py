@@ -99,7 +99,8 @@ class GatewayMetrics:
         return values
 
     def prometheus(self, extra: Mapping[str, float] = {}) -> str:
-        """Prometheus text exposition of every counter and gauge (plus `extra` gauges)."""
+        """Prometheus text exposition of every counter and gauge (plus the `extra` gauges not
+        already among them)."""
         lines: list[str] = []
         values = self.snapshot()
         for key, value in values.items():
@@ -114,6 +115,8 @@ class GatewayMetrics:
                 pairs = ",".join(f'{n}="{_label(v)}"' for n, v in zip(names, labels))
                 lines.append(f"{name}{{{pairs}}} {_number(value)}")
         for key, value in extra.items():
+            if key in values:  # a gauge already served (one TYPE line per family)
+                continue
             name = f"tracescore_gateway_{key}"
             lines.append(f"# TYPE {name} gauge")
             lines.append(f"{name} {_number(value)}")

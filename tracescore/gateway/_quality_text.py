@@ -47,9 +47,14 @@ def prometheus_name(name: str, unit: str, *, counter: bool) -> str:
 
 
 def _metric_lines(metric: Any) -> list[str]:
-    from opentelemetry.sdk.metrics.export import Histogram, Sum
+    from opentelemetry.sdk.metrics.export import Gauge, Histogram, Sum
 
     data = metric.data
+    if isinstance(data, Gauge):
+        name = prometheus_name(metric.name, metric.unit, counter=False)
+        lines = [f"# HELP {name} {metric.description}", f"# TYPE {name} gauge"]
+        lines.extend(f"{name}{_labels(p.attributes)} {_number(p.value)}" for p in data.data_points)
+        return lines
     if isinstance(data, Sum):
         name = prometheus_name(metric.name, metric.unit, counter=data.is_monotonic)
         lines = [f"# HELP {name} {metric.description}",

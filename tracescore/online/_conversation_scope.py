@@ -9,7 +9,9 @@ limit and budget. Its result goes to:
 - a `gen_ai.evaluation.result` log record tied to the last turn (the "log" sink);
 - result sinks such as Phoenix (an annotation on the last turn's span: each version has its
   own last turn, so versions are appended, never overwritten);
-- the metrics (sampled, scored, failed, dropped by reason, the score histogram).
+- the metrics (sampled, scored, failed, dropped by reason, the score histogram);
+- with the judge traced, its calls' `chat` spans (a trace of their own, linked to the last
+  turn; `ScoreRun.judge`), which the front door sends with the carrier.
 
 Every result carries `gen_ai.conversation.id` and the version: the number of turns it saw and
 its first and last turn (`<trace id>/<span id>`), and what let it go (quiet, turn limit, ...).
@@ -57,12 +59,14 @@ from tracescore.online._delivery import (
     Sink,
 )
 from tracescore.online._events import EventPayload
+from tracescore.online._judge_spans import judge_spans
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._options import OnlineScorer
 from tracescore.online._records import ResultSink
 from tracescore.online._sinks import SCOPE, carrier_attributes, carrier_time
 from tracescore.online._worker import Worker
 from tracescore.scoring._base import ScorerInput, evaluate_call
+from tracescore.scoring._judge_trace import JudgeCall, recording
 from tracescore.scoring._runs import Turn as ScoredTurn
 
 # (run, turns judged, end ns): the front door's carrier span for a conversation's result
@@ -195,12 +199,13 @@ class ConversationScope:
         result: Any = None
         error: BaseException | None = None
         fleet = None
+        judge_calls: list[JudgeCall] | None = None
         try:
             fleet = await online.admit_fleet()
             if fleet is None:  # the fleet's limits refused it (its local budget is given back)
                 self._metrics.dropped(online.scorer_id, last.agent, reasons.RATE_LIMITED)
                 return
-            with suppressed():
+            with suppressed(), recording(bool(online.trace_judge)) as judge_calls:
                 result = await asyncio.wait_for(evaluate_call(online.scorer, ScorerInput(
                     input=last.input, output=last.output, run_id=run_id,
                     turns=tuple(ScoredTurn(input=t.input, output=t.output) for t in turns),
@@ -218,9 +223,13 @@ class ConversationScope:
             events, error = self._result_events(online, result, error, run_id)
             events[0][1].update(conversation_attributes(version.conversation, turns,
                                                         version.reason, version.missing))
+            # the judge traced: its spans linked to the last turn, sent with the carrier
+            traced = judge_spans(judge_calls or (), (last.trace_id, last.span_id),
+                                 scorer_id=online.scorer_id, scorer_name=online.scorer_name,
+                                 result=events[0][1])
             run = ScoreRun((last.trace_id, last.span_id), turns, online, last.agent, events,
                            error, None if error is not None else float(result.score),
-                           start_ns, closing=False, landed=True)
+                           start_ns, closing=False, landed=True, judge=tuple(traced))
             for sink in self._routes[online.scorer_id]:
                 sink.deliver(run)
         except Exception:  # noqa: BLE001

@@ -49,6 +49,8 @@ class ScoreRun:
     start_ns: int
     closing: bool  # the core is shutting down (its downstream still takes results until closed)
     landed: bool = False
+    # a conversation's judge calls, traced (`JudgeSpan`s): its front door's carrier sends them
+    judge: tuple[Any, ...] = ()
 
 
 class Sink(Protocol):

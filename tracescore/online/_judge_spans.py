@@ -57,13 +57,14 @@ def judge_spans(calls: Sequence[JudgeCall], evaluated: tuple[int, int], *, score
     return [JudgeSpan(trace_id=trace_id, span_id=_ids.generate_span_id(),
                       name=f"{sc.OP_CHAT} {call.model}", start_ns=call.start_ns,
                       end_ns=max(call.end_ns, call.start_ns),
-                      attributes=_attributes(call, evaluated, scorer_id, scorer_name),
+                      attributes=judge_attributes(call, evaluated, scorer_id, scorer_name),
                       error=call.error_type is not None, evaluated=evaluated)
             for call in calls]
 
 
-def _attributes(call: JudgeCall, evaluated: tuple[int, int], scorer_id: str,
-                scorer_name: str) -> dict[str, AttributeValue]:
+def judge_attributes(call: JudgeCall, evaluated: tuple[int, int], scorer_id: str,
+                     scorer_name: str) -> dict[str, AttributeValue]:
+    """The attributes of the `chat` span of one judge call (`run_evals` makes its own spans)."""
     attributes: dict[str, AttributeValue] = {
         sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
         sc.GEN_AI_REQUEST_MODEL: call.model,

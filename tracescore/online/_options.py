@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ from tracescore._suppress import suppressed
 from tracescore.online._fleet_limits import NO_FLEET, FleetLimiter, Reservation
 from tracescore.online._isolation import ISOLATIONS
 from tracescore.online._metrics import BUDGET, RATE_LIMITED
+from tracescore.online._rectifiers import Rectifier, read_rectifiers
 from tracescore.online._sampling import CostBudget, RateLimiter, rejection_threshold
 from tracescore.scoring._provenance import provenance
 
@@ -55,6 +57,9 @@ class OnlineScorer:
     - `timeout_s`: upper bound of one scorer run (judge retries included).
     - `trace_judge`: each judge call becomes a `chat` span in a trace of its own, linked to the
       evaluated span (None: TRACESCORE_TRACE_JUDGE, default true).
+    - `rectifiers`: people's correction of this scorer's pass rate, exported as the
+      `tracescore.calibration.rectifier` gauges: a file `tracescore report --rectifiers` wrote
+      (its rectifiers of this scorer's name) or `Rectifier` objects.
     """
 
     scorer: Scorer
@@ -69,6 +74,7 @@ class OnlineScorer:
     timeout_s: float = 120.0
     fleet_limits: FleetLimiter | None = None
     trace_judge: bool | None = None
+    rectifiers: str | os.PathLike[str] | Iterable[Rectifier] | None = None
     _threshold: int = field(init=False, repr=False)
     _limiter: RateLimiter | None = field(init=False, repr=False)
     _budget: CostBudget | None = field(init=False, repr=False)
@@ -114,6 +120,7 @@ class OnlineScorer:
                 f"OnlineScorer trace_judge must be True, False or None, got {self.trace_judge!r}")
         set_(self, "trace_judge", _env.TRACE_JUDGE.get() if self.trace_judge is None
              else self.trace_judge)
+        set_(self, "rectifiers", _rectifiers(self.rectifiers, self.scorer_name))
         limiter = None
         if self.rate_limit_per_minute is not None:
             per_minute = _number("rate_limit_per_minute", self.rate_limit_per_minute)
@@ -360,3 +367,26 @@ def _sinks(sinks: object) -> frozenset[str]:
             f"OnlineScorer sinks must be one or more of {', '.join(SINKS)}; got {sorted(map(str, chosen))}"
         )
     return chosen
+
+
+def _rectifiers(value: Any, name: str) -> tuple[Rectifier, ...]:
+    """The rectifiers of scorer `name` from a rectifiers file or `Rectifier` objects."""
+    if value is None:
+        return ()
+    if isinstance(value, (str, os.PathLike)):
+        found = read_rectifiers(value)
+        mine = tuple(r for r in found if r.name == name)
+        if not mine:
+            names = ", ".join(sorted({r.name for r in found})) or "none"
+            raise ConfigurationError(f"OnlineScorer rectifiers: {os.fspath(value)!r} has no "
+                                     f"rectifier of scorer {name!r} (it has: {names})")
+        return mine
+    items = tuple(value) if isinstance(value, Iterable) else (value,)
+    if not all(isinstance(r, Rectifier) for r in items):
+        raise ConfigurationError("OnlineScorer rectifiers must be a rectifiers file or "
+                                 f"Rectifier objects, got {value!r}")
+    others = sorted({r.name for r in items if r.name != name})
+    if others:
+        raise ConfigurationError(f"OnlineScorer rectifiers: scorer {name!r} was given the "
+                                 f"rectifier of {others[0]!r}")
+    return items

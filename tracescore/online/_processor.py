@@ -515,6 +515,8 @@ class ScoringSpanProcessor(SpanProcessor):
 
     def _conversation_carrier(self, run: ScoreRun, turns: Sequence[Turn], end_ns: int) -> None:
         self._downstream.on_end(conversation_carrier_span(run, turns, end_ns, self._resource))
+        for judge in run.judge:  # the judge traced (straight downstream, as `_judge_spans`)
+            self._downstream.on_end(readable_span(judge, self._resource))
 
     def _judge_spans(self, span: ReadableSpan, spans: Sequence[JudgeSpan]) -> None:
         for judge in spans:  # straight downstream: never a candidate of ours

@@ -16,6 +16,8 @@ from opentelemetry.metrics import CallbackOptions, Meter, Observation
 from opentelemetry.util.types import AttributeValue
 
 from tracescore import _semconv as sc
+from tracescore.online._rectifier_gauges import RECTIFIER, RECTIFIER_STDERR, RectifierGauges
+from tracescore.online._rectifiers import Rectifier
 
 RESULTS = "tracescore.evaluation.results"
 RESULTS_WEIGHTED = "tracescore.evaluation.results.weighted"
@@ -27,7 +29,7 @@ JUDGE_DURATION = "tracescore.judge.duration"
 JUDGE_TOKENS = "tracescore.judge.tokens"
 JUDGE_COST = "tracescore.judge.cost_usd"
 NAMES = (RESULTS, RESULTS_WEIGHTED, SCORE, UNSCORED, JUDGE_CALLS, JUDGE_ERRORS, JUDGE_DURATION,
-         JUDGE_TOKENS, JUDGE_COST)
+         JUDGE_TOKENS, JUDGE_COST, RECTIFIER, RECTIFIER_STDERR)
 
 OUTCOME = "tracescore.evaluation.outcome"  # pass | fail
 TOKEN_TYPE = "gen_ai.token.type"  # input | output (the GenAI conventions' attribute)
@@ -85,6 +87,7 @@ class QualityMetrics:
         self._unscored = _Totals(_UNSCORED_KEYS)
         self._sets: list[_Instruments] = []
         self._scorers: dict[str, str] = {}
+        self._rectifiers = RectifierGauges()
         for meter in meters:
             self.add_meter(meter)
 
@@ -92,11 +95,17 @@ class QualityMetrics:
         """Record on `meter` too (its counts from the start: they are cumulative)."""
         self._sets = [*self._sets, _Instruments(meter, self._results, self._weighted,
                                                 self._unscored)]
+        self._rectifiers.register(meter)
+
+    def add_rectifiers(self, rectifiers: Iterable[Rectifier]) -> None:
+        """Export these label corrections as the rectifier gauges."""
+        self._rectifiers.add(rectifiers)
 
     def describe(self, scorers: Iterable[Any]) -> None:
         """Remember each online scorer's name, for the unscored counts by scorer id."""
         for online in scorers:
             self._scorers[online.scorer_id] = online.scorer_name
+            self._rectifiers.add(getattr(online, "rectifiers", None) or ())
 
     def result(self, attrs: Attributes, agent: str | None, error: str | None) -> None:
         """One finished run: its `gen_ai.evaluation.result` attributes (and the error type)."""

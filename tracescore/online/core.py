@@ -10,9 +10,12 @@
 - conversations: `Turn`, `as_conversation_options`, `turn_ref`, `carrier_fields`, `MAX_LINKS`;
   the quiet period the run and conversation scopes share: `QuietTable`, `Group`, `AGE`,
   `OVERFLOW`;
-- the quality metrics' names (the gateway's /metrics serves them too): `QUALITY_NAMES`;
+- the quality metrics' names (the gateway's /metrics serves them too): `QUALITY_NAMES`, and a
+  result's pass or fail as they count it: `quality_outcome`, `PASS`;
+- people's corrections of a pass rate (`tracescore.calibration` computes them, the gauges export
+  them): `Rectifier`, `read_rectifiers`, `rectifiers_json`;
 - carrier spans: `SCOPE`, `carrier_attributes`, `carrier_time`; the judge's own spans:
-  `JudgeSpan`, `JUDGE_SCOPE`.
+  `JudgeSpan`, `JUDGE_SCOPE`, `judge_attributes`.
 """
 
 from tracescore.online._conversation_scope import MAX_LINKS, carrier_fields, turn_ref
@@ -22,7 +25,7 @@ from tracescore.online._delivery import ScoreRun
 from tracescore.online._events import EventPayload
 from tracescore.online._fleet_limits import fleet_limiter_from
 from tracescore.online._judge_spans import SCOPE as JUDGE_SCOPE
-from tracescore.online._judge_spans import JudgeSpan
+from tracescore.online._judge_spans import JudgeSpan, judge_attributes
 from tracescore.online._metrics import FLUSH, HELD_OVERFLOW, NO_LLM_CALLS, SHUTDOWN, OnlineMetrics
 from tracescore.online._options import (
     OnlineScorer,
@@ -32,7 +35,10 @@ from tracescore.online._options import (
     reference_key,
 )
 from tracescore.online._quality import NAMES as QUALITY_NAMES
+from tracescore.online._quality import PASS
+from tracescore.online._quality import outcome as quality_outcome
 from tracescore.online._quiet import AGE, OVERFLOW, Group, QuietTable
+from tracescore.online._rectifiers import Rectifier, read_rectifiers, rectifiers_json
 from tracescore.online._sampling import RANDOMNESS_MASK
 from tracescore.online._sinks import SCOPE, carrier_attributes, carrier_time
 
@@ -44,6 +50,7 @@ __all__ = [
     "MAX_LINKS",
     "NO_LLM_CALLS",
     "OVERFLOW",
+    "PASS",
     "QUALITY_NAMES",
     "RANDOMNESS_MASK",
     "SCOPE",
@@ -56,6 +63,7 @@ __all__ = [
     "OnlineScorer",
     "ProcessorOptions",
     "QuietTable",
+    "Rectifier",
     "ScoreRun",
     "ScoringCore",
     "Turn",
@@ -65,6 +73,10 @@ __all__ = [
     "carrier_fields",
     "carrier_time",
     "fleet_limiter_from",
+    "judge_attributes",
+    "quality_outcome",
+    "read_rectifiers",
+    "rectifiers_json",
     "reference_fallback",
     "reference_key",
     "release_budgets",
