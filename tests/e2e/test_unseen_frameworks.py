@@ -26,10 +26,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _reach import gateway_fixtures
+from _reach import gateway_fixtures, judged_pairs
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from rigs.unseen import RUNNER, unseen_venv
 from test_reach_node import assert_scored
+from test_reach_openai_agents import replay
 
+import tracescore
+from tracescore import _semconv as sc
 from tracescore.testing import GatewayProcess, OTLPReceiver, ReceivedSpan, StubLLMServer
 from tracescore.testing._decode import spans_from_otlp_json
 
@@ -105,3 +111,36 @@ def test_agents_of_unseen_frameworks_are_scored_on_the_users_text(
     assert all(case["tool"]["result"] in recorded for case in cases if "tool" in case)
     assert_scored(sent, received, {AGENT_SPANS[framework]}, stub,
                   [(c["question"], c["answer"]) for c in cases])
+
+
+def replay_in_process(sent: list[ReceivedSpan], stub: StubLLMServer) -> list[str]:
+    """`sent` replayed through a span processor scoring relevancy at `stub` with the built-in
+    recognisers; the names of the spans that came out scored."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    scorer = tracescore.create_answer_relevancy_scorer(
+        model="openai/judge-stub", api_base=stub.base_url, api_key="sk-test", timeout=30)
+    provider.add_span_processor(tracescore.ScoringSpanProcessor(
+        SimpleSpanProcessor(exporter), [scorer], recognise=tracescore.build_recognisers(),
+        isolation="thread"))
+    replay(sent, provider)
+    assert provider.force_flush(60_000)
+    provider.shutdown()
+    return [s.name for s in exporter.get_finished_spans()
+            if any(e.name == sc.GEN_AI_EVALUATION_RESULT for e in s.events)]
+
+
+@pytest.mark.parametrize("framework", sorted(AGENT_SPANS))
+def test_the_same_spans_are_scored_the_same_in_process(
+        framework: str, side_python: Path, gateway: GatewayProcess, receiver: OTLPReceiver,
+        stub: StubLLMServer) -> None:
+    """The library's real spans replayed through an SDK pipeline, parents before children as the
+    SDK ends them: the span processor scores the same spans on the same text as the gateway."""
+    cases = generated_cases(seed=7 + len(framework), count=4)
+    sent, _ = run_through_gateway(framework, cases, side_python, gateway, receiver, stub)
+    through_gateway = sorted(judged_pairs(stub))
+    stub.clear()
+    scored = replay_in_process(sent, stub)
+    assert scored == [AGENT_SPANS[framework]] * len(cases)
+    assert sorted(judged_pairs(stub)) == through_gateway == sorted(
+        (c["question"], c["answer"]) for c in cases)
