@@ -13,7 +13,7 @@ from collections.abc import Callable
 from concurrent import futures
 from pathlib import Path
 
-from rigs import conventions, phoenix, python_frameworks
+from rigs import conventions, phoenix, python_frameworks, unseen
 from rigs.agents import reach_agents
 from rigs.venvs import pinned_venv
 
@@ -46,6 +46,7 @@ BUILDERS: dict[str, Callable[[], Path]] = {
     "Google ADK and Strands venv": adk_strands_venv,
     "LangChain, LangGraph, LlamaIndex and CrewAI venv": python_frameworks.python_frameworks_venv,
     "Phoenix venv": phoenix.phoenix_venv,
+    "smolagents, Haystack and MLflow venv": unseen.unseen_venv,
 }
 
 

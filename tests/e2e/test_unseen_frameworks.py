@@ -1,0 +1,146 @@
+"""Agents from libraries tracescore was never written for come out scored through `tracescore
+serve`, on the user's question and the agent's answer, with no code and no mapping.
+
+The real libraries (smolagents with OpenInference, Haystack with its own OpenTelemetry tracer,
+functions traced by MLflow) run in one cached side venv (`rigs/agents/unseen_agents.py`) with a
+scripted model that calls a tool and then answers, with and without a system prompt; they export
+to a real gateway process, which forwards to the project's OTLP receiver and judges relevancy
+through litellm at the stub judge. The judge's requests show what was judged. What each library
+does that no known convention does:
+
+- smolagents: the agent span's input is the JSON of `run`'s keyword arguments
+  (`{"task": "...", "stream": false, "reset": true, "images": null, ...}`);
+- Haystack: no GenAI attribute on any span; content as serialised chat messages under
+  `haystack.agent.input` / `.output`, the model turns as `haystack.agent.step.llm` spans;
+- MLflow: the span type and the content JSON-encoded (`mlflow.spanType="\\"AGENT\\""`,
+  `mlflow.spanInputs='{"question": "..."}'`, `mlflow.spanOutputs='"..."'`).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _reach import gateway_fixtures, judged_pairs
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from rigs.unseen import RUNNER, unseen_venv
+from test_reach_node import assert_scored
+from test_reach_openai_agents import replay
+
+import tracescore
+from tracescore import _semconv as sc
+from tracescore.testing import GatewayProcess, OTLPReceiver, ReceivedSpan, StubLLMServer
+from tracescore.testing._decode import spans_from_otlp_json
+
+pytestmark = pytest.mark.slow
+
+# framework -> the name of the span a user of it looks at for one agent call
+AGENT_SPANS: dict[str, str] = {
+    "smolagents": "geo.run",
+    "haystack": "haystack.agent.run",
+    "mlflow": "geo",
+}
+_QUESTIONS = ["Which river flows through {}?", "What is the capital of {}?",
+              "Name one museum in {}.", "How many bridges does {} have?"]
+_PLACES = ["Vienna", "Kraków", "São Paulo", "Zürich", "Lyon", "Osaka", "Quito", "Tartu"]
+_ANSWERS = ["The Danube.", "It is {}.", "About forty, in {}.", "The main museum of {}."]
+
+
+def generated_cases(seed: int, count: int) -> list[dict[str, Any]]:
+    """Questions and answers, half with a system prompt; two calls in three call the tool first
+    (its result a text the question must not contain)."""
+    rng = random.Random(seed)
+    cases: list[dict[str, Any]] = []
+    for index in range(count):
+        place = rng.choice(_PLACES)
+        case: dict[str, Any] = {"question": f"{index}. " + rng.choice(_QUESTIONS).format(place),
+                                "answer": rng.choice(_ANSWERS).format(place)}
+        if rng.random() < 0.5:
+            case["system"] = f"SYSTEM-PROMPT {seed}-{index}: answer in one short sentence."
+        if index % 3 != 2:
+            case["tool"] = {"argument": place, "result": f"TOOL-RESULT {index} about {place}"}
+        cases.append(case)
+    return cases
+
+
+@pytest.fixture(scope="module")
+def side_python() -> Path:
+    return unseen_venv() / "bin" / "python"
+
+
+receiver, stub, gateway = gateway_fixtures()
+
+
+def run_through_gateway(framework: str, cases: list[dict[str, Any]], side_python: Path,
+                        gateway: GatewayProcess, receiver: OTLPReceiver,
+                        stub: StubLLMServer) -> tuple[list[ReceivedSpan], list[ReceivedSpan]]:
+    """Run the cases through the real library, exporting to the gateway; (sent, received)."""
+    receiver.clear()
+    stub.clear()
+    with tempfile.TemporaryDirectory(prefix="tracescore-unseen-") as tmp:
+        cases_file, tee = Path(tmp) / "cases.json", Path(tmp) / "sent.jsonl"
+        cases_file.write_text(json.dumps(cases), encoding="utf-8")
+        done = subprocess.run(
+            [str(side_python), str(RUNNER), framework, str(cases_file),
+             f"http://127.0.0.1:{gateway.http_port}", str(tee)],
+            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(RUNNER.parent)},
+            capture_output=True, text=True, timeout=300, cwd=tmp, check=False)
+        assert done.returncode == 0, done.stderr[-4000:]
+        sent = [s for line in tee.read_text().splitlines() for s in spans_from_otlp_json(line)]
+    received = receiver.wait_for_spans(len(sent), timeout=120)
+    return sent, received
+
+
+@pytest.mark.parametrize("framework", sorted(AGENT_SPANS))
+def test_agents_of_unseen_frameworks_are_scored_on_the_users_text(
+        framework: str, side_python: Path, gateway: GatewayProcess, receiver: OTLPReceiver,
+        stub: StubLLMServer) -> None:
+    """Each agent call is scored once, on the span the user looks at, judged on the question and
+    the final answer (no system prompt, tool return, JSON of arguments or message object); every
+    span arrives unchanged."""
+    cases = generated_cases(seed=len(framework), count=6)
+    sent, received = run_through_gateway(framework, cases, side_python, gateway, receiver, stub)
+    recorded = json.dumps([list(s.attributes.values()) for s in sent], ensure_ascii=False)
+    assert all(case["tool"]["result"] in recorded for case in cases if "tool" in case)
+    assert_scored(sent, received, {AGENT_SPANS[framework]}, stub,
+                  [(c["question"], c["answer"]) for c in cases])
+
+
+def replay_in_process(sent: list[ReceivedSpan], stub: StubLLMServer) -> list[str]:
+    """`sent` replayed through a span processor scoring relevancy at `stub` with the built-in
+    recognisers; the names of the spans that came out scored."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    scorer = tracescore.create_answer_relevancy_scorer(
+        model="openai/judge-stub", api_base=stub.base_url, api_key="sk-test", timeout=30)
+    provider.add_span_processor(tracescore.ScoringSpanProcessor(
+        SimpleSpanProcessor(exporter), [scorer], recognise=tracescore.build_recognisers(),
+        isolation="thread"))
+    replay(sent, provider)
+    assert provider.force_flush(60_000)
+    provider.shutdown()
+    return [s.name for s in exporter.get_finished_spans()
+            if any(e.name == sc.GEN_AI_EVALUATION_RESULT for e in s.events)]
+
+
+@pytest.mark.parametrize("framework", sorted(AGENT_SPANS))
+def test_the_same_spans_are_scored_the_same_in_process(
+        framework: str, side_python: Path, gateway: GatewayProcess, receiver: OTLPReceiver,
+        stub: StubLLMServer) -> None:
+    """The library's real spans replayed through an SDK pipeline, parents before children as the
+    SDK ends them: the span processor scores the same spans on the same text as the gateway."""
+    cases = generated_cases(seed=7 + len(framework), count=4)
+    sent, _ = run_through_gateway(framework, cases, side_python, gateway, receiver, stub)
+    through_gateway = sorted(judged_pairs(stub))
+    stub.clear()
+    scored = replay_in_process(sent, stub)
+    assert scored == [AGENT_SPANS[framework]] * len(cases)
+    assert sorted(judged_pairs(stub)) == through_gateway == sorted(
+        (c["question"], c["answer"]) for c in cases)

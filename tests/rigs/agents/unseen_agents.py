@@ -1,0 +1,196 @@
+"""Run agent calls through real libraries the project was never written for, exporting their own
+OpenTelemetry spans to an OTLP endpoint.
+
+Runs inside the side venv of `rigs/unseen.py` (where tracescore is not installed), so it imports
+only the library, its tracing and the OpenTelemetry SDK:
+
+    python unseen_agents.py FRAMEWORK CASES.json http://HOST:PORT TEE.jsonl
+
+FRAMEWORK is one of `RUNNERS`. CASES.json is a list of {"question", "answer", "system"?,
+"tool"?: {"argument", "result"}}: one agent call each, answered by a scripted model (a tool round
+first when "tool" is given). Every span goes to the endpoint over OTLP/HTTP and is appended to
+TEE.jsonl as OTLP JSON lines (what was sent). The libraries record content their own way:
+
+- `smolagents`: smolagents' ToolCallingAgent with OpenInference's smolagents instrumentation (the
+  agent span's input is the JSON of `run`'s keyword arguments);
+- `haystack`: Haystack's Agent with its own OpenTelemetry tracer, content tracing on (no GenAI
+  attribute at all; content under `haystack.agent.input` / `.output` as serialised messages);
+- `mlflow`: functions traced by MLflow's `@mlflow.trace` exported over OTLP (span type and
+  content JSON-encoded under `mlflow.spanType`, `mlflow.spanInputs`, `mlflow.spanOutputs`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from convention_agent import _exporter
+
+AGENT_NAME = "geo"
+Case = dict[str, Any]
+
+
+def _provider(endpoint: str, tee: str) -> Any:
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(_exporter(tee)))
+    provider.add_span_processor(SimpleSpanProcessor(
+        OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces", timeout=30)))
+    return provider
+
+
+def _lookup_result(case: Case) -> str:
+    return str(case["tool"]["result"]) if case.get("tool") else ""
+
+
+def run_smolagents(cases: list[Case], endpoint: str, tee: str) -> None:
+    from openinference.instrumentation.smolagents import SmolagentsInstrumentor
+
+    provider = _provider(endpoint, tee)
+    SmolagentsInstrumentor().instrument(tracer_provider=provider)
+    from smolagents import ToolCallingAgent, tool
+    from smolagents.models import (
+        ChatMessage,
+        ChatMessageToolCall,
+        ChatMessageToolCallFunction,
+        MessageRole,
+        Model,
+    )
+
+    for case in cases:
+        @tool
+        def lookup(place: str) -> str:
+            """Look a place up.
+
+            Args:
+                place: the place
+            """
+            return _lookup_result(case)  # noqa: B023 - called within this iteration
+
+        class Scripted(Model):
+            """The tool round when the case has one, then the final answer."""
+
+            def __init__(self, case: Case) -> None:
+                super().__init__(model_id="scripted")
+                self.rounds: list[tuple[str, dict[str, Any]]] = [
+                    ("lookup", {"place": case["tool"]["argument"]})] if case.get("tool") else []
+                self.rounds.append(("final_answer", {"answer": case["answer"]}))
+
+            def generate(self, messages: Any, stop_sequences: Any = None,
+                         response_format: Any = None, tools_to_call_from: Any = None,
+                         **kwargs: Any) -> Any:
+                name, arguments = self.rounds.pop(0)
+                call = ChatMessageToolCall(function=ChatMessageToolCallFunction(
+                    name=name, arguments=arguments), id=f"call-{name}", type="function")
+                return ChatMessage(role=MessageRole.ASSISTANT, content="", tool_calls=[call])
+
+        agent = ToolCallingAgent(tools=[lookup], model=Scripted(case), name=AGENT_NAME,
+                                 max_steps=4, verbosity_level=0,
+                                 instructions=case.get("system"))
+        agent.run(case["question"])
+    provider.shutdown()
+
+
+def run_haystack(cases: list[Case], endpoint: str, tee: str) -> None:
+    os.environ["HAYSTACK_TELEMETRY_ENABLED"] = "False"
+    from haystack import component, tracing
+    from haystack.components.agents import Agent
+    from haystack.dataclasses import ChatMessage, ToolCall
+    from haystack.tools import Tool
+    from haystack_integrations.tracing.opentelemetry import OpenTelemetryTracer
+
+    provider = _provider(endpoint, tee)
+    tracing.enable_tracing(OpenTelemetryTracer(provider.get_tracer("haystack")))
+    tracing.tracer.is_content_tracing_enabled = True  # HAYSTACK_CONTENT_TRACING_ENABLED
+
+    for case in cases:
+        @component
+        class Scripted:
+            """The tool round when the case has one, then the final answer."""
+
+            def __init__(self) -> None:
+                self.rounds = 1 if case.get("tool") else 0  # noqa: B023
+
+            @component.output_types(replies=list[ChatMessage])
+            def run(self, messages: list[ChatMessage], tools: Any = None,
+                    **kwargs: Any) -> dict[str, Any]:
+                if self.rounds:
+                    self.rounds -= 1
+                    call = ToolCall(tool_name="lookup",
+                                    arguments={"place": case["tool"]["argument"]})  # noqa: B023
+                    return {"replies": [ChatMessage.from_assistant(tool_calls=[call])]}
+                return {"replies": [ChatMessage.from_assistant(case["answer"])]}  # noqa: B023
+
+        lookup = Tool(name="lookup", description="Look a place up.",
+                      parameters={"type": "object", "properties": {"place": {"type": "string"}},
+                                  "required": ["place"]},
+                      function=lambda place: _lookup_result(case))  # noqa: B023
+        agent = Agent(chat_generator=Scripted(), tools=[lookup],
+                      system_prompt=case.get("system"))
+        agent.warm_up()
+        agent.run(messages=[ChatMessage.from_user(case["question"])])
+    provider.shutdown()
+
+
+def run_mlflow(cases: list[Case], endpoint: str, tee: str) -> None:
+    """MLflow exports through its own tracer provider; the tee is a second exporter on it."""
+    os.environ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = f"{endpoint}/v1/traces"
+    os.environ["OTEL_EXPORTER_OTLP_PROTOCOL"] = "http/protobuf"
+    os.environ.setdefault("MLFLOW_TRACKING_URI", "http://127.0.0.1:9")  # never reached
+    import mlflow
+    from mlflow.entities import SpanType
+    from mlflow.tracing.provider import provider as mlflow_provider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    mlflow_provider.get_or_init_tracer(__name__)  # MLflow's own provider, built as on first use
+    mlflow_provider.get().add_span_processor(SimpleSpanProcessor(_exporter(tee)))
+    for case in cases:
+        @mlflow.trace(span_type=SpanType.CHAT_MODEL, name="chat")
+        def model(messages: list[dict[str, str]], tools: list[str]) -> dict[str, Any]:
+            if case.get("tool") and not any(m["role"] == "tool" for m in messages):  # noqa: B023
+                return {"tool_calls": [{"name": "lookup", "arguments": {
+                    "place": case["tool"]["argument"]}}]}  # noqa: B023
+            return {"choices": [{"message": {"role": "assistant",
+                                             "content": case["answer"]}}]}  # noqa: B023
+
+        @mlflow.trace(span_type=SpanType.TOOL, name="lookup")
+        def lookup(place: str) -> str:
+            return _lookup_result(case)  # noqa: B023
+
+        @mlflow.trace(span_type=SpanType.AGENT, name=AGENT_NAME)
+        def geo(question: str) -> str:
+            system = case.get("system")  # noqa: B023
+            messages = [{"role": "system", "content": system}] if system else []
+            messages.append({"role": "user", "content": question})
+            while "choices" not in (reply := model(messages, ["lookup"])):
+                for call in reply["tool_calls"]:
+                    messages.append({"role": "tool", "content": lookup(**call["arguments"])})
+            return str(reply["choices"][0]["message"]["content"])
+
+        geo(case["question"])
+    mlflow_provider.get().shutdown()
+
+
+RUNNERS: dict[str, Callable[[list[Case], str, str], None]] = {
+    "smolagents": run_smolagents,
+    "haystack": run_haystack,
+    "mlflow": run_mlflow,
+}
+
+
+def main(argv: list[str]) -> int:
+    framework, cases_path, endpoint, tee = argv[1:5]
+    with open(cases_path, encoding="utf-8") as handle:
+        cases = json.load(handle)
+    RUNNERS[framework](cases, endpoint, tee)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
