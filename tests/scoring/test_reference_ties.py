@@ -209,12 +209,13 @@ def _noise_sensitivity(rng: random.Random) -> tuple[Case, Fraction]:
     levels = [rng.choice(tuple(_IMPACT)) for _ in range(rng.randint(1, 7))]
     robustness = rng.choice((0.05, 0.15, 0.33, 0.45, 0.5, 0.65, 0.72, 0.85, 0.95, 1))
     issues = rng.choice((0, 0, 1, 2, 4))
-    scoring = {"discrepancyThreshold": rng.choice((0.2, 0, 0.05, 0.1)),
+    threshold = rng.choice((0.2, 0, 0.05, 0.1))
+    scoring: dict[str, Any] = {"discrepancyThreshold": threshold,
                "penalties": {"majorIssuePerItem": rng.choice((0.1, 0.05, 0.15)),
                              "maxMajorIssuePenalty": rng.choice((0.3, 0.25))}}
     calculated = sum((dec(_IMPACT[level]) for level in levels), Fraction(0)) / len(levels)
     score = dec(robustness)
-    if abs(score - calculated) > dec(scoring["discrepancyThreshold"]):
+    if abs(score - calculated) > dec(threshold):
         score = min(score, calculated)
     penalties = scoring["penalties"]
     score -= min(issues * dec(penalties["majorIssuePerItem"]),
