@@ -79,6 +79,8 @@ CONVENTIONS: tuple[str, ...] = (
 )
 # more runs of the side venv's libraries, with cases of their own (tests/e2e/test_reach_python_runs.py)
 MORE_RUNS: tuple[str, ...] = ("pydantic_ai_tools", "genai_workflow")
+# agent calls that are the turns of conversations (cases with the same "thread"): Mastra's memory
+CONVERSATIONS: tuple[str, ...] = ("mastra_memory",)
 _AGENT_SCRIPT = Path(__file__).parent / "agents" / "convention_agent.py"
 _NODE_AGENT_SCRIPT = _AGENT_SCRIPT.with_suffix(".mjs")
 _READY = ".tracescore-ready"
@@ -112,9 +114,9 @@ def export_convention(convention: str, cases: Sequence[Mapping[str, Any]], out: 
                       timeout_s: float = 300.0) -> Path:
     """Run one agent call per case (`{"question", "answer", "ground_truth"?}`) through the real
     library of `convention`; its spans are appended to `out` as OTLP JSON lines."""
-    if convention not in CONVENTIONS + MORE_RUNS:
+    if convention not in CONVENTIONS + MORE_RUNS + CONVERSATIONS:
         raise ValueError(f"unknown convention {convention!r}; known: {', '.join(CONVENTIONS)}")
-    if convention in NODE_CONVENTIONS:
+    if convention in NODE_CONVENTIONS + CONVERSATIONS:
         prefix = conventions_node_prefix()
         command = ["node", str(_NODE_AGENT_SCRIPT)]
         env = {**os.environ, "TRACESCORE_NODE_PREFIX": str(prefix)}
