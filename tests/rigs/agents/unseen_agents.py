@@ -28,21 +28,10 @@ from collections.abc import Callable
 from typing import Any
 
 from convention_agent import _exporter
+from reach_lc import _provider  # the SDK provider: the tee and OTLP/HTTP to the endpoint
 
 AGENT_NAME = "geo"
 Case = dict[str, Any]
-
-
-def _provider(endpoint: str, tee: str) -> Any:
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(_exporter(tee)))
-    provider.add_span_processor(SimpleSpanProcessor(
-        OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces", timeout=30)))
-    return provider
 
 
 def _lookup_result(case: Case) -> str:
