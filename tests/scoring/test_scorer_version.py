@@ -77,7 +77,7 @@ CHANGES: dict[str, dict[str, Any]] = {
     "textual-difference": {"scale": 10},
     "tone-consistency": {"reference_tone": "formal", "scale": 10},
     "tool-call-accuracy": {"expected_tool": "get_time", "expected_tool_order": ["a", "b"],
-                           "strict_mode": True},
+                           "strict_mode": True, "mastra_compat": True},
     "toxicity": _JUDGED,
     "answer-similarity": {**_JUDGED, "require_ground_truth": False, "semantic_threshold": 0.5,
                           "exact_match_bonus": 0.1, "missing_penalty": 0.3,
@@ -94,9 +94,10 @@ CHANGES: dict[str, dict[str, Any]] = {
     "summarization": {**_JUDGED, "source": "A text.", "source_extractor": _extract,
                       "max_questions": 3},
     "rubric": {**_JUDGED, "criteria": ["The answer names a city."]},
-    "trajectory": {"defaults": {"ordering": "strict"}, "weights": {"accuracy": 0.9}},
+    "trajectory": {"defaults": {"ordering": "strict"}, "weights": {"accuracy": 0.9},
+                   "mastra_compat": True},
     "trajectory-accuracy": {"expected_trajectory": ["search"], "ordering": "strict",
-                            "allow_repeated_steps": False},
+                            "allow_repeated_steps": False, "mastra_compat": True},
 }
 # options of mode "score" only, changed on their own from a scorer in that mode
 SCORE_MODE = {"score_range": [1, 5], "threshold": 0.8}

@@ -39,3 +39,10 @@ def check_fraction(name: str, value: object) -> float:
             or not 0 <= value <= 1):  # NaN and infinities fail the comparison too
         raise ConfigurationError(f"{name} must be a number between 0 and 1, got {value!r}")
     return value
+
+
+def check_flag(name: str, value: object) -> bool:
+    """Validate an option that is True or False."""
+    if not isinstance(value, bool):
+        raise ConfigurationError(f"{name} must be True or False, got {value!r}")
+    return value

@@ -83,12 +83,14 @@ class Run:
 @dataclass(frozen=True, kw_only=True)
 class ExpectedStep:
     """A step the run should take: its name, optionally its type and arguments (compared as
-    JSON when given), and what its own steps should be."""
+    JSON when given), and what its own steps should be. `type_inferred`: the type was not
+    given but read from the arguments (a step given arguments is a tool call)."""
 
     name: str
     type: str | None = None
     arguments: Any = _UNSET
     children: Expectation | None = None
+    type_inferred: bool = False
 
     @property
     def has_arguments(self) -> bool:
@@ -241,6 +243,7 @@ def _expected_steps(value: object, where: str) -> tuple[ExpectedStep, ...]:
             _name_and_type(kwargs, at, required_type=False)
             if "arguments" in kwargs and kwargs.get("type") is None:
                 kwargs["type"] = TOOL_CALL  # arguments are a tool call's
+                kwargs["type_inferred"] = True
             children = item.get("steps")
             steps.append(ExpectedStep(**kwargs, children=None if children is None else
                                       as_expectation(children, f"{at}.steps")))

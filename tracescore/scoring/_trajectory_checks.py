@@ -4,6 +4,10 @@ its efficiency (budgets, redundant calls), forbidden tools, and retries of faili
 The arithmetic is the reference system's (@mastra/evals 1.10.2), fact for fact, so that the
 same run and expectation give the same numbers; each function returns plain data for the
 scorer's step result. A budget that cannot be measured raises ValueError.
+
+`mastra_compat=True` takes the reference's number where tracescore decided otherwise: an expected
+step whose type was only inferred from its arguments is compared by name, and integers beyond
+2**53 are compared as the doubles JavaScript reads them as.
 """
 
 from __future__ import annotations
@@ -33,13 +37,27 @@ def round_half_up(value: float) -> float:
     return math.floor(value * 100 + 0.5) / 100
 
 
-def _canonical(value: Any) -> str | None:
+_DOUBLE_EXACT = 2**53
+
+
+def _as_double(value: int) -> Any:
+    """An integer as JavaScript reads it from JSON: the nearest double (written as an integer),
+    and null beyond the doubles' range (JavaScript's Infinity, which JSON writes as null)."""
+    try:
+        return int(float(value))
+    except OverflowError:
+        return None
+
+
+def _canonical(value: Any, *, doubles: bool = False) -> str | None:
     """JSON text for comparing values (integral floats written as integers, as JavaScript
-    writes them); None for an absent value."""
+    writes them); None for an absent value. `doubles`: integers beyond 2**53 as doubles."""
     if value is None:
         return None
 
     def plain(v: Any) -> Any:
+        if doubles and type(v) is int and abs(v) > _DOUBLE_EXACT:
+            return _as_double(v)
         if isinstance(v, float) and v.is_integer():
             return int(v)
         if isinstance(v, dict):
@@ -54,23 +72,30 @@ def _canonical(value: Any) -> str | None:
         return repr(value)
 
 
-def step_matches(actual: Step, expected: ExpectedStep) -> bool:
+def _expected_type(expected: ExpectedStep, mastra_compat: bool) -> str | None:
+    """The type an expected step asks for (the reference asks none where it was only inferred)."""
+    return None if mastra_compat and expected.type_inferred else expected.type
+
+
+def step_matches(actual: Step, expected: ExpectedStep, *, mastra_compat: bool = False) -> bool:
     """Same name; same type when the expected step names one; equal arguments when it gives
     them (a tool call's)."""
     if actual.name != expected.name:
         return False
-    if expected.type is None:
+    kind = _expected_type(expected, mastra_compat)
+    if kind is None:
         return True
-    if actual.type != expected.type:
+    if actual.type != kind:
         return False
-    if expected.type == TOOL_CALL and expected.has_arguments:
+    if kind == TOOL_CALL and expected.has_arguments:
         return actual.arguments is not None and \
-            _canonical(actual.arguments) == _canonical(expected.arguments)
+            _canonical(actual.arguments, doubles=mastra_compat) == \
+            _canonical(expected.arguments, doubles=mastra_compat)
     return True
 
 
 def compare(run: Run, expected: tuple[ExpectedStep, ...], *, ordering: str = "relaxed",
-            allow_repeated_steps: bool = True) -> dict[str, Any]:
+            allow_repeated_steps: bool = True, mastra_compat: bool = False) -> dict[str, Any]:
     """How the run's steps match the expected steps: the score (matched / expected, less
     penalties) and the missing, extra, out-of-order and repeated step names."""
     actual = run.step_names
@@ -85,15 +110,15 @@ def compare(run: Run, expected: tuple[ExpectedStep, ...], *, ordering: str = "re
         for i in range(max(len(actual), len(expected))):
             name = actual[i] if i < len(actual) else None
             if i < len(expected) and name == names[i]:
-                if step_matches(run.steps[i], expected[i]):
+                if step_matches(run.steps[i], expected[i], mastra_compat=mastra_compat):
                     matched.add(i)
             elif name is not None and name in names:
                 out_of_order.append(name)
     elif ordering == "unordered":
         used: set[int] = set()
         for i, step in enumerate(expected):
-            j = next((j for j, s in enumerate(run.steps) if j not in used and step_matches(s, step)),
-                     None)
+            j = next((j for j, s in enumerate(run.steps) if j not in used
+                      and step_matches(s, step, mastra_compat=mastra_compat)), None)
             if j is not None:
                 matched.add(i)
                 used.add(j)
@@ -101,7 +126,8 @@ def compare(run: Run, expected: tuple[ExpectedStep, ...], *, ordering: str = "re
         last = -1
         for i, step in enumerate(expected):
             j = next((j for j in range(last + 1, len(actual))
-                      if actual[j] == step.name and step_matches(run.steps[j], step)), None)
+                      if actual[j] == step.name
+                      and step_matches(run.steps[j], step, mastra_compat=mastra_compat)), None)
             if j is not None:
                 matched.add(i)
                 last = j
@@ -132,7 +158,7 @@ def _measured(value: Any) -> bool:
 
 def efficiency(run: Run, *, max_steps: float | None = None, max_total_tokens: float | None = None,
                max_total_duration_ms: float | None = None,
-               no_redundant_calls: bool = True) -> dict[str, Any]:
+               no_redundant_calls: bool = True, mastra_compat: bool = False) -> dict[str, Any]:
     """Step, token and time budgets and repeated identical tool calls; the score is the mean of
     the checks asked for (1 without any). Raises ValueError for a budget it cannot measure."""
     budgets = {"max_steps": max_steps, "max_total_tokens": max_total_tokens,
@@ -164,7 +190,8 @@ def efficiency(run: Run, *, max_steps: float | None = None, max_total_tokens: fl
     redundant = [{"name": b.name, "index": i} for i, (a, b) in
                  enumerate(zip(run.steps, run.steps[1:]), start=1)
                  if no_redundant_calls and a.name == b.name and a.type == b.type == TOOL_CALL
-                 and _canonical(a.arguments) == _canonical(b.arguments)]
+                 and _canonical(a.arguments, doubles=mastra_compat)
+                 == _canonical(b.arguments, doubles=mastra_compat)]
     checks = []
     for used, limit in ((total_steps, max_steps), (tokens, max_total_tokens),
                         (duration, max_total_duration_ms)):
@@ -225,21 +252,23 @@ def tool_failures(run: Run, *, max_retries_per_tool: int = 2) -> dict[str, Any]:
                                       if p["retry_count"] > max_retries_per_tool]}
 
 
-def evaluate(run: Run, config: Expectation, weights: dict[str, float]) -> dict[str, Any]:
+def evaluate(run: Run, config: Expectation, weights: dict[str, float], *,
+             mastra_compat: bool = False) -> dict[str, Any]:
     """Every dimension the expectation asks for, nested expectations included, and the score."""
     steps = config.steps
     accuracy = None if steps is None else compare(
-        run, steps, ordering=config.ordering, allow_repeated_steps=config.allow_repeated_steps)
+        run, steps, ordering=config.ordering, allow_repeated_steps=config.allow_repeated_steps,
+        mastra_compat=mastra_compat)
     budgeted = (config.max_steps, config.max_total_tokens, config.max_total_duration_ms,
                 config.no_redundant_calls)
     eff = None if all(b is None for b in budgeted) else efficiency(
         run, max_steps=config.max_steps, max_total_tokens=config.max_total_tokens,
         max_total_duration_ms=config.max_total_duration_ms,
-        no_redundant_calls=config.no_redundant_calls is not False)
+        no_redundant_calls=config.no_redundant_calls is not False, mastra_compat=mastra_compat)
     black = blacklist(run, config.blacklisted_tools, config.blacklisted_sequences) \
         if config.blacklisted_tools or config.blacklisted_sequences else None
     failures = tool_failures(run, max_retries_per_tool=config.max_retries_per_tool)
-    nested = _nested(steps, run, weights) if steps else []
+    nested = _nested(steps, run, weights, mastra_compat) if steps else []
     parts = [(weights["accuracy"], accuracy), (weights["efficiency"], eff),
              (weights["tool_failures"], failures if failures["patterns"] else None),
              (weights["blacklist"], black)]
@@ -262,8 +291,8 @@ def blacklisted(results: list[dict[str, Any]]) -> bool:
                for r in results)
 
 
-def _nested(expected: tuple[ExpectedStep, ...], run: Run,
-            weights: dict[str, float]) -> list[dict[str, Any]]:
+def _nested(expected: tuple[ExpectedStep, ...], run: Run, weights: dict[str, float],
+            mastra_compat: bool) -> list[dict[str, Any]]:
     """Each expected step with expectations for its own steps, checked against the first
     unmatched run step of its name (and type)."""
     results: list[dict[str, Any]] = []
@@ -271,8 +300,9 @@ def _nested(expected: tuple[ExpectedStep, ...], run: Run,
     for step in expected:
         if step.children is None:
             continue
+        kind = _expected_type(step, mastra_compat)
         index = next((i for i, s in enumerate(run.steps) if i not in used and s.name == step.name
-                      and (step.type is None or s.type == step.type)), None)
+                      and (kind is None or s.type == kind)), None)
         if index is None:
             child_steps = step.children.steps or ()
             accuracy = _comparison(0.0, 0, len(child_steps), 0, [s.name for s in child_steps],
@@ -284,6 +314,6 @@ def _nested(expected: tuple[ExpectedStep, ...], run: Run,
         used.add(index)
         actual = run.steps[index]
         child = evaluate(Run(steps=actual.children, duration_ms=actual.duration_ms),
-                         step.children, weights)
+                         step.children, weights, mastra_compat=mastra_compat)
         results.append({"step_name": step.name, **child})
     return results

@@ -23,7 +23,7 @@ from tracescore.scoring._base import (
 )
 from tracescore.scoring._code import NO_JUDGE, CodeScorer
 from tracescore.scoring._jstext import JS_WHITESPACE, JS_WHITESPACE_RUN
-from tracescore.scoring._options import merge_options
+from tracescore.scoring._options import check_flag, merge_options
 
 try:  # the C helper behind Counter.update; a plain dict skips Counter's own overhead
     from collections import _count_elements  # type: ignore[attr-defined]
@@ -238,14 +238,23 @@ class ContentSimilarityScorer(CodeScorer):
         )
 
 
-def create_content_similarity_scorer(*, ignore_case: bool = True, ignore_whitespace: bool = True,
+_SWITCHES = ("ignore_case", "ignore_whitespace")
+
+
+def create_content_similarity_scorer(*, ignore_case: bool | None = None,
+                                     ignore_whitespace: bool | None = None,
                                      algorithm: str = "dice", scale: float = 1,
-                                     options: Mapping[str, Any] | None = None
-                                     ) -> ContentSimilarityScorer:
+                                     options: Mapping[str, Any] | None = None,
+                                     mastra_compat: bool = False) -> ContentSimilarityScorer:
     """Factory named after the reference system's `createContentSimilarityScorer`.
 
-    `options` may carry `ignore_case`/`ignoreCase`, `ignore_whitespace`/`ignoreWhitespace`,
-    `algorithm` and `scale` (a partial set merges with the defaults).
+    `ignore_case` and `ignore_whitespace` are on unless set to False. `options` may carry
+    `ignore_case`/`ignoreCase`, `ignore_whitespace`/`ignoreWhitespace`, `algorithm` and `scale`
+    (a partial set merges with the defaults).
+
+    `mastra_compat=True` gives Mastra's number where tracescore decided otherwise: once either
+    switch is set (or `options` is given at all, even empty), a switch not set is off, as
+    Mastra's factory turns it off.
     """
     merged = merge_options(
         options,
@@ -253,4 +262,9 @@ def create_content_similarity_scorer(*, ignore_case: bool = True, ignore_whitesp
          "algorithm": algorithm, "scale": scale},
         {"ignoreCase": "ignore_case", "ignoreWhitespace": "ignore_whitespace"},
     )
+    set_any = options is not None or any(merged[k] is not None for k in _SWITCHES)
+    unset = False if check_flag("mastra_compat", mastra_compat) and set_any else True
+    for key in _SWITCHES:
+        if merged[key] is None:
+            merged[key] = unset
     return ContentSimilarityScorer(**merged)

@@ -21,7 +21,7 @@ from typing import Any
 from tracescore._exceptions import ConfigurationError, ScorerError
 from tracescore.scoring._base import STEP_PREPROCESS, ScoreResult, ToolCall, new_run_id
 from tracescore.scoring._code import NO_JUDGE, CodeScorer
-from tracescore.scoring._options import merge_options
+from tracescore.scoring._options import check_flag, merge_options
 
 _CALL_PART_TYPES = {"tool_use", "tool-call", "tool_call", "function_call"}
 _MAX_DEPTH = 8
@@ -109,7 +109,8 @@ class ToolCallAccuracyScorer(CodeScorer):
 
     def __init__(self, *, expected_tool: str | None = None,
                  expected_tool_order: Sequence[str] | None = None,
-                 strict_mode: bool = False) -> None:
+                 strict_mode: bool = False, mastra_compat: bool = False) -> None:
+        self.mastra_compat = check_flag("mastra_compat", mastra_compat)
         if expected_tool is not None and (not isinstance(expected_tool, str) or not expected_tool):
             raise ConfigurationError(f"expected_tool must be a tool name, got {expected_tool!r}")
         if expected_tool_order is not None:
@@ -118,7 +119,8 @@ class ToolCallAccuracyScorer(CodeScorer):
                 raise ConfigurationError(
                     f"expected_tool_order must be a list of tool names, got {expected_tool_order!r}")
             expected_tool_order = tuple(expected_tool_order)
-        if not expected_tool and not expected_tool_order:
+        empty_order_alone = mastra_compat and expected_tool_order == ()  # Mastra scores it 0
+        if not expected_tool and not expected_tool_order and not empty_order_alone:
             raise ConfigurationError("expected_tool or expected_tool_order is required")
         if not isinstance(strict_mode, bool):
             raise ConfigurationError(f"strict_mode must be True or False, got {strict_mode!r}")
@@ -145,17 +147,19 @@ class ToolCallAccuracyScorer(CodeScorer):
             correct_tool = False
         else:
             correct_tool = actual == [tool] if strict else tool in actual
-        correct_order = order_matches(actual, order, strict) if order else None
+        correct_order = order_matches(actual, order, strict) if order is not None else None
         passed = bool(actual) and (correct_order if order else correct_tool)
         expectation = (f"the tools {', '.join(order)} in {'exactly this' if strict else 'this'} "
-                       f"order" if order else f"the tool {tool}{' alone' if strict else ''}")
+                       f"order" if order else f"the tool {tool}{' alone' if strict else ''}"
+                       if tool else "an empty tool order (scored 0, as Mastra scores it)")
         called = ", ".join(actual) if actual else "no tool"
         return ScoreResult(
             run_id=run_id, scorer_id=self.id, scorer_name=self.name, score=1.0 if passed else 0.0,
             label="correct" if passed else "incorrect",
             reason=f"Expected {expectation}; the agent called {called}.",
             preprocess_step_result={
-                "expected_tool": tool, "expected_tool_order": list(order) if order else None,
+                "expected_tool": tool,
+                "expected_tool_order": list(order) if order is not None else None,
                 "actual_tools": actual, "strict_mode": strict, "has_tool_calls": bool(actual),
                 "correct_tool_called": correct_tool, "correct_order_called": correct_order},
             usage=NO_JUDGE,
@@ -165,12 +169,17 @@ class ToolCallAccuracyScorer(CodeScorer):
 def create_tool_call_accuracy_scorer(*, expected_tool: str | None = None,
                                      expected_tool_order: Sequence[str] | None = None,
                                      strict_mode: bool = False,
-                                     options: Mapping[str, Any] | None = None
+                                     options: Mapping[str, Any] | None = None,
+                                     mastra_compat: bool = False
                                      ) -> ToolCallAccuracyScorer:
     """Factory named after the reference system's `createToolCallAccuracyScorerCode`.
 
     `options` may carry `expected_tool`/`expectedTool`, `expected_tool_order`/
     `expectedToolOrder` and `strict_mode`/`strictMode`.
+
+    `mastra_compat=True` gives Mastra's number where tracescore decided otherwise: an empty
+    `expected_tool_order` without `expected_tool` is accepted and scores 0 (instead of a
+    ConfigurationError).
     """
     merged = merge_options(
         options,
@@ -179,4 +188,4 @@ def create_tool_call_accuracy_scorer(*, expected_tool: str | None = None,
         {"expectedTool": "expected_tool", "expectedToolOrder": "expected_tool_order",
          "strictMode": "strict_mode"},
     )
-    return ToolCallAccuracyScorer(**merged)
+    return ToolCallAccuracyScorer(**merged, mastra_compat=mastra_compat)

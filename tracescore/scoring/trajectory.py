@@ -16,6 +16,7 @@ from typing import Any
 from tracescore._exceptions import ConfigurationError, ScorerError
 from tracescore.scoring._base import STEP_PREPROCESS, ScoreResult, ScorerInput, new_run_id
 from tracescore.scoring._code import NO_JUDGE
+from tracescore.scoring._options import check_flag
 from tracescore.scoring._runs import ORDERINGS, Expectation, as_expectation
 from tracescore.scoring._scoped import ScopedScorer
 from tracescore.scoring._trajectory_checks import blacklisted, compare, evaluate
@@ -41,7 +42,7 @@ class TrajectoryAccuracyScorer(ScopedScorer):
     factory = "create_trajectory_accuracy_scorer"
 
     def __init__(self, *, expected_trajectory: Any = None, ordering: str = "relaxed",
-                 allow_repeated_steps: bool = True) -> None:
+                 allow_repeated_steps: bool = True, mastra_compat: bool = False) -> None:
         if ordering not in ORDERINGS:
             raise ConfigurationError(f"ordering must be one of {', '.join(ORDERINGS)}, "
                                      f"got {ordering!r}")
@@ -51,6 +52,7 @@ class TrajectoryAccuracyScorer(ScopedScorer):
         self.expected = _expectation(expected_trajectory, "expected_trajectory")
         self.ordering = ordering
         self.allow_repeated_steps = allow_repeated_steps
+        self.mastra_compat = check_flag("mastra_compat", mastra_compat)
 
     def __repr__(self) -> str:
         return f"TrajectoryAccuracyScorer(ordering={self.ordering!r})"
@@ -61,6 +63,8 @@ class TrajectoryAccuracyScorer(ScopedScorer):
         steps = self.expected.steps if self.expected is not None else None
         if steps is None and item is not None:
             steps = item.steps
+        if steps is None and self.mastra_compat:
+            return _unexpected(self, run_id, call)
         if steps is None:
             raise ScorerError("no expected trajectory: give the scorer expected_trajectory, or "
                               "the item an expected_trajectory", scorer_id=self.id,
@@ -70,7 +74,8 @@ class TrajectoryAccuracyScorer(ScopedScorer):
         repeated = item.allow_repeated_steps if item is not None and \
             "allow_repeated_steps" in given else self.allow_repeated_steps
         run = call.trajectory
-        comparison = compare(run, steps, ordering=ordering, allow_repeated_steps=repeated)
+        comparison = compare(run, steps, ordering=ordering, allow_repeated_steps=repeated,
+                             mastra_compat=self.mastra_compat)
         score = comparison["score"]
         reason = (f"{comparison['matched_steps']} of {comparison['total_expected_steps']} "
                   f"expected steps matched ({ordering} order)")
@@ -86,6 +91,17 @@ class TrajectoryAccuracyScorer(ScopedScorer):
                                     "ordering": ordering, "comparison": comparison})
 
 
+def _unexpected(scorer: TrajectoryAccuracyScorer, run_id: str, call: ScorerInput) -> ScoreResult:
+    """The reference's result for a run without expected steps (`mastra_compat`): 0."""
+    missing = "no expected trajectory (mastra_compat: scored 0, as Mastra scores it)"
+    return ScoreResult(
+        run_id=run_id, scorer_id=scorer.id, scorer_name=scorer.name, score=0.0,
+        label=_label(0.0), reason=missing[:1].upper() + missing[1:] + ".", usage=NO_JUDGE,
+        preprocess_step_result={"actual_steps": call.trajectory.step_names,
+                                "expected_steps": [], "ordering": scorer.ordering,
+                                "comparison": None, "error": missing})
+
+
 class TrajectoryScorer(ScopedScorer):
     """One score for a run from accuracy, efficiency, forbidden tools and tool failures."""
 
@@ -95,8 +111,8 @@ class TrajectoryScorer(ScopedScorer):
     scope = "run"
     factory = "create_trajectory_scorer"
 
-    def __init__(self, *, defaults: Any = None,
-                 weights: Mapping[str, float] | None = None) -> None:
+    def __init__(self, *, defaults: Any = None, weights: Mapping[str, float] | None = None,
+                 mastra_compat: bool = False) -> None:
         self.defaults = _expectation(defaults, "defaults") or Expectation()
         unknown = sorted(set(weights or {}) - set(DEFAULT_WEIGHTS))
         if unknown:
@@ -107,6 +123,7 @@ class TrajectoryScorer(ScopedScorer):
                 raise ConfigurationError(f"weights.{key} must be a number, got {value!r}")
         self.weights = {k: max(0.0, float((weights or {}).get(k, v)))
                         for k, v in DEFAULT_WEIGHTS.items()}
+        self.mastra_compat = check_flag("mastra_compat", mastra_compat)
 
     def __repr__(self) -> str:
         return f"TrajectoryScorer(weights={self.weights!r})"
@@ -116,7 +133,8 @@ class TrajectoryScorer(ScopedScorer):
         config = call.expected_trajectory.over(self.defaults) \
             if call.expected_trajectory is not None else self.defaults
         try:
-            result = evaluate(call.trajectory, config, self.weights)
+            result = evaluate(call.trajectory, config, self.weights,
+                              mastra_compat=self.mastra_compat)
         except ValueError as exc:  # a budget the run's data cannot measure
             raise ScorerError(str(exc), scorer_id=self.id, step=STEP_PREPROCESS,
                               partial={"run_id": run_id}) from exc
@@ -161,7 +179,8 @@ def _reason(score: float, result: dict[str, Any]) -> str:
 
 def create_trajectory_accuracy_scorer(*, expected_trajectory: Any = None,
                                       ordering: str = "relaxed",
-                                      allow_repeated_steps: bool = True
+                                      allow_repeated_steps: bool = True,
+                                      mastra_compat: bool = False
                                       ) -> TrajectoryAccuracyScorer:
     """The reference system's `createTrajectoryAccuracyScorerCode`: the share of expected steps
     the run took (`relaxed`: in order, others allowed; `strict`: exactly, extra steps cost;
@@ -170,13 +189,19 @@ def create_trajectory_accuracy_scorer(*, expected_trajectory: Any = None,
     `expected_trajectory` (step names, or objects with name, type, arguments) applies to every
     item; without it each item's `expected_trajectory` is used (its `ordering` and
     `allow_repeated_steps` apply either way).
+
+    `mastra_compat=True` gives Mastra's number where tracescore decided otherwise: a run with
+    no expected steps scores 0 (instead of failing), an expected step given arguments but no
+    type is compared by name only, and integers beyond 2**53 in arguments compare as doubles.
     """
     return TrajectoryAccuracyScorer(expected_trajectory=expected_trajectory, ordering=ordering,
-                                    allow_repeated_steps=allow_repeated_steps)
+                                    allow_repeated_steps=allow_repeated_steps,
+                                    mastra_compat=mastra_compat)
 
 
 def create_trajectory_scorer(*, defaults: Any = None,
-                             weights: Mapping[str, float] | None = None) -> TrajectoryScorer:
+                             weights: Mapping[str, float] | None = None,
+                             mastra_compat: bool = False) -> TrajectoryScorer:
     """The reference system's `createTrajectoryScorerCode`: accuracy (with expected steps),
     efficiency (`max_steps`, `max_total_tokens`, `max_total_duration_ms`,
     `no_redundant_calls`), forbidden tools (`blacklisted_tools`, `blacklisted_sequences`: any
@@ -184,5 +209,9 @@ def create_trajectory_scorer(*, defaults: Any = None,
     (`weights`: accuracy 0.4, efficiency 0.3, tool_failures 0.2, blacklist 0.1 by default) over
     the dimensions that apply. `defaults` is the expectation for every item; an item's
     `expected_trajectory` overrides it field by field.
+
+    `mastra_compat=True` gives Mastra's number where tracescore decided otherwise: an expected
+    step given arguments but no type is compared (and its sub-agent found) by name only, and
+    integers beyond 2**53 in arguments compare as doubles.
     """
-    return TrajectoryScorer(defaults=defaults, weights=weights)
+    return TrajectoryScorer(defaults=defaults, weights=weights, mastra_compat=mastra_compat)
