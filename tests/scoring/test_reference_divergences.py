@@ -253,7 +253,7 @@ def test_each_trajectory_divergence_alone() -> None:
 # --- tool-call accuracy: an empty expected order -----------------------------------------------
 def test_empty_tool_order_default_and_mastra_compat(reference: Path) -> None:
     rng = random.Random(33)
-    cases = []
+    cases: list[dict[str, Any]] = []
     for _ in range(CASES):
         options: dict[str, Any] = {"expectedToolOrder": [], "strictMode": rng.random() < 0.5}
         if rng.random() < 0.3:
@@ -300,14 +300,14 @@ def _variant(rng: random.Random, text: str) -> str:
     return text
 
 
-_PARTIAL = (None, {}, {"ignoreCase": False}, {"ignoreCase": True}, {"ignoreWhitespace": False},
+_PARTIAL: tuple[dict[str, bool] | None, ...] = (None, {}, {"ignoreCase": False}, {"ignoreCase": True}, {"ignoreWhitespace": False},
             {"ignoreWhitespace": True}, {"ignoreCase": False, "ignoreWhitespace": True},
             {"ignoreCase": True, "ignoreWhitespace": False})
 
 
 def test_partial_similarity_options_default_and_mastra_compat(reference: Path) -> None:
     rng = random.Random(34)
-    cases = []
+    cases: list[dict[str, Any]] = []
     for _ in range(CASES):
         text = _text(rng)
         cases.append({"scorer": "content-similarity", "options": rng.choice(_PARTIAL),

@@ -56,9 +56,11 @@ def test_content_similarity_options_not_given_keep_their_defaults() -> None:
 
 
 def test_mastra_compat_turns_the_options_not_given_off() -> None:
-    for options, kwargs, switches in (({"ignoreCase": False}, {}, (False, False)),
-                                      (None, {"ignore_whitespace": True}, (False, True)),
-                                      ({}, {}, (False, False)), (None, {}, (True, True))):
+    given: list[tuple[dict[str, bool] | None, dict[str, Any], tuple[bool, bool]]] = [
+        ({"ignoreCase": False}, {}, (False, False)),
+        (None, {"ignore_whitespace": True}, (False, True)),
+        ({}, {}, (False, False)), (None, {}, (True, True))]
+    for options, kwargs, switches in given:
         scorer = create_content_similarity_scorer(options=options, **kwargs, mastra_compat=True)
         assert (scorer.ignore_case, scorer.ignore_whitespace) == switches
     with pytest.raises(ConfigurationError, match="mastra_compat must be True or False"):

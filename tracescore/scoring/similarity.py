@@ -263,7 +263,7 @@ def create_content_similarity_scorer(*, ignore_case: bool | None = None,
         {"ignoreCase": "ignore_case", "ignoreWhitespace": "ignore_whitespace"},
     )
     set_any = options is not None or any(merged[k] is not None for k in _SWITCHES)
-    unset = False if check_flag("mastra_compat", mastra_compat) and set_any else True
+    unset = not (check_flag("mastra_compat", mastra_compat) and set_any)  # Mastra: off
     for key in _SWITCHES:
         if merged[key] is None:
             merged[key] = unset
