@@ -42,9 +42,10 @@ from tracescore.online._conversations import (
     Turn,
     as_conversation_options,
 )
-from tracescore.online._core import Call, ScoringCore, release_budgets
+from tracescore.online._core import ScoringCore
 from tracescore.online._delivery import ScoreRun
 from tracescore.online._events import EventPayload
+from tracescore.online._jobs import Call, release_budgets
 from tracescore.online._judge_spans import JudgeSpan, readable_span
 from tracescore.online._listener import LISTENERS
 from tracescore.online._metrics import OnlineMetrics
