@@ -90,7 +90,8 @@ class ScoringCore:
                  conversations: ConversationOptions | None = None,
                  conversation_carrier: ConversationCarrier | None = None,
                  turn_store: TurnStore | None = None,
-                 judge_spans: Callable[[Any, Sequence[JudgeSpan]], None] | None = None) -> None:
+                 judge_spans: Callable[[Any, Sequence[JudgeSpan]], None] | None = None,
+                 guard: Guard | None = None) -> None:
         if not scorers:
             raise ConfigurationError("ScoringSpanProcessor needs at least one scorer")
         if options.isolation == "thread":  # judges run in this process: check them now, fully
@@ -116,8 +117,10 @@ class ScoringCore:
         self.metrics.quality.describe(scorers)
         self._export_item = export
         self.closing = False
-        self.guard = Guard(_log)  # failures counted by site, each site logged once
+        # failures counted by site, each site logged once (a guard shared with the front door)
+        self.guard = guard if guard is not None else Guard(_log)
         self.log_once = self.guard.once
+        self._guard_export = self.guard.site("export", "tracescore: downstream on_end failed")
         self.held = HoldTable(max_held=options.max_held_spans, max_wait_s=options.max_wait_s,
                               release=self._release)
         self.worker = Worker(  # judged scorers
@@ -143,7 +146,7 @@ class ScoringCore:
                 talks, conversation_options, lanes=(self.fast, self.worker),
                 metrics=self.metrics, carrier=conversation_carrier or _no_carrier,
                 logger_provider=logger_provider, result_sinks=self.result_sinks,
-                result_events=result_events, log_once=self.log_once, store=turn_store)
+                result_events=result_events, guard=self.guard, store=turn_store)
             self.add_timer(self.conversations.tracker.expire)
 
     def _route(self, online: OnlineScorer, carrier: Callable[[ScoreRun, int], None],
@@ -154,7 +157,8 @@ class ScoringCore:
             route.append(SpanSink(self.held))
         route.append(MetricsSink(self.metrics))
         if "carrier" in online.sinks:
-            route.append(CarrierSink(carrier, self.log_once))
+            route.append(CarrierSink(carrier, self.guard.site(
+                "carrier", "tracescore: carrier span export failed")))
         if "log" in online.sinks:
             route.append(LogSink(logger_provider, self.log_once))
         route.extend(RecordSink(self.result_sinks[n], self.log_once)
@@ -323,10 +327,8 @@ class ScoringCore:
 
     def export(self, item: Any, events: Sequence[EventPayload]) -> None:
         """Hand `item` on with `events` (a failing exporter is logged once, never raised)."""
-        try:
+        with self._guard_export:
             self._export_item(item, events)
-        except Exception:  # noqa: BLE001
-            self.log_once("export", "tracescore: downstream on_end failed", exc_info=True)
 
     def _release(self, held: Held, reason: str | None) -> None:
         """A held item leaves: settled (`reason` None), or with its waiting scorers unscored."""
