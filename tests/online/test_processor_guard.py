@@ -27,6 +27,15 @@ class _BrokenDownstream(SimpleSpanProcessor):
         raise ConnectionError("collector unreachable")
 
 
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
 @settings(max_examples=8, deadline=None)
 @given(flushes=st.integers(min_value=1, max_value=4))
 def test_a_failing_downstream_flush_or_shutdown_is_counted_and_logged_once(
@@ -37,9 +46,7 @@ def test_a_failing_downstream_flush_or_shutdown_is_counted_and_logged_once(
     provider = TracerProvider()
     provider.add_span_processor(processor)
     logger = logging.getLogger("tracescore")
-    records: list[logging.LogRecord] = []
-    handler = logging.Handler()
-    handler.emit = records.append  # type: ignore[method-assign]
+    handler = _Records()
     logger.addHandler(handler)
     try:
         with provider.get_tracer("t").start_as_current_span("invoke_agent a"):
@@ -53,7 +60,7 @@ def test_a_failing_downstream_flush_or_shutdown_is_counted_and_logged_once(
     assert [s.name for s in exporter.get_finished_spans()] == ["invoke_agent a"]
     counts = core_of(processor).guard.counts
     assert (counts["flush"], counts["shutdown"]) == (flushes, 1)
-    messages = [r.getMessage() for r in records if r.levelno >= logging.WARNING]
+    messages = [r.getMessage() for r in handler.records if r.levelno >= logging.WARNING]
     assert messages == ["tracescore: downstream force_flush failed",
                         "tracescore: downstream processor shutdown failed"]
 
