@@ -1,7 +1,7 @@
 """One guard for "never break the app" (`tracescore._guard`): a broad `except` (`Exception`,
-`BaseException`, or bare) anywhere in the package either always raises (what it caught, after
-cleanup, or an error of ours made from it), or says on its own line why the guard does not fit,
-as in `# noqa: BLE001 - <why>`."""
+`BaseException`, or bare) or `contextlib.suppress(Exception)` anywhere in the package either
+always raises (what it caught, after cleanup, or an error of ours made from it), or says on its
+own line why the guard does not fit, as in `# noqa: BLE001 - <why>`."""
 
 from __future__ import annotations
 
@@ -19,12 +19,21 @@ _BROAD = {"Exception", "BaseException"}
 _MARKER = re.compile(r"#|noqa(:\s*[A-Z]+[0-9]+(\s*,\s*[A-Z]+[0-9]+)*)?|[\s\-:,]")
 
 
+def _names_broad(node: ast.expr | None) -> bool:
+    names = node.elts if isinstance(node, ast.Tuple) else [node]
+    return any((isinstance(n, ast.Name) and n.id in _BROAD)
+               or (isinstance(n, ast.Attribute) and n.attr in _BROAD) for n in names)
+
+
 def _is_broad(handler: ast.ExceptHandler) -> bool:
-    kind = handler.type
-    names = kind.elts if isinstance(kind, ast.Tuple) else [kind]
-    return kind is None or any(
-        (isinstance(n, ast.Name) and n.id in _BROAD)
-        or (isinstance(n, ast.Attribute) and n.attr in _BROAD) for n in names)
+    return handler.type is None or _names_broad(handler.type)
+
+
+def _broad_suppress(node: ast.Call) -> bool:
+    """`contextlib.suppress(Exception)`: a broad except by another name."""
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name == "suppress" and any(_names_broad(arg) for arg in node.args)
 
 
 def _raises(handler: ast.ExceptHandler) -> bool:
@@ -39,15 +48,21 @@ def says_why(comment: str) -> bool:
 
 
 def unexplained(source: str, name: str = "<string>") -> list[str]:
-    """`name:line` of every broad except in `source` that swallows without a reason."""
+    """`name:line` of every broad except (or suppress) in `source` that swallows without a
+    reason."""
     comments: dict[int, str] = {}
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
         if token.type == tokenize.COMMENT:
             comments[token.start[0]] = token.string
     found = []
     for node in ast.walk(ast.parse(source)):
-        if (isinstance(node, ast.ExceptHandler) and _is_broad(node) and not _raises(node)
-                and not says_why(comments.get(node.lineno, ""))):
+        if isinstance(node, ast.ExceptHandler):
+            swallows = _is_broad(node) and not _raises(node)
+        elif isinstance(node, ast.Call):
+            swallows = _broad_suppress(node)
+        else:
+            continue
+        if swallows and not says_why(comments.get(node.lineno, "")):
             found.append(f"{name}:{node.lineno}")
     return found
 
@@ -95,6 +110,16 @@ def test_a_broad_except_that_always_raises_needs_no_reason(caught: str, comment:
 @given(_SPECIFIC, _COMMENT, _SWALLOW)
 def test_a_specific_except_is_not_broad(caught: str, comment: str, body: str) -> None:
     assert unexplained(_handler(caught, comment, body)) == []
+
+
+@given(_COMMENT, st.sampled_from(["contextlib.suppress", "suppress"]),
+       st.sampled_from(["Exception", "BaseException", "(OSError, Exception)"]))
+def test_a_broad_suppress_without_a_reason_is_found(comment: str, call: str, caught: str
+                                                    ) -> None:
+    source = f"def f():\n    with {call}({caught}):{comment}\n        g()\n"
+    assert unexplained(source) == ["<string>:2"]
+    assert unexplained(source.replace(f":{comment}\n", ":  # best effort\n")) == []
+    assert unexplained(source.replace(caught, "KeyError")) == []
 
 
 def test_the_guard_replaces_a_broad_except() -> None:
