@@ -98,7 +98,7 @@ class GuardedExporter(SpanExporter):
         for request in requests:
             try:
                 result = self.exporter.export(request)
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - an exporter reports failure, never raises
                 _log.exception("tracescore: exporter %s raised", type(self.exporter).__name__)
                 result = SpanExportResult.FAILURE
             if result is SpanExportResult.SUCCESS or result is None:  # None: an exporter without a result

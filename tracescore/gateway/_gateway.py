@@ -252,7 +252,7 @@ class Gateway:
             self.metrics.add("log_content_records", engine.log_content.kept - before)
             if keys:
                 engine.content_logged(keys)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - content is extra: the journaled request still goes on
             _log.warning("tracescore: could not read the content of a logs request",
                          exc_info=True)
 
@@ -347,7 +347,7 @@ class Gateway:
         for provider in owned:
             try:
                 provider.shutdown()
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - best effort at shutdown: the others still close
                 _log.debug("tracescore: shutting down a telemetry provider failed", exc_info=True)
 
     def _open_receivers(self) -> None:
@@ -402,7 +402,7 @@ class Gateway:
         for server in servers:
             try:
                 server.close()
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - best effort at shutdown: the others still close
                 _log.debug("tracescore: closing a receiver failed", exc_info=True)
 
     def _close_quietly(self) -> None:

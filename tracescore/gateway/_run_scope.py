@@ -156,7 +156,7 @@ class RunScope:
                 chosen = self._choose(arrival.span, call, randomness, "call")
                 if source is not None:
                     chosen += self._choose(arrival.span, call, randomness, "run")
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - the item goes on unscored rather than not at all
             core.log_once("offer", "tracescore: could not consider an offered agent span",
                           exc_info=True)
             chosen = ()

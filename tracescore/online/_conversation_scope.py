@@ -42,6 +42,7 @@ from opentelemetry.trace import (
 )
 
 from tracescore import _semconv as sc
+from tracescore._guard import Guard, Site
 from tracescore._suppress import suppressed
 from tracescore.online import _metrics as reasons
 from tracescore.online._conversations import (
@@ -95,16 +96,13 @@ def conversation_attributes(conversation: str, turns: Sequence[Turn], trigger: s
 
 
 class _CarrierSink:
-    def __init__(self, carrier: ConversationCarrier, log_once: Callable[..., None]) -> None:
+    def __init__(self, carrier: ConversationCarrier, failed: Site) -> None:
         self._carrier = carrier
-        self._log_once = log_once
+        self._failed = failed  # the guard's site for a carrier that could not be sent
 
     def deliver(self, run: ScoreRun) -> bool:
-        try:
+        with self._failed:
             self._carrier(run, run.item, time.time_ns())
-        except Exception:  # noqa: BLE001
-            self._log_once("conversation_carrier", "tracescore: a conversation's carrier "
-                           "span could not be sent", exc_info=True)
         return True
 
 
@@ -138,7 +136,8 @@ class ConversationScope:
                  lanes: tuple[Worker, Worker], metrics: OnlineMetrics,
                  carrier: ConversationCarrier, logger_provider: Any,
                  result_sinks: Mapping[str, ResultSink], result_events: ResultEvents,
-                 log_once: Callable[..., None], store: TurnStore | None = None) -> None:
+                 guard: Guard, store: TurnStore | None = None) -> None:
+        log_once = guard.once
         events = metrics.meter.create_counter(
             sc.METRIC_CONVERSATION_EVENTS, unit="{event}",
             description="Conversation scope: turns taken, versions scored, conversations "
@@ -159,10 +158,13 @@ class ConversationScope:
         self._fast, self._judged = lanes
         self._metrics = metrics
         self._result_events = result_events
-        self._log_once = log_once
+        self._guard_deliver = guard.site("conversation_deliver", "tracescore: delivering a "
+                                         "conversation's score failed")
+        carrier_failed = guard.site("conversation_carrier", "tracescore: a conversation's "
+                                    "carrier span could not be sent")
         self._routes: dict[str, tuple[Sink, ...]] = {}
         for online in scorers:
-            route: list[Sink] = [MetricsSink(metrics), _CarrierSink(carrier, log_once)]
+            route: list[Sink] = [MetricsSink(metrics), _CarrierSink(carrier, carrier_failed)]
             if "log" in online.sinks:
                 route.append(LogSink(logger_provider, log_once))
             route.extend(RecordSink(result_sinks[n], log_once)
@@ -216,7 +218,7 @@ class ConversationScope:
             raise
         except Exception as exc:  # noqa: BLE001 - failures are data
             error = exc
-        try:
+        with self._guard_deliver:
             cost = getattr(getattr(result, "usage", None), "cost_usd", None)
             online.settle_budget(float(cost) if isinstance(cost, (int, float)) else None,
                                  fleet)
@@ -232,9 +234,6 @@ class ConversationScope:
                            start_ns, closing=False, landed=True, judge=tuple(traced))
             for sink in self._routes[online.scorer_id]:
                 sink.deliver(run)
-        except Exception:  # noqa: BLE001
-            self._log_once("conversation_deliver", "tracescore: delivering a conversation's "
-                           "score failed", exc_info=True)
         if version.flight is not None:
             version.flight.land()
 

@@ -7,35 +7,27 @@ Both front doors drive it: the in-process `ScoringSpanProcessor` (SDK spans) and
   predicate filters, rate limits, budgets; no I/O: fleet limits are reserved in the worker);
 - `submit(key, call, item)`: a chosen `Call`, keyed by (trace id, span id), with an opaque
   `item` (its span as the front door holds it). Span-sink scorers hold the item (`HoldTable`);
-  the jobs run in the worker lanes (`_worker`: judged scorers, and a fast lane for the others
-  never behind slow judge calls), judged runs in the scoring process (`_isolation`);
+  its `Job`s go to the worker lanes (`_worker`: judged scorers, and a fast lane for the others
+  never behind slow judge calls), where `_jobs` runs and delivers them;
 - `export(item, events)` (constructor): the item goes on, once, with the events that landed or
   'unscored' events; `carrier(run, end_ns)`: a carrier span for the carrier sink.
 
-Each run is routed to its sinks in one loop (`_delivery`). Every submitted item leaves through
-`export` exactly once, whatever happens to its scoring.
-
-(About 640 lines: hand-off, admission, runs and their shutdown share the in-flight bookkeeping
-and its lock, and the run and conversation scopes plug in here; split further they would pass
-it around.)
+This module is the agent's-thread side (choose, hand off, hold, release) and the lifecycle
+(flush, close); every submitted item leaves through `export` exactly once, whatever happens to
+its scoring.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import time
-import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tracescore import _semconv as sc
-from tracescore._content import finish_text
 from tracescore._exceptions import ConfigurationError
 from tracescore._guard import Guard
-from tracescore._suppress import suppressed
 from tracescore.instrument._calls import AgentCall
 from tracescore.online import _metrics as reasons
 from tracescore.online._choose import choose, would_sample
@@ -55,77 +47,22 @@ from tracescore.online._delivery import (
     SpanSink,
     call_sink,
 )
-from tracescore.online._events import (
-    EventPayload,
-    error_message,
-    error_type,
-    evaluation_events,
-    unscored_event,
-)
-from tracescore.online._fleet_limits import Reservation
+from tracescore.online._events import EventPayload, unscored_event
 from tracescore.online._hold import Held, HoldTable, Key
 from tracescore.online._isolation import ProcessRunner
-from tracescore.online._judge_spans import JudgeSpan, judge_spans
+from tracescore.online._jobs import Call, Job, Route, Runner, release_budgets, result_events
+from tracescore.online._judge_spans import JudgeSpan
 from tracescore.online._metrics import OnlineMetrics
-from tracescore.online._options import OnlineScorer, ProcessorOptions, reference_fallback
+from tracescore.online._options import OnlineScorer, ProcessorOptions
 from tracescore.online._records import ResultSink
 from tracescore.online._sampling import RANDOMNESS_MASK
 from tracescore.online._sinks import result_sinks
 from tracescore.online._worker import Worker
-from tracescore.online.intake import (
-    EMPTY,
-    Item,
-    RunSource,
-    TraceInput,
-    TraceLimits,
-    run_of,
-    trace_input_of,
-    unwrap_input,
-    unwrap_output,
-)
-from tracescore.scoring._base import ScorerInput, evaluate_call
-from tracescore.scoring._judge_trace import JudgeCall, recording
-from tracescore.scoring._provenance import provenance
-from tracescore.scoring._runs import Run
+from tracescore.online.intake import EMPTY, TraceInput, TraceLimits
 
 _log = logging.getLogger("tracescore")
 _NEVER = 1 << 56  # above every trace's randomness
 _SCORING_SHARE = 0.8  # of a flush timeout spent waiting for pending scoring
-_RECENT = 0.3  # weight of the latest run in a scorer's recent run duration (admission)
-
-
-@dataclass(slots=True)
-class Call:
-    """A sampled agent call on its way to its scorers."""
-
-    input: Any
-    output: Any
-    ground_truth: Any
-    agent: str | None
-    scorers: tuple[OnlineScorer, ...]
-    trace: TraceInput | None = None  # tool calls and context (decoded by the first run)
-    items: list[Item] | None = None  # as recorded, decoded in the worker
-    dropped: bool = False  # its trace had more spans than `TraceLimits.max_spans`
-    run_source: RunSource | None = None  # a run root's: its trace below it (run-scope scorers)
-    run: Run | None = None  # read from `run_source` by the first run-scope run
-    unwrapped: bool = False  # input and output normalised (`_unwrap`) by the first run
-    partial: str | None = None  # why its run may lack spans: its run-scope results say so
-
-
-@dataclass(slots=True)
-class _Job:
-    """A worker job (calling it starts its run): one object per job, since every object a held
-    call keeps alive brings the next garbage collection closer in the agent's thread."""
-
-    core: ScoringCore
-    key: Key
-    item: Any
-    call: Call
-    start_ns: int
-    scorers: tuple[OnlineScorer, ...]  # this job's share of the call's scorers
-
-    def __call__(self) -> Awaitable[None]:
-        return self.core._run_job(self)
 
 
 @dataclass(slots=True)
@@ -153,7 +90,8 @@ class ScoringCore:
                  conversations: ConversationOptions | None = None,
                  conversation_carrier: ConversationCarrier | None = None,
                  turn_store: TurnStore | None = None,
-                 judge_spans: Callable[[Any, Sequence[JudgeSpan]], None] | None = None) -> None:
+                 judge_spans: Callable[[Any, Sequence[JudgeSpan]], None] | None = None,
+                 guard: Guard | None = None) -> None:
         if not scorers:
             raise ConfigurationError("ScoringSpanProcessor needs at least one scorer")
         if options.isolation == "thread":  # judges run in this process: check them now, fully
@@ -178,10 +116,11 @@ class ScoringCore:
         self.metrics = metrics if metrics is not None else OnlineMetrics()
         self.metrics.quality.describe(scorers)
         self._export_item = export
-        self._judge_spans = judge_spans  # the judge traced (`_judge_spans`); None: not traced
         self.closing = False
-        self.guard = Guard(_log)  # failures counted by site, each site logged once
+        # failures counted by site, each site logged once (a guard shared with the front door)
+        self.guard = guard if guard is not None else Guard(_log)
         self.log_once = self.guard.once
+        self._guard_export = self.guard.site("export", "tracescore: downstream on_end failed")
         self.held = HoldTable(max_held=options.max_held_spans, max_wait_s=options.max_wait_s,
                               release=self._release)
         self.worker = Worker(  # judged scorers
@@ -195,35 +134,39 @@ class ScoringCore:
         self.fast = Worker(queue_size=options.queue_size, concurrency=options.concurrency,
                            name="tracescore-online-fast")
         self.isolation = ProcessRunner(options.isolation) if options.isolation != "thread" else None
-        self._routes = {o.scorer_id: self._route(o, carrier, logger_provider) for o in scorers}
-        self._inflight: dict[Key, list[asyncio.Task[None]]] = {}
-        self._lock = threading.Lock()
+        self.runner = Runner(
+            held=self.held, metrics=self.metrics, max_wait_s=options.max_wait_s,
+            isolation=self.isolation, trace_limits=trace_limits, closing=self._closing,
+            routes={o.scorer_id: self._route(o, carrier, logger_provider) for o in scorers},
+            guard=self.guard, judge_spans=judge_spans)
         self._plans: dict[tuple[OnlineScorer, ...], _Plan] = {}
-        # admission of span-sink runs: a scorer's recent run duration (seconds), by scorer id
-        self._durations: dict[str, float] = {}
         self.conversations: ConversationScope | None = None  # None: no conversation scorer
         if talks:
             self.conversations = ConversationScope(
                 talks, conversation_options, lanes=(self.fast, self.worker),
                 metrics=self.metrics, carrier=conversation_carrier or _no_carrier,
                 logger_provider=logger_provider, result_sinks=self.result_sinks,
-                result_events=_result_events, log_once=self.log_once, store=turn_store)
+                result_events=result_events, guard=self.guard, store=turn_store)
             self.add_timer(self.conversations.tracker.expire)
 
     def _route(self, online: OnlineScorer, carrier: Callable[[ScoreRun, int], None],
-               logger_provider: Any) -> tuple[bool, tuple[Sink, ...]]:
+               logger_provider: Any) -> Route:
         """(whether any sink besides the span takes its runs, its sinks in delivery order)."""
         route: list[Sink] = []
         if "span" in online.sinks:
             route.append(SpanSink(self.held))
         route.append(MetricsSink(self.metrics))
         if "carrier" in online.sinks:
-            route.append(CarrierSink(carrier, self.log_once))
+            route.append(CarrierSink(carrier, self.guard.site(
+                "carrier", "tracescore: carrier span export failed")))
         if "log" in online.sinks:
             route.append(LogSink(logger_provider, self.log_once))
         route.extend(RecordSink(self.result_sinks[n], self.log_once)
                      for n in sorted(online.sinks) if n in self.result_sinks)
         return any(name != "span" for name in online.sinks), tuple(route)
+
+    def _closing(self) -> bool:
+        return self.closing
 
     def add_timer(self, timer: Callable[[], None]) -> None:
         """Call `timer` on the core's timer thread (each tick: at most 1 s apart), from now on
@@ -332,7 +275,7 @@ class ScoringCore:
             self.export(item, ())  # a failing downstream must not cost the scoring
         start_ns = time.time_ns()
         for worker, scorers in plan.lanes:
-            if not worker.submit(_Job(self, key, item, call, start_ns, scorers)):
+            if not worker.submit(Job(self.runner, key, item, call, start_ns, scorers)):
                 self._refused(key, scorers, holding, was_held, agent)
 
     def _plan(self, scorers: tuple[OnlineScorer, ...]) -> _Plan:
@@ -384,208 +327,18 @@ class ScoringCore:
 
     def export(self, item: Any, events: Sequence[EventPayload]) -> None:
         """Hand `item` on with `events` (a failing exporter is logged once, never raised)."""
-        try:
+        with self._guard_export:
             self._export_item(item, events)
-        except Exception:  # noqa: BLE001
-            self.log_once("export", "tracescore: downstream on_end failed", exc_info=True)
 
     def _release(self, held: Held, reason: str | None) -> None:
         """A held item leaves: settled (`reason` None), or with its waiting scorers unscored."""
         if reason is None:
             self.export(held.item, held.events or ())
             return
-        self._cancel_inflight(held.key)
+        self.runner.cancel(held.key)
         if reason == reasons.TIMEOUT:
             self.metrics.held_timeout(held.agent)
         self.unscored(held.item, held.waiting, reason, held.agent, held.events or ())
-
-    # --- worker side --------------------------------------------------------------------------------
-    async def _run_job(self, job: _Job) -> None:
-        self.metrics.flush_pending()  # the agent's thread left its meter adds to this one
-        tasks = [asyncio.ensure_future(self._run_scorer(job, online)) for online in job.scorers]
-        # a run whose only sink is a span already exported can no longer land: cancellable
-        watched = [t for o, t in zip(job.scorers, tasks) if o.sinks == {"span"}]
-        key = job.key
-        if watched:
-            with self._lock:
-                self._inflight.setdefault(key, []).extend(watched)
-        try:
-            await asyncio.gather(*tasks, return_exceptions=True)
-        finally:
-            if watched:
-                with self._lock:
-                    left = [t for t in self._inflight.pop(key, ()) if t not in watched]
-                    if left:
-                        self._inflight[key] = left
-
-    def _cancel_inflight(self, key: Key) -> None:
-        """Cancel the runs still scoring for a span just exported without them (any thread)."""
-        if not self._inflight:
-            return
-        with self._lock:
-            tasks = self._inflight.pop(key, ())
-        for task in tasks:
-            try:
-                task.get_loop().call_soon_threadsafe(task.cancel)
-            except RuntimeError:  # the worker's loop is closed: nothing left to cancel
-                pass
-
-    def _run_of(self, call: Call, online: OnlineScorer) -> Run | None:
-        """The run a run-scope scorer judges (worker side, cached); None for other scorers."""
-        if call.run_source is None or getattr(online.scorer, "scope", "call") != "run":
-            return None
-        if call.run is None:
-            try:
-                call.run = run_of(call.run_source, self.trace_limits)
-            except Exception:  # noqa: BLE001 - scored with its tool calls rather than not at all
-                self.log_once("run_steps", "tracescore: could not read a run's steps",
-                              exc_info=True)
-                call.run_source = None
-        return call.run
-
-    def _trace_of(self, call: Call) -> TraceInput:
-        """The call's tool calls and context within the limits (worker side, cached)."""
-        trace = call.trace
-        if trace is None:
-            try:
-                trace = trace_input_of(call.items or [], call.dropped, self.trace_limits)
-            except Exception:  # noqa: BLE001 - scored without them rather than not at all
-                self.log_once("trace_input", "tracescore: could not read an agent call's tool "
-                              "calls and context", exc_info=True)
-                trace = EMPTY
-            call.trace = trace
-        return trace
-
-    async def _run_scorer(self, job: _Job, online: OnlineScorer) -> None:
-        if online.sinks == {"span"} and not self._admits(job.key, online):
-            release_budgets((online,))  # counted as dropped when the span leaves without it
-            return
-        try:
-            fleet = await online.admit_fleet()  # here, never in the agent's thread
-        except asyncio.CancelledError:
-            self.count_shutdown_drop(job.call.agent, (online,))
-            raise
-        if fleet is None:
-            self._fleet_refused(job, online)
-            return
-        scorer_id = online.scorer_id
-        started = time.monotonic()
-        try:
-            await self._run_admitted(job, online, fleet)
-        except asyncio.CancelledError:  # its span left: it would have taken at least this long
-            self._durations[scorer_id] = max(self._durations.get(scorer_id, 0.0),
-                                             time.monotonic() - started)
-            raise
-        elapsed = time.monotonic() - started
-        last = self._durations.get(scorer_id)
-        self._durations[scorer_id] = elapsed if last is None else (
-            _RECENT * elapsed + (1 - _RECENT) * last)
-
-    def _admits(self, key: Key, online: OnlineScorer) -> bool:
-        """Whether a run whose only sink is the held span starts: the span still waits for it
-        and has at least the scorer's recent run duration left before it is released. A run
-        refused here spends no judge request; its span leaves at its deadline and counts the
-        drop as before. (Runs longer than `max_wait_s` are always let start, as they were: one
-        that lands again refreshes the duration.)"""
-        if not self.held.waits_for(key, online.scorer_id):
-            return False
-        expected = self._durations.get(online.scorer_id)
-        if expected is None or expected >= self.options.max_wait_s:
-            return True
-        left = self.held.time_left(key)
-        return left is not None and left >= expected
-
-    def _fleet_refused(self, job: _Job, online: OnlineScorer) -> None:
-        """The fleet's limits refused a run: dropped as rate_limited, and 'unscored' on its held
-        span (a span already released counted its drop then)."""
-        landed = "span" in online.sinks and self.held.settle(job.key, {online.scorer_id: [
-            unscored_event(scorer_id=online.scorer_id, scorer_name=online.scorer_name,
-                           reason=reasons.RATE_LIMITED, sampling_rate=online.rate)]})
-        if landed or "span" not in online.sinks:
-            self.metrics.dropped(online.scorer_id, job.call.agent, reasons.RATE_LIMITED)
-
-    async def _run_admitted(self, job: _Job, online: OnlineScorer, fleet: Reservation) -> None:
-        call = job.call
-        run_id = uuid.uuid4().hex
-        result, error, fallback, judge_calls = None, None, None, None
-        try:
-            if not call.unwrapped:  # in the worker: the agent's thread never parses content
-                call.input, call.output = unwrap_input(call.input), unwrap_output(call.output)
-                call.unwrapped = True
-            ground_truth = call.ground_truth
-            if ground_truth is None:
-                ground_truth = online.lookup_reference(call.input)
-            if ground_truth is None:
-                fallback = reference_fallback(online.scorer_id, online.scorer)
-            trace = self._trace_of(call)
-            steps = self._run_of(call, online)
-            with suppressed(), recording(bool(online.trace_judge) and self._judge_spans is not None
-                                         ) as judge_calls:
-                if self.isolation is not None:
-                    run = self.isolation.run(online.scorer, input=call.input, output=call.output,
-                                             ground_truth=ground_truth, run_id=run_id,
-                                             timeout_s=online.timeout_s,
-                                             tool_calls=trace.tool_calls, context=trace.context,
-                                             run=steps)
-                else:
-                    run = evaluate_call(online.scorer, ScorerInput(
-                        input=call.input, output=call.output, ground_truth=ground_truth,
-                        run_id=run_id, tool_calls=tuple(trace.tool_calls),
-                        context=tuple(trace.context), run=steps))
-                result = await asyncio.wait_for(run, online.timeout_s)
-        except asyncio.CancelledError:  # shutdown gave up on this run
-            online.release_budget(fleet)
-            self.count_shutdown_drop(call.agent, (online,), released=True)
-            raise
-        except Exception as exc:  # noqa: BLE001 - failures are data
-            error = exc
-        try:
-            self._deliver(job, online, result, error, run_id, fallback, judge_calls, fleet)
-        except Exception:  # noqa: BLE001
-            self.log_once("deliver", "tracescore: delivering an online score failed",
-                          exc_info=True)
-
-    def _deliver(self, job: _Job, online: OnlineScorer, result: Any, error: BaseException | None,
-                 run_id: str, fallback: str | None = None,
-                 judge_calls: Sequence[JudgeCall] | None = None,
-                 fleet: Reservation | None = None) -> None:
-        online.settle_budget(_cost_of(result), fleet)
-        events, error = _result_events(online, result, error, run_id)
-        traced = judge_spans(judge_calls or (), job.key, scorer_id=online.scorer_id,
-                             scorer_name=online.scorer_name, result=events[0][1])
-        if fallback is not None and error is None:  # scored, but not against a ground truth
-            events[0][1][sc.TS_REFERENCE_MISSING] = True
-            events[0][1][sc.TS_REFERENCE_FALLBACK] = fallback
-        if job.call.partial is not None and getattr(online.scorer, "scope", "call") == "run":
-            events[0][1][sc.TS_RUN_PARTIAL] = job.call.partial
-        others, route = self._routes[online.scorer_id]
-        run = ScoreRun(job.key, job.item, online, job.call.agent, events, error,
-                       None if error is not None else float(result.score), job.start_ns,
-                       self.closing)
-        # counted as scored (or failed) only where it lands (the carrier, log and result sinks
-        # take it also while closing: their downstream closes after the core); a span exported
-        # without it already counted it as dropped
-        run.landed = others
-        for sink in route:
-            if sink.deliver(run):
-                run.landed = True
-        if error is not None:
-            self.log_once(f"failed:{online.scorer_id}:{error_type(error)}",
-                          "tracescore: online scorer %r failed (%s: %s); recorded as an "
-                          "evaluation event with error.type", online.scorer_id,
-                          error_type(error), finish_text(error_message(error)))
-        if traced and self._judge_spans is not None:  # the judge traced, its id on the event
-            self._judge_spans(job.item, traced)
-
-    def count_shutdown_drop(self, agent: str | None, scorers: Sequence[OnlineScorer], *,
-                            released: bool = False) -> None:
-        """Count runs lost to shutdown (their budgets given back unless `released`); span-sink
-        runs are counted when their span is released."""
-        if not released:
-            release_budgets(scorers)
-        for online in scorers:
-            if "span" not in online.sinks:
-                self.metrics.dropped(online.scorer_id, agent, reasons.SHUTDOWN)
 
     # --- flush and shutdown -----------------------------------------------------------------------
     def wait_idle(self, timeout: float) -> bool:
@@ -618,8 +371,8 @@ class ScoringCore:
         for worker in (self.fast, self.worker):
             for job in worker.stop(timeout=min(0.5, wait)):
                 # a call's job, or a conversation's (`_conversation_scope`): both name theirs
-                agent = job.call.agent if isinstance(job, _Job) else getattr(job, "agent", None)
-                self.count_shutdown_drop(agent, getattr(job, "scorers", ()))
+                agent = job.call.agent if isinstance(job, Job) else getattr(job, "agent", None)
+                self.runner.count_shutdown_drop(agent, getattr(job, "scorers", ()))
         self.held.release_all(reasons.SHUTDOWN)
         # spans other threads are releasing must reach downstream before it closes
         self.held.wait_released(max(wait, 1.0))
@@ -638,50 +391,15 @@ class ScoringCore:
         """In a forked child: what was held and in flight belongs to the parent, which exports
         it; a lock a parent thread held at fork would never be released here."""
         self.held.reset()
-        self._inflight = {}
-        self._lock = threading.Lock()
+        self.runner.after_fork()
         self.metrics._lock = threading.Lock()
         for online in self.scorers:
             online.after_fork()
 
 
 
-def _result_events(online: OnlineScorer, result: Any, error: BaseException | None,
-                   run_id: str) -> tuple[list[EventPayload], BaseException | None]:
-    """Events of one run; a result that cannot be read (no score...) counts as a failure."""
-    if error is None:
-        try:
-            float(result.score)
-            return evaluation_events(
-                result, scorer_id=online.scorer_id, scorer_name=online.scorer_name,
-                sampling_rate=online.rate, run_id=run_id, **provenance(online.scorer),
-            ), None
-        except Exception as exc:  # noqa: BLE001 - a scorer broke the result contract
-            error = TypeError(f"scorer {online.scorer_id!r} returned an unusable result: "
-                              f"{type(exc).__name__}: {error_message(exc)}")
-    return evaluation_events(
-        None, scorer_id=online.scorer_id, scorer_name=online.scorer_name, error=error,
-        sampling_rate=online.rate, run_id=run_id, **provenance(online.scorer),
-    ), error
-
-
 def _no_carrier(*args: object) -> None:
     return None
-
-
-def release_budgets(scorers: Sequence[OnlineScorer]) -> None:
-    """Give back the budget reservations of scorers that will not run."""
-    for online in scorers:
-        online.release_budget()
-
-
-def _cost_of(result: Any) -> float | None:
-    """Judge cost of a run's result, None when unknown or unreadable."""
-    try:
-        cost = result.usage.cost_usd
-    except Exception:  # noqa: BLE001 - no result, or one that breaks the contract
-        return None
-    return float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
 
 
 def _sink_stats(sink: ResultSink) -> dict[str, int]:

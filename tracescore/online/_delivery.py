@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from opentelemetry.trace import SpanContext, TraceFlags
 
+from tracescore._guard import Site
 from tracescore.online._events import EventPayload, error_type
 from tracescore.online._hold import HoldTable, Key
 from tracescore.online._metrics import OnlineMetrics
@@ -89,15 +90,13 @@ class MetricsSink:
 class CarrierSink:
     """A carrier span per run, built and exported by `export(run, end_ns)`."""
 
-    def __init__(self, export: Callable[[ScoreRun, int], None], log_once: LogOnce) -> None:
+    def __init__(self, export: Callable[[ScoreRun, int], None], failed: Site) -> None:
         self._export = export
-        self._log_once = log_once
+        self._failed = failed  # the guard's site for a failing export
 
     def deliver(self, run: ScoreRun) -> bool:
-        try:
+        with self._failed:
             self._export(run, time.time_ns())
-        except Exception:  # noqa: BLE001
-            self._log_once("carrier", "tracescore: carrier span export failed", exc_info=True)
         return True
 
 

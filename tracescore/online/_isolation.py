@@ -255,7 +255,7 @@ class ProcessRunner:
             return None, "its class is defined in __main__, which the scoring process cannot import"
         try:
             blob = pickle.dumps(scorer, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - pickling raises anything: run in the thread
             return None, f"it cannot be pickled ({type(exc).__name__}: {exc})"
         key = next(self._keys)
         return key, _frame(("scorer", key, blob))
@@ -532,7 +532,7 @@ async def _run_job(scorers: dict[int, Any], message: tuple[Any, ...], send: Any)
 def _encode_result(job_id: int, result: Any) -> tuple[Any, ...]:
     try:
         return ("done", job_id, True, pickle.dumps(result), "", "")
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - pickling raises anything: sent as an error
         return _encode_error(job_id, TracescoreError(
             f"the scorer's result cannot be pickled: {type(exc).__name__}: {exc}"))
 
@@ -549,7 +549,7 @@ def _encode_error(job_id: int, error: BaseException) -> tuple[Any, ...]:
 def _message(error: BaseException) -> str:
     try:
         return str(error) or type(error).__name__
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - a broken __str__: the type's name instead
         return type(error).__name__
 
 

@@ -10,7 +10,6 @@ processor's `_after_fork` runs.
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import weakref
@@ -20,6 +19,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace as trace_api
 
 from tracescore import _semconv as sc
+from tracescore._guard import GUARD
 from tracescore.instrument._calls import (
     AgentCall,
     add_agent_call_listener,
@@ -27,7 +27,8 @@ from tracescore.instrument._calls import (
 )
 from tracescore.online._sampling import RANDOMNESS_MASK
 
-_log = logging.getLogger("tracescore")
+_CONSIDER = GUARD.site("consider", "tracescore: online scoring could not consider an agent "
+                       "call")  # the other processors still do
 _NEVER = 1 << 56  # above every trace's randomness
 
 
@@ -95,11 +96,8 @@ class Listeners:
             processor = ref()
             if processor is None:
                 continue
-            try:
+            with _CONSIDER:
                 processor._consider(call)
-            except Exception:  # noqa: BLE001
-                _log.warning("tracescore: online scoring could not consider an agent call",
-                             exc_info=True)
 
     def after_fork_in_child(self) -> None:
         self._lock = threading.Lock()

@@ -20,10 +20,11 @@
 
 from tracescore.online._conversation_scope import MAX_LINKS, carrier_fields, turn_ref
 from tracescore.online._conversations import Turn, as_conversation_options
-from tracescore.online._core import Call, ScoringCore, release_budgets
+from tracescore.online._core import ScoringCore
 from tracescore.online._delivery import ScoreRun
 from tracescore.online._events import EventPayload
 from tracescore.online._fleet_limits import fleet_limiter_from
+from tracescore.online._jobs import Call, release_budgets
 from tracescore.online._judge_spans import SCOPE as JUDGE_SCOPE
 from tracescore.online._judge_spans import JudgeSpan, judge_attributes
 from tracescore.online._metrics import FLUSH, HELD_OVERFLOW, NO_LLM_CALLS, SHUTDOWN, OnlineMetrics

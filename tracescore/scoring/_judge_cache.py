@@ -141,7 +141,7 @@ class CachedJudge:
                            default=repr)
         try:
             self._redis().set(key, entry, ex=int(self.ttl_s))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - Redis down or failing: counted, logged each minute
             self._failed(exc)
 
     def _count(self, field: str) -> None:

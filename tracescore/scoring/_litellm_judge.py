@@ -99,7 +99,7 @@ def _known_litellm_kwargs(litellm: Any, model: str, provider: str | None) -> set
     try:
         known.update(litellm.get_supported_openai_params(model=model, custom_llm_provider=provider)
                      or ())
-    except Exception:
+    except Exception:  # litellm's lookup failing: the common parameters still apply
         logger.debug("litellm cannot list the parameters of %s", model, exc_info=True)
     known.update(("extra_body", "api_base", "custom_llm_provider", "mock_response"))
     return known
@@ -288,7 +288,7 @@ class LiteLLMJudge:
             except ValueError as exc:  # not JSON or wrong shape: fall back below
                 logger.debug("judge %s step %s: native JSON reply invalid (%s); retrying with "
                              "the schema in the prompt", self.model, request.step, exc)
-            except Exception as exc:
+            except Exception as exc:  # a refusal is retried with the schema; others raise
                 if _is_auth_failure(exc) or not _is_rejection(exc):
                     raise self._failure(request, exc, spend, request.prompt) from exc
                 logger.debug("judge %s step %s: native JSON request refused (%s); retrying "
@@ -357,7 +357,7 @@ class LiteLLMJudge:
                                             timeout=self.timeout, num_retries=0,
                                             max_retries=0, **kwargs),
                         timeout=self.timeout + 5.0))  # guard in case the provider ignores it
-            except Exception as exc:
+            except Exception as exc:  # a transient failure is retried; others raise
                 if (_is_auth_failure(exc) or not _is_transient(exc)
                         or attempt >= _retries_for(exc, self.max_retries)):
                     raise

@@ -1,0 +1,149 @@
+"""SDK spans into the intake: the spans of traces a scorer may sample are collected (tool calls,
+context, LLM calls and run steps of the agent calls in them), and agent spans of other
+instrumentations are read (`recognise`), by their markers or by the trace's shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry.sdk.trace import ReadableSpan, Span
+
+from tracescore import _semconv as sc
+from tracescore.online._jobs import Call
+from tracescore.online._metrics import OnlineMetrics
+from tracescore.online._runs_tracker import is_run_scoped
+from tracescore.online.intake import (
+    AgentReader,
+    Item,
+    LogContent,
+    RecognisedCall,
+    Recogniser,
+    SdkSpanView,
+    TraceLimits,
+    TraceSpans,
+    Unreadable,
+    in_process,
+    note_unreadable,
+    starts_llm_call,
+)
+
+_KINDS = ("internal", "server", "client", "producer", "consumer")  # SpanKind by value
+
+
+class SdkTraces:
+    """The traces with an agent call running that a scorer may sample, fed span by span."""
+
+    def __init__(self, recognisers: tuple[Recogniser, ...], limits: TraceLimits,
+                 max_traces: int, *, run_scope: bool, metrics: OnlineMetrics) -> None:
+        self.recognisers = recognisers
+        self.reader = AgentReader(recognisers)  # one outcome per agent-like span
+        self.log_content = LogContent()  # content log records by span (`_log_processor`)
+        # agent spans without content of their own are read from the LLM calls below them
+        self.contentless = self.reader.contentless
+        self._markers = self.reader.chain_markers
+        self.run_scope = run_scope  # run-scope scorers: their run's steps are collected too
+        self._metrics = metrics
+        self._limits, self._max_traces = limits, max_traces
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every trace (a forked child: they belong to the parent)."""
+        self.traces = in_process(self._limits, self._max_traces)
+        self.kept = self.traces.kept  # empty: no agent call running that a scorer may sample
+
+    def start(self, span: Span, trace_id: int, span_id: int) -> None:
+        """An agent span starting in a trace a scorer may sample: collect that trace's spans."""
+        attributes = attributes_of(span)
+        operation = attributes.get(sc.GEN_AI_OPERATION_NAME)
+        # an LLM call: the span above it that ends last may be its agent call (`_structure`)
+        loop = bool(self.contentless) and starts_llm_call(attributes)
+        if operation is not None:
+            if not loop and operation != sc.OP_INVOKE_AGENT and operation != sc.OP_INVOKE_WORKFLOW:
+                return
+        elif not self.recognisers or (not loop and self._markers.isdisjoint(attributes)
+                                      and not self.contentless.accepts(span.name, attributes)):
+            return
+        if sc.TS_EVAL_RUN_ID in attributes or otel_context.get_value(sc.CTX_EVAL_RUN_ID):
+            return  # run_evals scores its own calls (its item span, and agents inside it)
+        if loop:
+            self.traces.open_loop(trace_id)
+        else:
+            self.traces.open(trace_id, span_id)
+
+    def end(self, span: ReadableSpan) -> TraceSpans | None:
+        """Remember a finished span of a collected trace; the trace when `span` is its agent."""
+        context = span.context
+        if context is None or context.trace_id not in self.kept:
+            return None
+        attributes = attributes_of(span)
+        if len(self.log_content):  # a model call whose messages are logged
+            attributes = self.log_content.with_logged((context.trace_id, context.span_id),
+                                                      attributes)
+        parent = span.parent
+        return self.traces.end_span(SdkSpanView(span), attributes,
+                                    llm=bool(self.contentless), marks=self.run_scope,
+                                    root=parent is None or parent.is_remote)
+
+    def collect(self, span: ReadableSpan, trace: TraceSpans | None, call: Call,
+                added: tuple[tuple[int, str], ...],
+                tool_content: Mapping[int, Mapping[str, str]] | None) -> None:
+        """Give `call` the items of the spans inside it (decoded later, in the worker) and those
+        `add_context` gave it; a run root also its run's source."""
+        items = [Item(at, None, (text,), len(text)) for at, text in added]
+        if trace is not None:
+            span_id = span.context.span_id
+            found, call.dropped = self.traces.items_under(trace, span_id, tool_content)
+            items.extend(found)
+            if trace.marks and any(is_run_scoped(o) for o in call.scorers):
+                call.run_source = self.traces.run_source(trace, span_id, tool_content)
+        call.items = items
+
+    def mark_ours(self, span: ReadableSpan, trace: TraceSpans) -> None:
+        """An agent call of ours ended: the LLM calls below it are its own."""
+        if ours(span):
+            self.traces.mark_agent(trace, span.context.span_id)
+
+    def may_be_root(self, trace_id: int, span_id: int) -> bool:
+        """Whether the agent call `span_id`, still open, may be its run's root: no other agent
+        span of its trace is open."""
+        trace = self.kept.get(trace_id)
+        return trace is None or not trace.agents - {span_id}
+
+    def read_agent(self, span: ReadableSpan, trace: TraceSpans | None,
+                   attributes: Mapping[str, Any]) -> RecognisedCall | None:
+        """The agent call a finished span of another instrumentation records: by its markers,
+        else (with its `trace`) by the trace's shape; from the LLM calls below it when it has no
+        content of its own; None when it is no agent call or cannot be read (then counted)."""
+        reader, span_id = self.reader, span.context.span_id
+        found: Any = None
+        if not reader.watched.isdisjoint(attributes):
+            events, _ = self.log_content.joined(  # and as log records (`_log_processor`)
+                (span.context.trace_id, span_id), [(e.name, e.attributes) for e in span.events])
+            found, attributes = reader.read(  # content some instrumentations record as events
+                span.name, attributes, events, contentless=trace is not None)
+        if trace is not None:  # the parent as the gateway sees it (a remote one too)
+            parent_id = span.parent.span_id if span.parent is not None else None
+            found = reader.settle(self.traces, trace, span_id, parent_id, _KINDS[span.kind.value],
+                                  span.name, found, attributes)
+        if isinstance(found, Unreadable) and otel_context.get_value(sc.CTX_EVAL_RUN_ID) is None:
+            # counted, and logged once per framework and reason
+            self._metrics.unreadable(found.framework, found.reason)
+            note_unreadable(found, span.name, attributes)
+        return found if isinstance(found, RecognisedCall) else None
+
+
+def attributes_of(span: ReadableSpan) -> Mapping[str, Any]:
+    """The span's attributes; for SDK spans the plain dict behind them (read only here): each
+    lookup through the public read-only view costs ~1 us, several per ended span."""
+    plain = getattr(getattr(span, "_attributes", None), "_dict", None)
+    return plain if isinstance(plain, dict) else (span.attributes or {})
+
+
+def ours(span: ReadableSpan) -> bool:
+    """An agent span of tracescore's own decorators."""
+    scope = span.instrumentation_scope
+    return (scope is not None and scope.name.startswith("tracescore")
+            and attributes_of(span).get(sc.GEN_AI_OPERATION_NAME) == sc.OP_INVOKE_AGENT)
