@@ -31,11 +31,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from tracescore._exceptions import ConfigurationError
 from tracescore.gateway import _otlp
 from tracescore.gateway._agent_spans import AgentSpans, Found
-from tracescore.gateway._journal import HELD, PASS, Entry, Journal
+from tracescore.gateway._journal import HELD, Entry, Journal
 from tracescore.gateway._metrics import GatewayMetrics
 from tracescore.gateway._outbound import Item, Outbound, Output
 from tracescore.gateway._run_scope import Arrival, RunScope
-from tracescore.gateway._split import split_request
 from tracescore.instrument._calls import AgentCall
 from tracescore.online.core import (
     FLUSH,
@@ -93,9 +92,8 @@ class Engine:
         self.log_content = LogContent()  # GenAI content log records, by span (`content_logged`)
         self._spans = AgentSpans(AgentReader(tuple(recognisers)), self.traces, self.log_content,
                                  metrics)
-        self._out = Outbound(output, metrics, journal)
-        self._send_inline = send_inline  # True: the next hop has it (nothing held in it)
-        self._max_bytes = max_request_bytes  # requests out are split under it (None: never)
+        self._out = Outbound(output, metrics, journal, send_inline=send_inline,
+                             max_request_bytes=max_request_bytes)
         self._journal = journal
         self._metrics = metrics
         self._pass_through = pass_through  # False: only agent spans come out (rescore)
@@ -162,46 +160,17 @@ class Engine:
                 self._hold(found)
             return count
         if not found:
-            body = raw if raw is not None else request.SerializeToString()
-            if self._max_bytes is not None and len(body) > self._max_bytes:
-                self._pass_split(request)
-                return count
-            if self._send_inline is not None and self._send_inline(
-                    body, count, lambda: self._out.journal([(PASS, count, body)])):
-                return count
-            self._out.put(self._out.journal([(PASS, count, body)]), body, count)
+            self._out.pass_on(request, raw, count)
             return count
         singles = self._hold(found, offer=False)
         for scope_spans, index in sorted(((f[1], f[3]) for f in found),
                                          key=lambda pair: -pair[1]):
             del scope_spans.spans[index]
-        rest = count - len(found)
-        parts = self._parts(request) if rest else []
-        rows = [(HELD, 1, single.SerializeToString()) for single, _, _ in singles]
-        rows.extend((PASS, part_count, part) for part, part_count in parts)
-        ids = self._out.journal(rows)
-        for index, (part, part_count) in enumerate(parts):
-            row = ids[len(singles) + index] if ids else None
-            self._out.put(() if row is None else (row,), part, part_count)
-        for (single, call, trace), row in zip(singles, ids or [None] * len(singles)):
+        rows = self._out.with_held([single.SerializeToString() for single, _, _ in singles],
+                                   request if count > len(found) else None)
+        for (single, call, trace), row in zip(singles, rows):
             self._offer(row, single, call, trace)
         return count
-
-    def _parts(self, request: ExportTraceServiceRequest) -> list[tuple[bytes, int]]:
-        """The request serialized, in parts under the byte limit (`Undeliverable` when a span
-        cannot fit even capped: nothing is journaled, the sender is refused)."""
-        if self._max_bytes is None or request.ByteSize() <= self._max_bytes:
-            return [(request.SerializeToString(), _otlp.count_spans(request))]
-        parts = split_request(request, self._max_bytes)
-        if parts.capped:
-            self._metrics.add("capped_for_next_hop", parts.capped)
-        return parts.bodies
-
-    def _pass_split(self, request: ExportTraceServiceRequest) -> None:
-        parts = self._parts(request)
-        ids = self._out.journal([(PASS, part_count, part) for part, part_count in parts])
-        for index, (part, part_count) in enumerate(parts):
-            self._out.put(ids[index:index + 1], part, part_count)
 
     def _hold(self, found: list[Found], offer: bool = True
               ) -> list[tuple[ExportTraceServiceRequest, RecognisedCall | ContentlessAgent,

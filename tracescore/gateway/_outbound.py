@@ -1,24 +1,28 @@
 """`Outbound`: what leaves the engine, as forwarded protobuf.
 
-The back half of the gateway's translation: spans go on as they came, or with the evaluation
-events the scoring core wrote back onto them; carrier spans (beside an evaluated span, or a
-conversation's, linked to its turns) and the judge's own calls, traced, are built as one-span
-requests. Everything goes to one `Output` (the forwarder, or a file for `rescore`); rows a
-restart must not lose are journaled first (`journal`). The cost the judge reported is counted.
+The back half of the gateway's translation. A request with nothing held goes on as it came
+(`pass_on`: first offered to `send_inline`, which hands it to the next hop before the
+acknowledgement, else journaled; split under the next hop's size limit, `_split`); one with
+agent spans held goes on without them (`with_held`). Held spans go on as they came, or with the
+evaluation events the scoring core wrote back onto them; carrier spans (beside an evaluated
+span, or a conversation's, linked to its turns) and the judge's own calls, traced, are built as
+one-span requests. Everything goes to one `Output` (the forwarder, or a file for `rescore`);
+rows a restart must not lose are journaled first. The cost the judge reported is counted.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from tracescore import _semconv as sc
 from tracescore.gateway import _otlp
-from tracescore.gateway._journal import PASS, Journal
+from tracescore.gateway._journal import HELD, PASS, Journal
 from tracescore.gateway._metrics import GatewayMetrics
+from tracescore.gateway._split import split_request
 from tracescore.online.core import (
     MAX_LINKS,
     SCOPE,
@@ -43,11 +47,14 @@ class Output(Protocol):
 class Outbound:
     """Journals and hands requests to `output`; builds the spans scoring adds."""
 
-    def __init__(self, output: Output, metrics: GatewayMetrics,
-                 journal: Journal | None = None) -> None:
+    def __init__(self, output: Output, metrics: GatewayMetrics, journal: Journal | None = None,
+                 *, send_inline: Callable[..., bool] | None = None,
+                 max_request_bytes: int | None = None) -> None:
         self._output = output
         self._metrics = metrics
         self._journal = journal
+        self._send_inline = send_inline  # True: the next hop has it (nothing held in it)
+        self._max_bytes = max_request_bytes  # requests out are split under it (None: never)
 
     def put(self, ids: tuple[int, ...], body: bytes, count: int) -> None:
         """`body` (`count` spans) goes on; `ids`: its journal rows, removed once delivered."""
@@ -58,6 +65,43 @@ class Outbound:
         if self._journal is None:
             return ()
         return tuple(self._journal.add(rows))
+
+    def pass_on(self, request: ExportTraceServiceRequest, raw: bytes | None, count: int) -> None:
+        """A request with nothing held (`raw`: as received, forwarded as is when given)."""
+        body = raw if raw is not None else request.SerializeToString()
+        if self._max_bytes is not None and len(body) > self._max_bytes:
+            parts = self.parts(request)
+            ids = self.journal([(PASS, part_count, part) for part, part_count in parts])
+            for index, (part, part_count) in enumerate(parts):
+                self.put(ids[index:index + 1], part, part_count)
+            return
+        if self._send_inline is not None and self._send_inline(
+                body, count, lambda: self.journal([(PASS, count, body)])):
+            return
+        self.put(self.journal([(PASS, count, body)]), body, count)
+
+    def with_held(self, held: list[bytes], rest: ExportTraceServiceRequest | None
+                  ) -> tuple[int | None, ...]:
+        """Journal the one-span requests `held` and what is left of their request (`rest`;
+        None: nothing), which goes on; the rows of `held` (None each without a journal)."""
+        parts = self.parts(rest) if rest is not None else []
+        rows = [(HELD, 1, body) for body in held]
+        rows.extend((PASS, part_count, part) for part, part_count in parts)
+        ids = self.journal(rows)
+        for index, (part, part_count) in enumerate(parts):
+            row = ids[len(held) + index] if ids else None
+            self.put(() if row is None else (row,), part, part_count)
+        return ids[:len(held)] if ids else (None,) * len(held)
+
+    def parts(self, request: ExportTraceServiceRequest) -> list[tuple[bytes, int]]:
+        """The request serialized, in parts under the byte limit (`Undeliverable` when a span
+        cannot fit even capped: nothing is journaled, the sender is refused)."""
+        if self._max_bytes is None or request.ByteSize() <= self._max_bytes:
+            return [(request.SerializeToString(), _otlp.count_spans(request))]
+        split = split_request(request, self._max_bytes)
+        if split.capped:
+            self._metrics.add("capped_for_next_hop", split.capped)
+        return split.bodies
 
     def forward(self, row: int | None, single: ExportTraceServiceRequest) -> None:
         """A held span goes on as it is (removed from the journal once delivered)."""
