@@ -72,7 +72,8 @@ _NOT_WAITING = {LlmWait.CLOSED: SHUTDOWN, LlmWait.NO_WAIT: NO_LLM_CALLS,
 
 
 class Engine:
-    """Splits requests into pass-through and held agent spans; scores the latter in-process."""
+    """Routes requests (agent spans found by `AgentSpans` are held, the rest goes on through
+    `Outbound`), scores the held spans with the core and keeps the hold table."""
 
     def __init__(self, *, scorers: Sequence[Any], recognisers: Sequence[Any], output: Output,
                  metrics: GatewayMetrics, journal: Journal | None = None,
