@@ -98,8 +98,13 @@ def test_each_waiting_span_is_handed_back_once_and_read_only_from_its_own_calls(
 def test_a_wait_that_runs_out_goes_back_once_on_the_timer_thread() -> None:
     expired: list[Waiting[str]] = []
     done = threading.Event()
-    wait = LlmWait(collector_from({"llm_wait_s": 0.05}), max_waiting=10,
-                   expired=lambda entry: (expired.append(entry), done.set()))
+
+    def gone(entry: Waiting[str]) -> None:
+        expired.append(entry)
+        done.set()
+
+    wait: LlmWait[str] = LlmWait(collector_from({"llm_wait_s": 0.05}), max_waiting=10,
+                                 expired=gone)
     assert wait.wait((5, _AGENT_ID), "span 5", _AGENT) == LlmWait.WAITING
     assert done.wait(5.0)
     _arrive(wait, 5)
@@ -120,7 +125,8 @@ def test_a_failing_door_does_not_stop_the_timer() -> None:
             raise RuntimeError("the door failed")
         done.set()
 
-    wait = LlmWait(collector_from({"llm_wait_s": 0.05}), max_waiting=10, expired=expired)
+    wait: LlmWait[str] = LlmWait(collector_from({"llm_wait_s": 0.05}), max_waiting=10,
+                                 expired=expired)
     wait.wait((1, _AGENT_ID), "span 1", _AGENT)
     wait.wait((2, _AGENT_ID), "span 2", _AGENT)
     assert done.wait(5.0)
