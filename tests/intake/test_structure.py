@@ -346,7 +346,7 @@ def test_the_awaited_traces_of_a_request_are_found_in_its_bytes(
     trace-id fields for many: the same answer, whatever the request's other bytes."""
     import random
 
-    from tracescore.gateway._engine import _awaited_in
+    from tracescore.gateway._agent_spans import _awaited_in
 
     rng = random.Random(seed)
     request = plain_request(spans, rng)

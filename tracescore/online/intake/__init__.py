@@ -3,7 +3,7 @@ way for both front doors. This module is its internal API: the front doors (the 
 and the gateway) and the scoring core import span reading from here, never from the modules
 behind it (`_recognise`, `_frameworks`, `_readers`, `_messages`, `_unwrap`, `_event_content`,
 `_log_content`, `_generic`, `_llm_calls`, `_trace_input`, `_run_steps`, `_collector`,
-`_diagnose`, `_view`).
+`_diagnose`, `_view`, `_llm_wait`).
 
 - views: `SpanView`, over SDK spans (`SdkSpanView`) and OTLP protobuf spans (`OtlpSpanView`);
 - reading agent spans, one outcome per span (read, wait for LLM calls, unreadable, none):
@@ -20,7 +20,8 @@ behind it (`_recognise`, `_frameworks`, `_readers`, `_messages`, `_unwrap`, `_ev
   `EMPTY`, `TraceLimits`, `as_trace_limits`, `RunSource`, `agent_above`, `run_of`;
 - the per-trace collection (both doors): `TraceCollector` (`add_span`, `end_span`, `at`),
   `BufferLimits`, `collector_from`, `in_process`, `trace_input_of`; what one span recorded:
-  `ITEM_MARKERS`, `error_of`;
+  `ITEM_MARKERS`, `error_of`; agent spans without content waiting, bounded in time and number,
+  for the LLM calls below them (a door whose spans come in any order): `LlmWait`, `Waiting`;
 - agent calls found by the trace's shape (`AgentReader.structural`, `.wrapper`, `.hollow`):
   `starts_llm_call`, `convention_of`;
 - unreadable spans: `Diagnoser`, `Unreadable`, `REASONS`, `note_unreadable`, `suggest_mapping`.
@@ -46,6 +47,7 @@ from tracescore.online.intake._llm_calls import (
     from_llm_calls,
     read_llm_call,
 )
+from tracescore.online.intake._llm_wait import LlmWait, Waiting
 from tracescore.online.intake._log_content import LogContent
 from tracescore.online.intake._messages import as_input
 from tracescore.online.intake._readers import GENAI
@@ -93,6 +95,7 @@ __all__ = [
     "Diagnoser",
     "Item",
     "LlmCall",
+    "LlmWait",
     "LogContent",
     "OtlpSpanView",
     "RecognisedCall",
@@ -106,6 +109,7 @@ __all__ = [
     "TraceLimits",
     "TraceSpans",
     "Unreadable",
+    "Waiting",
     "agent_above",
     "as_input",
     "as_recognisers",

@@ -11,7 +11,7 @@ span recorded (parent link, tool/context `Item`, `LlmCall`, run `Mark`; read by 
 - the gateway adds every span of the traces a scorer may sample as they arrive (`add_span`: tool
   calls may come before or after their agent span) and relies on the bounds (`BufferLimits`:
   traces, bytes, age) to forget them; an agent span without content of its own waits for its
-  LLM calls at most `BufferLimits.llm_wait_s`; the traces with LLM calls whose top span has not
+  LLM calls at most `BufferLimits.llm_wait_s` (`_llm_wait`); the traces with LLM calls whose top span has not
   come are `llm_traces` (the gateway reads their spans in requests without marker keys).
 
 A span that cannot be read is counted (`skipped`), logged once and contributes nothing.
