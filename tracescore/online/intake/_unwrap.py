@@ -42,8 +42,13 @@ _QUESTION_KEYS = ("question", "query", "prompt", "input", "task", "user_input", 
 _NOT_QUESTION_WORDS = frozenset({"system", "instruction", "instructions", "tool", "tools",
                                  "persona", "role", "schema"})
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
-_ANSWER_KEYS = ("answer", "output", "final_output", "response", "result", "completion", "text",
-                "content", "message")
+# fields of a response, result or event object that hold the answer, in order of preference
+_ANSWER_FIELDS = ("response", "replies", "output", "outputs", "final_output",
+                  "answer", "result", "last_message", "message", "completion", "content",
+                  "text", "choices", "generations")
+_ANSWER_SET = frozenset(_ANSWER_FIELDS) | {"messages"}
+_REPR_START = re.compile(r"[A-Za-z_][\w.]*\(")
+_MAX_CUTS = 32  # cut points tried when repairing a cut-off repr
 _ROLE_KEYS = ("role", "type", "author", "sender")
 _CONTENT_KEYS = ("content", "text", "parts", "blocks", "contents", "items")
 _ROLES = {"human": "user", "user": "user", "ai": "assistant", "assistant": "assistant",
@@ -277,8 +282,9 @@ def _first_text(values: Any, depth: int) -> str | None:
     for value in values:
         decoded = _decoded(value, depth)
         if isinstance(decoded, str):
-            if " " in decoded.strip():
-                return decoded.strip()
+            text = decoded.strip()
+            if " " in text and not (text.startswith("<") and text.endswith(">")):
+                return text  # prose; `<Context object at 0x…>` is an object's default repr
         elif isinstance(decoded, (Mapping, list, tuple)):
             text = _question_of(decoded, depth + 1)
             if text:
@@ -306,16 +312,109 @@ def _is_identifier_key(key: str) -> bool:
 def _output(value: object, depth: int) -> object:
     decoded = _decoded(value, depth)
     if isinstance(decoded, str):
-        return decoded
+        return _repaired_answer(decoded, depth)
+    if not isinstance(decoded, (Mapping, list, tuple)):
+        return value
+    found = _answer(decoded, depth)
+    if found is not None:
+        return found
+    if isinstance(decoded, Mapping) and "__type__" in decoded:
+        return _object_answer(decoded)
     messages = _messages(decoded, depth)
-    if messages is not None:
-        for message in reversed(messages):
-            if message["role"] == "assistant" and message["content"]:
-                return message["content"]
-        return "" if all(m["role"] != "assistant" for m in messages) and any(
-            m["role"] == "system" for m in messages) else value
-    if isinstance(decoded, Mapping) and ("args" in decoded or "__type__" in decoded):
-        for key in _ANSWER_KEYS:
-            if isinstance(decoded.get(key), str):
-                return str(decoded[key])
+    if messages is not None and all(m["role"] != "assistant" for m in messages) and any(
+            m["role"] == "system" for m in messages):
+        return ""  # a system prompt is never the answer
     return value
+
+
+def _answer(value: object, depth: int, loose: bool = False) -> str | None:
+    """The assistant's text in a decoded output: the last assistant message with text of a
+    message list, else what an answer-bearing field (`response`, `replies`, `output`,
+    `result`, `message`, `choices`, ...) holds, one level down after another; None when there
+    is none (a user, system or tool message is no answer). A bare text in such a field is the
+    answer only inside an object (`loose`: `StopEvent(result='…')`); in plain data
+    (`{"answer": "…", "confidence": 0.9}`) the data is the answer, kept whole."""
+    if depth >= _MAX_DEPTH:
+        return None
+    value = _decoded(value, depth)
+    if isinstance(value, str):
+        return value if loose else None
+    messages = _messages(value, depth)
+    if messages is not None:
+        said = [m["content"] for m in messages if m["role"] == "assistant"]
+        if said:
+            return next((text for text in reversed(said) if text), "")
+        return None  # user, system or tool messages only
+    if isinstance(value, Mapping):
+        loose = loose or "__type__" in value
+        for key in _ANSWER_FIELDS:
+            if key in value:
+                found = _answer(value[key], depth + 1, loose)
+                if found is not None:
+                    return found
+        return None
+    if isinstance(value, (list, tuple)):
+        empty = None
+        for item in reversed(value):
+            found = _answer(item, depth + 1, loose)
+            if found:
+                return found
+            empty = found if empty is None else empty
+        return empty
+    return None
+
+
+def _object_answer(fields: Mapping[Any, Any]) -> str:
+    """An object's repr in which no assistant text was found: "" when it is a message or a
+    response (its answer is not there: a tool call only, say), else its fields as JSON (a
+    structured output, `CityAnswer(city='Paris')`); never the repr itself."""
+    if _role(fields) is not None or not _ANSWER_SET.isdisjoint(fields):
+        return ""
+    data = {k: v for k, v in fields.items() if k != "__type__"}
+    return json.dumps(data, ensure_ascii=False, default=str)
+
+
+def _repaired_answer(text: str, depth: int) -> str:
+    """`text` as it is, unless it is an object's repr cut short (`StopEvent(result=
+    AgentOutput(response=…), structured_r...`): then the answer read from what was cut off
+    cleanly (`_uncut`)."""
+    stripped = text.strip()
+    if not (stripped.endswith("...") and _REPR_START.match(stripped)):
+        return text
+    repaired = _uncut(stripped[:-3])
+    if not isinstance(repaired, Mapping) or "__type__" not in repaired:
+        return text
+    found = _answer(repaired, depth)
+    return found if found is not None else _object_answer(repaired)
+
+
+def _uncut(text: str) -> object | None:
+    """The longest prefix of a cut-off repr that parses once its brackets are closed, cut at a
+    `,` between items (tried from the end, a bounded number of times); None when none does."""
+    closers = {"(": ")", "[": "]", "{": "}"}
+    stack: list[str] = []
+    cuts: list[tuple[int, str]] = []
+    quote = ""
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if quote:
+            if char == "\\":
+                index += 1
+            elif char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char in closers:
+            stack.append(closers[char])
+        elif char in ")]}" and stack:
+            stack.pop()
+        elif char == "," and stack:
+            cuts.append((index, "".join(reversed(stack))))
+        index += 1
+    for position, closing in reversed(cuts[-_MAX_CUTS:]):
+        try:
+            return _literal(text[:position] + closing)
+        except (_NotLiteral, SyntaxError, ValueError, MemoryError, RecursionError):
+            continue
+    return None
