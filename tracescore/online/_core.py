@@ -436,7 +436,7 @@ class ScoringCore:
             return None
         if call.run is None:
             try:
-                call.run = run_of(call.run_source, self.trace_limits)
+                call.run = run_of(call.run_source, self.trace_limits, call.output)
             except Exception:  # noqa: BLE001 - scored with its tool calls rather than not at all
                 self.log_once("run_steps", "tracescore: could not read a run's steps",
                               exc_info=True)
@@ -448,7 +448,8 @@ class ScoringCore:
         trace = call.trace
         if trace is None:
             try:
-                trace = trace_input_of(call.items or [], call.dropped, self.trace_limits)
+                trace = trace_input_of(call.items or [], call.dropped, self.trace_limits,
+                                       call.output)
             except Exception:  # noqa: BLE001 - scored without them rather than not at all
                 self.log_once("trace_input", "tracescore: could not read an agent call's tool "
                               "calls and context", exc_info=True)

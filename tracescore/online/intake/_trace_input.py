@@ -11,6 +11,10 @@ span (any depth). What counts:
   `retrieval.documents.N.document.content`, GenAI `retrieval` with `gen_ai.retrieval.documents`);
   the `tracescore.context` attribute (a text or an array of texts) on any span.
 
+A tool call's arguments are read without a call wrapper (`{"args": [], "kwargs": {...}}` is its
+keyword arguments: `_unwrap.call_arguments`). The last tool call that hands the agent's answer
+over (`_answer_channel`) is no tool use: no tool call, no context.
+
 Bounded: spans remembered per trace (`TraceLimits.max_spans`), tool calls and characters handed
 to the scorers per agent call (`max_tool_calls`, `max_chars`).
 """
@@ -24,7 +28,9 @@ from typing import Any, NamedTuple
 
 from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
+from tracescore.online.intake._answer_channel import OUTPUT_STEP_MARK, delivers
 from tracescore.online.intake._llm_calls import LlmCall
+from tracescore.online.intake._unwrap import call_arguments
 from tracescore.scoring._base import ToolCall
 
 _MAX_DEPTH = 256  # parent links followed from a span up to its agent span
@@ -82,12 +88,27 @@ class Item(NamedTuple):
     tool: tuple[str, Any, Any, str | None, str | None] | None
     context: tuple[Any, ...]
     chars: int
+    output_step: bool = False  # marked by its framework as the call's output step
+
+    def delivers(self, answer: object) -> bool:
+        """Whether this tool call is the answer channel of an agent call answering `answer`
+        (`_answer_channel`): marked as its output step, or its argument is the answer."""
+        return self.tool is not None and (self.output_step or delivers(self.tool[1], answer))
+
+    def without_tool(self) -> Item:
+        """What this span gives besides its tool call: its marked context only."""
+        if self.tool is None:
+            return self
+        _, _, result, error, _ = self.tool
+        given_result = error is None and bool(result) and bool(self.context)
+        return Item(self.start_ns, None, self.context[1:] if given_result else self.context,
+                    self.chars)
 
     def tool_call(self) -> ToolCall | None:
         if self.tool is None:
             return None
         name, arguments, result, error, call_id = self.tool
-        return ToolCall(name=name, arguments=_decoded(arguments),
+        return ToolCall(name=name, arguments=call_arguments(_decoded(arguments)),
                         result=None if error is not None else _decoded(result),
                         error=error, call_id=call_id)
 
@@ -101,7 +122,8 @@ class Item(NamedTuple):
         extra = self.context
         context = ((result,) if result else ()) + extra
         chars = self.chars + _size(arguments) + _size(result)
-        return Item(self.start_ns, (name, arguments, result, error, call_id), context, chars)
+        return Item(self.start_ns, (name, arguments, result, error, call_id), context, chars,
+                    self.output_step)
 
     def texts(self) -> list[str]:
         texts: list[str] = []
@@ -130,6 +152,7 @@ def read_span(name: str, attributes: Mapping[str, Any], start_ns: int,
     tool = None
     context: tuple[Any, ...] = ()
     chars = 0
+    output_step = False
     if operation == sc.OP_EXECUTE_TOOL or (kind is not None and str(kind).upper() == "TOOL"):
         genai = operation == sc.OP_EXECUTE_TOOL
         if callable(error):
@@ -145,6 +168,8 @@ def read_span(name: str, attributes: Mapping[str, Any], start_ns: int,
         chars = _size(raw_args) + (len(error) if error is not None else _size(raw_result))
         if error is None and raw_result is not None:
             context = (raw_result,)
+        message = get(sc.LOGFIRE_MSG)
+        output_step = isinstance(message, str) and message.startswith(OUTPUT_STEP_MARK)
     elif operation == sc.OP_RETRIEVAL:
         raw = get(sc.GEN_AI_RETRIEVAL_DOCUMENTS)
         if raw is not None:
@@ -159,16 +184,21 @@ def read_span(name: str, attributes: Mapping[str, Any], start_ns: int,
         chars += sum(len(t) for t in texts)
     if tool is None and not context:
         return None
-    return Item(start_ns, tool, context, chars)
+    return Item(start_ns, tool, context, chars, output_step)
 
 
-def gather(items: Sequence[Item], limits: TraceLimits) -> TraceInput:
-    """Items in call (start) order, decoded, cut at the first that does not fit the limits."""
+def gather(items: Sequence[Item], limits: TraceLimits, answer: object = None) -> TraceInput:
+    """Items in call (start) order, decoded, cut at the first that does not fit the limits;
+    the answer channel (`answer_channel`) left out."""
     calls: list[ToolCall] = []
     context: list[str] = []
     chars = 0
     truncated = False
-    for item in sorted(items, key=lambda i: i.start_ns):
+    ordered = sorted(items, key=lambda i: i.start_ns)
+    channel = answer_channel(ordered, answer)
+    if channel is not None:
+        ordered[channel] = ordered[channel].without_tool()
+    for item in ordered:
         if (item.tool is not None and len(calls) >= limits.max_tool_calls) or (
                 chars + item.chars > limits.max_chars):
             truncated = True
@@ -181,6 +211,14 @@ def gather(items: Sequence[Item], limits: TraceLimits) -> TraceInput:
     if not calls and not context:
         return TraceInput(truncated=truncated) if truncated else EMPTY
     return TraceInput(tuple(calls), tuple(context), truncated)
+
+
+def answer_channel(ordered: Sequence[Item], answer: object) -> int | None:
+    """The index of the answer channel among items in start order: the last tool call, when
+    it hands `answer` over (`Item.delivers`); None when there is none."""
+    last = next((i for i in range(len(ordered) - 1, -1, -1) if ordered[i].tool is not None),
+                None)
+    return last if last is not None and ordered[last].delivers(answer) else None
 
 
 @dataclass(slots=True)

@@ -31,7 +31,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["member", "unwrap_input", "unwrap_output"]
+__all__ = ["call_arguments", "member", "unwrap_input", "unwrap_output"]
 
 _MAX_DEPTH = 6
 _MAX_LEN = 1_000_000  # longer text is not parsed (it is judged as it is)
@@ -104,6 +104,30 @@ def member(raw: object, path: str | None) -> object:
         else:
             return None
     return value
+
+
+def call_arguments(value: object) -> object:
+    """A tool call's arguments with a call wrapper removed: `{"args": [], "kwargs": {...}}`
+    (flags beside them allowed, such as smolagents' `"sanitize_inputs_outputs": true`) is its
+    keyword arguments, `{"args": [{...}]}` its one positional argument object, `{"args": [...]}`
+    its positional arguments; with both, `{"args", "kwargs"}` without the flags. Anything else
+    as it is (a tool's own argument named `args` beside others is no wrapper)."""
+    if not isinstance(value, Mapping) or not ("args" in value or "kwargs" in value):
+        return value
+    args, kwargs = value.get("args", ()), value.get("kwargs", {})
+    if args is None:
+        args = ()
+    if kwargs is None:
+        kwargs = {}
+    if not isinstance(args, (list, tuple)) or not isinstance(kwargs, Mapping) or any(
+            key not in ("args", "kwargs") and not (v is None or isinstance(v, bool))
+            for key, v in value.items()):
+        return value
+    if not args:
+        return dict(kwargs)
+    if not kwargs:
+        return args[0] if len(args) == 1 and isinstance(args[0], Mapping) else list(args)
+    return {"args": list(args), "kwargs": dict(kwargs)}
 
 
 def _is_call_part(value: object, step: str) -> bool:
@@ -320,10 +344,6 @@ def _output(value: object, depth: int) -> object:
         return found
     if isinstance(decoded, Mapping) and "__type__" in decoded:
         return _object_answer(decoded)
-    messages = _messages(decoded, depth)
-    if messages is not None and all(m["role"] != "assistant" for m in messages) and any(
-            m["role"] == "system" for m in messages):
-        return ""  # a system prompt is never the answer
     return value
 
 
@@ -331,7 +351,8 @@ def _answer(value: object, depth: int, loose: bool = False) -> str | None:
     """The assistant's text in a decoded output: the last assistant message with text of a
     message list, else what an answer-bearing field (`response`, `replies`, `output`,
     `result`, `message`, `choices`, ...) holds, one level down after another; None when there
-    is none (a user, system or tool message is no answer). A bare text in such a field is the
+    is none; "" for messages of which none is the assistant's with text (a system prompt, the
+    question or a tool return is never the answer). A bare text in such a field is the
     answer only inside an object (`loose`: `StopEvent(result='…')`); in plain data
     (`{"answer": "…", "confidence": 0.9}`) the data is the answer, kept whole."""
     if depth >= _MAX_DEPTH:
@@ -342,9 +363,7 @@ def _answer(value: object, depth: int, loose: bool = False) -> str | None:
     messages = _messages(value, depth)
     if messages is not None:
         said = [m["content"] for m in messages if m["role"] == "assistant"]
-        if said:
-            return next((text for text in reversed(said) if text), "")
-        return None  # user, system or tool messages only
+        return next((text for text in reversed(said) if text), "")  # "": none has any
     if isinstance(value, Mapping):
         loose = loose or "__type__" in value
         for key in _ANSWER_FIELDS:
