@@ -448,12 +448,14 @@ class ScoringCore:
         trace = call.trace
         if trace is None:
             try:
-                trace = trace_input_of(call.items or [], call.dropped, self.trace_limits,
-                                       call.output)
+                trace = trace_input_of(call.items or [], call.dropped, self.trace_limits)
             except Exception:  # noqa: BLE001 - scored without them rather than not at all
                 self.log_once("trace_input", "tracescore: could not read an agent call's tool "
                               "calls and context", exc_info=True)
                 trace = EMPTY
+        if trace.last_tool is not None:  # the answer channel left out, once the answer is read
+            trace = call.trace = trace.for_answer(call.output)
+        else:
             call.trace = trace
         return trace
 

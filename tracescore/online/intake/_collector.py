@@ -316,15 +316,13 @@ class TraceCollector:
             self.evicted += 1
 
 
-def trace_input_of(items: list[Item], dropped: bool, limits: TraceLimits,
-                   answer: object = None) -> TraceInput:
-    """`items` decoded within `limits`; `dropped`: the trace lost spans (then truncated);
-    `answer`: the agent call's answer (its answer channel is left out: `gather`)."""
+def trace_input_of(items: list[Item], dropped: bool, limits: TraceLimits) -> TraceInput:
+    """`items` decoded within `limits`; `dropped`: the trace lost spans (then truncated)."""
     if not items and not dropped:
         return EMPTY
-    found = gather(items, limits, answer)
+    found = gather(items, limits)
     if dropped and not found.truncated:
-        return TraceInput(found.tool_calls, found.context, True)
+        return TraceInput(found.tool_calls, found.context, True, found.last_tool)
     return found
 
 

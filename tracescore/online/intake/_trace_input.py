@@ -43,6 +43,23 @@ class TraceInput:
     tool_calls: tuple[ToolCall, ...] = ()
     context: tuple[str, ...] = ()
     truncated: bool = False  # items left out to stay within the limits
+    # the last tool call, until `for_answer` looked at it: (the index of its result in
+    # `context`, or -1 for none; marked by its framework as the output step)
+    last_tool: tuple[int, bool] | None = None
+
+    def for_answer(self, answer: object) -> TraceInput:
+        """These tool calls and context for an agent call that answered `answer` (its
+        normalised output): the last tool call left out, and its result, when it is the answer
+        channel (`_answer_channel`); done once (the result no longer has `last_tool`)."""
+        if self.last_tool is None:
+            return self
+        result_at, output_step = self.last_tool
+        last = self.tool_calls[-1]
+        if not (output_step or delivers(last.arguments, answer)):
+            return TraceInput(self.tool_calls, self.context, self.truncated)
+        context = self.context if result_at < 0 else (
+            self.context[:result_at] + self.context[result_at + 1:])
+        return TraceInput(self.tool_calls[:-1], context, self.truncated)
 
 
 EMPTY = TraceInput()
@@ -95,14 +112,10 @@ class Item(NamedTuple):
         (`_answer_channel`): marked as its output step, or its argument is the answer."""
         return self.tool is not None and (self.output_step or delivers(self.tool[1], answer))
 
-    def without_tool(self) -> Item:
-        """What this span gives besides its tool call: its marked context only."""
-        if self.tool is None:
-            return self
-        _, _, result, error, _ = self.tool
-        given_result = error is None and bool(result) and bool(self.context)
-        return Item(self.start_ns, None, self.context[1:] if given_result else self.context,
-                    self.chars)
+    def gives_result(self) -> bool:
+        """Whether its tool call's result is its first context text."""
+        return (self.tool is not None and self.tool[3] is None and bool(self.tool[2])
+                and bool(self.context))
 
     def tool_call(self) -> ToolCall | None:
         if self.tool is None:
@@ -187,18 +200,15 @@ def read_span(name: str, attributes: Mapping[str, Any], start_ns: int,
     return Item(start_ns, tool, context, chars, output_step)
 
 
-def gather(items: Sequence[Item], limits: TraceLimits, answer: object = None) -> TraceInput:
+def gather(items: Sequence[Item], limits: TraceLimits) -> TraceInput:
     """Items in call (start) order, decoded, cut at the first that does not fit the limits;
-    the answer channel (`answer_channel`) left out."""
+    where the last tool call's result is noted for `TraceInput.for_answer`."""
     calls: list[ToolCall] = []
     context: list[str] = []
     chars = 0
     truncated = False
-    ordered = sorted(items, key=lambda i: i.start_ns)
-    channel = answer_channel(ordered, answer)
-    if channel is not None:
-        ordered[channel] = ordered[channel].without_tool()
-    for item in ordered:
+    last_tool: tuple[int, bool] | None = None
+    for item in sorted(items, key=lambda i: i.start_ns):
         if (item.tool is not None and len(calls) >= limits.max_tool_calls) or (
                 chars + item.chars > limits.max_chars):
             truncated = True
@@ -207,18 +217,19 @@ def gather(items: Sequence[Item], limits: TraceLimits, answer: object = None) ->
         call = item.tool_call()
         if call is not None:
             calls.append(call)
+            last_tool = (len(context) if item.gives_result() else -1, item.output_step)
         context.extend(item.texts())
     if not calls and not context:
         return TraceInput(truncated=truncated) if truncated else EMPTY
-    return TraceInput(tuple(calls), tuple(context), truncated)
+    # cut short, the last tool call kept may not be the call's last: nothing left out then
+    return TraceInput(tuple(calls), tuple(context), truncated, None if truncated else last_tool)
 
 
 def answer_channel(ordered: Sequence[Item], answer: object) -> int | None:
-    """The index of the answer channel among items in start order: the last tool call, when
-    it hands `answer` over (`Item.delivers`); None when there is none."""
-    last = next((i for i in range(len(ordered) - 1, -1, -1) if ordered[i].tool is not None),
-                None)
-    return last if last is not None and ordered[last].delivers(answer) else None
+    """The index of the answer channel among tool-call items in start order: the last, when it
+    hands `answer` over (`Item.delivers`); None when there is none."""
+    last = len(ordered) - 1
+    return last if last >= 0 and ordered[last].delivers(answer) else None
 
 
 @dataclass(slots=True)

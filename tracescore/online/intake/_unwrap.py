@@ -310,9 +310,9 @@ def _first_text(values: Any, depth: int) -> str | None:
             if " " in text and not (text.startswith("<") and text.endswith(">")):
                 return text  # prose; `<Context object at 0x…>` is an object's default repr
         elif isinstance(decoded, (Mapping, list, tuple)):
-            text = _question_of(decoded, depth + 1)
-            if text:
-                return text
+            found = _question_of(decoded, depth + 1)
+            if found:
+                return found
     return None
 
 
