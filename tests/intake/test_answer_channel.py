@@ -160,7 +160,8 @@ def agent_call(draw: st.DrawFn) -> dict[str, Any]:
     case = {"question": draw(TEXT), "answer": "» " + draw(TEXT), "tools": tools,
             "channel": draw(st.sampled_from(CHANNELS)),
             "convention": draw(st.sampled_from(["openinference", "genai"]))}
-    if tools and draw(st.booleans()):
+    repeats = draw(st.booleans())
+    if tools and repeats:
         tools[-1]["result"] = case["answer"]  # the agent repeats a tool's result: still context
     return case
 
