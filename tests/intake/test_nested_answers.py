@@ -54,7 +54,7 @@ def _haystack_json(role: str, text: str) -> dict[str, Any]:
 
 KINDS = ["agent_output", "stop_event", "stop_event_cut", "haystack_replies_repr",
          "haystack_replies_json", "haystack_state", "openai_response", "response_dict",
-         "run_result"]
+         "run_result", "result_envelope"]
 
 
 @st.composite
@@ -92,8 +92,11 @@ def nested_answer(draw: st.DrawFn) -> tuple[str, Any, str]:
     elif kind == "response_dict":
         value = {"response": {"role": "assistant", "content": answer}, "sources": [tool],
                  "system_prompt": system}
-    else:  # an object whose answer field is a text
+    elif kind == "run_result":  # an object whose answer field is a text
         value = f"RunResult(output={answer!r}, state='success', messages=[], token_usage=None)"
+    else:  # a chain's result envelope (LangChain's AgentExecutor): the input beside the output
+        value = json.dumps({"input": question, "output": answer, "intermediate_steps": [
+            [{"tool": "lookup", "tool_input": "x"}, tool]]})
     return answer, value, kind
 
 

@@ -47,6 +47,10 @@ _ANSWER_FIELDS = ("response", "replies", "output", "outputs", "final_output",
                   "answer", "result", "last_message", "message", "completion", "content",
                   "text", "choices", "generations")
 _ANSWER_SET = frozenset(_ANSWER_FIELDS) | {"messages"}
+# the fields of a result envelope (`{"input": …, "output": "…"}`): a text in one is the answer
+# in plain data too; `answer`, `text`, `content`, `message` are also a structured output's fields
+_ENVELOPE = frozenset({"response", "replies", "output", "outputs", "final_output", "result",
+                       "last_message", "completion", "choices", "generations"})
 _REPR_START = re.compile(r"[A-Za-z_][\w.]*\(")
 _MAX_CUTS = 32  # cut points tried when repairing a cut-off repr
 _ROLE_KEYS = ("role", "type", "author", "sender")
@@ -353,8 +357,9 @@ def _answer(value: object, depth: int, loose: bool = False) -> str | None:
     `result`, `message`, `choices`, ...) holds, one level down after another; None when there
     is none; "" for messages of which none is the assistant's with text (a system prompt, the
     question or a tool return is never the answer). A bare text in such a field is the
-    answer only inside an object (`loose`: `StopEvent(result='…')`); in plain data
-    (`{"answer": "…", "confidence": 0.9}`) the data is the answer, kept whole."""
+    answer inside an object (`loose`: `StopEvent(result='…')`) or a result envelope
+    (`{"input": …, "output": "…"}`); in other plain data (`{"answer": "…", "confidence":
+    0.9}`, a structured output) the data is the answer, kept whole."""
     if depth >= _MAX_DEPTH:
         return None
     value = _decoded(value, depth)
@@ -368,7 +373,7 @@ def _answer(value: object, depth: int, loose: bool = False) -> str | None:
         loose = loose or "__type__" in value
         for key in _ANSWER_FIELDS:
             if key in value:
-                found = _answer(value[key], depth + 1, loose)
+                found = _answer(value[key], depth + 1, loose or key in _ENVELOPE)
                 if found is not None:
                     return found
         return None
