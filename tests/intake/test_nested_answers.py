@@ -100,7 +100,7 @@ def nested_answer(draw: st.DrawFn) -> tuple[str, Any, str]:
     return answer, value, kind
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(nested_answer())
 def test_the_answer_is_the_assistants_text_inside_the_frameworks_object(
         case: tuple[str, Any, str]) -> None:

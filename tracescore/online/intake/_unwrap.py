@@ -53,6 +53,7 @@ _ENVELOPE = frozenset({"response", "replies", "output", "outputs", "final_output
                        "last_message", "completion", "choices", "generations"})
 _REPR_START = re.compile(r"[A-Za-z_][\w.]*\(")
 _MAX_CUTS = 32  # cut points tried when repairing a cut-off repr
+_MAX_REPAIR = 100_000  # longer cut-off reprs are not repaired
 _ROLE_KEYS = ("role", "type", "author", "sender")
 _CONTENT_KEYS = ("content", "text", "parts", "blocks", "contents", "items")
 _ROLES = {"human": "user", "user": "user", "ai": "assistant", "assistant": "assistant",
@@ -403,7 +404,8 @@ def _repaired_answer(text: str, depth: int) -> str:
     AgentOutput(response=…), structured_r...`): then the answer read from what was cut off
     cleanly (`_uncut`)."""
     stripped = text.strip()
-    if not (stripped.endswith("...") and _REPR_START.match(stripped)):
+    if not (stripped.endswith("...") and len(stripped) < _MAX_REPAIR
+            and _REPR_START.match(stripped)):
         return text
     repaired = _uncut(stripped[:-3])
     if not isinstance(repaired, Mapping) or "__type__" not in repaired:
