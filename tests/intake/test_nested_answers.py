@@ -160,3 +160,26 @@ def test_both_doors_judge_the_answer_inside_the_object(
     assert processor.seen == expected
     assert gateway.seen == expected
     assert processor.scored == gateway.scored == sorted(str(n) for n in range(len(cases)))
+
+
+_ADDRESSES = st.sampled_from([
+    "<function run.<locals>.<lambda> at 0x7f4ca36022a0>", "<object object at 0x7f00>",
+    "<workflows.context.context.Context object at 0x7fa91890a010>",
+    "<bound method Agent.run of <Agent object at 0x10>>"])
+
+
+@settings(max_examples=100, deadline=None)
+@given(TEXT, TEXT, SYSTEM, _ADDRESSES)
+def test_object_reprs_holding_default_reprs_are_still_read(
+        question: str, answer: str, system: str, address: str) -> None:
+    """Haystack's model-step input holds its tools, whose `function=<function … at 0x…>` is no
+    literal; LlamaIndex's AgentOutput may hold `raw=<… object at 0x…>`: both are still read."""
+    from tracescore.online.intake._unwrap import unwrap_input
+    from tracescore.scoring._inputs import question_text
+
+    recorded_input = ("{'messages': [" + _haystack_message("system", system) + ", "
+                      + _haystack_message("user", question) + "], 'tools': [Tool(name='lookup', "
+                      f"function={address}, outputs_to_string=None)]}}")
+    assert question_text(unwrap_input(recorded_input)) == question
+    recorded_output = _agent_output(answer, "x").replace("raw=None", f"raw={address}")
+    assert unwrap_output(recorded_output) == answer

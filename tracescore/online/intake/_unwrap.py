@@ -36,6 +36,9 @@ __all__ = ["call_arguments", "member", "unwrap_input", "unwrap_output"]
 _MAX_DEPTH = 6
 _MAX_LEN = 1_000_000  # longer text is not parsed (it is judged as it is)
 _ENUM_REPR = re.compile(r"<[\w.]+: ('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|-?\d+)>")
+# an object's default repr inside another repr (`function=<function f at 0x7f…>`): read as None
+# (a bound method's, `<bound method A.run of <A object at 0x…>>`, once its object is None)
+_ADDRESS_REPR = re.compile(r"<[\w.]+(?:[^<>'\"]|<\w+>)*? (?:at 0x[0-9a-fA-F]+|of None)>")
 _QUESTION_KEYS = ("question", "query", "prompt", "input", "task", "user_input", "user_message",
                   "message", "request", "goal", "text", "content", "msg", "q")
 # words of an argument's name that say it is no question (a system prompt, a tool's part)
@@ -168,7 +171,8 @@ def _looks_like_object(text: str) -> bool:
 
 
 def _literal(text: str) -> object:
-    tree = ast.parse(_ENUM_REPR.sub(r"\1", text), mode="eval")
+    text = _ADDRESS_REPR.sub("None", _ADDRESS_REPR.sub("None", _ENUM_REPR.sub(r"\1", text)))
+    tree = ast.parse(text, mode="eval")
     return _node(tree.body)
 
 
