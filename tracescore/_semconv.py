@@ -182,6 +182,7 @@ OI_LLM_INPUT_MESSAGES = "llm.input_messages"  # + ".{i}.message.role/content"
 OI_LLM_OUTPUT_MESSAGES = "llm.output_messages"
 LOGFIRE_INPUT = "input"  # logfire's OpenAI Agents integration: the call's messages
 LOGFIRE_OUTPUT = "output"
+LOGFIRE_MSG = "logfire.msg"  # a span's message; marks pydantic-ai's output-function tool spans
 
 # --- spans that look like agent calls but cannot be read (online/intake/_diagnose.py) --------------
 MASTRA_SPAN_TYPE = "mastra.span.type"  # agent_run, workflow_run, model_generation, ...

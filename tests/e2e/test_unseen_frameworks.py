@@ -23,6 +23,7 @@ import json
 import random
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,8 @@ from test_reach_openai_agents import replay
 
 import tracescore
 from tracescore import _semconv as sc
+from tracescore.scoring import Scorer, ScoreResult, ScorerInput
+from tracescore.scoring._inputs import question_text
 from tracescore.testing import GatewayProcess, OTLPReceiver, ReceivedSpan, StubLLMServer
 from tracescore.testing._decode import spans_from_otlp_json
 
@@ -124,21 +127,42 @@ def test_agents_of_unseen_frameworks_are_scored_on_the_users_text(
                   [(c["question"], c["answer"]) for c in cases])
 
 
-def replay_in_process(sent: list[ReceivedSpan], stub: StubLLMServer) -> list[str]:
+class ToolsGiven(Scorer):
+    """Keeps, per question, the tool calls (name, arguments) and the context a scorer gets."""
+
+    id = "tools-given"
+    name = "tools given"
+    uses_judge = False
+
+    def __init__(self) -> None:
+        self.seen: dict[str, tuple[list[tuple[str, Any]], list[str]]] = {}
+        self._lock = threading.Lock()
+
+    async def evaluate(self, call: ScorerInput) -> ScoreResult:
+        with self._lock:
+            self.seen[question_text(call.input)] = (
+                [(t.name, t.arguments) for t in call.tool_calls], list(call.context))
+        return ScoreResult(run_id=call.run_id or "", scorer_id=self.id, scorer_name=self.name,
+                           score=1.0)
+
+
+def replay_in_process(sent: list[ReceivedSpan], stub: StubLLMServer,
+                      given: ToolsGiven | None = None) -> list[str]:
     """`sent` replayed through a span processor scoring relevancy at `stub` with the built-in
-    recognisers; the names of the spans that came out scored."""
+    recognisers (and `given`); the names of the spans that came out scored."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     scorer = tracescore.create_answer_relevancy_scorer(
         model="openai/judge-stub", api_base=stub.base_url, api_key="sk-test", timeout=30)
     provider.add_span_processor(tracescore.ScoringSpanProcessor(
-        SimpleSpanProcessor(exporter), [scorer], recognise=tracescore.build_recognisers(MAPPINGS),
-        isolation="thread"))
+        SimpleSpanProcessor(exporter), [scorer, *([given] if given else [])],
+        recognise=tracescore.build_recognisers(MAPPINGS), isolation="thread"))
     replay(sent, provider)
     assert provider.force_flush(60_000)
     provider.shutdown()
     return [s.name for s in exporter.get_finished_spans()
-            if any(e.name == sc.GEN_AI_EVALUATION_RESULT for e in s.events)]
+            if any(e.name == sc.GEN_AI_EVALUATION_RESULT and e.attributes is not None
+                   and e.attributes.get(sc.TS_SCORER_ID) == scorer.id for e in s.events)]
 
 
 @pytest.mark.parametrize("framework", sorted(AGENT_SPANS))
@@ -151,7 +175,16 @@ def test_the_same_spans_are_scored_the_same_in_process(
     sent, _ = run_through_gateway(framework, cases, side_python, gateway, receiver, stub)
     through_gateway = sorted(judged_pairs(stub))
     stub.clear()
-    scored = replay_in_process(sent, stub)
+    given = ToolsGiven()
+    scored = replay_in_process(sent, stub, given)
     assert scored == [AGENT_SPANS[framework]] * len(cases)
     assert sorted(judged_pairs(stub)) == through_gateway == sorted(
         (c["question"], c["answer"]) for c in cases)
+    for case in cases:  # the answer is never context: faithfulness would judge it by itself
+        calls, context = given.seen[case["question"]]
+        assert case["answer"] not in context, (calls, context)
+        if framework == "smolagents":  # its tool spans (OpenInference TOOL); `final_answer`
+            # hands the answer over: no tool call; arguments without smolagents' call wrapper
+            tool = case.get("tool")
+            assert calls == ([("lookup", {"place": tool["argument"]})] if tool else [])
+            assert context == ([tool["result"]] if tool else [])

@@ -252,6 +252,9 @@ class Runner:
                 self.log_once("trace_input", "tracescore: could not read an agent call's tool "
                               "calls and context", exc_info=True)
                 trace = EMPTY
+        if trace.last_tool is not None:  # the answer channel left out, once the answer is read
+            trace = call.trace = trace.for_answer(call.output)
+        else:
             call.trace = trace
         return trace
 
@@ -261,7 +264,7 @@ class Runner:
             return None
         if call.run is None:
             try:
-                call.run = run_of(call.run_source, self.trace_limits)
+                call.run = run_of(call.run_source, self.trace_limits, call.output)
             except Exception:  # noqa: BLE001 - scored with its tool calls rather than not at all
                 self.log_once("run_steps", "tracescore: could not read a run's steps",
                               exc_info=True)

@@ -322,7 +322,7 @@ def trace_input_of(items: list[Item], dropped: bool, limits: TraceLimits) -> Tra
         return EMPTY
     found = gather(items, limits)
     if dropped and not found.truncated:
-        return TraceInput(found.tool_calls, found.context, True)
+        return TraceInput(found.tool_calls, found.context, True, found.last_tool)
     return found
 
 

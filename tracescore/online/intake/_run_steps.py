@@ -8,7 +8,8 @@ tool item. When a run is scored, `RunSource` is what the collector had below its
 (copied under its lock), and `run_of` builds the `Run` from it in the worker:
 
 - `steps`: the run's tool calls in start order, its sub-agents' too (what trajectories are
-  compared on), within `TraceLimits` (tool calls, characters);
+  compared on), within `TraceLimits` (tool calls, characters); not the tool call that hands
+  the run's answer over (`_answer_channel`: the run's last tool call, when it does);
 - `timeline`: every LLM call, tool call and sub-agent in start order, each sub-agent's (and
   workflow step's) own steps as its children; the spans in between that are no step (a
   framework's chain or graph-node spans) are looked through;
@@ -24,7 +25,7 @@ from dataclasses import replace
 from typing import Any, NamedTuple
 
 from tracescore import _semconv as sc
-from tracescore.online.intake._trace_input import Item, TraceLimits
+from tracescore.online.intake._trace_input import Item, TraceLimits, answer_channel
 from tracescore.scoring._runs import AGENT, LLM_CALL, TOOL_CALL, WORKFLOW_STEP, Run, Step
 
 _LLM_OPERATIONS = frozenset({sc.OP_CHAT, "text_completion", "generate_content", "embeddings"})
@@ -97,8 +98,9 @@ class RunSource(NamedTuple):
     content: Mapping[int, Mapping[str, str]] | None  # tool content kept off spans, by span id
 
 
-def run_of(source: RunSource, limits: TraceLimits) -> Run:
-    """The run below `source.root`: its tool calls, its timeline, its duration and error."""
+def run_of(source: RunSource, limits: TraceLimits, answer: object = None) -> Run:
+    """The run below `source.root`: its tool calls, its timeline, its duration and error;
+    `answer`: the run's answer (the tool call that hands it over is no step)."""
     root, parents, marks = source.root, source.parents, source.marks
     origin = marks[root].start_ns if root in marks else min(
         (m.start_ns for m in marks.values()), default=0)
@@ -111,6 +113,7 @@ def run_of(source: RunSource, limits: TraceLimits) -> Run:
         if above is not None:
             children.setdefault(above, []).append(span_id)
     chars = [limits.max_chars]  # left for tool arguments and results, shared by the run
+    tool_ids: dict[int, int] = {}  # id() of a tool call's step -> its span id
 
     def build(span_id: int) -> Step:
         mark = marks[span_id]
@@ -122,12 +125,17 @@ def run_of(source: RunSource, limits: TraceLimits) -> Run:
                     children=below, start_ms=(mark.start_ns - origin) / 1e6,
                     duration_ms=max(0, mark.end_ns - mark.start_ns) / 1e6)
         if kind == TOOL_CALL:
-            return _tool_step(step, _item(source, span_id), chars)
+            step = _tool_step(step, _item(source, span_id), chars)
+            tool_ids[id(step)] = span_id
         return step
 
     timeline = tuple(build(s) for s in sorted(children.get(root, ()),
                                               key=lambda s: marks[s].start_ns))
-    tools = [s for s in _flat(timeline) if s.type == TOOL_CALL][:limits.max_tool_calls]
+    tools = [s for s in _flat(timeline) if s.type == TOOL_CALL]
+    channel = answer_channel([_as_item(source, s, tool_ids) for s in tools], answer)
+    if channel is not None:
+        del tools[channel]
+    tools = tools[:limits.max_tool_calls]
     root_mark = marks.get(root)
     return Run(steps=tuple(Step(name=s.name, type=TOOL_CALL, arguments=s.arguments,
                                 result=s.result, error=s.error, duration_ms=s.duration_ms,
@@ -168,6 +176,13 @@ def _item(source: RunSource, span_id: int) -> Item | None:
     item = source.items.get(span_id)
     kept = source.content.get(span_id) if source.content else None
     return item if item is None or kept is None else item.with_content(kept)
+
+
+def _as_item(source: RunSource, step: Step, tool_ids: Mapping[int, int]) -> Item:
+    """The item of a tool call's step (a bare one when its span recorded none)."""
+    item = _item(source, tool_ids[id(step)]) if id(step) in tool_ids else None
+    return item if item is not None else Item(0, (step.name, step.arguments, None, None, None),
+                                              (), 0)
 
 
 def _tool_step(step: Step, item: Item | None, chars: list[int]) -> Step:

@@ -11,6 +11,10 @@ span (any depth). What counts:
   `retrieval.documents.N.document.content`, GenAI `retrieval` with `gen_ai.retrieval.documents`);
   the `tracescore.context` attribute (a text or an array of texts) on any span.
 
+A tool call's arguments are read without a call wrapper (`{"args": [], "kwargs": {...}}` is its
+keyword arguments: `_unwrap.call_arguments`). The last tool call that hands the agent's answer
+over (`_answer_channel`) is no tool use: no tool call, no context.
+
 Bounded: spans remembered per trace (`TraceLimits.max_spans`), tool calls and characters handed
 to the scorers per agent call (`max_tool_calls`, `max_chars`).
 """
@@ -24,7 +28,9 @@ from typing import Any, NamedTuple
 
 from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
+from tracescore.online.intake._answer_channel import OUTPUT_STEP_MARK, delivers
 from tracescore.online.intake._llm_calls import LlmCall
+from tracescore.online.intake._unwrap import call_arguments
 from tracescore.scoring._base import ToolCall
 
 _MAX_DEPTH = 256  # parent links followed from a span up to its agent span
@@ -37,6 +43,23 @@ class TraceInput:
     tool_calls: tuple[ToolCall, ...] = ()
     context: tuple[str, ...] = ()
     truncated: bool = False  # items left out to stay within the limits
+    # the last tool call, until `for_answer` looked at it: (the index of its result in
+    # `context`, or -1 for none; marked by its framework as the output step)
+    last_tool: tuple[int, bool] | None = None
+
+    def for_answer(self, answer: object) -> TraceInput:
+        """These tool calls and context for an agent call that answered `answer` (its
+        normalised output): the last tool call left out, and its result, when it is the answer
+        channel (`_answer_channel`); done once (the result no longer has `last_tool`)."""
+        if self.last_tool is None:
+            return self
+        result_at, output_step = self.last_tool
+        last = self.tool_calls[-1]
+        if not (output_step or delivers(last.arguments, answer)):
+            return TraceInput(self.tool_calls, self.context, self.truncated)
+        context = self.context if result_at < 0 else (
+            self.context[:result_at] + self.context[result_at + 1:])
+        return TraceInput(self.tool_calls[:-1], context, self.truncated)
 
 
 EMPTY = TraceInput()
@@ -82,12 +105,23 @@ class Item(NamedTuple):
     tool: tuple[str, Any, Any, str | None, str | None] | None
     context: tuple[Any, ...]
     chars: int
+    output_step: bool = False  # marked by its framework as the call's output step
+
+    def delivers(self, answer: object) -> bool:
+        """Whether this tool call is the answer channel of an agent call answering `answer`
+        (`_answer_channel`): marked as its output step, or its argument is the answer."""
+        return self.tool is not None and (self.output_step or delivers(self.tool[1], answer))
+
+    def gives_result(self) -> bool:
+        """Whether its tool call's result is its first context text."""
+        return (self.tool is not None and self.tool[3] is None and bool(self.tool[2])
+                and bool(self.context))
 
     def tool_call(self) -> ToolCall | None:
         if self.tool is None:
             return None
         name, arguments, result, error, call_id = self.tool
-        return ToolCall(name=name, arguments=_decoded(arguments),
+        return ToolCall(name=name, arguments=call_arguments(_decoded(arguments)),
                         result=None if error is not None else _decoded(result),
                         error=error, call_id=call_id)
 
@@ -101,7 +135,8 @@ class Item(NamedTuple):
         extra = self.context
         context = ((result,) if result else ()) + extra
         chars = self.chars + _size(arguments) + _size(result)
-        return Item(self.start_ns, (name, arguments, result, error, call_id), context, chars)
+        return Item(self.start_ns, (name, arguments, result, error, call_id), context, chars,
+                    self.output_step)
 
     def texts(self) -> list[str]:
         texts: list[str] = []
@@ -130,6 +165,7 @@ def read_span(name: str, attributes: Mapping[str, Any], start_ns: int,
     tool = None
     context: tuple[Any, ...] = ()
     chars = 0
+    output_step = False
     if operation == sc.OP_EXECUTE_TOOL or (kind is not None and str(kind).upper() == "TOOL"):
         genai = operation == sc.OP_EXECUTE_TOOL
         if callable(error):
@@ -145,6 +181,8 @@ def read_span(name: str, attributes: Mapping[str, Any], start_ns: int,
         chars = _size(raw_args) + (len(error) if error is not None else _size(raw_result))
         if error is None and raw_result is not None:
             context = (raw_result,)
+        message = get(sc.LOGFIRE_MSG)
+        output_step = isinstance(message, str) and message.startswith(OUTPUT_STEP_MARK)
     elif operation == sc.OP_RETRIEVAL:
         raw = get(sc.GEN_AI_RETRIEVAL_DOCUMENTS)
         if raw is not None:
@@ -159,15 +197,17 @@ def read_span(name: str, attributes: Mapping[str, Any], start_ns: int,
         chars += sum(len(t) for t in texts)
     if tool is None and not context:
         return None
-    return Item(start_ns, tool, context, chars)
+    return Item(start_ns, tool, context, chars, output_step)
 
 
 def gather(items: Sequence[Item], limits: TraceLimits) -> TraceInput:
-    """Items in call (start) order, decoded, cut at the first that does not fit the limits."""
+    """Items in call (start) order, decoded, cut at the first that does not fit the limits;
+    where the last tool call's result is noted for `TraceInput.for_answer`."""
     calls: list[ToolCall] = []
     context: list[str] = []
     chars = 0
     truncated = False
+    last_tool: tuple[int, bool] | None = None
     for item in sorted(items, key=lambda i: i.start_ns):
         if (item.tool is not None and len(calls) >= limits.max_tool_calls) or (
                 chars + item.chars > limits.max_chars):
@@ -177,10 +217,19 @@ def gather(items: Sequence[Item], limits: TraceLimits) -> TraceInput:
         call = item.tool_call()
         if call is not None:
             calls.append(call)
+            last_tool = (len(context) if item.gives_result() else -1, item.output_step)
         context.extend(item.texts())
     if not calls and not context:
         return TraceInput(truncated=truncated) if truncated else EMPTY
-    return TraceInput(tuple(calls), tuple(context), truncated)
+    # cut short, the last tool call kept may not be the call's last: nothing left out then
+    return TraceInput(tuple(calls), tuple(context), truncated, None if truncated else last_tool)
+
+
+def answer_channel(ordered: Sequence[Item], answer: object) -> int | None:
+    """The index of the answer channel among tool-call items in start order: the last, when it
+    hands `answer` over (`Item.delivers`); None when there is none."""
+    last = len(ordered) - 1
+    return last if last >= 0 and ordered[last].delivers(answer) else None
 
 
 @dataclass(slots=True)

@@ -31,19 +31,32 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["member", "unwrap_input", "unwrap_output"]
+__all__ = ["call_arguments", "member", "unwrap_input", "unwrap_output"]
 
 _MAX_DEPTH = 6
 _MAX_LEN = 1_000_000  # longer text is not parsed (it is judged as it is)
 _ENUM_REPR = re.compile(r"<[\w.]+: ('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|-?\d+)>")
+# an object's default repr inside another repr (`function=<function f at 0x7f…>`): read as None
+# (a bound method's, `<bound method A.run of <A object at 0x…>>`, once its object is None)
+_ADDRESS_REPR = re.compile(r"<[\w.]+(?:[^<>'\"]|<\w+>)*? (?:at 0x[0-9a-fA-F]+|of None)>")
 _QUESTION_KEYS = ("question", "query", "prompt", "input", "task", "user_input", "user_message",
                   "message", "request", "goal", "text", "content", "msg", "q")
 # words of an argument's name that say it is no question (a system prompt, a tool's part)
 _NOT_QUESTION_WORDS = frozenset({"system", "instruction", "instructions", "tool", "tools",
                                  "persona", "role", "schema"})
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
-_ANSWER_KEYS = ("answer", "output", "final_output", "response", "result", "completion", "text",
-                "content", "message")
+# fields of a response, result or event object that hold the answer, in order of preference
+_ANSWER_FIELDS = ("response", "replies", "output", "outputs", "final_output",
+                  "answer", "result", "last_message", "message", "completion", "content",
+                  "text", "choices", "generations")
+_ANSWER_SET = frozenset(_ANSWER_FIELDS) | {"messages"}
+# the fields of a result envelope (`{"input": …, "output": "…"}`): a text in one is the answer
+# in plain data too; `answer`, `text`, `content`, `message` are also a structured output's fields
+_ENVELOPE = frozenset({"response", "replies", "output", "outputs", "final_output", "result",
+                       "last_message", "completion", "choices", "generations"})
+_REPR_START = re.compile(r"[A-Za-z_][\w.]*\(")
+_MAX_CUTS = 32  # cut points tried when repairing a cut-off repr
+_MAX_REPAIR = 100_000  # longer cut-off reprs are not repaired
 _ROLE_KEYS = ("role", "type", "author", "sender")
 _CONTENT_KEYS = ("content", "text", "parts", "blocks", "contents", "items")
 _ROLES = {"human": "user", "user": "user", "ai": "assistant", "assistant": "assistant",
@@ -101,6 +114,30 @@ def member(raw: object, path: str | None) -> object:
     return value
 
 
+def call_arguments(value: object) -> object:
+    """A tool call's arguments with a call wrapper removed: `{"args": [], "kwargs": {...}}`
+    (flags beside them allowed, such as smolagents' `"sanitize_inputs_outputs": true`) is its
+    keyword arguments, `{"args": [{...}]}` its one positional argument object, `{"args": [...]}`
+    its positional arguments; with both, `{"args", "kwargs"}` without the flags. Anything else
+    as it is (a tool's own argument named `args` beside others is no wrapper)."""
+    if not isinstance(value, Mapping) or not ("args" in value or "kwargs" in value):
+        return value
+    args, kwargs = value.get("args", ()), value.get("kwargs", {})
+    if args is None:
+        args = ()
+    if kwargs is None:
+        kwargs = {}
+    if not isinstance(args, (list, tuple)) or not isinstance(kwargs, Mapping) or any(
+            key not in ("args", "kwargs") and not (v is None or isinstance(v, bool))
+            for key, v in value.items()):
+        return value
+    if not args:
+        return dict(kwargs)
+    if not kwargs:
+        return args[0] if len(args) == 1 and isinstance(args[0], Mapping) else list(args)
+    return {"args": list(args), "kwargs": dict(kwargs)}
+
+
 def _is_call_part(value: object, step: str) -> bool:
     """`value` is itself the `args` (a tuple or list) or the `kwargs` (a mapping without that
     key) a path names: the encodings of a call's arguments read with one path."""
@@ -134,7 +171,8 @@ def _looks_like_object(text: str) -> bool:
 
 
 def _literal(text: str) -> object:
-    tree = ast.parse(_ENUM_REPR.sub(r"\1", text), mode="eval")
+    text = _ADDRESS_REPR.sub("None", _ADDRESS_REPR.sub("None", _ENUM_REPR.sub(r"\1", text)))
+    tree = ast.parse(text, mode="eval")
     return _node(tree.body)
 
 
@@ -277,12 +315,13 @@ def _first_text(values: Any, depth: int) -> str | None:
     for value in values:
         decoded = _decoded(value, depth)
         if isinstance(decoded, str):
-            if " " in decoded.strip():
-                return decoded.strip()
+            text = decoded.strip()
+            if " " in text and not (text.startswith("<") and text.endswith(">")):
+                return text  # prose; `<Context object at 0x…>` is an object's default repr
         elif isinstance(decoded, (Mapping, list, tuple)):
-            text = _question_of(decoded, depth + 1)
-            if text:
-                return text
+            found = _question_of(decoded, depth + 1)
+            if found:
+                return found
     return None
 
 
@@ -306,16 +345,106 @@ def _is_identifier_key(key: str) -> bool:
 def _output(value: object, depth: int) -> object:
     decoded = _decoded(value, depth)
     if isinstance(decoded, str):
-        return decoded
-    messages = _messages(decoded, depth)
-    if messages is not None:
-        for message in reversed(messages):
-            if message["role"] == "assistant" and message["content"]:
-                return message["content"]
-        return "" if all(m["role"] != "assistant" for m in messages) and any(
-            m["role"] == "system" for m in messages) else value
-    if isinstance(decoded, Mapping) and ("args" in decoded or "__type__" in decoded):
-        for key in _ANSWER_KEYS:
-            if isinstance(decoded.get(key), str):
-                return str(decoded[key])
+        return _repaired_answer(decoded, depth)
+    if not isinstance(decoded, (Mapping, list, tuple)):
+        return value
+    found = _answer(decoded, depth)
+    if found is not None:
+        return found
+    if isinstance(decoded, Mapping) and "__type__" in decoded:
+        return _object_answer(decoded)
     return value
+
+
+def _answer(value: object, depth: int, loose: bool = False) -> str | None:
+    """The assistant's text in a decoded output: the last assistant message with text of a
+    message list, else what an answer-bearing field (`response`, `replies`, `output`,
+    `result`, `message`, `choices`, ...) holds, one level down after another; None when there
+    is none; "" for messages of which none is the assistant's with text (a system prompt, the
+    question or a tool return is never the answer). A bare text in such a field is the
+    answer inside an object (`loose`: `StopEvent(result='…')`) or a result envelope
+    (`{"input": …, "output": "…"}`); in other plain data (`{"answer": "…", "confidence":
+    0.9}`, a structured output) the data is the answer, kept whole."""
+    if depth >= _MAX_DEPTH:
+        return None
+    value = _decoded(value, depth)
+    if isinstance(value, str):
+        return value if loose else None
+    messages = _messages(value, depth)
+    if messages is not None:
+        said = [m["content"] for m in messages if m["role"] == "assistant"]
+        return next((text for text in reversed(said) if text), "")  # "": none has any
+    if isinstance(value, Mapping):
+        loose = loose or "__type__" in value
+        for key in _ANSWER_FIELDS:
+            if key in value:
+                found = _answer(value[key], depth + 1, loose or key in _ENVELOPE)
+                if found is not None:
+                    return found
+        return None
+    if isinstance(value, (list, tuple)):
+        empty = None
+        for item in reversed(value):
+            found = _answer(item, depth + 1, loose)
+            if found:
+                return found
+            empty = found if empty is None else empty
+        return empty
+    return None
+
+
+def _object_answer(fields: Mapping[Any, Any]) -> str:
+    """An object's repr in which no assistant text was found: "" when it is a message or a
+    response (its answer is not there: a tool call only, say), else its fields as JSON (a
+    structured output, `CityAnswer(city='Paris')`); never the repr itself."""
+    if _role(fields) is not None or not _ANSWER_SET.isdisjoint(fields):
+        return ""
+    data = {k: v for k, v in fields.items() if k != "__type__"}
+    return json.dumps(data, ensure_ascii=False, default=str)
+
+
+def _repaired_answer(text: str, depth: int) -> str:
+    """`text` as it is, unless it is an object's repr cut short (`StopEvent(result=
+    AgentOutput(response=…), structured_r...`): then the answer read from what was cut off
+    cleanly (`_uncut`)."""
+    stripped = text.strip()
+    if not (stripped.endswith("...") and len(stripped) < _MAX_REPAIR
+            and _REPR_START.match(stripped)):
+        return text
+    repaired = _uncut(stripped[:-3])
+    if not isinstance(repaired, Mapping) or "__type__" not in repaired:
+        return text
+    found = _answer(repaired, depth)
+    return found if found is not None else _object_answer(repaired)
+
+
+def _uncut(text: str) -> object | None:
+    """The longest prefix of a cut-off repr that parses once its brackets are closed, cut at a
+    `,` between items (tried from the end, a bounded number of times); None when none does."""
+    closers = {"(": ")", "[": "]", "{": "}"}
+    stack: list[str] = []
+    cuts: list[tuple[int, str]] = []
+    quote = ""
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if quote:
+            if char == "\\":
+                index += 1
+            elif char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char in closers:
+            stack.append(closers[char])
+        elif char in ")]}" and stack:
+            stack.pop()
+        elif char == "," and stack:
+            cuts.append((index, "".join(reversed(stack))))
+        index += 1
+    for position, closing in reversed(cuts[-_MAX_CUTS:]):
+        try:
+            return _literal(text[:position] + closing)
+        except (_NotLiteral, SyntaxError, ValueError, MemoryError, RecursionError):
+            continue
+    return None
