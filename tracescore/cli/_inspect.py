@@ -160,6 +160,10 @@ def _text(report: SpanReport) -> str:
         for text in report.context:
             lines.append(f"  context:       {_short(text)}")
         lines.extend(f"  warning:       {warning}" for warning in report.warnings)
+        if report.mapping:
+            lines.append("  found by the trace's shape (no agent marker); a recognise.mappings "
+                         "entry that reads it by name:")
+            lines.extend("    " + line for line in _yaml_entry(report.mapping).splitlines())
         return "\n".join(lines)
     lines.append(f"  NOT scored (looks like an agent call: {report.framework}): {report.why}")
     lines.append(f"  attribute keys: {', '.join(report.attribute_keys) or 'none'}")

@@ -129,7 +129,8 @@ class Engine:
         self._keep = keep  # rescore: which of a span's chosen scorers still score it
         self._reader = reader = AgentReader(self._recognisers)  # one outcome per agent span
         known = reader.chain_markers | ITEM_MARKERS
-        raw = known | reader.diagnose.keys | reader.contentless.raw_markers(known)
+        raw = (known | reader.diagnose.keys | reader.contentless.raw_markers(known)
+               | reader.shape_markers)
         self._marker_bytes = tuple(m.encode() for m in raw)
         self.traces: TraceCollector = collector_from(trace_options)
         self.log_content = LogContent()  # GenAI content log records, by span (`content_logged`)
@@ -346,7 +347,8 @@ class Engine:
                     if sc.TS_JUDGE in keys:
                         continue  # a judge's own call (`_judge_spans`): never scored
                     attributes = (attributes_of(span.attributes)
-                                  if not readable.isdisjoint(keys) else None)
+                                  if not readable.isdisjoint(keys) or reader.shaped(keys)
+                                  else None)
                     logged = (attributes if attributes is None or not len(self.log_content)
                               else self.log_content.with_logged(  # a model call's logged
                                   _otlp.key_of(span), attributes))  # messages

@@ -31,8 +31,12 @@ from tracescore.online.intake import (
     TraceLimits,
     Unreadable,
     attributes_of,
+    generic_keys,
     is_top,
+    pinned_mapping,
     suggest_mapping,
+    unwrap_input,
+    unwrap_output,
 )
 from tracescore.scoring._inputs import answer_text, question_text
 
@@ -58,7 +62,9 @@ class SpanReport:
     reason: str | None = None  # why not (a `REASONS` key) ...
     why: str | None = None  # ... in words
     attribute_keys: list[str] = field(default_factory=list)
-    mapping: dict[str, Any] | None = None  # a recognise.mappings entry that would read it
+    # a recognise.mappings entry that would read it (of a scored span: one that pins a call
+    # found by the trace's shape, read from its own keys)
+    mapping: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -106,7 +112,8 @@ class Inspector:
         self.spans += 1
         keys = {kv.key for kv in span.attributes}
         attributes = (attributes_of(span.attributes)
-                      if not self._readable.isdisjoint(keys) else None)
+                      if not self._readable.isdisjoint(keys) or self._reader.shaped(keys)
+                      else None)
         view = OtlpSpanView(span)
         self._traces.add_span(view, attributes)
         outcome: RecognisedCall | ContentlessAgent | Unreadable | None = None
@@ -182,8 +189,8 @@ class Inspector:
         trace = self._traces.input_of(*_otlp.key_of(span))
         # as the scorers read the call (its output is the answer text already: an answer
         # that is JSON text stays that text)
-        question = _as_scorers_read(question_text, outcome.input)
-        answer = _as_scorers_read(answer_text, outcome.output)
+        question = _as_scorers_read(question_text, unwrap_input(outcome.input))
+        answer = _as_scorers_read(answer_text, unwrap_output(outcome.output))
         warnings = []
         if not question:
             warnings.append(f"{REASONS['no_question_text']}: scorers that read the question "
@@ -192,12 +199,16 @@ class Inspector:
             warnings.append(f"{REASONS['no_output_text']}: scorers will have no answer to judge")
         if trace.truncated:
             warnings.append("tool calls and context cut at the trace limits")
+        # found by the trace's shape and read from its own generic keys: the entry that pins it
+        keys = generic_keys(found.attributes) if found.outcome is None else None
+        pinned = (pinned_mapping(span.name, found.attributes, keys)
+                  if keys is not None and outcome.input is found.attributes[keys[0]] else None)
         return SpanReport(
             found.where, span.name, trace_id, span_id, True, outcome.convention,
             agent=outcome.agent, question=question, answer=answer,
-            conversation=_earlier(outcome.input), ground_truth=outcome.ground_truth,
+            conversation=_earlier(unwrap_input(outcome.input)), ground_truth=outcome.ground_truth,
             tool_calls=[_tool_call(call) for call in trace.tool_calls],
-            context=list(trace.context), warnings=warnings)
+            context=list(trace.context), warnings=warnings, mapping=pinned)
 
 
 def _as_scorers_read(read: Callable[[Any], str], value: object) -> str:

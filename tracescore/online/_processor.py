@@ -166,6 +166,7 @@ class ScoringSpanProcessor(SpanProcessor):
         self._resource: Any = None  # of the agent spans seen (for conversation carriers)
         # agent spans without content of their own are read from the LLM calls below them
         self._contentless = self._reader.contentless
+        self._shapes = bool(self._contentless)  # model calls found by shape (`_shaped`)
         self._markers = self._reader.chain_markers
         # every agent call may be a turn of a conversation (sampled by its id, not the trace's)
         self._min_threshold = 0 if self._conversations is not None else self._core.threshold
@@ -230,7 +231,7 @@ class ScoringSpanProcessor(SpanProcessor):
             on_ending(span)
 
     def on_end(self, span: ReadableSpan) -> None:
-        trace = self._track_end(span) if self._kept else None
+        trace = self._track_end(span) if self._kept or self._shapes else None
         if self._candidates or self._recognisers:  # else: no candidate possible, export at once
             candidate = self._candidate_of(span, trace)
             if candidate is not None:
@@ -267,7 +268,9 @@ class ScoringSpanProcessor(SpanProcessor):
     def _track_end(self, span: ReadableSpan) -> TraceSpans | None:
         """Remember a finished span of a collected trace; the trace when `span` is its agent."""
         context = span.context
-        if context is None or context.trace_id not in self._kept:
+        if context is None:
+            return None
+        if context.trace_id not in self._kept and not self._loop_by_shape(span, context):
             return None
         attributes = _attributes_of(span)
         if len(self.log_content):  # a model call whose messages are logged
@@ -277,6 +280,16 @@ class ScoringSpanProcessor(SpanProcessor):
         return self._traces.end_span(SdkSpanView(span), attributes,
                                      llm=bool(self._contentless), marks=self._run_scope,
                                      root=parent is None or parent.is_remote)
+
+    def _loop_by_shape(self, span: ReadableSpan, context: Any) -> bool:
+        """A model call with no marker (`intake._shaped`) ended in a trace a scorer may sample:
+        keep its trace until its local root ends (the span above it may be its agent call)."""
+        if not (self._shapes and context.trace_flags & 1
+                and context.trace_id & RANDOMNESS_MASK >= self._trace_threshold
+                and self._reader.shaped_call(_attributes_of(span))):
+            return False
+        self._traces.open_loop(context.trace_id)
+        return True
 
     def _collect(self, span: ReadableSpan, trace: TraceSpans | None,
                  candidate: _Candidate) -> None:

@@ -23,7 +23,8 @@ behind it (`_recognise`, `_frameworks`, `_readers`, `_messages`, `_unwrap`, `_ev
   `ITEM_MARKERS`, `error_of`;
 - agent calls found by the trace's shape (`AgentReader.structural`, `.wrapper`, `.hollow`):
   `starts_llm_call`, `convention_of`;
-- unreadable spans: `Diagnoser`, `Unreadable`, `REASONS`, `note_unreadable`, `suggest_mapping`.
+- unreadable spans: `Diagnoser`, `Unreadable`, `REASONS`, `note_unreadable`, `suggest_mapping`;
+  a mapping that pins a call found by the trace's shape: `pinned_mapping` (from `generic_keys`).
 """
 
 from tracescore.online.intake._agents import AgentReader
@@ -34,10 +35,16 @@ from tracescore.online.intake._collector import (
     in_process,
     trace_input_of,
 )
-from tracescore.online.intake._diagnose import REASONS, Diagnoser, Unreadable, suggest_mapping
+from tracescore.online.intake._diagnose import (
+    REASONS,
+    Diagnoser,
+    Unreadable,
+    pinned_mapping,
+    suggest_mapping,
+)
 from tracescore.online.intake._diagnose import note as note_unreadable
 from tracescore.online.intake._event_content import with_event_content
-from tracescore.online.intake._generic import generic_call
+from tracescore.online.intake._generic import generic_call, generic_keys
 from tracescore.online.intake._llm_calls import (
     LLM_MARKERS,
     ContentlessAgent,
@@ -118,9 +125,11 @@ __all__ = [
     "error_of",
     "from_llm_calls",
     "generic_call",
+    "generic_keys",
     "in_process",
     "is_top",
     "note_unreadable",
+    "pinned_mapping",
     "read_llm_call",
     "read_mark",
     "read_span",

@@ -336,3 +336,16 @@ def _guess(texts: Mapping[str, Any], words: Sequence[str], others: Sequence[str]
                 if word in part(key):
                     return key
     return None
+
+
+def pinned_mapping(name: str, attributes: Mapping[str, Any], keys: tuple[str, str]
+                   ) -> dict[str, Any]:
+    """A `recognise.mappings` entry that reads a span found by the trace's shape from the
+    generic `keys` (input, output) it was read from: spans of exactly this name (named after
+    its first word), so it is read the same with or without the shape rules."""
+    entry: dict[str, Any] = {"name": re.split(r"[^A-Za-z0-9_]", name, maxsplit=1)[0] or "mapped",
+                             "span_name": re.escape(name), "input": keys[0], "output": keys[1]}
+    agent = next((k for k in AGENT_KEYS if _has_text(attributes.get(k))), None)
+    if agent is not None:
+        entry["agent"] = agent
+    return entry

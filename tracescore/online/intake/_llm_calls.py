@@ -75,7 +75,7 @@ class LlmCall(NamedTuple):
     """An LLM span as recorded (decoded only for the first and last call of an agent)."""
 
     start_ns: int
-    reader: str  # "genai", "openinference", "logfire" or "mapping" (`LLM_CALLS`)
+    reader: str  # "genai", "openinference", "logfire", "mapping" (`LLM_CALLS`) or "shaped"
     attributes: Mapping[str, Any]
     chars: int  # recorded characters it keeps alive (the gateway's byte bound)
 
@@ -200,6 +200,10 @@ def _mapped(call: LlmCall) -> RecognisedCall | None:
 
 def _input_messages(call: LlmCall) -> list[_messages.Message] | None:
     attributes = call.attributes
+    if call.reader == "shaped":  # found by its shape (`_shaped`, which needs this module)
+        from tracescore.online.intake._shaped import shaped_messages
+
+        return shaped_messages(attributes)
     if call.reader == "mapping":
         read = _mapped(call)
         return read.input if read is not None and isinstance(read.input, list) else None
@@ -214,6 +218,10 @@ def _input_messages(call: LlmCall) -> list[_messages.Message] | None:
 
 def _output_text(call: LlmCall) -> object:
     attributes = call.attributes
+    if call.reader == "shaped":
+        from tracescore.online.intake._shaped import shaped_answer
+
+        return shaped_answer(attributes)
     if call.reader == "mapping":
         read = _mapped(call)
         return read.output if read is not None else None
