@@ -72,7 +72,7 @@ class _Door:
         self._inspector.add(request)
 
     def receive_logs(self, request: Any, raw: bytes | None) -> None:
-        pass  # accepted (a sender's logs export does not fail), not inspected
+        self._inspector.add_logs(request, raw)  # GenAI content records, joined to their spans
 
     def rejected(self) -> None:
         pass
@@ -126,7 +126,9 @@ def _listen(inspector: Inspector, config: Any, grpc_endpoint: str | None,
             server.close()
     from tracescore._words import counted
 
-    click.echo(f"received {counted(inspector.requests, 'request')}", err=True)
+    logged = (f" and {counted(inspector.log_records, 'GenAI content log record')}"
+              if inspector.log_records else "")
+    click.echo(f"received {counted(inspector.requests, 'request')}{logged}", err=True)
 
 
 def _bound(option: str, endpoint: str | None, bind: Callable[[], Any]) -> Any:
