@@ -104,15 +104,15 @@ def test_inspect_listen_joins_the_records_the_sdk_log_exporter_sends() -> None:
                  for i in range(3)]
         tracer = tracer_provider.get_tracer("app")
         for question, answer in pairs:
-            with tracer.start_as_current_span("invoke_agent geo", attributes=AGENT):
-                with tracer.start_as_current_span("chat m", attributes=CHAT):
-                    details = {
-                        sc.GEN_AI_INPUT_MESSAGES: json.dumps([{"role": "user", "parts": [
-                            {"type": "text", "content": question}]}]),
-                        sc.GEN_AI_OUTPUT_MESSAGES: json.dumps([{"role": "assistant", "parts": [
-                            {"type": "text", "content": answer}]}])}
-                    logger.emit(event_name="gen_ai.client.inference.operation.details",
-                                attributes=details, severity_number=SeverityNumber.INFO)
+            details = {
+                sc.GEN_AI_INPUT_MESSAGES: json.dumps([{"role": "user", "parts": [
+                    {"type": "text", "content": question}]}]),
+                sc.GEN_AI_OUTPUT_MESSAGES: json.dumps([{"role": "assistant", "parts": [
+                    {"type": "text", "content": answer}]}])}
+            with (tracer.start_as_current_span("invoke_agent geo", attributes=AGENT),
+                  tracer.start_as_current_span("chat m", attributes=CHAT)):
+                logger.emit(event_name="gen_ai.client.inference.operation.details",
+                            attributes=details, severity_number=SeverityNumber.INFO)
         tracer_provider.shutdown()
         logger_provider.shutdown()
         process.send_signal(signal.SIGINT)

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from opentelemetry.trace import SpanKind
 
 from tracescore.online.intake import AgentReader, build_recognisers
-from tracescore.online.intake._shaped import shaped_answer, shaped_call, shaped_messages
+from tracescore.online.intake._replies import shaped_answer, shaped_messages
+from tracescore.online.intake._shaped import shaped_call
 
 _NAMESPACES = st.sampled_from(["haystack", "acme", "llmkit", "orbit.trace", "myapp"])
 _STYLES = st.sampled_from(["dotted", "colon", "camel"])
@@ -92,7 +93,7 @@ def _loops(draw: st.DrawFn) -> tuple[Node, tuple[str, str] | None]:
     turns = draw(st.integers(1, 3))
     agent_named = draw(st.booleans())
     nested = draw(st.booleans())  # each turn inside a step span
-    extra = draw(st.sampled_from([{}, {"model": "scripted"}, {"usage.total": 12}]))
+    extra: dict[str, Any] = draw(st.sampled_from([{}, {"model": "scripted"}, {"usage.total": 12}]))
     conversation: list[tuple[str, str | None]] = [("system", system)] if system else []
     conversation.append(("user", question))
     steps: list[Node] = []
@@ -207,13 +208,14 @@ def test_the_shape_rule_reads_real_haystack_encodings() -> None:
             '[{"text": "Paris is the capital."}]}]}'),
     }
     assert shaped_call(attributes) == tuple(attributes)
-    assert shaped_messages(attributes) == [
+    raw_in, raw_out = attributes.values()
+    assert shaped_messages(raw_in) == [
         {"role": "system", "content": "SYS"},
         {"role": "user", "content": "What is the capital of France?"}]
-    assert shaped_answer(attributes) == "Paris is the capital."
-    tool_call = dict(attributes, **{"haystack.agent.step.llm.output": (
-        '{"replies": [{"role": "assistant", "content": [{"tool_call": {"tool_name": "x"}}]}]}')})
-    assert shaped_answer(tool_call) == ""
+    assert shaped_answer(raw_out) == "Paris is the capital."
+    assert shaped_answer(
+        '{"replies": [{"role": "assistant", "content": [{"tool_call": {"tool_name": "x"}}]}]}'
+    ) == ""
     marked = dict(attributes, **{"gen_ai.system": "openai"})
     assert shaped_call(marked) is None
     reader = AgentReader(build_recognisers(builtins=False))

@@ -2,8 +2,8 @@
 way for both front doors. This module is its internal API: the front doors (the span processor
 and the gateway) and the scoring core import span reading from here, never from the modules
 behind it (`_recognise`, `_frameworks`, `_readers`, `_messages`, `_unwrap`, `_event_content`,
-`_log_content`, `_generic`, `_llm_calls`, `_trace_input`, `_run_steps`, `_collector`,
-`_diagnose`, `_view`).
+`_log_content`, `_generic`, `_llm_calls`, `_shaped`, `_replies`, `_trace_input`, `_run_steps`,
+`_collector`, `_diagnose`, `_view`).
 
 - views: `SpanView`, over SDK spans (`SdkSpanView`) and OTLP protobuf spans (`OtlpSpanView`);
 - reading agent spans, one outcome per span (read, wait for LLM calls, unreadable, none):

@@ -31,6 +31,7 @@ from tracescore import _semconv as sc
 from tracescore.online.intake import _messages
 from tracescore.online.intake._frameworks import LLM_CALLS
 from tracescore.online.intake._recognise import AgentMapping, RecognisedCall, Recogniser
+from tracescore.online.intake._replies import shaped_answer, shaped_messages
 
 CONTENTLESS_AGENTS: dict[str, tuple[dict[str, Any], ...]] = {
     "genai": ({"attributes": {"gen_ai.operation.name": "invoke_agent"},
@@ -200,10 +201,8 @@ def _mapped(call: LlmCall) -> RecognisedCall | None:
 
 def _input_messages(call: LlmCall) -> list[_messages.Message] | None:
     attributes = call.attributes
-    if call.reader == "shaped":  # found by its shape (`_shaped`, which needs this module)
-        from tracescore.online.intake._shaped import shaped_messages
-
-        return shaped_messages(attributes)
+    if call.reader == "shaped":  # found by its shape (`_shaped`): its input and output
+        return shaped_messages(attributes.get("input"))
     if call.reader == "mapping":
         read = _mapped(call)
         return read.input if read is not None and isinstance(read.input, list) else None
@@ -219,9 +218,7 @@ def _input_messages(call: LlmCall) -> list[_messages.Message] | None:
 def _output_text(call: LlmCall) -> object:
     attributes = call.attributes
     if call.reader == "shaped":
-        from tracescore.online.intake._shaped import shaped_answer
-
-        return shaped_answer(attributes)
+        return shaped_answer(attributes.get("output"))
     if call.reader == "mapping":
         read = _mapped(call)
         return read.output if read is not None else None

@@ -16,9 +16,8 @@ span is a model call (`shaped_call`) when:
 
 A model call found this way only makes a loop's top span an agent call when the loop is one:
 two model turns or more below it, or a top span that says it is an agent (the word "agent" in
-its name or one of its attribute keys). `shaped_messages` and `shaped_answer` read its
-conversation and its reply (the reply may sit one level down, under `replies`, `choices` or
-`messages`).
+its name or one of its attribute keys). Such a call is kept as an `LlmCall` whose attributes
+are its input and output (`shaped_llm_call`), read by `_replies`.
 """
 
 from __future__ import annotations
@@ -28,10 +27,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tracescore.online.intake._generic import generic_keys, kind_of
-from tracescore.online.intake._unwrap import member, unwrap_input, unwrap_output
+from tracescore.online.intake._llm_calls import LlmCall
 
-__all__ = ["SHAPE_MARKERS", "agent_like", "has_content_keys", "shaped_answer", "shaped_call",
-           "shaped_messages"]
+__all__ = ["SHAPE_MARKERS", "agent_like", "has_content_keys", "shaped_call", "shaped_llm_call"]
 
 # a text of which a serialized model call found by its shape holds one (its reply's role)
 SHAPE_MARKERS = frozenset({"assistant"})
@@ -40,10 +38,6 @@ _USERS = frozenset({"user", "human"})
 _ASSISTANTS = frozenset({"assistant", "ai", "model"})
 _MARKED = ("gen_ai.", "openinference.span.kind", "traceloop.span.kind")
 _SCANNED = 256 * 1024  # characters of a value searched for roles
-_REPLY_KEYS = ("replies", "choices", "messages", "message", "output", "response")
-# opaque object reprs (`<function f at 0x7f...>`) that keep a repr from parsing
-_OPAQUE = re.compile(r"<(?:function|bound method|built-in function|built-in method|method|"
-                     r"[\w.]+ object) [^'\"\n]{0,200}? at 0x[0-9a-fA-F]+>")
 _AGENT = re.compile(r"(?<![a-z])agent", re.IGNORECASE)
 
 
@@ -79,36 +73,12 @@ def agent_like(name: str, keys: Iterable[str]) -> bool:
     return bool(_AGENT.search(name)) or any(_AGENT.search(key) for key in keys)
 
 
-def shaped_messages(attributes: Mapping[str, Any]) -> list[Any] | None:
-    """The conversation a model call found by its shape was given (up to its last user
-    message), None when it cannot be read."""
+def shaped_llm_call(attributes: Mapping[str, Any], start_ns: int) -> LlmCall | None:
+    """The model call a span with no marker records by its shape (its input and output, read by
+    `_replies`), None for any other span."""
     keys = shaped_call(attributes)
     if keys is None:
         return None
-    raw = _readable(attributes[keys[0]])
-    for value in (raw, member(raw, "messages")):
-        found = unwrap_input(value) if value is not None else None
-        if isinstance(found, list) and found and all(isinstance(m, Mapping) for m in found):
-            return found
-    return None
-
-
-def shaped_answer(attributes: Mapping[str, Any]) -> str | None:
-    """The reply text of a model call found by its shape ("" for a reply with no text: a tool
-    call), None when it cannot be read."""
-    keys = shaped_call(attributes)
-    if keys is None:
-        return None
-    raw = _readable(attributes[keys[1]])
-    for value in (raw, *(member(raw, key) for key in _REPLY_KEYS)):
-        if value is None:
-            continue
-        text = unwrap_output(value)
-        if isinstance(text, str) and text is not value and text != raw:
-            return text
-    return ""
-
-
-def _readable(raw: str) -> str:
-    """`raw` with opaque object reprs replaced by `None` (the rest of the repr then parses)."""
-    return _OPAQUE.sub("None", raw) if " at 0x" in raw else raw
+    raw_in, raw_out = attributes[keys[0]], attributes[keys[1]]
+    return LlmCall(start_ns, "shaped", {"input": raw_in, "output": raw_out},
+                   sum(len(v) for v in attributes.values() if isinstance(v, str)))
