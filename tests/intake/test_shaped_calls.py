@@ -17,7 +17,7 @@ from opentelemetry.trace import SpanKind
 
 from tracescore.online.intake import AgentReader, build_recognisers
 from tracescore.online.intake._replies import shaped_answer, shaped_messages
-from tracescore.online.intake._shaped import shaped_call
+from tracescore.online.intake._shaped import agent_like, shaped_call
 
 _NAMESPACES = st.sampled_from(["haystack", "acme", "llmkit", "orbit.trace", "myapp"])
 _STYLES = st.sampled_from(["dotted", "colon", "camel"])
@@ -179,6 +179,10 @@ def _negatives() -> list[tuple[str, Node]]:
         ("one turn", Node("GET /summary", {}, [
             Node("call", {"x.input": user, "x.output": reply})], kind=SpanKind.SERVER,
             remote_parent=True)),
+        # ... also when the request carries a user agent
+        ("user agent", Node("POST /chat", {"user_agent.original": "curl/8", "http.useragent": "x"},
+                            [Node("call", {"x.input": user, "x.output": reply})],
+                            kind=SpanKind.SERVER, remote_parent=True)),
         # the shape, under a GenAI-marked model call: read by its own convention only
         ("marked", Node("work", {}, [chat(q, "Paris.")])),
     ]
@@ -218,5 +222,8 @@ def test_the_shape_rule_reads_real_haystack_encodings() -> None:
     ) == ""
     marked = dict(attributes, **{"gen_ai.system": "openai"})
     assert shaped_call(marked) is None
+    assert agent_like("haystack.agent.run", []) and agent_like("runAgent", [])
+    assert agent_like("handle", ["myapp.agent.name"])
+    assert not agent_like("POST /chat", ["user_agent.original", "http.userAgent", "agents_count"])
     reader = AgentReader(build_recognisers(builtins=False))
     assert not reader.shaped_call(attributes)  # no built-in conventions: no shape rules either

@@ -128,10 +128,7 @@ class Engine:
         self._recognisers = tuple(recognisers)
         self._keep = keep  # rescore: which of a span's chosen scorers still score it
         self._reader = reader = AgentReader(self._recognisers)  # one outcome per agent span
-        known = reader.chain_markers | ITEM_MARKERS
-        raw = (known | reader.diagnose.keys | reader.contentless.raw_markers(known)
-               | reader.shape_markers)
-        self._marker_bytes = tuple(m.encode() for m in raw)
+        self._marker_bytes = tuple(m.encode() for m in reader.request_markers(ITEM_MARKERS))
         self.traces: TraceCollector = collector_from(trace_options)
         self.log_content = LogContent()  # GenAI content log records, by span (`content_logged`)
         self._output = output

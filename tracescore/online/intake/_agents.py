@@ -23,7 +23,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from tracescore.online.intake._collector import TraceCollector
-from tracescore.online.intake._diagnose import Diagnoser, Unreadable, answer_of, question_of
+from tracescore.online.intake._diagnose import (
+    Diagnoser,
+    Unreadable,
+    answer_of,
+    gate_keys,
+    question_of,
+)
 from tracescore.online.intake._event_content import with_event_content
 from tracescore.online.intake._generic import generic_call, read_generic
 from tracescore.online.intake._llm_calls import ContentlessAgent, contentless_reader, from_llm_calls
@@ -58,6 +64,16 @@ class AgentReader:
 
     def __bool__(self) -> bool:
         return bool(self.recognisers)
+
+    def request_markers(self, item_markers: frozenset[str]) -> frozenset[str]:
+        """Texts of which a serialized request holds one when one of its spans is read by this
+        reader, diagnosed, found by its shape or records an item (`item_markers`): a request with
+        none passes through unread. As few as can be told (`gate_keys`): each is one substring
+        search of every request."""
+        known = self.chain_markers | item_markers
+        gate = frozenset().union(*(gate_keys(r) for r in self.recognisers))
+        return (gate | item_markers | self.diagnose.look_keys
+                | self.contentless.raw_markers(known) | self.shape_markers)
 
     def shaped(self, keys: Iterable[str]) -> bool:
         """Whether a span with these attribute keys may be a model call found by its shape

@@ -38,7 +38,7 @@ _USERS = frozenset({"user", "human"})
 _ASSISTANTS = frozenset({"assistant", "ai", "model"})
 _MARKED = ("gen_ai.", "openinference.span.kind", "traceloop.span.kind")
 _SCANNED = 256 * 1024  # characters of a value searched for roles
-_AGENT = re.compile(r"(?<![a-z])agent", re.IGNORECASE)
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 
 
 def has_content_keys(keys: Iterable[str]) -> bool:
@@ -68,9 +68,16 @@ def shaped_call(attributes: Mapping[str, Any]) -> tuple[str, str] | None:
 
 
 def agent_like(name: str, keys: Iterable[str]) -> bool:
-    """Whether a span says it is an agent: "agent" as a word (or a word's start) in its name or
-    one of its attribute keys."""
-    return bool(_AGENT.search(name)) or any(_AGENT.search(key) for key in keys)
+    """Whether a span says it is an agent: the word "agent" in its name or one of its attribute
+    keys (`haystack.agent.run`, `runAgent`; not a user agent, `user_agent.original`)."""
+    return any(_says_agent(text) for text in (name, *keys))
+
+
+def _says_agent(text: str) -> bool:
+    if "gent" not in text:
+        return False  # the common case
+    words = [w.lower() for w in _WORD.findall(text)]
+    return any(w == "agent" and (i == 0 or words[i - 1] != "user") for i, w in enumerate(words))
 
 
 def shaped_llm_call(attributes: Mapping[str, Any], start_ns: int) -> LlmCall | None:
