@@ -7,11 +7,13 @@ records from the SDK's own OTLP log exporter."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import signal
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 from _span_trees import Node, sent_requests
@@ -126,3 +128,32 @@ def test_inspect_listen_joins_the_records_the_sdk_log_exporter_sends() -> None:
     reports = json.loads(out)["agent_spans"]
     assert [(r["scored"], r["question"], r["answer"]) for r in reports] == [
         (True, q, a) for q, a in pairs]
+
+
+def test_inspect_reads_log_lines_of_a_file_beside_its_span_lines(tmp_path: Path) -> None:
+    """A collector's file exporter writes logs as `resourceLogs` lines among the span lines:
+    `tracescore inspect FILE` joins their content records to the spans too."""
+    from click.testing import CliRunner
+    from google.protobuf import json_format
+
+    from tracescore._otlp_json import to_otlp_json
+    from tracescore.cli import main
+
+    question, answer = "Which bridge is the oldest in Prague?", "The Charles Bridge."
+    requests = sent_requests([Node("invoke_agent geo", dict(AGENT), [Node("chat m", dict(CHAT))])])
+    trace_id, span_id = _span_ids(requests)["chat m"]
+    logs = json_format.MessageToDict(_otlp([
+        {"name": "gen_ai.user.message", "named": "event_name", "trace": trace_id,
+         "span": span_id, "body": {"content": question}},
+        {"name": "gen_ai.choice", "named": "event_name", "trace": trace_id, "span": span_id,
+         "body": {"message": {"role": "assistant", "content": answer}}}]))
+    for record in logs["resourceLogs"][0]["scopeLogs"][0]["logRecords"]:  # ids in hex, as written
+        record["traceId"] = base64.b64decode(record["traceId"]).hex()
+        record["spanId"] = base64.b64decode(record["spanId"]).hex()
+    lines = [json.dumps(logs), *(to_otlp_json(request) for request in requests)]
+    path = tmp_path / "export.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["inspect", "--json", str(path)])
+    assert result.exit_code == 0, result.output
+    [report] = json.loads(result.stdout)["agent_spans"]
+    assert (report["scored"], report["question"], report["answer"]) == (True, question, answer)

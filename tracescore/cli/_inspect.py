@@ -53,13 +53,28 @@ def run_inspect_command(inputs: Sequence[Path], *, config_file: Path | None, as_
 def _read(inspector: Inspector, inputs: Sequence[Path], warn: Callable[[str], None]) -> None:
     from tracescore.gateway._rescore_input import LineReader
 
-    reader = LineReader(inputs, warn)
+    reader = LineReader(inputs, warn, on_logs=lambda tree: _add_logs(inspector, tree,
+                                                                      reader.where))
     for request, _ in reader.requests():
         inspector.add(request, reader.where)
     if not inspector.spans:
         names = ", ".join(str(path) for path in inputs)
         raise ConfigurationError(f"{names}: no spans found (expected OTLP JSON lines with "
                                  f"resourceSpans, as the file exporters write)")
+
+
+def _add_logs(inspector: Inspector, tree: dict[str, Any], where: str) -> None:
+    """A line of OTLP logs: its GenAI content records go to the inspector."""
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+    from tracescore._exceptions import OtlpJsonError
+    from tracescore._otlp_json import parse_otlp_json
+
+    try:
+        request = parse_otlp_json(tree, ExportLogsServiceRequest())
+    except OtlpJsonError as exc:
+        raise ConfigurationError(f"{where}: not an OTLP JSON logs request: {exc}") from None
+    inspector.add_logs(request)
 
 
 class _Door:
