@@ -227,3 +227,45 @@ def test_the_shape_rule_reads_real_haystack_encodings() -> None:
     assert not agent_like("POST /chat", ["user_agent.original", "http.userAgent", "agents_count"])
     reader = AgentReader(build_recognisers(builtins=False))
     assert not reader.shaped_call(attributes)  # no built-in conventions: no shape rules either
+
+
+@st.composite
+def _not_agents(draw: st.DrawFn) -> Node:
+    """Trees that are no agent loop: generic content that is no chat (a function's arguments and
+    result, JSON bodies naming roles outside messages), chat-shaped content whose output repeats
+    the conversation or whose input asks nothing, or a single model turn under a span that does
+    not call itself an agent (a user agent attribute included)."""
+    namespace, style = draw(_NAMESPACES), draw(_STYLES)
+    keys = _keys(namespace, "call", style)
+    user = {"role": "user", "content": "What is the capital of France?"}
+    reply = {"role": "assistant", "content": "Paris."}
+    kind = draw(st.sampled_from(["plain", "roles elsewhere", "echo", "no user", "one turn"]))
+    values: dict[str, str]
+    if kind == "plain":
+        values = {keys[0]: repr((draw(st.text(max_size=20)),)), keys[1]: repr(draw(st.text()))}
+    elif kind == "roles elsewhere":  # a role word, but no chat message on either side
+        values = {keys[0]: json.dumps({"role": "user", "id": 7}),
+                  keys[1]: json.dumps({"assistant_id": "a1", "status": "ok"})}
+    elif kind == "echo":
+        values = {keys[0]: json.dumps([user]), keys[1]: json.dumps({"messages": [user, reply]})}
+    elif kind == "no user":
+        values = {keys[0]: json.dumps([{"role": "system", "content": "Be brief."}]),
+                  keys[1]: json.dumps([reply])}
+    else:
+        values = {keys[0]: json.dumps([user]), keys[1]: json.dumps([reply])}
+    turns = 1 if kind == "one turn" else draw(st.integers(1, 3))
+    calls = [Node(f"{namespace}.call", dict(values)) for _ in range(turns)]
+    top_attributes = draw(st.sampled_from([{}, {"user_agent.original": "Mozilla/5.0"},
+                                           {"http.route": "/chat"}]))
+    name = draw(st.sampled_from(["GET /answer", f"{namespace}.pipeline.run", "handle_request"]))
+    kind_of_top = draw(st.sampled_from([SpanKind.INTERNAL, SpanKind.SERVER]))
+    return Node(name, dict(top_attributes), calls, kind=kind_of_top,
+                remote_parent=kind_of_top == SpanKind.SERVER)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tree=_not_agents())
+def test_generated_trees_that_are_no_agent_loop_are_never_scored(tree: Node) -> None:
+    processor, gateway = both(lambda: [_copy(tree)])
+    for found in (processor, gateway):
+        assert (found.scored, found.seen, found.unreadable) == ([], [], Counter())
