@@ -22,13 +22,14 @@ from __future__ import annotations
 import json
 import random
 import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _reach import gateway_fixtures, judged_pairs
+from _reach import gateway_fixtures, judged_pairs, relevancy_gateway
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -93,8 +94,10 @@ receiver, stub, gateway = gateway_fixtures(
 
 def run_through_gateway(framework: str, cases: list[dict[str, Any]], side_python: Path,
                         gateway: GatewayProcess, receiver: OTLPReceiver,
-                        stub: StubLLMServer) -> tuple[list[ReceivedSpan], list[ReceivedSpan]]:
-    """Run the cases through the real library, exporting to the gateway; (sent, received)."""
+                        stub: StubLLMServer, keep: Path | None = None
+                        ) -> tuple[list[ReceivedSpan], list[ReceivedSpan]]:
+    """Run the cases through the real library, exporting to the gateway; (sent, received).
+    `keep`: where to copy what was sent (OTLP JSON lines)."""
     receiver.clear()
     stub.clear()
     with tempfile.TemporaryDirectory(prefix="tracescore-unseen-") as tmp:
@@ -108,6 +111,8 @@ def run_through_gateway(framework: str, cases: list[dict[str, Any]], side_python
             capture_output=True, text=True, timeout=300, cwd=tmp, check=False)
         assert done.returncode == 0, done.stderr[-4000:]
         sent = [s for line in tee.read_text().splitlines() for s in spans_from_otlp_json(line)]
+        if keep is not None:
+            keep.write_text(tee.read_text(encoding="utf-8"), encoding="utf-8")
     received = receiver.wait_for_spans(len(sent), timeout=120)
     return sent, received
 
@@ -147,16 +152,17 @@ class ToolsGiven(Scorer):
 
 
 def replay_in_process(sent: list[ReceivedSpan], stub: StubLLMServer,
-                      given: ToolsGiven | None = None) -> list[str]:
+                      given: ToolsGiven | None = None,
+                      mappings: list[dict[str, Any]] = MAPPINGS) -> list[str]:
     """`sent` replayed through a span processor scoring relevancy at `stub` with the built-in
-    recognisers (and `given`); the names of the spans that came out scored."""
+    recognisers after `mappings` (and `given`); the names of the spans that came out scored."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     scorer = tracescore.create_answer_relevancy_scorer(
         model="openai/judge-stub", api_base=stub.base_url, api_key="sk-test", timeout=30)
     provider.add_span_processor(tracescore.ScoringSpanProcessor(
         SimpleSpanProcessor(exporter), [scorer, *([given] if given else [])],
-        recognise=tracescore.build_recognisers(MAPPINGS), isolation="thread"))
+        recognise=tracescore.build_recognisers(mappings), isolation="thread"))
     replay(sent, provider)
     assert provider.force_flush(60_000)
     provider.shutdown()
@@ -188,3 +194,40 @@ def test_the_same_spans_are_scored_the_same_in_process(
             tool = case.get("tool")
             assert calls == ([("lookup", {"place": tool["argument"]})] if tool else [])
             assert context == ([tool["result"]] if tool else [])
+
+
+def test_haystack_is_found_by_its_shape_and_inspect_writes_the_mapping_that_reads_it(
+        side_python: Path, receiver: OTLPReceiver, stub: StubLLMServer, tmp_path: Path) -> None:
+    """Haystack's model calls carry no GenAI attribute: with nothing configured, the gateway
+    finds its agent loops by their shape (`haystack.agent.step.llm` spans recording chat
+    messages in and assistant replies out) and scores `haystack.agent.run` on the user's text;
+    `tracescore inspect` on the same spans shows them with a mapping entry, and that entry alone
+    (no built-in convention, so no shape rules) gets them scored too."""
+    cases = generated_cases(seed=11, count=4)
+    pairs = [(c["question"], c["answer"]) for c in cases]
+    sent_file = tmp_path / "sent.jsonl"
+    (tmp_path / "plain").mkdir()
+    with relevancy_gateway(tmp_path / "plain", receiver, stub) as plain:
+        sent, received = run_through_gateway("haystack", cases, side_python, plain, receiver,
+                                             stub, keep=sent_file)
+    assert not any(k.startswith("gen_ai.") for s in sent for k in s.attributes)
+    assert_scored(sent, received, {AGENT_SPANS["haystack"]}, stub, pairs)
+    stub.clear()  # the span processor finds them the same way
+    assert replay_in_process(sent, stub, mappings=[]) == [AGENT_SPANS["haystack"]] * len(cases)
+    assert sorted(judged_pairs(stub)) == sorted(pairs)
+
+    shown = subprocess.run([sys.executable, "-m", "tracescore", "inspect", "--json",
+                            str(sent_file)], capture_output=True, text=True, timeout=120,
+                           check=True)
+    reports = json.loads(shown.stdout)["agent_spans"]
+    assert [(r["name"], r["question"], r["answer"]) for r in reports] == [
+        (AGENT_SPANS["haystack"], q, a) for q, a in pairs]
+    mapping = reports[0]["mapping"]
+    assert all(r["mapping"] == mapping for r in reports)
+
+    (tmp_path / "mapped").mkdir()
+    config = "recognise:\n  builtins: false\n  mappings: " + json.dumps([mapping]) + "\n"
+    with relevancy_gateway(tmp_path / "mapped", receiver, stub, config) as mapped:
+        sent, received = run_through_gateway("haystack", cases, side_python, mapped, receiver,
+                                             stub)
+    assert_scored(sent, received, {AGENT_SPANS["haystack"]}, stub, pairs)

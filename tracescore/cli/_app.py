@@ -345,7 +345,8 @@ def rescore(inputs: Sequence[Path], config_file: Path | None, scorers: Sequence[
 @click.argument("inputs", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--config", "-c", "config_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Gateway config file (YAML), for its recognise: mappings and builtins.")
-@click.option("--listen", is_flag=True, help="Receive OTLP instead of reading INPUTS.")
+@click.option("--listen", is_flag=True, help="Receive OTLP instead of reading INPUTS (traces, "
+              "and logs: GenAI content records are joined to their spans).")
 @click.option("--grpc-endpoint", metavar="HOST:PORT", default="0.0.0.0:4317", show_default=True,
               help="With --listen: OTLP/gRPC receiver address ('off' disables).")
 @click.option("--http-endpoint", metavar="HOST:PORT", default="0.0.0.0:4318", show_default=True,

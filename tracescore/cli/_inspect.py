@@ -53,13 +53,28 @@ def run_inspect_command(inputs: Sequence[Path], *, config_file: Path | None, as_
 def _read(inspector: Inspector, inputs: Sequence[Path], warn: Callable[[str], None]) -> None:
     from tracescore.gateway._rescore_input import LineReader
 
-    reader = LineReader(inputs, warn)
+    reader = LineReader(inputs, warn, on_logs=lambda tree: _add_logs(inspector, tree,
+                                                                      reader.where))
     for request, _ in reader.requests():
         inspector.add(request, reader.where)
     if not inspector.spans:
         names = ", ".join(str(path) for path in inputs)
         raise ConfigurationError(f"{names}: no spans found (expected OTLP JSON lines with "
                                  f"resourceSpans, as the file exporters write)")
+
+
+def _add_logs(inspector: Inspector, tree: dict[str, Any], where: str) -> None:
+    """A line of OTLP logs: its GenAI content records go to the inspector."""
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+    from tracescore._exceptions import OtlpJsonError
+    from tracescore._otlp_json import parse_otlp_json
+
+    try:
+        request = parse_otlp_json(tree, ExportLogsServiceRequest())
+    except OtlpJsonError as exc:
+        raise ConfigurationError(f"{where}: not an OTLP JSON logs request: {exc}") from None
+    inspector.add_logs(request)
 
 
 class _Door:
@@ -72,7 +87,7 @@ class _Door:
         self._inspector.add(request)
 
     def receive_logs(self, request: Any, raw: bytes | None) -> None:
-        pass  # accepted (a sender's logs export does not fail), not inspected
+        self._inspector.add_logs(request, raw)  # GenAI content records, joined to their spans
 
     def rejected(self) -> None:
         pass
@@ -126,7 +141,9 @@ def _listen(inspector: Inspector, config: Any, grpc_endpoint: str | None,
             server.close()
     from tracescore._words import counted
 
-    click.echo(f"received {counted(inspector.requests, 'request')}", err=True)
+    logged = (f" and {counted(inspector.log_records, 'GenAI content log record')}"
+              if inspector.log_records else "")
+    click.echo(f"received {counted(inspector.requests, 'request')}{logged}", err=True)
 
 
 def _bound(option: str, endpoint: str | None, bind: Callable[[], Any]) -> Any:
@@ -160,6 +177,10 @@ def _text(report: SpanReport) -> str:
         for text in report.context:
             lines.append(f"  context:       {_short(text)}")
         lines.extend(f"  warning:       {warning}" for warning in report.warnings)
+        if report.mapping:
+            lines.append("  found by the trace's shape (no agent marker); a recognise.mappings "
+                         "entry that reads it by name:")
+            lines.extend("    " + line for line in _yaml_entry(report.mapping).splitlines())
         return "\n".join(lines)
     lines.append(f"  NOT scored (looks like an agent call: {report.framework}): {report.why}")
     lines.append(f"  attribute keys: {', '.join(report.attribute_keys) or 'none'}")

@@ -52,9 +52,7 @@ class AgentSpans:
         self.traces = traces
         self.log_content = log_content
         self._metrics = metrics
-        known = reader.chain_markers | ITEM_MARKERS
-        raw = known | reader.diagnose.keys | reader.contentless.raw_markers(known)
-        self._marker_bytes = tuple(m.encode() for m in raw)
+        self._marker_bytes = tuple(m.encode() for m in reader.request_markers(ITEM_MARKERS))
 
     def find(self, request: ExportTraceServiceRequest, raw: bytes | None, *, threshold: int,
              held: Container[Any], waiting: Container[Any],
@@ -90,7 +88,8 @@ class AgentSpans:
                     if sc.TS_JUDGE in keys:
                         continue  # a judge's own call (`Outbound.judge_spans`): never scored
                     attributes = (attributes_of(span.attributes)
-                                  if not readable.isdisjoint(keys) else None)
+                                  if not readable.isdisjoint(keys) or reader.shaped(keys)
+                                  else None)
                     logged = (attributes if attributes is None or not len(log_content)
                               else log_content.with_logged(  # a model call's logged
                                   _otlp.key_of(span), attributes))  # messages

@@ -5,16 +5,21 @@ recognise chain and, when the chain rejects a span that looks like an agent call
 `Diagnoser` why. `reports()` then gives, per agent-like span, what the scorers would be given
 (question, answer, agent, earlier turns, tool calls and context, read by the same readers the
 gateway uses, from every span of its trace) or why it would not be scored, with a
-`recognise.mappings` entry guessed from its attribute keys.
+`recognise.mappings` entry guessed from its attribute keys. GenAI content log records
+(`add_logs`, received with `--listen`) are joined to their spans by trace and span id as the
+gateway joins them (`intake.LogContent`); spans are read once every request is in (`reports`),
+so records may come before or after their spans.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
@@ -25,14 +30,19 @@ from tracescore.online.intake import (
     AgentReader,
     BufferLimits,
     ContentlessAgent,
+    LogContent,
     OtlpSpanView,
     RecognisedCall,
     TraceCollector,
     TraceLimits,
     Unreadable,
     attributes_of,
+    generic_keys,
     is_top,
+    pinned_mapping,
     suggest_mapping,
+    unwrap_input,
+    unwrap_output,
 )
 from tracescore.scoring._inputs import answer_text, question_text
 
@@ -58,7 +68,9 @@ class SpanReport:
     reason: str | None = None  # why not (a `REASONS` key) ...
     why: str | None = None  # ... in words
     attribute_keys: list[str] = field(default_factory=list)
-    mapping: dict[str, Any] | None = None  # a recognise.mappings entry that would read it
+    # a recognise.mappings entry that would read it (of a scored span: one that pins a call
+    # found by the trace's shape, read from its own keys)
+    mapping: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -90,8 +102,13 @@ class Inspector:
         self._others: list[tuple[str, str]] = []  # (where, span name) with `keep_others`
         self._other_count = 0
         self._late: list[tuple[str, str]] = []  # agent-like spans found to be no agent call
+        # GenAI content log records, joined to their spans as the gateway joins them (kept
+        # until the end: they may come before or after their spans)
+        self._logs = LogContent(max_spans=1 << 20, max_bytes=1 << 30, max_age_s=math.inf)
+        self._pending: list[tuple[Span, str]] = []  # spans taken, read once all are in
         self.spans = 0
         self.requests = 0
+        self.log_records = 0  # GenAI content log records kept
         self._lock = threading.Lock()
 
     def add(self, request: ExportTraceServiceRequest, where: str | None = None) -> None:
@@ -100,20 +117,37 @@ class Inspector:
             self.requests += 1
             where = where or f"request {self.requests}"
             for _, _, span in _otlp.spans_of(request):
-                self._add(span, where)
+                self.spans += 1
+                self._pending.append((span, where))
+
+    def add_logs(self, request: ExportLogsServiceRequest, raw: bytes | None = None) -> None:
+        """Take the GenAI content log records of one logs request (other records are not kept):
+        a span's content logged this way is read as the gateway reads it."""
+        with self._lock:
+            before = self._logs.kept
+            self._logs.add_otlp(request, raw)
+            self.log_records += self._logs.kept - before
 
     def _add(self, span: Span, where: str) -> None:
-        self.spans += 1
         keys = {kv.key for kv in span.attributes}
         attributes = (attributes_of(span.attributes)
-                      if not self._readable.isdisjoint(keys) else None)
+                      if not self._readable.isdisjoint(keys) or self._reader.shaped(keys)
+                      else None)
         view = OtlpSpanView(span)
-        self._traces.add_span(view, attributes)
+        key = _otlp.key_of(span)
+        logs = self._logs
+        self._traces.add_span(view, attributes if attributes is None or not len(logs)
+                              else logs.with_logged(key, attributes))  # a model call's messages
         outcome: RecognisedCall | ContentlessAgent | Unreadable | None = None
         if attributes is not None and not self._reader.watched.isdisjoint(keys):
-            outcome, _ = self._reader.read(span.name, attributes,
-                                           [(e.name, e.attributes) for e in span.events],
-                                           attributes_of)
+            events = [(e.name, e.attributes) for e in span.events]
+            outcome, _ = self._reader.read(span.name, attributes, events, attributes_of)
+            if not isinstance(outcome, RecognisedCall) and len(logs):  # as the gateway does
+                joined, decode = logs.joined(key, events, attributes_of)
+                if joined is not events:
+                    logged, _ = self._reader.read(span.name, attributes, joined, decode)
+                    if isinstance(logged, RecognisedCall):
+                        outcome = logged
             if self._reader.wrapper(outcome, view.parent_id):
                 outcome = None  # a wrapper of one model turn: part of the agent call above it
             if isinstance(outcome, (RecognisedCall, ContentlessAgent)):
@@ -142,6 +176,9 @@ class Inspector:
     def reports(self) -> list[SpanReport]:
         """A report per agent-like span, in the order they came."""
         with self._lock:
+            for span, where in self._pending:
+                self._add(span, where)
+            self._pending = []
             self._late = []
             reports = []
             for found in self._found:
@@ -182,8 +219,8 @@ class Inspector:
         trace = self._traces.input_of(*_otlp.key_of(span))
         # as the scorers read the call (its output is the answer text already: an answer
         # that is JSON text stays that text)
-        question = _as_scorers_read(question_text, outcome.input)
-        answer = _as_scorers_read(answer_text, outcome.output)
+        question = _as_scorers_read(question_text, unwrap_input(outcome.input))
+        answer = _as_scorers_read(answer_text, unwrap_output(outcome.output))
         warnings = []
         if not question:
             warnings.append(f"{REASONS['no_question_text']}: scorers that read the question "
@@ -192,12 +229,16 @@ class Inspector:
             warnings.append(f"{REASONS['no_output_text']}: scorers will have no answer to judge")
         if trace.truncated:
             warnings.append("tool calls and context cut at the trace limits")
+        # found by the trace's shape and read from its own generic keys: the entry that pins it
+        keys = generic_keys(found.attributes) if found.outcome is None else None
+        pinned = (pinned_mapping(span.name, found.attributes, keys)
+                  if keys is not None and outcome.input is found.attributes[keys[0]] else None)
         return SpanReport(
             found.where, span.name, trace_id, span_id, True, outcome.convention,
             agent=outcome.agent, question=question, answer=answer,
-            conversation=_earlier(outcome.input), ground_truth=outcome.ground_truth,
+            conversation=_earlier(unwrap_input(outcome.input)), ground_truth=outcome.ground_truth,
             tool_calls=[_tool_call(call) for call in trace.tool_calls],
-            context=list(trace.context), warnings=warnings)
+            context=list(trace.context), warnings=warnings, mapping=pinned)
 
 
 def _as_scorers_read(read: Callable[[Any], str], value: object) -> str:

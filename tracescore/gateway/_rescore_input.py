@@ -26,9 +26,11 @@ _MAX_DETAIL = 240  # characters of a parser's message quoted in an error
 class LineReader:
     """Reads `paths` as OTLP JSON lines; counts the non-blank lines that held no span."""
 
-    def __init__(self, paths: Sequence[Path], warn: Callable[[str], None]) -> None:
+    def __init__(self, paths: Sequence[Path], warn: Callable[[str], None],
+                 on_logs: Callable[[dict[str, Any]], None] | None = None) -> None:
         self._paths = paths
         self._warn = warn
+        self._on_logs = on_logs  # takes the lines of OTLP logs (`resourceLogs`), when given
         self.empty_lines = 0
         self.where = ""  # "FILE:LINE" of the request last read
 
@@ -48,6 +50,9 @@ class LineReader:
                     where = self.where = f"{path}:{number}"
                     tree, request = parse_line(line, where)
                     if not _otlp.count_spans(request):
+                        if self._on_logs is not None and "resourceLogs" in tree:
+                            self._on_logs(tree)
+                            continue
                         self._no_spans(where, tree)
                     yield request, done
         hidden = self.empty_lines - MAX_WARNINGS

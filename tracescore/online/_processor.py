@@ -158,7 +158,7 @@ class ScoringSpanProcessor(SpanProcessor):
         readers = [o.threshold for o in online if reads_trace(o.scorer) or is_run_scoped(o)]
         if self._follow.contentless:
             readers.append(self._core.threshold)
-        self._trace_threshold = min(readers, default=_NEVER)
+        self._trace_threshold = self._follow.trace_threshold = min(readers, default=_NEVER)
         self._guard_start = guard.site("trace_start", "tracescore: could not follow an agent "
                                        "call's tool calls")  # scored without them
         self._guard_collect = guard.site("trace_input", "tracescore: could not collect an agent "
@@ -214,7 +214,7 @@ class ScoringSpanProcessor(SpanProcessor):
             on_ending(span)
 
     def on_end(self, span: ReadableSpan) -> None:
-        trace = self._follow.end(span) if self._kept else None
+        trace = self._follow.end(span) if self._kept or self._follow.shapes else None
         if self._candidates or self._recognisers:  # else: no candidate possible, export at once
             candidate = self._candidate_of(span, trace)
             if candidate is not None:

@@ -15,6 +15,7 @@ from tracescore import _semconv as sc
 from tracescore.online._jobs import Call
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._runs_tracker import is_run_scoped
+from tracescore.online._sampling import RANDOMNESS_MASK
 from tracescore.online.intake import (
     AgentReader,
     Item,
@@ -43,6 +44,9 @@ class SdkTraces:
         self.log_content = LogContent()  # content log records by span (`_log_processor`)
         # agent spans without content of their own are read from the LLM calls below them
         self.contentless = self.reader.contentless
+        self.shapes = bool(self.contentless)  # model calls found by shape (`intake._shaped`)
+        # traces below it are not collected (no scorer that reads them samples them)
+        self.trace_threshold = RANDOMNESS_MASK + 1
         self._markers = self.reader.chain_markers
         self.run_scope = run_scope  # run-scope scorers: their run's steps are collected too
         self._metrics = metrics
@@ -76,7 +80,9 @@ class SdkTraces:
     def end(self, span: ReadableSpan) -> TraceSpans | None:
         """Remember a finished span of a collected trace; the trace when `span` is its agent."""
         context = span.context
-        if context is None or context.trace_id not in self.kept:
+        if context is None:
+            return None
+        if context.trace_id not in self.kept and not self._loop_by_shape(span, context):
             return None
         attributes = attributes_of(span)
         if len(self.log_content):  # a model call whose messages are logged
@@ -86,6 +92,16 @@ class SdkTraces:
         return self.traces.end_span(SdkSpanView(span), attributes,
                                     llm=bool(self.contentless), marks=self.run_scope,
                                     root=parent is None or parent.is_remote)
+
+    def _loop_by_shape(self, span: ReadableSpan, context: Any) -> bool:
+        """A model call with no marker (`intake._shaped`) ended in a trace a scorer may sample:
+        keep its trace until its local root ends (the span above it may be its agent call)."""
+        if not (self.shapes and context.trace_flags & 1
+                and context.trace_id & RANDOMNESS_MASK >= self.trace_threshold
+                and self.reader.shaped_call(attributes_of(span))):
+            return False
+        self.traces.open_loop(context.trace_id)
+        return True
 
     def collect(self, span: ReadableSpan, trace: TraceSpans | None, call: Call,
                 added: tuple[tuple[int, str], ...],

@@ -2,8 +2,8 @@
 way for both front doors. This module is its internal API: the front doors (the span processor
 and the gateway) and the scoring core import span reading from here, never from the modules
 behind it (`_recognise`, `_frameworks`, `_readers`, `_messages`, `_unwrap`, `_event_content`,
-`_log_content`, `_generic`, `_llm_calls`, `_trace_input`, `_run_steps`, `_collector`,
-`_diagnose`, `_view`, `_llm_wait`).
+`_log_content`, `_generic`, `_llm_calls`, `_shaped`, `_replies`, `_trace_input`, `_run_steps`,
+`_collector`, `_diagnose`, `_view`, `_llm_wait`).
 
 - views: `SpanView`, over SDK spans (`SdkSpanView`) and OTLP protobuf spans (`OtlpSpanView`);
 - reading agent spans, one outcome per span (read, wait for LLM calls, unreadable, none):
@@ -24,7 +24,8 @@ behind it (`_recognise`, `_frameworks`, `_readers`, `_messages`, `_unwrap`, `_ev
   for the LLM calls below them (a door whose spans come in any order): `LlmWait`, `Waiting`;
 - agent calls found by the trace's shape (`AgentReader.structural`, `.wrapper`, `.hollow`):
   `starts_llm_call`, `convention_of`;
-- unreadable spans: `Diagnoser`, `Unreadable`, `REASONS`, `note_unreadable`, `suggest_mapping`.
+- unreadable spans: `Diagnoser`, `Unreadable`, `REASONS`, `note_unreadable`, `suggest_mapping`;
+  a mapping that pins a call found by the trace's shape: `pinned_mapping` (from `generic_keys`).
 """
 
 from tracescore.online.intake._agents import AgentReader
@@ -35,10 +36,16 @@ from tracescore.online.intake._collector import (
     in_process,
     trace_input_of,
 )
-from tracescore.online.intake._diagnose import REASONS, Diagnoser, Unreadable, suggest_mapping
+from tracescore.online.intake._diagnose import (
+    REASONS,
+    Diagnoser,
+    Unreadable,
+    pinned_mapping,
+    suggest_mapping,
+)
 from tracescore.online.intake._diagnose import note as note_unreadable
 from tracescore.online.intake._event_content import with_event_content
-from tracescore.online.intake._generic import generic_call
+from tracescore.online.intake._generic import generic_call, generic_keys
 from tracescore.online.intake._llm_calls import (
     LLM_MARKERS,
     ContentlessAgent,
@@ -122,9 +129,11 @@ __all__ = [
     "error_of",
     "from_llm_calls",
     "generic_call",
+    "generic_keys",
     "in_process",
     "is_top",
     "note_unreadable",
+    "pinned_mapping",
     "read_llm_call",
     "read_mark",
     "read_span",

@@ -23,14 +23,27 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from tracescore.online.intake._collector import TraceCollector
-from tracescore.online.intake._diagnose import Diagnoser, Unreadable, question_of
+from tracescore.online.intake._diagnose import (
+    Diagnoser,
+    Unreadable,
+    answer_of,
+    gate_keys,
+    question_of,
+)
 from tracescore.online.intake._event_content import with_event_content
-from tracescore.online.intake._generic import read_generic
+from tracescore.online.intake._generic import generic_call, read_generic
 from tracescore.online.intake._llm_calls import ContentlessAgent, contentless_reader, from_llm_calls
 from tracescore.online.intake._readers import RecognisedCall, Recogniser
 from tracescore.online.intake._recognise import recognise, recogniser_markers
+from tracescore.online.intake._shaped import (
+    SHAPE_MARKERS,
+    agent_like,
+    has_content_keys,
+    shaped_call,
+)
 from tracescore.online.intake._structure import candidate, fallback, is_top, miss
 from tracescore.online.intake._trace_input import TraceSpans
+from tracescore.online.intake._unwrap import unwrap_input, unwrap_output
 
 Outcome = RecognisedCall | ContentlessAgent | Unreadable | None
 
@@ -45,9 +58,33 @@ class AgentReader:
         self.markers = self.chain_markers | self.contentless.markers  # keys of spans read
         self.diagnose = Diagnoser(self.recognisers)
         self.watched = self.markers | self.diagnose.keys  # and of spans diagnosed
+        # texts of which a request with a model call found by its shape holds one (`_shaped`;
+        # only where the chain finds agent calls by the trace's shape)
+        self.shape_markers = SHAPE_MARKERS if self.contentless else frozenset()
 
     def __bool__(self) -> bool:
         return bool(self.recognisers)
+
+    def request_markers(self, item_markers: frozenset[str]) -> frozenset[str]:
+        """Texts of which a serialized request holds one when one of its spans is read by this
+        reader, diagnosed, found by its shape or records an item (`item_markers`): a request with
+        none passes through unread. As few as can be told (`gate_keys`): each is one substring
+        search of every request."""
+        known = self.chain_markers | item_markers
+        gate = frozenset().union(*(gate_keys(r) for r in self.recognisers))
+        return (gate | item_markers | self.diagnose.look_keys
+                | self.contentless.raw_markers(known) | self.shape_markers)
+
+    def shaped(self, keys: Iterable[str]) -> bool:
+        """Whether a span with these attribute keys may be a model call found by its shape
+        (a generic content key; read only where the trace's shape is used): decode it."""
+        return bool(self.contentless) and has_content_keys(keys)
+
+    def shaped_call(self, attributes: Mapping[str, Any]) -> bool:
+        """Whether a finished span is a model call found by its shape (`_shaped`): in process,
+        its trace is then kept until its local root ends (the span above it may be its agent
+        call). Cheap for a span without a generic content key."""
+        return self.shaped(attributes) and shaped_call(attributes) is not None
 
     def read(self, name: str, attributes: Mapping[str, Any],
              events: Iterable[tuple[str, Any]] = (),
@@ -91,14 +128,30 @@ class AgentReader:
     @staticmethod
     def structural(traces: TraceCollector, trace: TraceSpans | None, span_id: int,
                    parent_id: int | None, kind: str, name: str, keys: Iterable[str],
-                   attributes: Mapping[str, Any] | None = None) -> ContentlessAgent | None:
+                   attributes: Mapping[str, Any] | None = None
+                   ) -> ContentlessAgent | RecognisedCall | None:
         """The agent call a span with no agent marker stands for by the trace's shape: the top
         of a loop (a root, or a request's top span) with LLM calls below it that no agent span
-        below it owns; None for any other span (cheap when its trace has no LLM calls)."""
-        if trace is None or not trace.llm or span_id in trace.llm or not is_top(parent_id, kind):
+        below it owns; None for any other span (cheap when its trace has no LLM calls). When
+        every call below it was found by its shape only (`_shaped`), the loop must be one (two
+        turns, or a span that says it is an agent) and the span is read from its own generic
+        keys when they hold a question and an answer."""
+        if trace is None or not trace.llm or not is_top(parent_id, kind):
             return None
-        if not traces.llm_calls_of(trace, span_id):
+        own = trace.llm.get(span_id)  # a top span that is a model call itself is no agent call,
+        if own is not None and own.reader != "shaped":  # unless only its shape said so
             return None
+        calls = [call for call in traces.llm_calls_of(trace, span_id) if call is not own]
+        if not calls:
+            return None
+        if all(call.reader == "shaped" for call in calls):  # no marker anywhere (`_shaped`)
+            keys = list(keys)
+            if len(calls) < 2 and not agent_like(name, keys):
+                return None  # one model turn under a span that does not say it is an agent
+            own_content = attributes and generic_call(name, attributes, convention="unknown")
+            if own_content and question_of(unwrap_input(own_content.input)) and answer_of(
+                    unwrap_output(own_content.output)):
+                return own_content  # its own question and answer, under generic keys
         return candidate(name, keys, attributes)
 
     @staticmethod

@@ -101,8 +101,9 @@ class Diagnoser:
         # (a Mastra or pydantic-ai agent span is also a GenAI `invoke_agent` span)
         looks = [(_rank(r), look) for r in chain for look in _looks_of(r) if look is not None]
         self._looks = tuple(look for _, look in sorted(looks, key=lambda pair: pair[0]))
-        self.keys: frozenset[str] = recogniser_markers(chain).union(
-            *(look.keys for look in self._looks))
+        # keys of which an agent-like span carries one (the chain's markers aside)
+        self.look_keys: frozenset[str] = frozenset().union(*(look.keys for look in self._looks))
+        self.keys: frozenset[str] = recogniser_markers(chain) | self.look_keys
 
     def __call__(self, name: str, attributes: Mapping[str, Any]) -> Unreadable | None:
         """Why this span, rejected by the chain, was not read; None when it looks like no agent
@@ -336,3 +337,27 @@ def _guess(texts: Mapping[str, Any], words: Sequence[str], others: Sequence[str]
                 if word in part(key):
                     return key
     return None
+
+
+def pinned_mapping(name: str, attributes: Mapping[str, Any], keys: tuple[str, str]
+                   ) -> dict[str, Any]:
+    """A `recognise.mappings` entry that reads a span found by the trace's shape from the
+    generic `keys` (input, output) it was read from: spans of exactly this name (named after
+    its first word), so it is read the same with or without the shape rules."""
+    entry: dict[str, Any] = {"name": re.split(r"[^A-Za-z0-9_]", name, maxsplit=1)[0] or "mapped",
+                             "span_name": re.escape(name), "input": keys[0], "output": keys[1]}
+    agent = next((k for k in AGENT_KEYS if _has_text(attributes.get(k))), None)
+    if agent is not None:
+        entry["agent"] = agent
+    return entry
+
+
+def gate_keys(recogniser: Recogniser) -> frozenset[str]:
+    """Keys of which every span `recogniser` reads carries one, as few as can be told: a
+    mapping with attribute conditions is told by its first condition key (a framework's mappings
+    often share it, `mastra.span.type`), any other recogniser by its markers."""
+    mappings = ((recogniser,) if isinstance(recogniser, AgentMapping)
+                else _mappings_of(recogniser))
+    if not mappings or len(mappings) != len(getattr(recogniser, "mappings", mappings)):
+        return recogniser.markers
+    return frozenset(min(m.attributes) if m.attributes else m.input for m in mappings)

@@ -31,6 +31,7 @@ from tracescore import _semconv as sc
 from tracescore.online.intake import _messages
 from tracescore.online.intake._frameworks import LLM_CALLS
 from tracescore.online.intake._recognise import AgentMapping, RecognisedCall, Recogniser
+from tracescore.online.intake._replies import shaped_answer, shaped_messages
 
 CONTENTLESS_AGENTS: dict[str, tuple[dict[str, Any], ...]] = {
     "genai": ({"attributes": {"gen_ai.operation.name": "invoke_agent"},
@@ -75,7 +76,7 @@ class LlmCall(NamedTuple):
     """An LLM span as recorded (decoded only for the first and last call of an agent)."""
 
     start_ns: int
-    reader: str  # "genai", "openinference", "logfire" or "mapping" (`LLM_CALLS`)
+    reader: str  # "genai", "openinference", "logfire", "mapping" (`LLM_CALLS`) or "shaped"
     attributes: Mapping[str, Any]
     chars: int  # recorded characters it keeps alive (the gateway's byte bound)
 
@@ -200,6 +201,8 @@ def _mapped(call: LlmCall) -> RecognisedCall | None:
 
 def _input_messages(call: LlmCall) -> list[_messages.Message] | None:
     attributes = call.attributes
+    if call.reader == "shaped":  # found by its shape (`_shaped`): its input and output
+        return shaped_messages(attributes.get("input"))
     if call.reader == "mapping":
         read = _mapped(call)
         return read.input if read is not None and isinstance(read.input, list) else None
@@ -214,6 +217,8 @@ def _input_messages(call: LlmCall) -> list[_messages.Message] | None:
 
 def _output_text(call: LlmCall) -> object:
     attributes = call.attributes
+    if call.reader == "shaped":
+        return shaped_answer(attributes.get("output"))
     if call.reader == "mapping":
         read = _mapped(call)
         return read.output if read is not None else None

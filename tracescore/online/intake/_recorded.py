@@ -15,6 +15,7 @@ from typing import Any
 from tracescore import _semconv as sc
 from tracescore.online.intake._llm_calls import LLM_MARKERS, LlmCall, read_llm_call
 from tracescore.online.intake._run_steps import Mark, read_mark
+from tracescore.online.intake._shaped import shaped_llm_call
 from tracescore.online.intake._trace_input import Item, read_span
 from tracescore.online.intake._view import SpanView
 
@@ -43,6 +44,8 @@ def recorded(view: SpanView, attributes: Mapping[str, Any] | None, *, llm: bool 
         item = read_span(view.name, found, start, lambda: error_of(view, found))
         if llm:
             llm_call = read_llm_call(found, start)
+            if llm_call is None:  # a model call with no marker, by its shape (`_shaped`)
+                llm_call = shaped_llm_call(found, start)
     if marks:
         found = attributes or {}
         mark = read_mark(view.name, found, start, view.end_ns, error_of(view, found))
