@@ -38,6 +38,7 @@ from tracescore.scoring._registry import create_scorer
 MASTRA = Path(__file__).resolve().parents[1] / "mastra"
 CASES = 120  # per scorer; every fourth is left as the judge wrote it
 Case = dict[str, Any]
+_CRASHES = ("TypeError", "KeyError", "AttributeError", "IndexError", "ZeroDivisionError")
 _STEPS = {3: ("preprocess", "analyze", "reason"), 2: ("analyze", "reason"), 1: ("analyze",)}
 
 
@@ -156,6 +157,7 @@ def cases(scorer: str) -> list[Case]:
     made = []
     for i in range(CASES):
         case, _ = GENERATORS[scorer](rng)
+        case["valid"] = case["replies"]
         if i % 8 == 1:
             replies = [r if r == REASON else _blanks(rng, r) for r in case["replies"]]
             case = {**case, "replies": replies}
@@ -168,8 +170,8 @@ def cases(scorer: str) -> list[Case]:
 # --- both sides ---------------------------------------------------------------------------------
 def their_case(case: Case) -> Case:
     if case["scorer"] in ("rubric", "multi-turn-judge"):
-        return {k: v for k, v in case.items() if k != "bent"}
-    return _their_case({k: v for k, v in case.items() if k != "bent"})
+        return {k: v for k, v in case.items() if k not in ("bent", "valid")}
+    return _their_case({k: v for k, v in case.items() if k not in ("bent", "valid")})
 
 
 def our_score(case: Case, judge: StepJudge) -> float | None:
@@ -214,7 +216,8 @@ Outcome = tuple[Case, float | ScorerError | None, list[dict[str, Any]]]
 def compared() -> dict[str, list[Outcome]]:
     """Per scorer: each case, our score (or our refusal), and the reference's results for the
     case and, when ours asked no judge for a step (nothing to judge), for the case with that
-    step's reply emptied: ours never saw that reply."""
+    step's reply as a judge gives it when there is nothing to judge (the valid reply with its
+    lists emptied): ours never saw the bent one."""
     ours: list[tuple[Case, float | ScorerError | None, int]] = []
     payload: list[Case] = []
     for scorer in sorted(GENERATORS):
@@ -228,7 +231,7 @@ def compared() -> dict[str, list[Outcome]]:
             skipped = [i for i, step in enumerate(_STEPS[len(case["replies"])])
                        if step not in judge.asked and step != "reason"]
             if skipped:
-                replies = [_emptied(r) if i in skipped else r
+                replies = [_emptied(case["valid"][i]) if i in skipped else r
                            for i, r in enumerate(case["replies"])]
                 payload.append(their_case({**case, "replies": replies}))
             ours.append((case, outcome, 2 if skipped else 1))
@@ -248,7 +251,8 @@ def test_validation_refuses_or_keeps_the_references_number(
         numbers = {side["score"] for their in theirs for side in their.values()
                    if "error" not in side}
         if isinstance(ours, ScorerError):
-            assert str(ours), case  # a failed score with its reason
+            # a failed score with its reason: the reply's fault named, not a crash of ours
+            assert not any(crash in str(ours) for crash in _CRASHES), (str(ours), case)
             # refused only what the reference's own output schema refuses too
             if not case["bent"] or "error" not in theirs[0]["checked"]:
                 mismatches.append(("refused", str(ours), theirs, case))
