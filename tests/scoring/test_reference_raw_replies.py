@@ -27,6 +27,7 @@ from test_reference_ties import JUDGED, LIBRARY, REASON, TRAJECTORY, _ours, _the
 
 from tracescore._exceptions import ScorerError
 from tracescore.scoring import (
+    JudgedScorer,
     JudgeReply,
     JudgeRequest,
     JudgeUsage,
@@ -186,6 +187,7 @@ def our_score(case: Case, judge: StepJudge) -> float | None:
         scorer = create_scorer(name, {"model": judge, "criteria": case["criteria"], **options})
     else:
         scorer = _ours(case)
+        assert isinstance(scorer, JudgedScorer)
         scorer.judge = judge  # the same scorer, answered step by step
     tools = [ToolCall(name=n) for n in case.get("tools", [])]
     extra = {"trajectory": case["run"]} if "run" in case else {}
@@ -246,7 +248,8 @@ def compared() -> dict[str, list[Outcome]]:
 @pytest.mark.parametrize("scorer", sorted(GENERATORS))
 def test_validation_refuses_or_keeps_the_references_number(
         compared: dict[str, list[Outcome]], scorer: str) -> None:
-    mismatches, scored = [], 0
+    mismatches: list[tuple[Any, ...]] = []
+    scored = 0
     for case, ours, theirs in compared[scorer]:
         numbers = {side["score"] for their in theirs for side in their.values()
                    if "error" not in side}

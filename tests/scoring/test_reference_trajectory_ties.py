@@ -113,7 +113,8 @@ def _efficiency_run(rng: random.Random) -> tuple[list[dict[str, Any]], dict[str,
         checks.append(_over(sum(i + o for i, o in tokens), budgets["max_total_tokens"]))
     if rng.random() < 0.5:
         budgets["max_total_duration_ms"] = rng.choice((100, 200, 400, 500, 1000, 2000, 4000))
-        checks.append(_over(sum(s["duration_ms"] for s in run), budgets["max_total_duration_ms"]))
+        duration = sum(int(s["duration_ms"]) for s in run)
+        checks.append(_over(duration, budgets["max_total_duration_ms"]))
     if rng.random() < 0.8:
         checks.append(max(Fraction(0), 1 - redundant * dec(0.2)))
     else:
@@ -168,7 +169,9 @@ def _weighted(rng: random.Random) -> Made:
 # --- sub-agents: 0.7 * the run's own score + 0.3 * the average of the sub-agents' scores --------
 def _sub_agents(rng: random.Random) -> Made:
     agents, absent = rng.randint(1, 5), rng.choice((0, 0, 0, 1, 2))
-    run, expected, scores = [], [], []
+    run: list[dict[str, Any]] = []
+    expected: list[Any] = []
+    scores: list[Fraction | None] = []
     for a in range(agents + absent):
         n = rng.choice((1, 2, 3, 4, 5, 6, 7, 8, 10))
         k = rng.randint(0, n)
