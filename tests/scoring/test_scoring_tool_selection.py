@@ -92,17 +92,21 @@ def test_tool_calls_are_read_from_the_output_without_recorded_calls(stub_llm: St
     assert result.preprocess_step_result["actual_tools"] == ["get_weather"]
 
 
-def test_judge_booleans_given_as_text_are_understood(stub_llm: StubLLMServer) -> None:
-    stub_llm.enqueue({"evaluations": [
+def test_judge_booleans_given_as_text_are_refused(stub_llm: StubLLMServer) -> None:
+    """"False" as text is refused, not read: the reference's score step counts any non-empty
+    text as appropriate, so reading it as false would give another number than the reference's
+    for the same reply (refusing gives none)."""
+    reply = {"evaluations": [
         {"toolCalled": "get_weather", "wasAppropriate": "true", "reasoning": "r"},
         {"toolCalled": "get_news", "wasAppropriate": "False", "reasoning": "r"}],
-        "missingTools": []})
-    stub_llm.enqueue({"reason": "The score is 0.5 because."})
-    result = scorer(stub_llm).run(input=REQUEST, output="x",
-                                  tool_calls=[ToolCall(name="get_weather"),
-                                              ToolCall(name="get_news")])
-    assert result.score == 0.5
-    assert [e["wasAppropriate"] for e in result.analyze_step_result["evaluations"]] == [True, False]
+        "missingTools": []}
+    for _ in range(4):  # whatever the judge client's re-asks
+        stub_llm.enqueue(reply)
+    with pytest.raises(ScorerError) as info:
+        scorer(stub_llm).run(input=REQUEST, output="x",
+                             tool_calls=[ToolCall(name="get_weather"), ToolCall(name="get_news")])
+    assert info.value.step == "analyze"
+    assert "'wasAppropriate' must be true or false, got 'true'" in str(info.value)
 
 
 @pytest.mark.parametrize("value", [None, {}, [], [{"role": "user", "content": ""}]])

@@ -94,14 +94,15 @@ def string_list_schema(key: str) -> dict[str, Any]:
 
 
 def validate_string_list(key: str) -> Callable[[Any], dict[str, Any]]:
-    """A validator of `{key: [str, ...]}` that drops blank strings."""
+    """A validator of `{key: [str, ...]}`, the strings kept as given: a blank one is judged and
+    counted, as in the reference (dropping it would change the number)."""
     def validate(value: Any) -> dict[str, Any]:
         items = value.get(key) if isinstance(value, dict) else None
         if not isinstance(items, list):
             raise ValueError(f"expected an object with a {key!r} list")  # noqa: TRY004
         if not all(isinstance(s, str) for s in items):
             raise ValueError(f"every item of {key!r} must be a string")
-        return {key: [s for s in items if s.strip()]}
+        return {key: list(items)}
     return validate
 
 

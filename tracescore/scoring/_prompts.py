@@ -74,7 +74,7 @@ def validate_statements(value: Any) -> dict[str, Any]:
         raise ValueError("expected an object with a 'statements' list")  # noqa: TRY004
     if not all(isinstance(s, str) for s in statements):
         raise ValueError("every statement must be a string")
-    return {"statements": [s for s in statements if s.strip()]}
+    return {"statements": list(statements)}  # a blank one is judged and counted, as there
 
 
 def statements_request(output: str) -> JudgeRequest:

@@ -33,8 +33,11 @@ def js_sum(values: Iterable[float]) -> float:
 
 
 def round_half_up(value: float) -> float:
-    """Two decimals, ties up (JavaScript's `Math.round(x * 100) / 100`)."""
-    return math.floor(value * 100 + 0.5) / 100
+    """Two decimals, ties up (JavaScript's `Math.round(x * 100) / 100`): `floor` plus an exact
+    remainder test, since adding 0.5 in floating point rounds 0.49999999999999994 up."""
+    scaled = value * 100
+    whole = math.floor(scaled)
+    return (whole + 1 if scaled - whole >= 0.5 else whole) / 100
 
 
 _DOUBLE_EXACT = 2**53

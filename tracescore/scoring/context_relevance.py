@@ -134,7 +134,8 @@ def validate_evaluations(value: Any) -> dict[str, Any]:
         raise ValueError("expected an object with an 'evaluations' list")  # noqa: TRY004
     evaluations = []
     for i, item in enumerate(items):
-        if not isinstance(item, dict) or item.get("relevanceLevel") not in RELEVANCE_WEIGHTS:
+        level = item.get("relevanceLevel") if isinstance(item, dict) else None
+        if not isinstance(level, str) or level not in RELEVANCE_WEIGHTS:
             raise ValueError("every evaluation needs a relevanceLevel of high, medium, low or "
                              "none")
         if not isinstance(item.get("wasUsed"), bool):

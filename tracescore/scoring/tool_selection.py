@@ -186,11 +186,10 @@ nothing else.
 
 
 def _truth(value: Any) -> bool:
-    """A judge's boolean, also when it came as the text "true"/"false"."""
+    """A judge's boolean. Text such as "false" is refused, not read: the reference's score
+    step counts any non-empty text as appropriate, so reading it would change the number."""
     if isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
     raise ValueError(f"'wasAppropriate' must be true or false, got {value!r}")
 
 
