@@ -38,6 +38,7 @@ PARTS: list[tuple[str, tuple[str, ...]]] = [
 _OWNERS = (("litellm/", "litellm, other"),
            ("tracescore/", "tracescore (scorer steps, prompts, reply validation, judge trace, IPC)"))
 _REST = "event loop and the rest"
+_LOOP = ("_child_main (", "run_until_complete (")  # frames that run the loop (scoring process)
 # a thread waiting, not working (last frame of the stack)
 _IDLE = ("_worker (concurrent/futures/thread.py", "select (selectors.py", "EpollSelector.select",
          "_read_frame (", "wait (threading.py", "Condition.wait", "Queue.get")
@@ -45,6 +46,8 @@ _IDLE = ("_worker (concurrent/futures/thread.py", "select (selectors.py", "Epoll
 
 def _owner(frames: list[str]) -> str:
     for frame in reversed(frames):
+        if frame.startswith(_LOOP):  # the event loop's own work
+            return _REST
         for marker, part in _OWNERS:
             if marker in frame:
                 return part
