@@ -27,6 +27,7 @@ import multiprocessing as mp
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -483,8 +484,15 @@ def _start_profile(pids: list[int], workdir: Path,
         print("profile: no py-spy or no scoring process; not profiled")
         return lambda: None
     path = workdir / f"scoring-{pids[0]}.txt"
-    thread = threading.Thread(target=_judge_profile.record,
-                              args=(pids[0], max(2.0, 0.8 * seconds), path), daemon=True)
+
+    def record() -> None:
+        try:
+            _judge_profile.record(pids[0], max(2.0, 0.8 * seconds), path)
+        except (OSError, subprocess.SubprocessError) as exc:  # e.g. ptrace not allowed
+            detail = getattr(exc, "stderr", b"") or b""
+            print(f"profile: py-spy failed ({exc}; {detail.decode(errors='replace').strip()})")
+
+    thread = threading.Thread(target=record, daemon=True)
     thread.start()
 
     def finish() -> dict[str, Any] | None:
