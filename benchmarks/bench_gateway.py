@@ -8,7 +8,11 @@
     a steady rate, direct vs through each pass-through; "added" is the difference in p99;
   * scoring throughput: scores/s of relevancy (3 judge calls) with a stub judge of fixed
     latency, against the ideal concurrency / (3 x latency), for 1 and 2 replicas (traffic split
-    by trace id as the collector's loadbalancing exporter does);
+    by trace id as the collector's loadbalancing exporter does). It prints the CPU per relevancy score of the gateway and of its scoring process; with
+    `--profile`, py-spy samples the scoring process and the table says where its CPU goes
+    (`_judge_profile`: litellm's request building, HTTP, pricing, logging, ...);
+  * judge client (part `client`): CPU per judge call of `LiteLLMJudge.judge` and of a
+    relevancy score against `litellm.acompletion` alone, in one process (`_judge_client`);
   * memory: RSS of the gateway under ~10x overload (a next hop that takes a tenth of what is
     offered, agent spans whose judge is slow) over 60 s (15 s with --quick);
   * HTTP pass-through (part `http`): OTLP/HTTP protobuf in, gRPC out, keep-alive senders, the
@@ -17,6 +21,7 @@
     /tmp/bench-main main`), that one's server side by side, in alternating rounds.
 
     python benchmarks/bench_gateway.py [--quick] [--json PATH] [--parts http --baseline DIR]
+        [--parts client,scoring --profile]
 """
 
 from __future__ import annotations
