@@ -8,9 +8,9 @@
     a steady rate, direct vs through each pass-through; "added" is the difference in p99;
   * scoring throughput: scores/s of relevancy (3 judge calls) with a stub judge of fixed
     latency, against the ideal concurrency / (3 x latency), for 1 and 2 replicas (traffic split
-    by trace id as the collector's loadbalancing exporter does). It prints the CPU per relevancy score of the gateway and of its scoring process; with
-    `--profile`, py-spy samples the scoring process and the table says where its CPU goes
-    (`_judge_profile`: litellm's request building, HTTP, pricing, logging, ...);
+    by trace id as the collector's loadbalancing exporter does), and the CPU per relevancy
+    score of the gateway and of its scoring process; with `--profile`, py-spy samples the
+    scoring process and a table says where its CPU goes (`_judge_profile`);
   * judge client (part `client`): CPU per judge call of `LiteLLMJudge.judge` and of a
     relevancy score against `litellm.acompletion` alone, in one process (`_judge_client`);
   * memory: RSS of the gateway under ~10x overload (a next hop that takes a tenth of what is
