@@ -8,7 +8,11 @@
     a steady rate, direct vs through each pass-through; "added" is the difference in p99;
   * scoring throughput: scores/s of relevancy (3 judge calls) with a stub judge of fixed
     latency, against the ideal concurrency / (3 x latency), for 1 and 2 replicas (traffic split
-    by trace id as the collector's loadbalancing exporter does);
+    by trace id as the collector's loadbalancing exporter does), and the CPU per relevancy
+    score of the gateway and of its scoring process; with `--profile`, py-spy samples the
+    scoring process and a table says where its CPU goes (`_judge_profile`);
+  * judge client (part `client`): CPU per judge call of `LiteLLMJudge.judge` and of a
+    relevancy score against `litellm.acompletion` alone, in one process (`_judge_client`);
   * memory: RSS of the gateway under ~10x overload (a next hop that takes a tenth of what is
     offered, agent spans whose judge is slow) over 60 s (15 s with --quick);
   * HTTP pass-through (part `http`): OTLP/HTTP protobuf in, gRPC out, keep-alive senders, the
@@ -17,15 +21,18 @@
     /tmp/bench-main main`), that one's server side by side, in alternating rounds.
 
     python benchmarks/bench_gateway.py [--quick] [--json PATH] [--parts http --baseline DIR]
+        [--parts client,scoring --profile]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import multiprocessing as mp
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -387,24 +394,30 @@ def latency(addresses: dict[str, str], sink: Sink, requests: int,
             for name, times in sent.items()}
 
 
-def scoring(replicas: int, workdir: Path, judge_latency_s: float, spans: int,
-            concurrency: int, checkout: Path | None = None) -> dict[str, Any]:
-    """Scores/s over `spans` agent spans split by trace id over `replicas` gateways (of
-    `checkout`'s package when given)."""
-    from tracescore.testing import Reply, StubLLMServer
+def judge_reply(request: dict[str, Any], latency_s: float = 0.0) -> Any:
+    """The stub judge's answer to each step of the relevancy scorer (one statement, on topic)."""
+    from tracescore.testing import Reply
 
-    def judge(request: dict[str, Any]) -> Reply:
-        step = request.get("response_format", {}).get("json_schema", {}).get("name", "")
-        if step.endswith("statements"):
-            content: Any = {"statements": [ANSWER]}
-        elif step.endswith("verdicts"):
-            content = {"results": [{"result": "yes", "reason": "on topic"}]}
-        else:
-            content = {"reason": "The score is 1 because it answers."}
-        return Reply(content=content, delay=judge_latency_s)
+    step = request.get("response_format", {}).get("json_schema", {}).get("name", "")
+    if step.endswith("statements"):
+        content: Any = {"statements": [ANSWER]}
+    elif step.endswith("verdicts"):
+        content = {"results": [{"result": "yes", "reason": "on topic"}]}
+    else:
+        content = {"reason": "The score is 1 because it answers."}
+    return Reply(content=content, delay=latency_s)
+
+
+def scoring(replicas: int, workdir: Path, judge_latency_s: float, spans: int,
+            concurrency: int, checkout: Path | None = None,
+            profile: bool = False) -> dict[str, Any]:
+    """Scores/s over `spans` agent spans split by trace id over `replicas` gateways (of
+    `checkout`'s package when given); with `profile`, py-spy samples the first scoring
+    process while the spans are scored (`_judge_profile`)."""
+    from tracescore.testing import StubLLMServer
 
     sink = Sink()
-    with StubLLMServer(responder=judge) as stub:
+    with StubLLMServer(responder=functools.partial(judge_reply, latency_s=judge_latency_s)) as stub:
         config = (f"scoring:\n  concurrency: {concurrency}\n  queue_size: {spans}\n"
                   f"  max_held_spans: {spans}\n  max_wait_s: 600\n  scorers:\n"
                   f"    - scorer: relevancy\n      options: {{model: openai/judge, api_base: "
@@ -436,6 +449,8 @@ def scoring(replicas: int, workdir: Path, judge_latency_s: float, spans: int,
                 "sink": lambda: [sink.pid],
                 "stub judge and benchmark client": lambda: [os.getpid()],
             })
+            spy = _start_profile(_children(gateways[0].pid), workdir,
+                                 spans * 3 * judge_latency_s / concurrency) if profile else None
             cpu.start()
             start = time.perf_counter()
             for replica, body in bodies:
@@ -443,6 +458,7 @@ def scoring(replicas: int, workdir: Path, judge_latency_s: float, spans: int,
             _wait_count(sink, base + spans, 600)
             elapsed = time.perf_counter() - start
             shares = cpu.stop()
+            profiled = spy() if spy is not None else None
         finally:
             for gateway in gateways:
                 gateway.close()
@@ -459,7 +475,39 @@ def scoring(replicas: int, workdir: Path, judge_latency_s: float, spans: int,
             "waited_for_a_cpu_ms_per_score": 1000 * waited / spans,
             # CPU per relevancy score (3 judge calls) of the gateways and their scoring processes
             "gateway_cpu_ms_per_score": 1000 * cpu_s["gateways"] / spans,
-            "scoring_process_cpu_ms_per_score": 1000 * cpu_s["scoring processes"] / spans}
+            "scoring_process_cpu_ms_per_score": 1000 * cpu_s["scoring processes"] / spans,
+            **({"profile": profiled} if profiled else {})}
+
+
+def _start_profile(pids: list[int], workdir: Path,
+                   seconds: float) -> Callable[[], dict[str, Any] | None]:
+    """py-spy on the first of `pids` for about `seconds` (in a thread); the returned function
+    waits for it and gives the parts of the CPU, or None without py-spy or a scoring process."""
+    import _judge_profile
+
+    if not pids or not _judge_profile.available():
+        print("profile: no py-spy or no scoring process; not profiled")
+        return lambda: None
+    path = workdir / f"scoring-{pids[0]}.txt"
+
+    def record() -> None:
+        try:
+            _judge_profile.record(pids[0], max(2.0, 0.8 * seconds), path)
+        except (OSError, subprocess.SubprocessError) as exc:  # e.g. ptrace not allowed
+            detail = getattr(exc, "stderr", b"") or b""
+            print(f"profile: py-spy failed ({exc}; {detail.decode(errors='replace').strip()})")
+
+    thread = threading.Thread(target=record, daemon=True)
+    thread.start()
+
+    def finish() -> dict[str, Any] | None:
+        thread.join()
+        if not path.exists():
+            return None
+        shares, busy = _judge_profile.parts(path)
+        return {"parts_pct": shares, "samples": busy}
+
+    return finish
 
 
 def _wait_count(sink: Sink, count: int, timeout: float) -> None:
@@ -691,7 +739,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", help="write results to this path")
     parser.add_argument("--parts", default="pass,scoring,memory",
-                        help="comma list of parts to run: pass, scoring, memory, http")
+                        help="comma list of parts to run: pass, scoring, memory, http, client")
+    parser.add_argument("--profile", action="store_true",
+                        help="scoring: sample the scoring process with py-spy and print where "
+                             "its CPU goes")
     parser.add_argument("--baseline", type=Path,
                         help="another checkout whose HTTP receiver `http` measures alongside")
     args = parser.parse_args()
@@ -711,7 +762,8 @@ def main() -> None:
             judge_latency = 0.5  # as bench_online's throughput run: ideal 5.3 scores/s a replica
             spans = 64 if args.quick else 160  # multiples of the concurrency
             results["scoring"] = {f"{n} replica{'s' if n > 1 else ''}": scoring(
-                n, workdir, judge_latency, spans * n, concurrency=8) for n in (1, 2)}
+                n, workdir, judge_latency, spans * n, concurrency=8,
+                profile=args.profile and n == 1) for n in (1, 2)}
             print_table([[k, v["scores_per_s"], v["ideal_per_s"], v["ratio"]]
                          for k, v in results["scoring"].items()],
                         ["replicas", "scores/s", "ideal/s", "% of ideal"],
@@ -727,6 +779,17 @@ def main() -> None:
                          for k, v in results["scoring"].items()],
                         ["replicas", *(n.removesuffix("_pct") for n in names)],
                         title="CPU during the scoring runs, % of the machine (cores x wall time)")
+            print_table([[k, v["scoring_process_cpu_ms_per_score"], v["gateway_cpu_ms_per_score"],
+                          v["scoring_process_cpu_ms_per_score"] + v["gateway_cpu_ms_per_score"]]
+                         for k, v in results["scoring"].items()],
+                        ["replicas", "scoring process ms", "gateway ms", "together ms"],
+                        title="CPU per relevancy score (3 judge calls)")
+            profile = results["scoring"]["1 replica"].get("profile")
+            if profile:
+                print_table([[part, share] for part, share in profile["parts_pct"].items()],
+                            ["part of a judge call", "% of busy samples"],
+                            title=f"Where the scoring process's CPU goes (py-spy, "
+                                  f"{profile['samples']} busy samples)")
             for name, run in results["scoring"].items():
                 share = run["cpu_share"]
                 if share["machine busy_pct"] >= 90 and run["ratio"] < 100:
@@ -734,6 +797,16 @@ def main() -> None:
                           f"{share['machine busy_pct']:.0f} %, {share['other work on the machine_pct']:.0f}"
                           " % by other work): the gap to the ideal is time our threads waited "
                           "for a CPU, not CPU the gateway used.")
+        if "client" in parts:
+            from _judge_client import judge_client
+
+            results["client"] = client = judge_client(120 if args.quick else 240,
+                                                      3 if args.quick else 5)
+            print_table([[k, v["cpu_ms_per_call"], v["wall_ms_per_call"], v["over_litellm_alone"]]
+                         for k, v in client.items()],
+                        ["case", "CPU ms/judge call", "wall ms/judge call", "/ litellm alone"],
+                        title="The judge client against litellm alone (stub judge, no delay, "
+                              "4 calls in flight; process CPU of every thread)")
         if "memory" in parts:
             results["memory"] = memory = overload_rss(workdir, 15.0 if args.quick else 60.0)
             print_table([[memory["seconds"], memory["rss_start_mb"], memory["rss_peak_mb"],

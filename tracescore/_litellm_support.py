@@ -28,11 +28,21 @@ _installed = False  # the context-aware print is in place
 
 
 def import_litellm() -> Any:
-    """Import litellm (it is heavy: never at `import tracescore`) with the local price map."""
+    """Import litellm (it is heavy: never at `import tracescore`) with the local price map.
+
+    Called on every judge call: once litellm is loaded, it is returned at once."""
+    litellm = sys.modules.get("litellm")
+    if litellm is not None and not _initializing(litellm):
+        return litellm
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
     return litellm
+
+
+def _initializing(module: Any) -> bool:
+    """True while `module` is still being imported (by another thread, say)."""
+    return bool(getattr(getattr(module, "__spec__", None), "_initializing", False))
 
 
 def _context_print(*args: Any, **kwargs: Any) -> None:
