@@ -186,8 +186,9 @@ def litellm_instrumented() -> Iterator[None]:
 
 
 def npm_project(folder: Path, script: str, prefix: str) -> Path:
-    """`folder` (package.json, package-lock.json, `script`) with its npm dependencies installed
-    once into the cache, keyed by the lock file (offline afterwards); the cached script's path."""
+    """`folder` (package.json, package-lock.json, `script` and the `.mjs` modules it may import)
+    with its npm dependencies installed once into the cache, keyed by the lock file (offline
+    afterwards); the cached script's path."""
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.fail(f"{folder.name} needs node and npm (apt-get install nodejs npm)")
     lock = (folder / "package-lock.json").read_bytes()
@@ -201,7 +202,8 @@ def npm_project(folder: Path, script: str, prefix: str) -> Path:
             subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
                            cwd=home, check=True, timeout=600)  # fmt: skip
             (home / "node_modules" / ".tracescore-ready").write_text("")
-        shutil.copy(folder / script, home / script)
+        for module in {folder / script, *folder.glob("*.mjs")}:
+            shutil.copy(module, home / module.name)
     return home / script
 
 

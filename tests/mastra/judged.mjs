@@ -14,6 +14,7 @@ import {
   createToolCallAccuracyScorerLLM,
   createToxicityScorer,
 } from "@mastra/evals/scorers/prebuilt";
+import { scriptedModel } from "./scripted.mjs";
 
 const FACTORIES = {
   "answer-relevancy": (model, options) => createAnswerRelevancyScorer({ model, options }),
@@ -27,37 +28,6 @@ const FACTORIES = {
   "context-relevance": (model, { noContext, ...options }) => createContextRelevanceScorerLLM({
     model, options: noContext ? { ...options, contextExtractor: () => [] } : options }),
 };
-
-// A language model (AI SDK v2 interface) that answers each call with the next scripted reply.
-function scriptedModel(replies) {
-  const queue = [...replies];
-  const usage = { inputTokens: 1, outputTokens: 1, totalTokens: 2 };
-  const model = {
-    specificationVersion: "v2", provider: "scripted", modelId: "scripted-judge",
-    supportedUrls: {}, calls: 0,
-    async doGenerate() {
-      model.calls++;
-      const text = JSON.stringify(queue.shift() ?? {});
-      return { content: [{ type: "text", text }], finishReason: "stop", usage, warnings: [] };
-    },
-    async doStream() {
-      model.calls++;
-      const text = JSON.stringify(queue.shift() ?? {});
-      const stream = new ReadableStream({
-        start(controller) {
-          for (const part of [
-            { type: "stream-start", warnings: [] }, { type: "text-start", id: "t" },
-            { type: "text-delta", id: "t", delta: text }, { type: "text-end", id: "t" },
-            { type: "finish", finishReason: "stop", usage },
-          ]) controller.enqueue(part);
-          controller.close();
-        },
-      });
-      return { stream };
-    },
-  };
-  return model;
-}
 
 function message(role, text, toolInvocations) {
   const content = { format: 2, parts: [{ type: "text", text }], content: text };

@@ -23,6 +23,7 @@ import {
   createToxicityScorer,
   createTrajectoryAccuracyScorerLLM,
 } from "@mastra/evals/scorers/prebuilt";
+import { scriptedModel } from "./scripted.mjs";
 
 const FACTORIES = {
   "answer-relevancy": (model, c) => createAnswerRelevancyScorer({ model, options: c.options }),
@@ -44,36 +45,6 @@ const FACTORIES = {
     createTrajectoryAccuracyScorerLLM({ model, ...c.options }),
   "multi-turn-judge": (model, c) => createMultiTurnJudgeScorer({ model, ...c.options }),
 };
-
-// A language model (AI SDK v2 interface) that answers each call with the next scripted reply.
-function scriptedModel(replies) {
-  const queue = [...replies];
-  const usage = { inputTokens: 1, outputTokens: 1, totalTokens: 2 };
-  const next = () => { model.calls++; return JSON.stringify(queue.shift() ?? {}); };
-  const model = {
-    specificationVersion: "v2", provider: "scripted", modelId: "scripted-judge",
-    supportedUrls: {}, calls: 0,
-    async doGenerate() {
-      return { content: [{ type: "text", text: next() }], finishReason: "stop", usage,
-               warnings: [] };
-    },
-    async doStream() {
-      const text = next();
-      const stream = new ReadableStream({
-        start(controller) {
-          for (const part of [
-            { type: "stream-start", warnings: [] }, { type: "text-start", id: "t" },
-            { type: "text-delta", id: "t", delta: text }, { type: "text-end", id: "t" },
-            { type: "finish", finishReason: "stop", usage },
-          ]) controller.enqueue(part);
-          controller.close();
-        },
-      });
-      return { stream };
-    },
-  };
-  return model;
-}
 
 function message(role, text, id, toolInvocations) {
   const content = { format: 2, parts: [{ type: "text", text }], content: text };
