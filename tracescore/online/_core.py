@@ -20,7 +20,6 @@ its scoring.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -50,7 +49,7 @@ from tracescore.online._delivery import (
 from tracescore.online._events import EventPayload, unscored_event
 from tracescore.online._hold import Held, HoldTable, Key
 from tracescore.online._isolation import ProcessRunner
-from tracescore.online._jobs import Call, Job, Route, Runner, release_budgets, result_events
+from tracescore.online._jobs import Call, Job, Route, Runner, result_events
 from tracescore.online._judge_spans import JudgeSpan
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._options import OnlineScorer, ProcessorOptions
@@ -212,6 +211,12 @@ class ScoringCore:
         budgets nor predicates): those that note it 'unscored' when it cannot be read."""
         return would_sample(self._call_scorers, randomness, agent, attributes)
 
+    def release_budgets(self, scorers: Sequence[OnlineScorer]) -> None:
+        """Give back the budgets `choose` reserved for scorers that will not run (a call the
+        door or the hand-off dropped)."""
+        for online in scorers:
+            online.release_budget()
+
     # --- the doors' shared tail ----------------------------------------------------------------------
     def take(self, key: Key, call: AgentCall, item: Any, trace: TraceInput = EMPTY, *,
              threshold: int = 0, end_ns: int | None = None,
@@ -249,7 +254,7 @@ class ScoringCore:
     def submit(self, key: Key, call: Call, item: Any) -> None:
         """Score `call` (its `scorers` chosen); `item` goes on through `export` exactly once."""
         if self.closing:
-            release_budgets(call.scorers)
+            self.release_budgets(call.scorers)
             self.export(item, ())
             return
         agent = call.agent
@@ -266,7 +271,7 @@ class ScoringCore:
             if not was_held:
                 self.unscored(item, holding, reasons.HELD_OVERFLOW, agent)
                 # scorers whose only sink was the span just exported have nothing left to do
-                release_budgets(tuple(s for s in call.scorers if s.sinks == {"span"}))
+                self.release_budgets(tuple(s for s in call.scorers if s.sinks == {"span"}))
                 if not plan.others:
                     return
                 call.scorers = tuple(s for s in call.scorers if s.sinks != {"span"})
@@ -305,7 +310,7 @@ class ScoringCore:
         self.log_once("queue_full", "tracescore: online scoring queue is full (%d jobs); "
                       "dropping jobs (counted in tracescore.evaluation.dropped)",
                       self.options.queue_size)
-        release_budgets(scorers)
+        self.release_budgets(scorers)
         for online in scorers:
             if online.scorer_id not in holding or was_held:
                 self.metrics.dropped(online.scorer_id, agent, reasons.QUEUE_FULL)
@@ -392,7 +397,7 @@ class ScoringCore:
         it; a lock a parent thread held at fork would never be released here."""
         self.held.reset()
         self.runner.after_fork()
-        self.metrics._lock = threading.Lock()
+        self.metrics.after_fork()
         for online in self.scorers:
             online.after_fork()
 

@@ -84,6 +84,10 @@ class OnlineMetrics:
         # `sampled` meter adds waiting for a thread other than the agent's (see `sampled`)
         self._pending: collections.deque[tuple[str, str | None]] = collections.deque()
 
+    def after_fork(self) -> None:
+        """In a forked child: a lock a parent thread held at fork would never be released."""
+        self._lock = threading.Lock()
+
     def _bump(self, key: str, n: int = 1) -> None:
         with self._lock:
             self._counts[key] += n

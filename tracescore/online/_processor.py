@@ -21,11 +21,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from opentelemetry import context as otel_context
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
 from tracescore._guard import Guard
 from tracescore.instrument._calls import AgentCall
@@ -35,7 +33,7 @@ from tracescore.online._conversations import (
 )
 from tracescore.online._core import ScoringCore
 from tracescore.online._downstream import Downstream
-from tracescore.online._jobs import Call, release_budgets
+from tracescore.online._jobs import Call
 from tracescore.online._listener import LISTENERS
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._options import OnlineScorer, ProcessorOptions, as_online_scorers
@@ -145,14 +143,15 @@ class ScoringSpanProcessor(SpanProcessor):
         self._run_scope = has_run_scope(online)  # run-scope scorers score at a run's root only
         self._follow = SdkTraces(tuple(recognisers), self._core.trace_limits,
                                  self._max_candidates, run_scope=self._run_scope,
-                                 metrics=self._core.metrics)
+                                 metrics=self._core.metrics, guard=guard)
         self._recognisers = self._follow.recognisers
         self.log_content = self._follow.log_content  # read by `ScoringLogRecordProcessor`
         # conversation scorers: every agent call with a conversation id is a turn (None: none)
         self._conversations = (self._core.conversations.tracker
                                if self._core.conversations is not None else None)
         # every agent call may be a turn of a conversation (sampled by its id, not the trace's)
-        self._min_threshold = 0 if self._conversations is not None else self._core.threshold
+        self._min_threshold = self._follow.read_threshold = (
+            0 if self._conversations is not None else self._core.threshold)
         # traces are collected only where a scorer that reads tool calls or context (or an agent
         # span read from its LLM calls) may sample: the lowest rejection threshold among those
         readers = [o.threshold for o in online if reads_trace(o.scorer) or is_run_scoped(o)]
@@ -214,43 +213,35 @@ class ScoringSpanProcessor(SpanProcessor):
             on_ending(span)
 
     def on_end(self, span: ReadableSpan) -> None:
-        trace = self._follow.end(span) if self._kept or self._follow.shapes else None
-        if self._candidates or self._recognisers:  # else: no candidate possible, export at once
-            candidate = self._candidate_of(span, trace)
-            if candidate is not None:
-                if self._run_scope and not self._at_root(candidate, trace):
-                    self._downstream.on_end(span)
-                    return
-                if (trace is not None and (trace.items or trace.dropped or trace.marks)
-                        ) or candidate.added:
-                    with self._guard_collect:  # scored without them rather than not at all
-                        self._follow.collect(span, trace, candidate.call, candidate.added,
-                                             candidate.tool_content)
-                self._core.submit(_key(span), candidate.call, span)
-                return
-        self._downstream.on_end(span)
-
-    def _at_root(self, candidate: _Candidate, trace: TraceSpans | None) -> bool:
-        """Drop the run-scope scorers of a call that is not its run's root; False when no
-        scorer is left for it."""
-        call = candidate.call
-        call.scorers, waiting = keep_run_scorers(call.scorers, is_run_root(trace))
-        release_budgets(waiting)
-        return bool(call.scorers)
-
-    def _candidate_of(self, span: ReadableSpan, trace: TraceSpans | None = None
-                      ) -> _Candidate | None:
+        if not (self._candidates or self._recognisers):  # no candidate possible: on at once
+            if self._kept or self._follow.shapes:
+                self._follow.end(span)
+            self._downstream.on_end(span)
+            return
+        context = span.context
         candidate = None
-        if self._candidates:
-            context = span.context
-            if context is not None:
-                candidate = self._candidates.pop((context.trace_id, context.span_id), None)
-        if trace is not None:  # an agent call of ours: the LLM calls below are its own
-            self._follow.mark_ours(span, trace)
-        if candidate is None and self._recognisers:
+        if self._candidates and context is not None:
+            candidate = self._candidates.pop((context.trace_id, context.span_id), None)
+        trace, found = self._follow.span_ended(span, read=candidate is None)
+        if found is not None:
             with self._guard_recognise:  # exported unscored rather than not at all
-                candidate = self._recognised_candidate(span, trace)
-        return candidate
+                candidate = self._recognised_candidate(span, trace, found)
+        if candidate is None:
+            self._downstream.on_end(span)
+            return
+        call = candidate.call
+        if self._run_scope:  # a call that is not its run's root: no run-scope scorer
+            call.scorers, waiting = keep_run_scorers(call.scorers, is_run_root(trace))
+            self._core.release_budgets(waiting)
+            if not call.scorers:
+                self._downstream.on_end(span)
+                return
+        if (trace is not None and (trace.items or trace.dropped or trace.marks)
+                ) or candidate.added:
+            with self._guard_collect:  # scored without them rather than not at all
+                self._follow.collect(span, trace, call, candidate.added,
+                                     candidate.tool_content)
+        self._core.submit(_key(span), call, span)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Wait (bounded) for pending scoring, export every held span, flush downstream."""
@@ -278,7 +269,7 @@ class ScoringSpanProcessor(SpanProcessor):
             orphans = list(self._candidates.values())
             self._candidates.clear()
         for candidate in orphans:
-            release_budgets(candidate.call.scorers)
+            self._core.release_budgets(candidate.call.scorers)
         wait = self._core.options.shutdown_timeout_s
         if timeout_millis is not None:
             wait = min(wait, max(0, timeout_millis) / 1000 * 0.8)
@@ -358,29 +349,14 @@ class ScoringSpanProcessor(SpanProcessor):
                 oldest = candidates.pop(next(iter(candidates)))
             except (StopIteration, KeyError, RuntimeError):
                 return
-            release_budgets(oldest.call.scorers)
+            self._core.release_budgets(oldest.call.scorers)
 
-    def _recognised_candidate(self, span: ReadableSpan, trace: TraceSpans | None = None
-                              ) -> _Candidate | None:
-        """A candidate from another instrumentation's agent span (opt-in: `recognise`); an
-        agent span without content of its own is read from the LLM calls of `trace` below it."""
+    def _recognised_candidate(self, span: ReadableSpan, trace: TraceSpans | None,
+                              found: RecognisedCall) -> _Candidate | None:
+        """A candidate from another instrumentation's agent span (opt-in: `recognise`), read by
+        `SdkTraces.span_ended`: offered as a conversation turn, given the scorers that sample it."""
         context = span.context
-        if context is None or not context.trace_flags.sampled:
-            return None
-        randomness = context.trace_id & RANDOMNESS_MASK
-        if randomness < self._min_threshold:
-            return None  # no scorer samples this trace
-        scope = span.instrumentation_scope
-        if scope is not None and scope.name.startswith("tracescore"):
-            return None  # our own agent spans were decided by the listener
         attributes = span.attributes or {}
-        if sc.TS_JUDGE in attributes:
-            return None  # a judge's own call (`_judge_spans`): never scored
-        found = self._follow.read_agent(span, trace, attributes)
-        if found is None:
-            return None
-        if otel_context.get_value(sc.CTX_EVAL_RUN_ID) is not None:
-            return None  # ended inside run_evals, which scores its own calls
         call = AgentCall(
             span=span,  # type: ignore[arg-type]
             name=found.agent, input=found.input, output=found.output,
@@ -390,7 +366,7 @@ class ScoringSpanProcessor(SpanProcessor):
             self._out.resource = span.resource
             self._conversations.offer(call, attributes, context.trace_id, context.span_id)
         only = "call" if self._run_scope and not is_run_root(trace) else None
-        chosen = self._core.choose(call, randomness, scope=only)
+        chosen = self._core.choose(call, context.trace_id & RANDOMNESS_MASK, scope=only)
         if not chosen:
             return None
         return _Candidate(Call(call.input, call.output, call.ground_truth, call.name, chosen))

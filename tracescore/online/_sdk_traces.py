@@ -12,6 +12,7 @@ from opentelemetry import context as otel_context
 from opentelemetry.sdk.trace import ReadableSpan, Span
 
 from tracescore import _semconv as sc
+from tracescore._guard import Guard
 from tracescore.online._jobs import Call
 from tracescore.online._metrics import OnlineMetrics
 from tracescore.online._runs_tracker import is_run_scoped
@@ -38,7 +39,8 @@ class SdkTraces:
     """The traces with an agent call running that a scorer may sample, fed span by span."""
 
     def __init__(self, recognisers: tuple[Recogniser, ...], limits: TraceLimits,
-                 max_traces: int, *, run_scope: bool, metrics: OnlineMetrics) -> None:
+                 max_traces: int, *, run_scope: bool, metrics: OnlineMetrics,
+                 guard: Guard) -> None:
         self.recognisers = recognisers
         self.reader = AgentReader(recognisers)  # one outcome per agent-like span
         self.log_content = LogContent()  # content log records by span (`_log_processor`)
@@ -47,6 +49,10 @@ class SdkTraces:
         self.shapes = bool(self.contentless)  # model calls found by shape (`intake._shaped`)
         # traces below it are not collected (no scorer that reads them samples them)
         self.trace_threshold = RANDOMNESS_MASK + 1
+        # agent spans of traces below it are not read (no scorer samples them)
+        self.read_threshold = 0
+        self._guard_read = guard.site("recognise", "tracescore: could not read an agent span "
+                                      "for scoring")  # exported unscored
         self._markers = self.reader.chain_markers
         self.run_scope = run_scope  # run-scope scorers: their run's steps are collected too
         self._metrics = metrics
@@ -76,6 +82,20 @@ class SdkTraces:
             self.traces.open_loop(trace_id)
         else:
             self.traces.open(trace_id, span_id)
+
+    def span_ended(self, span: ReadableSpan, *, read: bool
+               ) -> tuple[TraceSpans | None, RecognisedCall | None]:
+        """A span ended while a scorer may take it: remembered in its trace if collected (an
+        agent call of ours marks the LLM calls below it as its own), and with `read` (no agent
+        call of ours stashed for it) read as another instrumentation's agent call."""
+        trace = self.end(span) if self.kept or self.shapes else None
+        if trace is not None and ours(span):
+            self.traces.mark_agent(trace, span.context.span_id)
+        found = None
+        if read and self.recognisers:
+            with self._guard_read:  # exported unscored rather than not at all
+                found = self._recognised(span, trace)
+        return trace, found
 
     def end(self, span: ReadableSpan) -> TraceSpans | None:
         """Remember a finished span of a collected trace; the trace when `span` is its agent."""
@@ -117,16 +137,30 @@ class SdkTraces:
                 call.run_source = self.traces.run_source(trace, span_id, tool_content)
         call.items = items
 
-    def mark_ours(self, span: ReadableSpan, trace: TraceSpans) -> None:
-        """An agent call of ours ended: the LLM calls below it are its own."""
-        if ours(span):
-            self.traces.mark_agent(trace, span.context.span_id)
-
     def may_be_root(self, trace_id: int, span_id: int) -> bool:
         """Whether the agent call `span_id`, still open, may be its run's root: no other agent
         span of its trace is open."""
         trace = self.kept.get(trace_id)
         return trace is None or not trace.agents - {span_id}
+
+    def _recognised(self, span: ReadableSpan, trace: TraceSpans | None
+                    ) -> RecognisedCall | None:
+        """The agent call a finished span of another instrumentation records, in a trace a
+        scorer may sample and outside `run_evals` (which scores its own calls); None else."""
+        context = span.context
+        if (context is None or not context.trace_flags.sampled
+                or context.trace_id & RANDOMNESS_MASK < self.read_threshold):
+            return None  # no scorer samples this trace
+        scope = span.instrumentation_scope
+        if scope is not None and scope.name.startswith("tracescore"):
+            return None  # our own agent spans were decided by the listener
+        attributes = span.attributes or {}
+        if sc.TS_JUDGE in attributes:
+            return None  # a judge's own call (`_judge_spans`): never scored
+        found = self.read_agent(span, trace, attributes)
+        if found is None or otel_context.get_value(sc.CTX_EVAL_RUN_ID) is not None:
+            return None
+        return found
 
     def read_agent(self, span: ReadableSpan, trace: TraceSpans | None,
                    attributes: Mapping[str, Any]) -> RecognisedCall | None:
