@@ -136,8 +136,10 @@ class AgentReader:
         every call below it was found by its shape only (`_shaped`), the loop must be one (two
         turns, or a span that says it is an agent) and the span is read from its own generic
         keys when they hold a question and an answer."""
-        if trace is None or not trace.llm or not is_top(parent_id, kind):
+        if trace is None or not trace.llm:
             return None
+        if not is_top(parent_id, kind):
+            return AgentReader.named(traces, trace, span_id, name, keys, attributes)
         own = trace.llm.get(span_id)  # a top span that is a model call itself is no agent call,
         if own is not None and own.reader != "shaped":  # unless only its shape said so
             return None
@@ -153,6 +155,28 @@ class AgentReader:
                     unwrap_output(own_content.output)):
                 return own_content  # its own question and answer, under generic keys
         return candidate(name, keys, attributes)
+
+    @staticmethod
+    def named(traces: TraceCollector, trace: TraceSpans, span_id: int, name: str,
+              keys: Iterable[str], attributes: Mapping[str, Any] | None) -> RecognisedCall | None:
+        """The agent call a span inside a larger program stands for (`_structure`): one that says
+        it is an agent (`agent_like`), is no model call itself, has LLM calls below it that no
+        agent span below it owns, and records a question and an answer of its own under generic
+        keys; None for any other span (a step wrapper of one turn records none)."""
+        if attributes is None or span_id in trace.llm or not agent_like(name, keys):
+            return None
+        if not traces.llm_calls_of(trace, span_id):
+            return None
+        own = generic_call(name, attributes, convention="unknown")
+        if own and question_of(unwrap_input(own.input)) and answer_of(unwrap_output(own.output)):
+            return own
+        return None
+
+    def agent_named(self, name: str, keys: Iterable[str]) -> bool:
+        """Whether a span below its loop's top without agent marker is to be looked at by the
+        trace's shape (`named`): it says it is an agent, where shapes are read. Cheap: one
+        substring test of its name and keys."""
+        return bool(self.contentless) and agent_like(name, keys)
 
     @staticmethod
     def unreadable_with_calls(traces: TraceCollector, trace: TraceSpans | None, span_id: int,
