@@ -118,3 +118,22 @@ def test_the_gateway_finds_the_nested_agent_in_any_order_of_one_batch(
     found = through_the_gateway([_copy(tree)], shuffled=seed)
     if judged is not None:
         assert (found.scored, found.seen) == (["agent"], [judged])
+
+
+def test_a_conventions_node_named_agent_keeps_its_conventions_rules() -> None:
+    """A graph whose `agent` node is an OpenInference CHAIN recording the question in and the
+    reply out under generic keys: a convention's span keeps its convention's rules (the rule
+    above is for spans no convention reads): the graph's root is scored, once, in both doors."""
+    question, answer = "Which river flows through Vienna?", "The Danube."
+
+    def trees() -> list[Node]:
+        node = Node("agent", {"openinference.span.kind": "CHAIN",
+                              "graph.node.input": json.dumps([{"role": "user",
+                                                               "content": question}]),
+                              "graph.node.output": json.dumps(answer)},
+                    [chat(question, answer, _SYSTEM)])
+        return [Node("LangGraph", {"openinference.span.kind": "CHAIN", "test.node": "top"},
+                     [node])]
+
+    for found in both(trees):
+        assert (found.scored, found.seen) == (["top"], [(question, answer)])

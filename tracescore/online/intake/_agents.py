@@ -125,8 +125,7 @@ class AgentReader:
         not an agent span its LLM calls belong to)."""
         return isinstance(found, ContentlessAgent) and found.anonymous and bool(parent_id)
 
-    @staticmethod
-    def structural(traces: TraceCollector, trace: TraceSpans | None, span_id: int,
+    def structural(self, traces: TraceCollector, trace: TraceSpans | None, span_id: int,
                    parent_id: int | None, kind: str, name: str, keys: Iterable[str],
                    attributes: Mapping[str, Any] | None = None
                    ) -> ContentlessAgent | RecognisedCall | None:
@@ -139,7 +138,7 @@ class AgentReader:
         if trace is None or not trace.llm:
             return None
         if not is_top(parent_id, kind):
-            return AgentReader.named(traces, trace, span_id, name, keys, attributes)
+            return self.named(traces, trace, span_id, name, keys, attributes)
         own = trace.llm.get(span_id)  # a top span that is a model call itself is no agent call,
         if own is not None and own.reader != "shaped":  # unless only its shape said so
             return None
@@ -156,14 +155,14 @@ class AgentReader:
                 return own_content  # its own question and answer, under generic keys
         return candidate(name, keys, attributes)
 
-    @staticmethod
-    def named(traces: TraceCollector, trace: TraceSpans, span_id: int, name: str,
+    def named(self, traces: TraceCollector, trace: TraceSpans, span_id: int, name: str,
               keys: Iterable[str], attributes: Mapping[str, Any] | None) -> RecognisedCall | None:
-        """The agent call a span inside a larger program stands for (`_structure`): one that says
-        it is an agent (`agent_like`), is no model call itself, has LLM calls below it that no
-        agent span below it owns, and records a question and an answer of its own under generic
-        keys; None for any other span (a step wrapper of one turn records none)."""
-        if attributes is None or span_id in trace.llm or not agent_like(name, keys):
+        """The agent call a span inside a larger program stands for (`_structure`): one with no
+        key a recogniser or the diagnosis looks at that says it is an agent (`agent_named`), is
+        no model call itself, has LLM calls below it that no agent span below it owns, and
+        records a question and an answer of its own under generic keys; None for any other span
+        (a step wrapper of one turn records none; a convention's span keeps its rules)."""
+        if attributes is None or span_id in trace.llm or not self.agent_named(name, keys):
             return None
         if not traces.llm_calls_of(trace, span_id):
             return None
@@ -173,10 +172,10 @@ class AgentReader:
         return None
 
     def agent_named(self, name: str, keys: Iterable[str]) -> bool:
-        """Whether a span below its loop's top without agent marker is to be looked at by the
-        trace's shape (`named`): it says it is an agent, where shapes are read. Cheap: one
-        substring test of its name and keys."""
-        return bool(self.contentless) and agent_like(name, keys)
+        """Whether a span below its loop's top is to be looked at by the trace's shape (`named`):
+        where shapes are read, it has no key the recognisers or the diagnosis look at, and says it
+        is an agent. Cheap: set and substring tests of its name and keys."""
+        return bool(self.contentless) and self.watched.isdisjoint(keys) and agent_like(name, keys)
 
     @staticmethod
     def unreadable_with_calls(traces: TraceCollector, trace: TraceSpans | None, span_id: int,
