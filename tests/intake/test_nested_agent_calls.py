@@ -7,7 +7,9 @@ records its own question and answer is scored, not the program's top span; with 
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from _span_trees import Node, both, chat, through_the_gateway
@@ -137,3 +139,29 @@ def test_a_conventions_node_named_agent_keeps_its_conventions_rules() -> None:
 
     for found in both(trees):
         assert (found.scored, found.seen) == (["top"], [(question, answer)])
+
+
+def test_an_agent_span_held_across_a_restart_is_read_from_its_own_keys(tmp_path: Path) -> None:
+    """Its model call was in the buffer of the gateway that stopped: the agent span found by the
+    trace's shape records its own question and answer, so the next gateway scores it on them."""
+    from _span_trees import engine, sent_requests
+
+    from tracescore.gateway._journal import HELD, Journal
+
+    question, answer = "Which river flows through Vienna?", "The Danube."
+    journal = Journal(tmp_path / "journal.db")
+    agent = _agent("haystack.agent.run", ("haystack.agent.input", "haystack.agent.output"),
+                   question, answer, _shaped_call(question, answer))
+    _, held = sent_requests([Node("haystack.pipeline.run", {}, [agent])])[:2]
+    journal.add([(HELD, 1, held.SerializeToString())])
+    with engine(llm_wait_s=0.05, journal=journal) as (built, scorer, output, metrics):
+        assert built.replay() == 1
+        deadline = time.monotonic() + 10
+        while built.held and time.monotonic() < deadline:
+            time.sleep(0.01)
+    [request] = output.requests
+    [span] = request.resource_spans[0].scope_spans[0].spans
+    assert span.name == "haystack.agent.run"
+    assert scorer.seen == [(question, answer)]
+    assert metrics.labelled("unreadable_agent_spans") == {}
+    journal.close()

@@ -149,9 +149,8 @@ class AgentReader:
             keys = list(keys)
             if len(calls) < 2 and not agent_like(name, keys):
                 return None  # one model turn under a span that does not say it is an agent
-            own_content = attributes and generic_call(name, attributes, convention="unknown")
-            if own_content and question_of(unwrap_input(own_content.input)) and answer_of(
-                    unwrap_output(own_content.output)):
+            own_content = own_exchange(name, attributes) if attributes else None
+            if own_content is not None:
                 return own_content  # its own question and answer, under generic keys
         return candidate(name, keys, attributes)
 
@@ -166,8 +165,8 @@ class AgentReader:
             return None
         if not traces.llm_calls_of(trace, span_id):
             return None
-        own = generic_call(name, attributes, convention="unknown")
-        if own and question_of(unwrap_input(own.input)) and answer_of(unwrap_output(own.output)):
+        own = own_exchange(name, attributes)
+        if own is not None:
             return own
         return None
 
@@ -190,13 +189,18 @@ class AgentReader:
         return fallback(found, name, attributes)
 
     @staticmethod
-    def held(found: Outcome, name: str, attributes: Mapping[str, Any]) -> ContentlessAgent:
+    def held(found: Outcome, name: str, attributes: Mapping[str, Any]
+             ) -> RecognisedCall | ContentlessAgent:
         """An agent span held before a restart that its markers do not read: it was found by
-        the trace's shape, or read from its LLM calls (which are gone: it waits for them)."""
+        the trace's shape (read from its own generic keys when they hold a question and an
+        answer), or read from its LLM calls (which are gone: it waits for them)."""
         if isinstance(found, Unreadable):
             return fallback(found, name, attributes)
         if isinstance(found, ContentlessAgent):
             return found
+        own = own_exchange(name, attributes)
+        if own is not None:
+            return own
         return candidate(name, attributes, attributes)
 
     @staticmethod
@@ -248,3 +252,11 @@ class AgentReader:
         if isinstance(found, Unreadable) and traces.agents_below(trace, span_id):
             return None  # it only wraps agent spans: no call of its own
         return found
+
+
+def own_exchange(name: str, attributes: Mapping[str, Any]) -> RecognisedCall | None:
+    """The call a span records under generic keys when they hold a question and an answer."""
+    own = generic_call(name, attributes, convention="unknown")
+    if own and question_of(unwrap_input(own.input)) and answer_of(unwrap_output(own.output)):
+        return own
+    return None
