@@ -174,7 +174,7 @@ class AgentReader:
         """Whether a span below its loop's top is to be looked at by the trace's shape (`named`):
         where shapes are read, it has no key the recognisers or the diagnosis look at, and says it
         is an agent. Cheap: set and substring tests of its name and keys."""
-        return bool(self.contentless) and self.watched.isdisjoint(keys) and agent_like(name, keys)
+        return bool(self.contentless) and agent_like(name, keys) and self.watched.isdisjoint(keys)
 
     @staticmethod
     def unreadable_with_calls(traces: TraceCollector, trace: TraceSpans | None, span_id: int,
