@@ -231,3 +231,29 @@ def test_haystack_is_found_by_its_shape_and_inspect_writes_the_mapping_that_read
         sent, received = run_through_gateway("haystack", cases, side_python, mapped, receiver,
                                              stub)
     assert_scored(sent, received, {AGENT_SPANS["haystack"]}, stub, pairs)
+
+
+def test_a_haystack_agent_inside_a_pipeline_answering_in_one_turn_is_scored_on_its_span(
+        side_python: Path, receiver: OTLPReceiver, stub: StubLLMServer, tmp_path: Path) -> None:
+    """Haystack's Agent as one component of a Pipeline, one model turn: the trace's top span is
+    `haystack.pipeline.run`, which does not say it is an agent; with nothing configured the
+    agent's own span (`haystack.agent.run`, below `haystack.component.run`) is scored on the
+    user's text, through the gateway and in process, and the pipeline's is not; `tracescore
+    inspect` shows the same."""
+    cases = [{k: v for k, v in c.items() if k != "tool"} for c in generated_cases(13, 4)]
+    pairs = [(c["question"], c["answer"]) for c in cases]
+    sent_file = tmp_path / "sent.jsonl"
+    with relevancy_gateway(tmp_path, receiver, stub) as plain:
+        sent, received = run_through_gateway("haystack-pipeline", cases, side_python, plain,
+                                             receiver, stub, keep=sent_file)
+    assert {s.name for s in sent} >= {"haystack.pipeline.run", "haystack.component.run",
+                                      AGENT_SPANS["haystack"], "haystack.agent.step.llm"}
+    assert_scored(sent, received, {AGENT_SPANS["haystack"]}, stub, pairs)
+    stub.clear()
+    assert replay_in_process(sent, stub, mappings=[]) == [AGENT_SPANS["haystack"]] * len(cases)
+    assert sorted(judged_pairs(stub)) == sorted(pairs)
+    shown = subprocess.run([sys.executable, "-m", "tracescore", "inspect", "--json",
+                            str(sent_file)], capture_output=True, text=True, timeout=120,
+                           check=True)
+    assert [(r["name"], r["question"], r["answer"]) for r in json.loads(shown.stdout)[
+        "agent_spans"]] == [(AGENT_SPANS["haystack"], q, a) for q, a in pairs]

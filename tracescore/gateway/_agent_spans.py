@@ -109,8 +109,9 @@ class AgentSpans:
                     if top:  # nothing above its LLM calls is to come
                         traces.loop_ended(trace_id)
                     if watched.isdisjoint(keys):
-                        if top:
-                            tops.append((rs, ss, span, index, None, keys, attributes))
+                        if top or reader.agent_named(span.name, keys):  # below: its top's first
+                            (tops if top else misses).append(
+                                (rs, ss, span, index, None, keys, attributes))
                         continue
                     call, read = self.read(span, attributes if attributes is not None
                                            else attributes_of(span.attributes))
@@ -133,7 +134,8 @@ class AgentSpans:
             key = _otlp.key_of(span)
             at = traces.at(key)
             agent = (reader.unreadable_with_calls(traces, *at, call, span.name, read)
-                     or (reader.structural(traces, *at, None, OtlpSpanView(span).kind,
+                     or (reader.structural(traces, *at, int.from_bytes(span.parent_span_id, "big")
+                                           or None, OtlpSpanView(span).kind,
                                            span.name, keys, read) if keys is not None else None))
             if agent is not None:
                 traces.mark_agent(*at)

@@ -153,8 +153,8 @@ class Inspector:
             if isinstance(outcome, (RecognisedCall, ContentlessAgent)):
                 # the LLM calls below it are its own
                 self._traces.mark_agent(*self._traces.at(_otlp.key_of(span)))
-        top = not isinstance(outcome, (RecognisedCall, ContentlessAgent)) and is_top(
-            view.parent_id, view.kind)
+        top = not isinstance(outcome, (RecognisedCall, ContentlessAgent)) and (is_top(
+            view.parent_id, view.kind) or self._reader.agent_named(span.name, keys))
         if outcome is None and not top:
             self._other_count += 1
             if self._keep_others:

@@ -111,7 +111,8 @@ class SdkTraces:
         parent = span.parent
         return self.traces.end_span(SdkSpanView(span), attributes,
                                     llm=bool(self.contentless), marks=self.run_scope,
-                                    root=parent is None or parent.is_remote)
+                                    root=parent is None or parent.is_remote,
+                                    named=self.reader.agent_named(span.name, attributes))
 
     def _loop_by_shape(self, span: ReadableSpan, context: Any) -> bool:
         """A model call with no marker (`intake._shaped`) ended in a trace a scorer may sample:

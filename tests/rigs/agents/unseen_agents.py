@@ -15,6 +15,8 @@ TEE.jsonl as OTLP JSON lines (what was sent). The libraries record content their
   agent span's input is the JSON of `run`'s keyword arguments);
 - `haystack`: Haystack's Agent with its own OpenTelemetry tracer, content tracing on (no GenAI
   attribute at all; content under `haystack.agent.input` / `.output` as serialised messages);
+- `haystack-pipeline`: the same Agent as one component of a Pipeline (a prompt builder writes the
+  user message), answering in one model turn (cases without "tool");
 - `mlflow`: functions traced by MLflow's `@mlflow.trace` exported over OTLP (span type and
   content JSON-encoded under `mlflow.spanType`, `mlflow.spanInputs`, `mlflow.spanOutputs`).
 """
@@ -127,6 +129,38 @@ def run_haystack(cases: list[Case], endpoint: str, tee: str) -> None:
     provider.shutdown()
 
 
+def run_haystack_pipeline(cases: list[Case], endpoint: str, tee: str) -> None:
+    os.environ["HAYSTACK_TELEMETRY_ENABLED"] = "False"
+    from haystack import Pipeline, component, tracing
+    from haystack.components.agents import Agent
+    from haystack.components.builders import ChatPromptBuilder
+    from haystack.dataclasses import ChatMessage
+    from haystack_integrations.tracing.opentelemetry import OpenTelemetryTracer
+
+    provider = _provider(endpoint, tee)
+    tracing.enable_tracing(OpenTelemetryTracer(provider.get_tracer("haystack")))
+    tracing.tracer.is_content_tracing_enabled = True
+
+    for case in cases:
+        @component
+        class Scripted:
+            """The final answer in one turn."""
+
+            @component.output_types(replies=list[ChatMessage])
+            def run(self, messages: list[ChatMessage], tools: Any = None,
+                    **kwargs: Any) -> dict[str, Any]:
+                return {"replies": [ChatMessage.from_assistant(case["answer"])]}  # noqa: B023
+
+        pipeline = Pipeline()
+        pipeline.add_component("prompt", ChatPromptBuilder(
+            template=[ChatMessage.from_user("{{ question }}")], required_variables=["question"]))
+        pipeline.add_component("agent", Agent(chat_generator=Scripted(),
+                                              system_prompt=case.get("system")))
+        pipeline.connect("prompt.prompt", "agent.messages")
+        pipeline.run({"prompt": {"question": case["question"]}})
+    provider.shutdown()
+
+
 def run_mlflow(cases: list[Case], endpoint: str, tee: str) -> None:
     """MLflow exports through its own tracer provider; the tee is a second exporter on it."""
     os.environ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = f"{endpoint}/v1/traces"
@@ -169,6 +203,7 @@ def run_mlflow(cases: list[Case], endpoint: str, tee: str) -> None:
 RUNNERS: dict[str, Callable[[list[Case], str, str], None]] = {
     "smolagents": run_smolagents,
     "haystack": run_haystack,
+    "haystack-pipeline": run_haystack_pipeline,
     "mlflow": run_mlflow,
 }
 

@@ -125,8 +125,7 @@ class AgentReader:
         not an agent span its LLM calls belong to)."""
         return isinstance(found, ContentlessAgent) and found.anonymous and bool(parent_id)
 
-    @staticmethod
-    def structural(traces: TraceCollector, trace: TraceSpans | None, span_id: int,
+    def structural(self, traces: TraceCollector, trace: TraceSpans | None, span_id: int,
                    parent_id: int | None, kind: str, name: str, keys: Iterable[str],
                    attributes: Mapping[str, Any] | None = None
                    ) -> ContentlessAgent | RecognisedCall | None:
@@ -136,8 +135,10 @@ class AgentReader:
         every call below it was found by its shape only (`_shaped`), the loop must be one (two
         turns, or a span that says it is an agent) and the span is read from its own generic
         keys when they hold a question and an answer."""
-        if trace is None or not trace.llm or not is_top(parent_id, kind):
+        if trace is None or not trace.llm:
             return None
+        if not is_top(parent_id, kind):
+            return self.named(traces, trace, span_id, name, keys, attributes)
         own = trace.llm.get(span_id)  # a top span that is a model call itself is no agent call,
         if own is not None and own.reader != "shaped":  # unless only its shape said so
             return None
@@ -148,11 +149,32 @@ class AgentReader:
             keys = list(keys)
             if len(calls) < 2 and not agent_like(name, keys):
                 return None  # one model turn under a span that does not say it is an agent
-            own_content = attributes and generic_call(name, attributes, convention="unknown")
-            if own_content and question_of(unwrap_input(own_content.input)) and answer_of(
-                    unwrap_output(own_content.output)):
+            own_content = own_exchange(name, attributes) if attributes else None
+            if own_content is not None:
                 return own_content  # its own question and answer, under generic keys
         return candidate(name, keys, attributes)
+
+    def named(self, traces: TraceCollector, trace: TraceSpans, span_id: int, name: str,
+              keys: Iterable[str], attributes: Mapping[str, Any] | None) -> RecognisedCall | None:
+        """The agent call a span inside a larger program stands for (`_structure`): one with no
+        key a recogniser or the diagnosis looks at that says it is an agent (`agent_named`), is
+        no model call itself, has LLM calls below it that no agent span below it owns, and
+        records a question and an answer of its own under generic keys; None for any other span
+        (a step wrapper of one turn records none; a convention's span keeps its rules)."""
+        if attributes is None or span_id in trace.llm or not self.agent_named(name, keys):
+            return None
+        if not traces.llm_calls_of(trace, span_id):
+            return None
+        own = own_exchange(name, attributes)
+        if own is not None:
+            return own
+        return None
+
+    def agent_named(self, name: str, keys: Iterable[str]) -> bool:
+        """Whether a span below its loop's top is to be looked at by the trace's shape (`named`):
+        where shapes are read, it has no key the recognisers or the diagnosis look at, and says it
+        is an agent. Cheap: set and substring tests of its name and keys."""
+        return bool(self.contentless) and agent_like(name, keys) and self.watched.isdisjoint(keys)
 
     @staticmethod
     def unreadable_with_calls(traces: TraceCollector, trace: TraceSpans | None, span_id: int,
@@ -167,13 +189,18 @@ class AgentReader:
         return fallback(found, name, attributes)
 
     @staticmethod
-    def held(found: Outcome, name: str, attributes: Mapping[str, Any]) -> ContentlessAgent:
+    def held(found: Outcome, name: str, attributes: Mapping[str, Any]
+             ) -> RecognisedCall | ContentlessAgent:
         """An agent span held before a restart that its markers do not read: it was found by
-        the trace's shape, or read from its LLM calls (which are gone: it waits for them)."""
+        the trace's shape (read from its own generic keys when they hold a question and an
+        answer), or read from its LLM calls (which are gone: it waits for them)."""
         if isinstance(found, Unreadable):
             return fallback(found, name, attributes)
         if isinstance(found, ContentlessAgent):
             return found
+        own = own_exchange(name, attributes)
+        if own is not None:
+            return own
         return candidate(name, attributes, attributes)
 
     @staticmethod
@@ -225,3 +252,11 @@ class AgentReader:
         if isinstance(found, Unreadable) and traces.agents_below(trace, span_id):
             return None  # it only wraps agent spans: no call of its own
         return found
+
+
+def own_exchange(name: str, attributes: Mapping[str, Any]) -> RecognisedCall | None:
+    """The call a span records under generic keys when they hold a question and an answer."""
+    own = generic_call(name, attributes, convention="unknown")
+    if own and question_of(unwrap_input(own.input)) and answer_of(unwrap_output(own.output)):
+        return own
+    return None

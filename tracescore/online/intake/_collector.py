@@ -172,13 +172,14 @@ class TraceCollector:
             self._add(trace, trace_id, span_id, parent_id, item, llm, mark)
 
     def end(self, trace_id: int, span_id: int, parent_id: int | None, item: Item | None,
-            llm: LlmCall | None = None, mark: Mark | None = None, *, root: bool = False
-            ) -> TraceSpans | None:
+            llm: LlmCall | None = None, mark: Mark | None = None, *, root: bool = False,
+            named: bool = False) -> TraceSpans | None:
         """Remember one finished span of a trace kept since an agent span (or, `open_loop`, an
         LLM call) of it started (spans of other traces are ignored). When it is such an agent
-        span, or `root`, the local root of a trace kept for its LLM calls: its trace (forgotten
-        here once no agent span of it is open and, for LLM calls, its root ended; ask
-        `items_under` & co. with it)."""
+        span, or `root`, the local root of a trace kept for its LLM calls, or `named`, a span
+        below it that says it is an agent (`AgentReader.named`): its trace (forgotten here once
+        no agent span of it is open and, for LLM calls, its root ended; ask `items_under` & co.
+        with it)."""
         with self._lock:
             trace = self._traces.get(trace_id)
             if trace is None:
@@ -186,7 +187,7 @@ class TraceCollector:
             self._add(trace, trace_id, span_id, parent_id, item, llm, mark)
             if span_id in trace.agents:
                 trace.agents.discard(span_id)
-            elif not (root and trace.loop):
+            elif not ((root or named) and trace.loop):
                 return None
             if not trace.agents and (root or not trace.loop):
                 self._forget(trace_id)
@@ -206,7 +207,8 @@ class TraceCollector:
             self._skip()
 
     def end_span(self, view: SpanView, attributes: Mapping[str, Any], *, llm: bool = True,
-                 marks: bool = False, root: bool = False) -> TraceSpans | None:
+                 marks: bool = False, root: bool = False, named: bool = False
+                 ) -> TraceSpans | None:
         """`end` for one finished span of a trace `open`ed in process; what it recorded is read
         from `attributes` (a span that cannot be read records nothing). Never raises."""
         trace_id = view.trace_id
@@ -217,7 +219,8 @@ class TraceCollector:
             item, llm_call, mark = recorded(view, attributes, llm=llm, marks=marks)
         except Exception:  # noqa: BLE001 - counted; its trace is kept all the same
             self._skip()
-        return self.end(trace_id, view.span_id, view.parent_id, item, llm_call, mark, root=root)
+        return self.end(trace_id, view.span_id, view.parent_id, item, llm_call, mark, root=root,
+                        named=named)
 
     def at(self, key: tuple[int, int]) -> tuple[TraceSpans | None, int]:
         """(the kept trace of `key` = (trace id, span id), its span id): what the questions

@@ -9,7 +9,10 @@ contentless agent span takes the LLM calls below it); this module is the rule fo
   ran below it (not inside an agent span below it) and it is the top of its loop: the root of
   its trace, or a request's top span (kind SERVER or CONSUMER, whose parent may be in another
   service: in process, a span with a remote parent is judged by its kind, as in the gateway).
-  Spans between it and the LLM calls are parts of its call, not calls;
+  Spans between it and the LLM calls are parts of its call, not calls, except
+- a span below the top that says it is an agent (`_shaped.agent_like`) and records its own
+  question and answer under generic keys: the agent call of the LLM calls below it (an agent
+  inside a larger program, `AgentReader.named`), read from its own keys;
 - it is read from its LLM calls (the first call's conversation up to its last user text, the
   last call's final text), as an agent span without content is;
 - an agent span its reader cannot read (no content, `Unreadable`) with LLM calls below it is
