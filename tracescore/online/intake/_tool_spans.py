@@ -14,7 +14,7 @@ Cheap (runs as every span ends): a few lookups; the generic rule scans the attri
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from tracescore import _semconv as sc
@@ -51,6 +51,8 @@ _ARGUMENT_SUFFIXES = ("input", "arguments", "args", "entity.input", "input.value
 _RESULT_SUFFIXES = ("output", "result", "entity.output", "output.value")
 _NAME_SUFFIXES = ("entity.name", "tool.name", "name")
 _TOOL_PREFIX = f"{sc.OP_EXECUTE_TOOL} "
+# texts one of which a span that may be a tool span carries in a key (a door's cheap gate)
+TOOL_MARKERS = _KNOWN_KIND_KEYS | frozenset(_KIND_SUFFIXES)
 
 
 class ToolSpan(NamedTuple):
@@ -74,6 +76,11 @@ def tool_of(name: str, attributes: Mapping[str, Any]) -> ToolSpan | None:
                 and key.endswith(_KIND_SUFFIXES) and value.lower() == "tool"):
             return _read(name, attributes, _generic(key, attributes))
     return None
+
+
+def may_be_tool(keys: Iterable[str]) -> bool:
+    """Whether a span with these attribute keys may be a tool span (decode it)."""
+    return any(key in _KNOWN_KIND_KEYS or key.endswith(_KIND_SUFFIXES) for key in keys)
 
 
 def _read(name: str, attributes: Mapping[str, Any], convention: ToolConvention) -> ToolSpan:
