@@ -30,7 +30,7 @@ from test_reach_node import assert_scored, generated_cases
 
 import tracescore
 from tracescore import _semconv as sc
-from tracescore.online.intake._unwrap import tool_result
+from tracescore.online.intake._tool_results import tool_result
 from tracescore.testing import GatewayProcess, OTLPReceiver, ReceivedSpan, StubLLMServer
 from tracescore.testing._decode import spans_from_otlp_json
 
@@ -141,7 +141,7 @@ def test_llama_index_agent_runs_are_scored_from_their_llm_spans(
     # its tool result is a ToolOutput's JSON (blocks, raw input, metadata): context is its text
     results = [s.attributes["output.value"] for s in sent if s.name == "FunctionTool.acall"]
     assert results and all("raw_input" in str(r) for r in results)
-    assert sorted(map(tool_result, results)) == sorted(
+    assert sorted(str(tool_result(r)) for r in results) == sorted(
         str(c["tool"]["result"]) for c in cases if c.get("tool"))
     assert_scored(sent, received, {"FunctionAgent.run"}, stub,
                   [(c["question"], c["answer"]) for c in cases])

@@ -25,13 +25,19 @@ import pytest
 from _span_trees import Node
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_answer_channel import KWARGS, WRAPPERS, Reading, _Gateway, _through_the_processor, \
-    _wrapped
+from test_answer_channel import (
+    KWARGS,
+    WRAPPERS,
+    Reading,
+    _Gateway,
+    _through_the_processor,
+    _wrapped,
+)
 from test_unwrap import TEXT
 
 from tracescore import _semconv as sc
+from tracescore.online.intake._tool_results import tool_result
 from tracescore.online.intake._tool_spans import tool_of
-from tracescore.online.intake._unwrap import tool_result
 from tracescore.testing import OTLPReceiver
 
 _NAMESPACE = st.from_regex(r"[a-z]{2,8}(\.[a-z]{2,6})?", fullmatch=True).filter(

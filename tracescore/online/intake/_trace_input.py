@@ -30,8 +30,9 @@ from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
 from tracescore.online.intake._answer_channel import OUTPUT_STEP_MARK, delivers
 from tracescore.online.intake._llm_calls import LlmCall
+from tracescore.online.intake._tool_results import tool_result
 from tracescore.online.intake._tool_spans import tool_of
-from tracescore.online.intake._unwrap import call_arguments, tool_result
+from tracescore.online.intake._unwrap import call_arguments
 from tracescore.scoring._base import ToolCall
 
 _MAX_DEPTH = 256  # parent links followed from a span up to its agent span
@@ -327,7 +328,7 @@ def _text(raw: object) -> str:
 
 
 def _result_text(raw: object) -> str:
-    """A tool result as context: its output text (`_unwrap.tool_result`), else as recorded."""
+    """A tool result as context: its output text (`_tool_results.tool_result`), else as recorded."""
     text = tool_result(raw)
     return _text(raw) if text is None else text
 

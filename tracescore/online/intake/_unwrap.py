@@ -66,19 +66,6 @@ _TEXT_PARTS = frozenset({"text", "input_text", "output_text", "textcontent", "te
                          "textpart", "text_content"})
 
 
-# a tool result object: its output fields (the first present is the output), the metadata
-# beside them, and what marks it as one (a key, or its type)
-_RESULT_FIELDS = ("content", "raw_output", "result", "output", "text", "blocks", "response")
-_RESULT_MARKS = frozenset({"tool_name", "raw_input", "tool_call_id", "call_id", "is_error",
-                           "isError", "origin", "artifact", "result_as_answer",
-                           "structuredContent"})
-_RESULT_KEYS = frozenset(_RESULT_FIELDS) | _RESULT_MARKS | {
-    "name", "type", "id", "status", "error", "meta", "metadata", "additional_kwargs",
-    "response_metadata", "tool_call", "is_error", "exception"}
-_RESULT_TYPES = frozenset({"tool", "toolmessage", "tooloutput", "calltoolresult",
-                           "functionexecutionresult", "toolcallresult", "toolresult"})
-
-
 class _NotLiteral(ValueError):
     """A repr holding something other than literals and keyword calls."""
 
@@ -149,44 +136,6 @@ def call_arguments(value: object) -> object:
     if not kwargs:
         return args[0] if len(args) == 1 and isinstance(args[0], Mapping) else list(args)
     return {"args": list(args), "kwargs": dict(kwargs)}
-
-
-def tool_result(value: object) -> str | None:
-    """A tool's output text from its recorded result: a JSON-encoded string decoded, a
-    framework's result object (LlamaIndex's ToolOutput, LangChain's ToolMessage, an MCP
-    CallToolResult, AutoGen's FunctionExecutionResult, Haystack's ToolCallResult, CrewAI's
-    ToolResult; as JSON, a dict or a repr) reduced to its output (`content`, `raw_output`,
-    `result`, text blocks), without the repeated input and metadata beside it. None when the
-    result is neither (a tool's own structured value: judged as recorded)."""
-    try:
-        return _tool_result(value, 0)
-    except (RecursionError, ValueError, TypeError):
-        return None
-
-
-def _tool_result(value: object, depth: int) -> str | None:
-    value = _decoded(value, depth)
-    if isinstance(value, str):
-        return value
-    if not isinstance(value, Mapping) or depth >= _MAX_DEPTH:
-        return None
-    if value.get("lc") is not None and isinstance(value.get("kwargs"), Mapping):
-        value = value["kwargs"]  # LangChain's serialised object: its fields
-    keys = set(value) - {"__type__"}
-    if not keys <= _RESULT_KEYS or not (keys & _RESULT_MARKS or str(
-            value.get("type", value.get("__type__", ""))).lower() in _RESULT_TYPES):
-        return None
-    for field_name in _RESULT_FIELDS:
-        inner = value.get(field_name)
-        if inner is None or inner == "" or inner == []:
-            continue
-        text = _content_text(inner, depth + 1) if isinstance(inner, list) else None
-        if text is None:
-            text = _tool_result(inner, depth + 1)
-        if text is None:
-            text = json.dumps(_decoded(inner, depth + 1), ensure_ascii=False, default=str)
-        return text
-    return None
 
 
 def _is_call_part(value: object, step: str) -> bool:
