@@ -38,6 +38,7 @@ from test_unwrap import TEXT
 from tracescore import _semconv as sc
 from tracescore.online.intake._tool_results import tool_result
 from tracescore.online.intake._tool_spans import tool_of
+from tracescore.online.intake._unwrap import call_arguments
 from tracescore.testing import OTLPReceiver
 
 _NAMESPACE = st.from_regex(r"[a-z]{2,8}(\.[a-z]{2,6})?", fullmatch=True).filter(
@@ -51,7 +52,7 @@ CONVENTIONS = st.one_of(
               st.sampled_from(["tool", "TOOL", "Tool"])))
 RESULTS = st.sampled_from(["plain", "json_string", "llama_index", "llama_index_repr",
                            "langchain", "langchain_serialised", "mcp", "autogen", "haystack",
-                           "crewai"])
+                           "crewai", "langchain_dict", "openllmetry_langchain"])
 
 
 def recorded_result(text: str, style: str, name: str, kwargs: dict[str, Any]) -> str:
@@ -85,6 +86,16 @@ def recorded_result(text: str, style: str, name: str, kwargs: dict[str, Any]) ->
     if style == "haystack":
         return json.dumps({"result": text, "origin": {"tool_name": name, "arguments": kwargs},
                            "error": False})
+    if style == "langchain_dict":  # OpenInference's LangChain: `message_to_dict`
+        return json.dumps({"type": "tool", "data": {
+            "content": text, "additional_kwargs": {}, "response_metadata": {}, "type": "tool",
+            "name": name, "id": None, "tool_call_id": "c1", "artifact": None,
+            "status": "success"}})
+    if style == "openllmetry_langchain":  # OpenLLMetry's LangChain callback envelope
+        return json.dumps({"output": {"lc": 1, "type": "constructor", "id": [
+            "langchain", "schema", "messages", "ToolMessage"], "kwargs": {
+                "content": text, "type": "tool", "name": name, "tool_call_id": "c1"}},
+            "kwargs": {"tags": ["seq:step:1"], "color": "green", "name": name}})
     assert style == "crewai"
     return json.dumps({"result": text, "result_as_answer": False})
 
@@ -94,6 +105,14 @@ def recorded_result(text: str, style: str, name: str, kwargs: dict[str, Any]) ->
 def test_a_tool_result_is_its_output_text_in_any_framework_object(
         text: str, style: str, kwargs: dict[str, Any]) -> None:
     assert tool_result(recorded_result(text, style, "lookup", kwargs)) == text
+
+
+def test_openllmetrys_langchain_tool_input_is_the_tools_inputs() -> None:
+    recorded = {"input_str": "{'city': 'Quito'}", "tags": ["seq:step:1"],
+                "metadata": {"langgraph_node": "tools"}, "inputs": {"city": "Quito"},
+                "kwargs": {"color": "green", "name": None, "tool_call_id": "call_0"}}
+    assert call_arguments(recorded) == {"city": "Quito"}
+    assert call_arguments({**recorded, "inputs": None}) == "{'city': 'Quito'}"
 
 
 @pytest.mark.parametrize("own", [

@@ -23,6 +23,7 @@ _RESULT_MARKS = frozenset({"tool_name", "raw_input", "tool_call_id", "call_id", 
 _RESULT_KEYS = frozenset(_RESULT_FIELDS) | _RESULT_MARKS | {
     "name", "type", "id", "status", "error", "meta", "metadata", "additional_kwargs",
     "response_metadata", "tool_call", "is_error", "exception"}
+_CALLBACK_KEYS = frozenset({"output", "kwargs", "tags", "metadata", "run_id", "parent_run_id"})
 _RESULT_TYPES = frozenset({"tool", "toolmessage", "tooloutput", "calltoolresult",
                            "functionexecutionresult", "toolcallresult", "toolresult"})
 
@@ -32,7 +33,8 @@ def tool_result(value: object) -> str | None:
     """A tool's output text from its recorded result: a JSON-encoded string decoded, a
     framework's result object (LlamaIndex's ToolOutput, LangChain's ToolMessage, an MCP
     CallToolResult, AutoGen's FunctionExecutionResult, Haystack's ToolCallResult, CrewAI's
-    ToolResult; as JSON, a dict or a repr) reduced to its output (`content`, `raw_output`,
+    ToolResult; as JSON, a dict or a repr; LangChain's in `message_to_dict` form and in
+    OpenLLMetry's `{"output": ..., "kwargs": ...}` callback envelope) reduced to its output (`content`, `raw_output`,
     `result`, text blocks), without the repeated input and metadata beside it. None when the
     result is neither (a tool's own structured value: judged as recorded)."""
     try:
@@ -47,9 +49,13 @@ def _tool_result(value: object, depth: int) -> str | None:
         return value
     if not isinstance(value, Mapping) or depth >= _MAX_DEPTH:
         return None
+    if "output" in value and set(value) <= _CALLBACK_KEYS:  # OpenLLMetry's LangChain envelope
+        return _tool_result(value["output"], depth + 1)
     fields: Mapping[Any, Any] = value
     if value.get("lc") is not None and isinstance(value.get("kwargs"), Mapping):
         fields = value["kwargs"]  # LangChain's serialised object: its fields
+    elif set(value) == {"type", "data"} and isinstance(value["data"], Mapping):
+        fields = value["data"]  # LangChain's `message_to_dict` (OpenInference)
     keys = set(fields) - {"__type__"}
     if not keys <= _RESULT_KEYS or not (keys & _RESULT_MARKS or str(
             fields.get("type", fields.get("__type__", ""))).lower() in _RESULT_TYPES):
