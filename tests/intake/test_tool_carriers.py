@@ -218,3 +218,10 @@ def test_both_doors_give_scorers_tool_calls_of_any_convention_and_their_output_t
     expected = _expected(cases)
     assert _through_the_processor(cases, _tree) == expected
     assert gateway.read(cases, _tree) == expected
+
+
+def test_the_tool_markers_of_the_request_gate_find_every_known_tool_kind_key() -> None:
+    from tracescore.online.intake._tool_spans import TOOL_CONVENTIONS, TOOL_MARKERS
+
+    for convention in TOOL_CONVENTIONS[1:]:  # GenAI's operation key is an item marker already
+        assert any(marker in convention.kind_key for marker in TOOL_MARKERS)

@@ -51,8 +51,9 @@ _ARGUMENT_SUFFIXES = ("input", "arguments", "args", "entity.input", "input.value
 _RESULT_SUFFIXES = ("output", "result", "entity.output", "output.value")
 _NAME_SUFFIXES = ("entity.name", "tool.name", "name")
 _TOOL_PREFIX = f"{sc.OP_EXECUTE_TOOL} "
-# texts one of which a span that may be a tool span carries in a key (a door's cheap gate)
-TOOL_MARKERS = _KNOWN_KIND_KEYS | frozenset(_KIND_SUFFIXES)
+# texts one of which a span that may be a tool span carries in a key (a door's cheap gate; the
+# known kind keys end with one of them)
+TOOL_MARKERS = frozenset(_KIND_SUFFIXES)
 
 
 class ToolSpan(NamedTuple):
