@@ -30,6 +30,8 @@ from test_reach_node import assert_scored, generated_cases
 
 import tracescore
 from tracescore import _semconv as sc
+from tracescore.online.intake._tool_results import tool_result
+from tracescore.online.intake._tool_spans import tool_of
 from tracescore.testing import GatewayProcess, OTLPReceiver, ReceivedSpan, StubLLMServer
 from tracescore.testing._decode import spans_from_otlp_json
 
@@ -76,6 +78,16 @@ def run_through_gateway(framework: str, cases: list[dict[str, Any]], venv_python
     return sent, received
 
 
+def assert_tool_texts(sent: list[ReceivedSpan], cases: list[dict[str, Any]]) -> None:
+    """The tool spans of `sent` give the cases' tool results as context text, whatever object
+    their framework recorded the result in."""
+    tools = [found for s in sent if (found := tool_of(s.name, s.attributes)) is not None]
+    assert tools and all(not isinstance(t.result, str) or t.result.startswith("{")
+                         for t in tools)  # recorded inside an object
+    assert sorted(str(tool_result(t.result)) for t in tools) == sorted(
+        str(c["tool"]["result"]) for c in cases if c.get("tool"))
+
+
 def test_langgraph_runs_are_scored_once_at_their_top_span_with_openinference(
         venv_python: Path, gateway: GatewayProcess, receiver: OTLPReceiver,
         stub: StubLLMServer) -> None:
@@ -90,6 +102,7 @@ def test_langgraph_runs_are_scored_once_at_their_top_span_with_openinference(
     assert {("lookup", "TOOL"), ("agent", "AGENT"), ("model", "CHAIN"), ("geo", "CHAIN")} <= kinds
     assert_scored(sent, received, {"geo"}, stub, [(c["question"], c["answer"]) for c in cases])
     assert unreadable_counts(gateway) == unreadable  # node steps are not "unreadable agents"
+    assert_tool_texts(sent, cases)  # ToolMessage as `message_to_dict`: its content
 
 
 def test_langgraph_runs_are_scored_at_their_workflow_span_with_openllmetry(
@@ -104,6 +117,7 @@ def test_langgraph_runs_are_scored_at_their_workflow_span_with_openllmetry(
     assert {"execute_tool lookup", "invoke_agent geo", "_FakeModel.chat"} <= names
     assert_scored(sent, received, {"geo.workflow"}, stub,
                   [(c["question"], c["answer"]) for c in cases])
+    assert_tool_texts(sent, cases)  # a serialised ToolMessage in the callback's envelope
 
 
 def test_crewai_tasks_are_scored_on_their_own_description_with_openinference(
@@ -137,6 +151,11 @@ def test_llama_index_agent_runs_are_scored_from_their_llm_spans(
     runs = [s for s in sent if s.name == "FunctionAgent.run"]
     assert len(runs) == len(cases)
     assert {"FunctionTool.acall", "MockFunctionCallingLLM.astream_chat"} <= {s.name for s in sent}
+    # its tool result is a ToolOutput's JSON (blocks, raw input, metadata): context is its text
+    results = [s.attributes["output.value"] for s in sent if s.name == "FunctionTool.acall"]
+    assert results and all("raw_input" in str(r) for r in results)
+    assert sorted(str(tool_result(r)) for r in results) == sorted(
+        str(c["tool"]["result"]) for c in cases if c.get("tool"))
     assert_scored(sent, received, {"FunctionAgent.run"}, stub,
                   [(c["question"], c["answer"]) for c in cases])
 

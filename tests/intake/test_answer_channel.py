@@ -222,14 +222,16 @@ def _expected(cases: list[dict[str, Any]]) -> tuple[list[Reading], list[Reading]
     return sorted(calls, key=repr), sorted(runs, key=repr)
 
 
-def _through_the_processor(cases: list[dict[str, Any]]) -> tuple[list[Reading], ...]:
+def _through_the_processor(cases: list[dict[str, Any]], tree: Any = None
+                           ) -> tuple[list[Reading], ...]:
+    tree = tree or _tree
     calls, runs = _Calls(), _Runs()
     provider = TracerProvider()
     provider.add_span_processor(tracescore.ScoringSpanProcessor(
         SimpleSpanProcessor(InMemorySpanExporter()), [calls, runs],
         recognise=tracescore.build_recognisers(), isolation="thread"))
     for case in cases:
-        run(provider.get_tracer("agents"), _tree(case))
+        run(provider.get_tracer("agents"), tree(case))
     assert provider.force_flush(30_000)
     provider.shutdown()
     return sorted(calls.seen, key=repr), sorted(runs.seen, key=repr)
@@ -259,7 +261,8 @@ class _Gateway:
             journal_path=str(folder / "journal.db"), scorers=[self.calls, self.runs],
             isolation="thread", shutdown_timeout_s=10.0, runs={"quiet_s": 0.2})).start()
 
-    def read(self, cases: list[dict[str, Any]]) -> tuple[list[Reading], ...]:
+    def read(self, cases: list[dict[str, Any]], tree: Any = None) -> tuple[list[Reading], ...]:
+        tree = tree or _tree
         self.calls.seen.clear()
         self.runs.seen.clear()
         self.receiver.clear()
@@ -267,9 +270,9 @@ class _Gateway:
         provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(
             endpoint=f"http://127.0.0.1:{self.gateway.http_port}/v1/traces")))
         for case in cases:
-            run(provider.get_tracer("agents"), _tree(case))
+            run(provider.get_tracer("agents"), tree(case))
         provider.shutdown()
-        spans = sum(1 + len(_tree(c).children) for c in cases)
+        spans = sum(1 + len(tree(c).children) for c in cases)
         self.receiver.wait_for_spans(spans, timeout=30)
         asked = {case["question"] for case in cases}  # a late reading of an earlier example's
         deadline = time.monotonic() + 30              # calls is not one of these

@@ -47,7 +47,7 @@ TOOL_RUNS = [{"question": f"{n}. What is the oldest bridge in Osaka?", "answer":
              for n in range(3)]
 RUNS: dict[str, list[dict[str, Any]]] = {
     **{convention: TALKS for convention in CONVENTIONS + CONVERSATIONS},
-    "pydantic_ai_tools": TOOL_RUNS, "genai_workflow": TALKS[:2]}
+    "pydantic_ai_tools": TOOL_RUNS, "genai_workflow": TALKS[:2], "traceloop_tools": TOOL_RUNS}
 assert set(RUNS) == set(CONVENTIONS + MORE_RUNS + CONVERSATIONS)
 # their spans carry the cases' conversation ids (pydantic-ai gives each run an id of its own)
 CONVERSING = ("openinference", "traceloop", "mastra_memory")
@@ -243,6 +243,11 @@ def test_both_doors_read_the_same_from_every_convention(
         assert all(reading[3] for reading in calls)
     # each case's agent call is a run of its own, read with its steps
     assert len(runs) == len(cases), runs
+    if convention == "traceloop_tools":  # OpenLLMetry @tool spans: tool calls and context
+        assert sorted((r[0], tuple((t[0], t[1]) for t in r[3]), r[4]) for r in calls) == sorted(
+            (c["question"], (("lookup", repr({"args": [c["question"]], "kwargs": {"units": "F"}})),
+                             ("forecast", repr(["Paris"]))),  # positional: no names
+             (c["tool_result"], '{"city": "Paris", "sky": "clear"}')) for c in cases)
     if convention == "pydantic_ai_tools":  # a tool call per round
         assert sorted(len(r[3]) for r in runs) == [c["rounds"] for c in cases]
     if convention in CONVERSING:  # two conversations of two turns, in the order they were asked

@@ -78,7 +78,7 @@ CONVENTIONS: tuple[str, ...] = (
     *NODE_CONVENTIONS,
 )
 # more runs of the side venv's libraries, with cases of their own (tests/e2e/test_reach_python_runs.py)
-MORE_RUNS: tuple[str, ...] = ("pydantic_ai_tools", "genai_workflow")
+MORE_RUNS: tuple[str, ...] = ("pydantic_ai_tools", "genai_workflow", "traceloop_tools")
 # agent calls that are the turns of conversations (cases with the same "thread"): Mastra's memory
 CONVERSATIONS: tuple[str, ...] = ("mastra_memory",)
 _AGENT_SCRIPT = Path(__file__).parent / "agents" / "convention_agent.py"

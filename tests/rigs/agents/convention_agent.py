@@ -133,6 +133,37 @@ def run_traceloop(out: str, cases: list[Case]) -> None:
     trace.get_tracer_provider().shutdown()  # type: ignore[attr-defined]
 
 
+def run_traceloop_tools(out: str, cases: list[Case]) -> None:
+    """OpenLLMetry's `@tool` spans inside an `@agent`: a tool returning the case's text (called
+    with a positional and a keyword argument) and one returning a structured value."""
+    from opentelemetry import trace
+    from traceloop.sdk import Traceloop
+    from traceloop.sdk.decorators import agent, tool
+
+    Traceloop.init(app_name="conventions", exporter=_exporter(out), disable_batch=True,
+                   telemetry_enabled=False, should_enrich_metrics=False)
+    current: Case = {}
+
+    @tool(name="lookup")
+    def lookup(city: str, units: str = "C") -> str:
+        return str(current["tool_result"])
+
+    @tool(name="forecast")
+    def forecast(city: str) -> dict[str, str]:
+        return {"city": city, "sky": "clear"}
+
+    @agent(name=AGENT_NAME)
+    def geo(question: str) -> str:
+        lookup(question, units="F")
+        forecast("Paris")
+        return str(current["answer"])
+
+    for case in cases:
+        _switch(current, case)
+        geo(case["question"])
+    trace.get_tracer_provider().shutdown()  # type: ignore[attr-defined]
+
+
 def run_pydantic_ai(out: str, cases: list[Case], version: int = 5,
                     history: bool = False) -> None:
     """pydantic-ai's own instrumentation (what logfire turns on); the ground truth goes into
@@ -288,6 +319,7 @@ RUNNERS: dict[str, Callable[[str, list[Case]], None]] = {
     "pydantic_ai_history": lambda out, cases: run_pydantic_ai(out, cases, history=True),
     "pydantic_ai_tools": run_pydantic_ai_tools,  # tool rounds, streaming, earlier turns
     "genai_workflow": run_genai_workflow,  # invoke_workflow around invoke_agent
+    "traceloop_tools": run_traceloop_tools,  # OpenLLMetry @tool spans
 }
 
 

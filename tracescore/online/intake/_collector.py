@@ -34,7 +34,7 @@ from typing import Any
 from tracescore._exceptions import ConfigurationError
 from tracescore._guard import GUARD
 from tracescore.online.intake._llm_calls import LlmCall
-from tracescore.online.intake._recorded import ITEM_MARKERS, recorded
+from tracescore.online.intake._recorded import carries_item, recorded
 from tracescore.online.intake._run_steps import Mark, RunSource
 from tracescore.online.intake._trace_input import (
     EMPTY,
@@ -197,9 +197,9 @@ class TraceCollector:
                  llm: bool = True, marks: bool = False) -> None:
         """Remember one finished span as it arrives (the trace is kept from now on);
         `attributes`: its decoded attributes when the caller has them (None: decoded here if it
-        carries one of `ITEM_MARKERS`). Never raises."""
+        may record an item: `carries_item`). Never raises."""
         try:
-            if attributes is None and not ITEM_MARKERS.isdisjoint(view.attribute_keys()):
+            if attributes is None and carries_item(view.attribute_keys()):
                 attributes = view.attributes
             item, llm_call, mark = recorded(view, attributes, llm=llm, marks=marks)
             self.add(view.trace_id, view.span_id, view.parent_id, item, llm_call, mark)

@@ -3,24 +3,33 @@ front doors: its tool call or context (`Item`), its LLM call (`LlmCall`) and wha
 it is (`Mark`). The `TraceCollector` keeps them beside the span's parent link.
 
 Cheap (runs for every span of a trace a scorer may sample): a few attribute reads, nothing
-decoded. `ITEM_MARKERS` are the attribute keys of which a span with any of these carries at
-least one, so a door can leave the attributes of other spans undecoded.
+decoded. `carries_item`: whether a span's attribute keys say it may record one of these
+(`ITEM_MARKERS`, tool kind markers of any namespace), so a door can leave the attributes of
+other spans undecoded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from tracescore import _semconv as sc
 from tracescore.online.intake._llm_calls import LLM_MARKERS, LlmCall, read_llm_call
 from tracescore.online.intake._run_steps import Mark, read_mark
 from tracescore.online.intake._shaped import shaped_llm_call
+from tracescore.online.intake._tool_spans import TOOL_MARKERS, may_be_tool
 from tracescore.online.intake._trace_input import Item, read_span
 from tracescore.online.intake._view import SpanView
 
-# attribute keys of the spans that can carry a tool call, context or an LLM call
-ITEM_MARKERS = frozenset({sc.GEN_AI_OPERATION_NAME, sc.OI_SPAN_KIND, sc.TS_CONTEXT}) | LLM_MARKERS
+# attribute keys (and the key endings of tool kind markers, `_tool_spans`) of the spans that can
+# carry a tool call, context or an LLM call
+ITEM_MARKERS = frozenset({sc.GEN_AI_OPERATION_NAME, sc.OI_SPAN_KIND, sc.TS_CONTEXT}) \
+    | LLM_MARKERS | TOOL_MARKERS
+
+
+def carries_item(keys: Collection[str]) -> bool:
+    """Whether a span with these attribute keys may record an item or LLM call (decode it)."""
+    return not ITEM_MARKERS.isdisjoint(keys) or may_be_tool(keys)
 
 
 def error_of(view: SpanView, attributes: Mapping[str, Any]) -> str | None:

@@ -25,6 +25,7 @@ from dataclasses import replace
 from typing import Any, NamedTuple
 
 from tracescore import _semconv as sc
+from tracescore.online.intake._tool_spans import tool_of
 from tracescore.online.intake._trace_input import Item, TraceLimits, answer_channel
 from tracescore.scoring._runs import AGENT, LLM_CALL, TOOL_CALL, WORKFLOW_STEP, Run, Step
 
@@ -68,6 +69,8 @@ def read_mark(name: str, attributes: Mapping[str, Any], start_ns: int, end_ns: i
                 kind = _TL_KINDS.get(str(tl_kind))
             elif sc.GEN_AI_REQUEST_MODEL in attributes:
                 kind = LLM_CALL
+            elif tool_of(name, attributes) is not None:  # a tool span of another convention
+                kind = TOOL_CALL
     if kind is None:
         return Mark(None, name, start_ns, end_ns, error)
     if kind == LLM_CALL:
@@ -78,8 +81,9 @@ def read_mark(name: str, attributes: Mapping[str, Any], start_ns: int, end_ns: i
                     _int(get(sc.GEN_AI_USAGE_INPUT_TOKENS, get("llm.token_count.prompt"))),
                     _int(get(sc.GEN_AI_USAGE_OUTPUT_TOKENS, get("llm.token_count.completion"))))
     if kind == TOOL_CALL:
-        named = get(sc.GEN_AI_TOOL_NAME) or get(sc.OI_TOOL_NAME)
-        name = str(named) if named else name.removeprefix(f"{sc.OP_EXECUTE_TOOL} ")
+        found = tool_of(name, attributes)
+        if found is not None:
+            name = found.name
     else:
         named = get(sc.GEN_AI_AGENT_NAME) or get(sc.OI_AGENT_NAME) or get(sc.TL_ENTITY_NAME)
         if named:

@@ -30,6 +30,8 @@ from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
 from tracescore.online.intake._answer_channel import OUTPUT_STEP_MARK, delivers
 from tracescore.online.intake._llm_calls import LlmCall
+from tracescore.online.intake._tool_results import tool_result
+from tracescore.online.intake._tool_spans import tool_of
 from tracescore.online.intake._unwrap import call_arguments
 from tracescore.scoring._base import ToolCall
 
@@ -133,7 +135,7 @@ class Item(NamedTuple):
         arguments = content.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)
         result = content.get(sc.GEN_AI_TOOL_CALL_RESULT) if error is None else None
         extra = self.context
-        context = ((result,) if result else ()) + extra
+        context = ((_ToolResult(result),) if result else ()) + extra
         chars = self.chars + _size(arguments) + _size(result)
         return Item(self.start_ns, (name, arguments, result, error, call_id), context, chars,
                     self.output_step)
@@ -143,6 +145,8 @@ class Item(NamedTuple):
         for source in self.context:
             if isinstance(source, _Documents):
                 texts.extend(_documents(source.raw))
+            elif isinstance(source, _ToolResult):
+                texts.append(_result_text(source.raw))
             elif source:
                 texts.append(source if isinstance(source, str) else _text(source))
         return texts
@@ -150,6 +154,10 @@ class Item(NamedTuple):
 
 class _Documents(NamedTuple):
     raw: Any  # the recorded `gen_ai.retrieval.documents`
+
+
+class _ToolResult(NamedTuple):
+    raw: Any  # a tool call's recorded result
 
 
 def read_span(name: str, attributes: Mapping[str, Any], start_ns: int,
@@ -166,21 +174,15 @@ def read_span(name: str, attributes: Mapping[str, Any], start_ns: int,
     context: tuple[Any, ...] = ()
     chars = 0
     output_step = False
-    if operation == sc.OP_EXECUTE_TOOL or (kind is not None and str(kind).upper() == "TOOL"):
-        genai = operation == sc.OP_EXECUTE_TOOL
+    found = tool_of(name, attributes)
+    if found is not None:
         if callable(error):
             error = error()
-        raw_args = get(sc.GEN_AI_TOOL_CALL_ARGUMENTS if genai else sc.OI_INPUT_VALUE)
-        raw_result = get(sc.GEN_AI_TOOL_CALL_RESULT if genai else sc.OI_OUTPUT_VALUE)
-        call_id = get(sc.GEN_AI_TOOL_CALL_ID) or get(sc.OI_TOOL_CALL_ID)
-        tool_name = get(sc.GEN_AI_TOOL_NAME) or get(sc.OI_TOOL_NAME)
-        if not tool_name:
-            tool_name = name.removeprefix(f"{sc.OP_EXECUTE_TOOL} ")
-        tool = (str(tool_name), raw_args, raw_result, error,
-                None if call_id is None else str(call_id))
+        tool_name, raw_args, raw_result, call_id = found
+        tool = (tool_name, raw_args, raw_result, error, call_id)
         chars = _size(raw_args) + (len(error) if error is not None else _size(raw_result))
         if error is None and raw_result is not None:
-            context = (raw_result,)
+            context = (_ToolResult(raw_result),)
         message = get(sc.LOGFIRE_MSG)
         output_step = isinstance(message, str) and message.startswith(OUTPUT_STEP_MARK)
     elif operation == sc.OP_RETRIEVAL:
@@ -323,6 +325,12 @@ def _size(raw: object) -> int:
 def _text(raw: object) -> str:
     return raw if isinstance(raw, str) else json.dumps(_decoded(raw), ensure_ascii=False,
                                                        default=str)
+
+
+def _result_text(raw: object) -> str:
+    """A tool result as context: its output text (`_tool_results.tool_result`), else as recorded."""
+    text = tool_result(raw)
+    return _text(raw) if text is None else text
 
 
 def _documents(raw: object) -> list[str]:

@@ -21,6 +21,9 @@ thread):
   answer the last assistant message with text (never a system, user or tool message).
 
 A value that matches none of these is returned as it is.
+
+(About 460 lines: the rules share one decoder and repr parser; tool results are in
+`_tool_results`.)
 """
 
 from __future__ import annotations
@@ -64,6 +67,9 @@ _ROLES = {"human": "user", "user": "user", "ai": "assistant", "assistant": "assi
           "tool": "tool", "function": "tool", "ipython": "tool"}
 _TEXT_PARTS = frozenset({"text", "input_text", "output_text", "textcontent", "textblock",
                          "textpart", "text_content"})
+
+
+_TOOL_START = frozenset({"input_str", "inputs", "tags", "metadata", "kwargs"})
 
 
 class _NotLiteral(ValueError):
@@ -118,8 +124,12 @@ def call_arguments(value: object) -> object:
     """A tool call's arguments with a call wrapper removed: `{"args": [], "kwargs": {...}}`
     (flags beside them allowed, such as smolagents' `"sanitize_inputs_outputs": true`) is its
     keyword arguments, `{"args": [{...}]}` its one positional argument object, `{"args": [...]}`
-    its positional arguments; with both, `{"args", "kwargs"}` without the flags. Anything else
+    its positional arguments; with both, `{"args", "kwargs"}` without the flags; OpenLLMetry's
+    LangChain envelope `{"input_str", "inputs", "tags", "metadata", "kwargs"}` is `inputs`. Anything else
     as it is (a tool's own argument named `args` beside others is no wrapper)."""
+    if isinstance(value, Mapping) and "input_str" in value and set(value) <= _TOOL_START:
+        inputs = value.get("inputs")  # OpenLLMetry's LangChain `on_tool_start` envelope
+        return dict(inputs) if isinstance(inputs, Mapping) else value["input_str"]
     if not isinstance(value, Mapping) or not ("args" in value or "kwargs" in value):
         return value
     args, kwargs = value.get("args", ()), value.get("kwargs", {})

@@ -1,0 +1,110 @@
+"""Which spans are tool executions, and where each convention records the call: data, one row
+per convention, and one generic rule for conventions we do not know.
+
+A tool span gives a tool call (name, arguments, result, call id) and its result as context
+(`_trace_input`). Known conventions (`TOOL_CONVENTIONS`): the span's kind marker and the keys of
+its content. Any other span whose kind marker (a key ending in `span.kind`, `span_kind`,
+`observation.type` or `entity.kind`) says `tool` is read generically: its arguments and result
+under the marker's namespace (`<ns>.input` / `.output`, `.arguments` / `.result`, `.args`,
+`.entity.input` / `.entity.output`, `.input.value` / `.output.value`), its name under
+`gen_ai.tool.name`, `tool.name`, `<ns>.entity.name`, `<ns>.name` or from the span name.
+
+Cheap (runs as every span ends): a few lookups; the generic rule scans the attribute keys once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
+
+from tracescore import _semconv as sc
+
+
+class ToolConvention(NamedTuple):
+    """Where one convention marks a tool span and records its call."""
+
+    kind_key: str
+    kind_value: str  # compared without case
+    name_keys: tuple[str, ...]  # the first present names the tool (else the span name)
+    arguments_key: str
+    result_key: str
+    call_id_keys: tuple[str, ...] = ()
+
+
+TOOL_CONVENTIONS: tuple[ToolConvention, ...] = (
+    ToolConvention(sc.GEN_AI_OPERATION_NAME, sc.OP_EXECUTE_TOOL,
+                   (sc.GEN_AI_TOOL_NAME, sc.OI_TOOL_NAME),
+                   sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.GEN_AI_TOOL_CALL_RESULT,
+                   (sc.GEN_AI_TOOL_CALL_ID,)),
+    ToolConvention(sc.OI_SPAN_KIND, sc.OI_KIND_TOOL, (sc.OI_TOOL_NAME, sc.GEN_AI_TOOL_NAME),
+                   sc.OI_INPUT_VALUE, sc.OI_OUTPUT_VALUE, (sc.OI_TOOL_CALL_ID,
+                                                           sc.GEN_AI_TOOL_CALL_ID)),
+    ToolConvention(sc.TL_SPAN_KIND, "tool", (sc.GEN_AI_TOOL_NAME, sc.TL_ENTITY_NAME),
+                   sc.TL_ENTITY_INPUT, sc.TL_ENTITY_OUTPUT, (sc.GEN_AI_TOOL_CALL_ID,)),
+    ToolConvention("langfuse.observation.type", "tool", (sc.GEN_AI_TOOL_NAME,),
+                   "langfuse.observation.input", "langfuse.observation.output",
+                   (sc.GEN_AI_TOOL_CALL_ID,)),
+)
+_KNOWN_KIND_KEYS = frozenset(c.kind_key for c in TOOL_CONVENTIONS)
+_KIND_SUFFIXES = ("span.kind", "span_kind", "observation.type", "entity.kind")
+_ARGUMENT_SUFFIXES = ("input", "arguments", "args", "entity.input", "input.value")
+_RESULT_SUFFIXES = ("output", "result", "entity.output", "output.value")
+_NAME_SUFFIXES = ("entity.name", "tool.name", "name")
+_TOOL_PREFIX = f"{sc.OP_EXECUTE_TOOL} "
+# texts one of which a span that may be a tool span carries in a key (a door's cheap gate; the
+# known kind keys end with one of them)
+TOOL_MARKERS = frozenset(_KIND_SUFFIXES)
+
+
+class ToolSpan(NamedTuple):
+    """A tool span's call as recorded (nothing decoded)."""
+
+    name: str
+    arguments: Any
+    result: Any
+    call_id: str | None
+
+
+def tool_of(name: str, attributes: Mapping[str, Any]) -> ToolSpan | None:
+    """The tool call a span records, None for a span that is no tool execution."""
+    get = attributes.get
+    for convention in TOOL_CONVENTIONS:
+        kind = get(convention.kind_key)
+        if kind is not None and str(kind).lower() == convention.kind_value.lower():
+            return _read(name, attributes, convention)
+    for key, value in attributes.items():
+        if (isinstance(value, str) and key not in _KNOWN_KIND_KEYS
+                and key.endswith(_KIND_SUFFIXES) and value.lower() == "tool"):
+            return _read(name, attributes, _generic(key, attributes))
+    return None
+
+
+def may_be_tool(keys: Iterable[str]) -> bool:
+    """Whether a span with these attribute keys may be a tool span (decode it)."""
+    return any(key in _KNOWN_KIND_KEYS or key.endswith(_KIND_SUFFIXES) for key in keys)
+
+
+def _read(name: str, attributes: Mapping[str, Any], convention: ToolConvention) -> ToolSpan:
+    get = attributes.get
+    tool_name = next((get(k) for k in convention.name_keys if get(k)), None)
+    call_id = next((get(k) for k in convention.call_id_keys if get(k) is not None), None)
+    return ToolSpan(str(tool_name) if tool_name else _span_tool_name(name),
+                    get(convention.arguments_key), get(convention.result_key),
+                    None if call_id is None else str(call_id))
+
+
+def _generic(kind_key: str, attributes: Mapping[str, Any]) -> ToolConvention:
+    """The keys of a tool span in a convention we do not know, from its kind marker's key."""
+    namespace = next(kind_key[:-len(s)] for s in _KIND_SUFFIXES if kind_key.endswith(s))
+
+    def first(suffixes: tuple[str, ...]) -> str:
+        return next((namespace + s for s in suffixes if namespace + s in attributes), "")
+
+    names = (sc.GEN_AI_TOOL_NAME, sc.OI_TOOL_NAME) + tuple(namespace + s for s in _NAME_SUFFIXES)
+    return ToolConvention(kind_key, "tool", names, first(_ARGUMENT_SUFFIXES),
+                          first(_RESULT_SUFFIXES), (sc.GEN_AI_TOOL_CALL_ID, sc.OI_TOOL_CALL_ID))
+
+
+def _span_tool_name(name: str) -> str:
+    """The tool's name from its span's name: `execute_tool NAME`, OpenLLMetry's `NAME.tool`."""
+    return name.removeprefix(_TOOL_PREFIX).removesuffix(".tool")
