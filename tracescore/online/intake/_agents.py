@@ -72,8 +72,8 @@ class AgentReader:
         search of every request."""
         known = self.chain_markers | item_markers
         gate = frozenset().union(*(gate_keys(r) for r in self.recognisers))
-        return (gate | item_markers | self.diagnose.look_keys
-                | self.contentless.raw_markers(known) | self.shape_markers)
+        return shortest(gate | item_markers | self.diagnose.look_keys
+                        | self.contentless.raw_markers(known) | self.shape_markers)
 
     def shaped(self, keys: Iterable[str]) -> bool:
         """Whether a span with these attribute keys may be a model call found by its shape
@@ -260,3 +260,9 @@ def own_exchange(name: str, attributes: Mapping[str, Any]) -> RecognisedCall | N
     if own and question_of(unwrap_input(own.input)) and answer_of(unwrap_output(own.output)):
         return own
     return None
+
+
+def shortest(texts: frozenset[str]) -> frozenset[str]:
+    """`texts` without those that contain another of them: a text holding the longer one holds
+    the shorter, so searching the shorter alone finds the same requests."""
+    return frozenset(t for t in texts if not any(o != t and o in t for o in texts))
