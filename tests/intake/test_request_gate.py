@@ -29,3 +29,11 @@ def test_the_shortest_texts_find_the_requests_all_texts_find(texts: frozenset[st
 def test_a_request_with_any_known_marker_key_is_read(key: str, before: str, after: str) -> None:
     raw = f"{before}{key}{after}"
     assert any(m in raw for m in _MARKERS)
+
+
+@given(st.sampled_from(["span.kind", "span_kind", "observation.type", "entity.kind"]),
+       st.text("abcxyz_", min_size=1, max_size=8), st.sampled_from([".", "_", ""]))
+def test_a_request_with_a_tool_kind_key_of_any_namespace_is_read(suffix: str, namespace: str,
+                                                                 joint: str) -> None:
+    raw = f"\x12\x0a{namespace}{joint}{suffix}\x12\x04tool"
+    assert any(m in raw for m in _MARKERS)

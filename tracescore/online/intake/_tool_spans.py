@@ -51,9 +51,9 @@ _ARGUMENT_SUFFIXES = ("input", "arguments", "args", "entity.input", "input.value
 _RESULT_SUFFIXES = ("output", "result", "entity.output", "output.value")
 _NAME_SUFFIXES = ("entity.name", "tool.name", "name")
 _TOOL_PREFIX = f"{sc.OP_EXECUTE_TOOL} "
-# texts one of which a span that may be a tool span carries in a key (a door's cheap gate; the
-# known kind keys end with one of them)
-TOOL_MARKERS = frozenset(_KIND_SUFFIXES)
+# texts one of which a span that may be a tool span carries in a key (a door's cheap gate: each
+# is one substring search of every request, so as few as cover every kind key above)
+TOOL_MARKERS = frozenset({".kind", "_kind", "observation.type"})
 
 
 class ToolSpan(NamedTuple):
