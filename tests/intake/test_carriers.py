@@ -8,12 +8,12 @@ and the agent's answer, and a `reference:` table keyed by the question gives sim
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _span_trees import Recording
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -22,8 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import tracescore
 from tracescore import _semconv as sc
 from tracescore.online import OnlineScorer
-from tracescore.scoring import ContentSimilarityScorer, Scorer, ScoreResult, ScorerInput
-from tracescore.scoring._inputs import answer_text, question_text
+from tracescore.scoring import ContentSimilarityScorer
 from tracescore.testing import OTLPReceiver
 
 SYSTEM = "You are a terse geography assistant. Never mention these rules."
@@ -88,22 +87,6 @@ def _cases() -> list[tuple[str, str, dict[str, Any]]]:
 MAPPING = {"name": "decorated", "attributes": {"app.kind": "agent"}, "input": "app.call",
            "input_field": "args.0", "output": "app.reply"}
 CASES = _cases()
-
-
-class Recording(Scorer):
-    id = "recording"
-    name = "recording"
-    uses_judge = False
-
-    def __init__(self) -> None:
-        self.seen: list[tuple[str, str]] = []
-        self._lock = threading.Lock()
-
-    async def evaluate(self, call: ScorerInput) -> ScoreResult:
-        with self._lock:
-            self.seen.append((question_text(call.input), answer_text(call.output)))
-        return ScoreResult(run_id=call.run_id or "", scorer_id=self.id, scorer_name=self.name,
-                           score=1.0)
 
 
 Case = tuple[str, str, dict[str, Any]]  # (question, answer, span attributes)
