@@ -97,13 +97,19 @@ def _is_rejection(exc: BaseException) -> bool:
 
 
 def retry_after_seconds(exc: BaseException) -> float | None:
-    """Seconds asked for by a Retry-After (or retry-after-ms) header on the error, if any."""
+    """Seconds asked for by a Retry-After (or retry-after-ms) header on the error, if any.
+
+    The headers are those of the error or of the first error it was raised from that has
+    some (litellm's mapped exceptions keep the provider's headers on their cause)."""
     headers: Any = None
-    response = getattr(exc, "response", None)
-    if response is not None:
-        headers = getattr(response, "headers", None)
-    if not headers:
-        headers = getattr(exc, "headers", None)
+    link: BaseException | None = exc
+    for _ in range(4):
+        if link is None or headers:
+            break
+        response = getattr(link, "response", None)
+        headers = getattr(response, "headers", None) if response is not None else None
+        headers = headers or getattr(link, "headers", None)
+        link = link.__cause__
     if not headers:
         return None
     if isinstance(headers, dict):  # a plain dict is case-sensitive; httpx.Headers is not
@@ -130,10 +136,26 @@ def retry_after_seconds(exc: BaseException) -> float | None:
 
 def _describe(exc: BaseException, *, status_shown: bool = True) -> str:
     status = _status(exc) if status_shown else None
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    text = _error_body_message(str(exc).strip())
+    text = text.splitlines()[0] if text else ""
     name = type(exc).__name__
     prefix = f"{name} (HTTP {status})" if status else name
     return f"{prefix}: {text[:300]}" if text else prefix
+
+
+def _error_body_message(text: str) -> str:
+    """`text` with a provider's JSON error body (`{"error": {"message": ...}}`, as litellm's
+    HTTP handler passes it on) replaced by its message."""
+    start = text.find("{")
+    if start < 0:
+        return text
+    try:
+        body = json.loads(text[start:])
+    except ValueError:
+        return text
+    error = body.get("error", body) if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else error
+    return text[:start] + message if isinstance(message, str) and message.strip() else text
 
 
 def _retries_for(exc: BaseException, max_retries: int) -> int:
