@@ -6,6 +6,7 @@ way; `through_acompletion=True`, another provider or a litellm argument of its o
 from __future__ import annotations
 
 import asyncio
+import pickle
 import socket
 import time
 from collections.abc import Iterator
@@ -130,6 +131,13 @@ def test_a_litellm_argument_of_its_own_goes_through_acompletion(stub: StubLLMSer
                          mock_response='{"statements": ["Mocked."]}')
     assert asyncio.run(judge.judge(REQUEST)).data == {"statements": ["Mocked."]}
     assert len(stub.requests) == before
+
+
+def test_a_judge_pickled_after_its_first_call_is_sent_the_same_way(stub: StubLLMServer) -> None:
+    judge = _judge(stub, "openai/judge-stub", False)
+    first = _sent(stub, judge)  # prepared: litellm's objects are not pickled with it
+    loaded = pickle.loads(pickle.dumps(judge))  # as the gateway sends it to its scoring process
+    assert _sent(stub, loaded) == first
 
 
 @pytest.mark.parametrize("through", [False, True])

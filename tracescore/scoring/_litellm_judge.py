@@ -280,6 +280,11 @@ class LiteLLMJudge:
     def __repr__(self) -> str:
         return f"LiteLLMJudge(model={self.model!r})"
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (to a scoring process) without its route, which holds litellm's objects:
+        checked and prepared again where it is loaded, before its first call there."""
+        return {**self.__dict__, "_route": None, "_ready": False}
+
     async def judge(self, request: JudgeRequest) -> JudgeReply:
         problem = self._key_problem()
         spend = _Spend(self.model)
