@@ -6,7 +6,8 @@ this process's CPU (every thread: litellm hands work to a thread pool) is the cl
   * `litellm.acompletion` alone: the request the judge sends for the relevancy scorer's first
     step, with the judge's own arguments (timeout, no litellm retries, JSON schema);
   * `LiteLLMJudge.judge`: the same step through the judge (retries, reply validation, usage
-    and cost, judge trace);
+    and cost, judge trace), which sends it through litellm's HTTP handler (`_litellm_direct`);
+  * the same with `through_acompletion=True` (every call through `litellm.acompletion`);
   * a relevancy score (3 judge calls), per judge call.
 
 Each round runs every case once, in rotating order; figures are medians of the rounds.
@@ -57,6 +58,7 @@ async def _cases(base_url: str, calls: int, rounds: int) -> dict[str, list[tuple
 
     options: dict[str, Any] = {"api_base": base_url, "api_key": "sk-test", "timeout": 60}
     judge = LiteLLMJudge("openai/judge", **options)
+    wrapped = LiteLLMJudge("openai/judge", through_acompletion=True, **options)
     scorer = AnswerRelevancyScorer(model=judge)
     request = statements_request("Paris is the capital of France.")
     messages = [{"role": "system", "content": request.system},
@@ -71,6 +73,9 @@ async def _cases(base_url: str, calls: int, rounds: int) -> dict[str, list[tuple
     async def judged() -> None:
         await judge.judge(request)
 
+    async def judged_through_acompletion() -> None:
+        await wrapped.judge(request)
+
     async def score() -> None:
         result = await scorer.arun(input="What is the capital of France?",
                                    output="Paris is the capital of France.")
@@ -80,6 +85,7 @@ async def _cases(base_url: str, calls: int, rounds: int) -> dict[str, list[tuple
     cases: dict[str, tuple[Callable[[], Awaitable[Any]], int]] = {
         "litellm.acompletion alone": (bare, calls),
         "LiteLLMJudge.judge": (judged, calls),
+        "LiteLLMJudge.judge, through_acompletion": (judged_through_acompletion, calls),
         "relevancy score / 3": (score, max(CONCURRENCY, calls // 3)),
     }
     for call, _ in cases.values():  # warm-up: imports, connections, caches
