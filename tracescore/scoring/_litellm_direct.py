@@ -40,7 +40,6 @@ _ROUTE_ARGUMENTS = frozenset({"api_base", "api_key", "custom_llm_provider", "ext
 class DirectRoute:
     """One judge's calls through litellm's HTTP handler (`prepare` says whether it applies)."""
 
-    litellm: Any
     model: str  # the provider's name of the model
     provider: str
     config: Any  # litellm's provider config
@@ -103,7 +102,7 @@ class DirectRoute:
             params.pop("stream", None)
         if kwargs.get("extra_body"):
             params["extra_body"] = {**(params.get("extra_body") or {}), **kwargs["extra_body"]}
-        route = cls(litellm=litellm, model=name, provider=provider, config=config,
+        route = cls(model=name, provider=provider, config=config,
                     api_base=str(api_base), api_key=api_key,
                     headers=dict(kwargs.get("extra_headers") or {}), params=params,
                     _handler=base_llm_http_handler, _logging=Logging, _response=ModelResponse,
