@@ -173,3 +173,16 @@ def test_litellm_callbacks_see_judge_calls_only_through_acompletion(
     finally:
         litellm.callbacks.remove(counting)
     assert seen == (["judge-stub", "judge-stub"] if through else [])
+
+
+def test_a_litellm_whose_handler_takes_other_arguments_is_sent_through_acompletion(
+        stub: StubLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    import litellm.main
+
+    class Handler:  # a handler of another litellm release, without `provider_config`
+        async def completion(self, model: str, messages: list[Any], **rest: Any) -> Any:
+            raise AssertionError("a handler with other arguments was called")
+
+    monkeypatch.setattr(litellm.main, "base_llm_http_handler", Handler())
+    body, _, reply = _sent(stub, _judge(stub, "openai/judge-stub", False))
+    assert reply[0] == REPLY and body["model"] == "judge-stub"

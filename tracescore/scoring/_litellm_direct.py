@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import inspect
 import logging
 import uuid
 from collections.abc import Mapping
@@ -31,6 +32,11 @@ logger = logging.getLogger("tracescore.scoring")
 
 # Providers litellm sends through its HTTP handler with an OpenAI-compatible provider config.
 PROVIDERS = frozenset({"openai", "hosted_vllm"})
+# What `complete` passes litellm's HTTP handler (a litellm that takes other ones is not used).
+_HANDLER_ARGUMENTS = frozenset({
+    "model", "messages", "api_base", "custom_llm_provider", "model_response", "encoding",
+    "logging_obj", "optional_params", "timeout", "litellm_params", "acompletion", "stream",
+    "api_key", "headers", "client", "provider_config"})
 # litellm arguments this route passes itself; every other one must be a provider parameter.
 _ROUTE_ARGUMENTS = frozenset({"api_base", "api_key", "custom_llm_provider", "extra_headers",
                               "extra_body"})
@@ -71,6 +77,11 @@ class DirectRoute:
         from litellm.types.utils import ModelResponse
         from litellm.utils import ProviderConfigManager, get_optional_params
 
+        taken = inspect.signature(base_llm_http_handler.completion).parameters
+        missing = sorted(_HANDLER_ARGUMENTS - taken.keys())
+        if missing:
+            _skip(model, f"litellm's HTTP handler takes no {missing[0]}")
+            return None
         name, provider, dynamic_key, dynamic_base = litellm.get_llm_provider(
             model, custom_llm_provider=kwargs.get("custom_llm_provider"),
             api_base=kwargs.get("api_base"), api_key=kwargs.get("api_key"))
