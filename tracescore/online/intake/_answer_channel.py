@@ -23,9 +23,12 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from tracescore.online.intake._messages import decoded
 from tracescore.online.intake._unwrap import call_arguments
 
 __all__ = ["OUTPUT_STEP_MARK", "delivers"]
+
+_JSON_STARTS = "{[\""  # JSON text decoded: objects, arrays and string literals
 
 # how pydantic-ai's instrumentation marks the span of an output function (`logfire.msg`)
 OUTPUT_STEP_MARK = "running output function"
@@ -37,7 +40,7 @@ def delivers(arguments: object, answer: object) -> bool:
     wanted = _comparable(answer)
     if wanted is None:
         return False
-    given = call_arguments(_json(arguments))
+    given = call_arguments(decoded(arguments, _JSON_STARTS))
     candidates: list[Any] = [given]
     if isinstance(given, Mapping):
         values = [v for v in given.values() if v is not None]
@@ -48,19 +51,10 @@ def delivers(arguments: object, answer: object) -> bool:
     return any(_comparable(c) == wanted for c in candidates)
 
 
-def _json(value: object) -> object:
-    if isinstance(value, str) and value[:1] in ('{', '[', '"'):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
-
-
 def _comparable(value: object) -> str | None:
     """Text with whitespace collapsed; data (decoded from JSON) as canonical JSON; None for
     nothing to compare (no answer, an empty text, a number or flag alone)."""
-    value = _json(value)
+    value = decoded(value, _JSON_STARTS)
     if isinstance(value, str):
         text = " ".join(value.split())
         return text or None

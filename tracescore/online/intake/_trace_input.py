@@ -30,6 +30,7 @@ from tracescore import _semconv as sc
 from tracescore._exceptions import ConfigurationError
 from tracescore.online.intake._answer_channel import OUTPUT_STEP_MARK, delivers
 from tracescore.online.intake._llm_calls import LlmCall
+from tracescore.online.intake._messages import decoded
 from tracescore.online.intake._tool_results import tool_result
 from tracescore.online.intake._tool_spans import tool_of
 from tracescore.online.intake._unwrap import call_arguments
@@ -309,13 +310,8 @@ class TraceSpans:
 
 
 def _decoded(raw: object) -> object:
-    """Recorded JSON (object or array) decoded; other values as recorded."""
-    if isinstance(raw, str) and raw[:1] in ("{", "["):
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return raw
-    return list(raw) if isinstance(raw, tuple) else raw
+    """Recorded JSON (object or array) decoded; other values as recorded (a tuple as a list)."""
+    return list(raw) if isinstance(raw, tuple) else decoded(raw)
 
 
 def _size(raw: object) -> int:
