@@ -8,6 +8,11 @@ its content. Any other span whose kind marker (a key ending in `span.kind`, `spa
 under the marker's namespace (`<ns>.input` / `.output`, `.arguments` / `.result`, `.args`,
 `.entity.input` / `.entity.output`, `.input.value` / `.output.value`), its name under
 `gen_ai.tool.name`, `tool.name`, `<ns>.entity.name`, `<ns>.name` or from the span name.
+A span with no kind marker (of any kind) that names its tool (a key `tool.name` or ending in `.tool.name`, as
+Haystack's `haystack.tool.name`) is a tool span too when it records content (below) under its
+span name (`<span name>.input` / `.output`, Haystack's `haystack.agent.step.tool.input`) or under
+that key's namespace (`<ns>.input`, `<ns>.tool.input`, `<ns>.tool.call.arguments`, ...), or when
+its name ends in `tool`.
 
 Cheap (runs as every span ends): a few lookups; the generic rule scans the attribute keys once.
 """
@@ -50,10 +55,11 @@ _KIND_SUFFIXES = ("span.kind", "span_kind", "observation.type", "entity.kind")
 _ARGUMENT_SUFFIXES = ("input", "arguments", "args", "entity.input", "input.value")
 _RESULT_SUFFIXES = ("output", "result", "entity.output", "output.value")
 _NAME_SUFFIXES = ("entity.name", "tool.name", "name")
+_TOOL_NAME = "tool.name"  # a key naming the tool: this, or one ending in `.tool.name`
 _TOOL_PREFIX = f"{sc.OP_EXECUTE_TOOL} "
 # texts one of which a span that may be a tool span carries in a key (a door's cheap gate: each
 # is one substring search of every request, so as few as cover every kind key above)
-TOOL_MARKERS = frozenset({".kind", "_kind", "observation.type"})
+TOOL_MARKERS = frozenset({".kind", "_kind", "observation.type", _TOOL_NAME})
 
 
 class ToolSpan(NamedTuple):
@@ -72,16 +78,52 @@ def tool_of(name: str, attributes: Mapping[str, Any]) -> ToolSpan | None:
         kind = get(convention.kind_key)
         if kind is not None and str(kind).lower() == convention.kind_value.lower():
             return _read(name, attributes, convention)
+    named: str | None = None  # a key naming the tool
+    kinded = False  # a kind marker says the span is something else
     for key, value in attributes.items():
-        if (isinstance(value, str) and key not in _KNOWN_KIND_KEYS
-                and key.endswith(_KIND_SUFFIXES) and value.lower() == "tool"):
-            return _read(name, attributes, _generic(key, attributes))
+        if key in _KNOWN_KIND_KEYS:
+            kinded = True
+        elif isinstance(value, str) and key.endswith(_KIND_SUFFIXES):
+            if value.lower() == "tool":
+                return _read(name, attributes, _generic(key, attributes))
+            kinded = True
+        elif named is None and isinstance(value, str) and value and _names_tool(key):
+            named = key
+    if named is not None and not kinded:
+        convention = _named(named, name, attributes)
+        if convention is not None:
+            return _read(name, attributes, convention)
     return None
 
 
 def may_be_tool(keys: Iterable[str]) -> bool:
     """Whether a span with these attribute keys may be a tool span (decode it)."""
-    return any(key in _KNOWN_KIND_KEYS or key.endswith(_KIND_SUFFIXES) for key in keys)
+    return any(key in _KNOWN_KIND_KEYS or key.endswith(_KIND_SUFFIXES) or _names_tool(key)
+               for key in keys)
+
+
+def _names_tool(key: str) -> bool:
+    """Whether `key` names a span's tool: `tool.name`, `<ns>.tool.name` (not one of a list of
+    tools offered to a model, `<ns>.tools.0.tool.name`)."""
+    return (key == _TOOL_NAME or key.endswith("." + _TOOL_NAME)) and not any(
+        part.isdigit() for part in key.split("."))
+
+
+def _named(name_key: str, span_name: str, attributes: Mapping[str, Any]) -> ToolConvention | None:
+    """The keys of a tool span known by a key naming its tool, None when it records no content
+    there and its name does not say tool (a span merely mentioning a tool)."""
+    namespace = name_key[:-len(_TOOL_NAME)]
+    namespaces = (span_name + ".", namespace + "tool.", namespace)
+
+    def first(suffixes: tuple[str, ...]) -> str:
+        return next((ns + s for ns in namespaces for s in suffixes if ns + s in attributes), "")
+
+    arguments = first(_ARGUMENT_SUFFIXES + ("call.arguments",))
+    result = first(_RESULT_SUFFIXES + ("call.result",))
+    if not (arguments or result or span_name.lower().endswith(("tool", "tool_call"))):
+        return None
+    return ToolConvention(name_key, "", (name_key,), arguments, result,
+                          (sc.GEN_AI_TOOL_CALL_ID, sc.OI_TOOL_CALL_ID))
 
 
 def _read(name: str, attributes: Mapping[str, Any], convention: ToolConvention) -> ToolSpan:
