@@ -154,12 +154,14 @@ class ToolsGiven(Scorer):
 
     def __init__(self) -> None:
         self.seen: dict[str, tuple[list[tuple[str, Any]], list[str]]] = {}
+        self.errors: dict[str, list[str | None]] = {}  # the tool calls' errors
         self._lock = threading.Lock()
 
     async def evaluate(self, call: ScorerInput) -> ScoreResult:
         with self._lock:
             self.seen[question_text(call.input)] = (
                 [(t.name, t.arguments) for t in call.tool_calls], list(call.context))
+            self.errors[question_text(call.input)] = [t.error for t in call.tool_calls]
         return ScoreResult(run_id=call.run_id or "", scorer_id=self.id, scorer_name=self.name,
                            score=1.0)
 
@@ -306,8 +308,13 @@ def test_haystacks_tool_calls_reach_the_scorers_with_their_arguments_and_the_too
     configured, through `tracescore serve` and in process, each agent call is scored once on
     `haystack.agent.run`; its tool call is there with its name and arguments as a mapping, and
     the tool's own return text is the context scorers get (no message object or wrapper); the
-    judged question and answer are the user's text and the final answer."""
+    judged question and answer are the user's text and the final answer. A tool that fails
+    (Haystack records its span unfailed, flagged by `haystack.tool.error`, its error as the
+    result `{"error": ...}`) gives a failed tool call with Haystack's error text, and no context.
+    """
     cases = generated_cases(seed=17, count=6)
+    failing = [c for c in cases if "tool" in c][-1]
+    failing["tool"]["fails"] = True
     judged = ("    - {scorer: llm-judge, options: {name: tools-shown, instructions: 'The tools "
               "fit the question.', include: [input, context, tool_calls], "
               + relevancy_options(stub)[1:] + "}\n")
@@ -328,10 +335,14 @@ def test_haystacks_tool_calls_reach_the_scorers_with_their_arguments_and_the_too
     assert scored == {AGENT_SPANS["haystack"]: ["answer-relevancy", "tools-shown"]}
     assert sum(bool(s.events_named(sc.GEN_AI_EVALUATION_RESULT)) for s in received) == len(cases)
     assert sorted(judged_pairs(stub)) == sorted((c["question"], c["answer"]) for c in cases)
+    error = shown[failing["question"]]["tool_calls"][0].get("error", "")
+    assert failing["tool"]["result"] in error and "Failed to invoke Tool" in error, shown
     expected = {}
     for case in cases:
         tool = case.get("tool")
         expected[case["question"]] = {"input": case["question"], "output": case["answer"]} | ({
+            "tool_calls": [{"name": "lookup", "arguments": {"place": tool["argument"]},
+                            "error": error}]} if case is failing else {
             "tool_calls": [{"name": "lookup", "arguments": {"place": tool["argument"]},
                             "result": tool["result"]}],
             "context": [tool["result"]]} if tool else {})
@@ -343,5 +354,7 @@ def test_haystacks_tool_calls_reach_the_scorers_with_their_arguments_and_the_too
         AGENT_SPANS["haystack"]] * len(cases)
     assert sorted(judged_pairs(stub)) == sorted((c["question"], c["answer"]) for c in cases)
     assert given.seen == {c["question"]: (
-        [("lookup", {"place": c["tool"]["argument"]})], [c["tool"]["result"]]) if "tool" in c
-        else ([], []) for c in cases}
+        [("lookup", {"place": c["tool"]["argument"]})],
+        [] if c is failing else [c["tool"]["result"]]) if "tool" in c else ([], [])
+        for c in cases}
+    assert given.errors[failing["question"]] == [error]

@@ -36,9 +36,11 @@ from test_answer_channel import (
 from test_unwrap import TEXT
 
 from tracescore import _semconv as sc
+from tracescore.online.intake import read_span
 from tracescore.online.intake._tool_results import tool_result
 from tracescore.online.intake._tool_spans import tool_of
 from tracescore.online.intake._unwrap import call_arguments
+from tracescore.scoring import ToolCall
 from tracescore.testing import OTLPReceiver
 
 _NAMESPACE = st.from_regex(r"[a-z]{2,8}(\.[a-z]{2,6})?", fullmatch=True).filter(
@@ -49,7 +51,12 @@ CONVENTIONS = st.one_of(
               st.sampled_from(["span.kind", "span_kind", "observation.type", "entity.kind"]),
               st.sampled_from(["input", "arguments", "args", "entity.input"]),
               st.sampled_from(["output", "result", "entity.output"]),
-              st.sampled_from(["tool", "TOOL", "Tool"])))
+              st.sampled_from(["tool", "TOOL", "Tool"])),
+    # no kind marker: the tool named by `<ns>.tool.name`, its content under the span's name
+    # (Haystack's `haystack.agent.step.tool.input`) or the name key's namespace
+    st.tuples(st.just("named"), _NAMESPACE, st.sampled_from(["span", "ns", "ns.tool"]),
+              st.sampled_from([("input", "output"), ("arguments", "result"),
+                               ("args", "output"), ("call.arguments", "call.result")])))
 RESULTS = st.sampled_from(["plain", "json_string", "llama_index", "llama_index_repr",
                            "langchain", "langchain_serialised", "mcp", "autogen", "haystack",
                            "crewai", "langchain_dict", "openllmetry_langchain"])
@@ -143,6 +150,12 @@ def tool_attributes(convention: tuple[str, ...], name: str, arguments: str,
         return name, {"langfuse.observation.type": "tool",
                       "langfuse.observation.input": arguments,
                       "langfuse.observation.output": result}
+    if kind == "named":
+        _, namespace, where, (inputs, outputs) = convention
+        span = f"{namespace}.step.tool" if where == "span" else f"{namespace} {name}"
+        at = {"span": span, "ns": namespace, "ns.tool": f"{namespace}.tool"}[where]
+        return span, {f"{namespace}.tool.name": name, f"{namespace}.tool.description": "Looks",
+                      f"{at}.{inputs}": arguments, f"{at}.{outputs}": result}
     _, namespace, marker, inputs, outputs, value = convention
     return f"{name}.tool", {f"{namespace}.{marker}": value, f"{namespace}.{inputs}": arguments,
                             f"{namespace}.{outputs}": result}
@@ -193,6 +206,47 @@ def test_a_span_that_is_no_tool_gives_no_tool_call(convention: tuple[str, ...],
     if convention[0] == "generic":  # the same keys under a kind that is no tool
         marker = f"{convention[1]}.{convention[2]}"
         assert tool_of(name, {**attributes, marker: "agent" if marked else "llm"}) is None
+    if convention[0] == "named":  # a kind marker says it is something else
+        kind = f"{convention[1]}.span.kind" if marked else sc.GEN_AI_OPERATION_NAME
+        assert tool_of(name, {**attributes, kind: "chat"}) is None
+
+
+@pytest.mark.parametrize(("name", "attributes"), [
+    ("chat", {"app.tool.name": "lookup"}),  # names a tool, records no call of it
+    ("chat", {"llm.tools.0.tool.name": "lookup", "chat.input": "[]"}),  # a tool offered
+    ("agent.run", {"tool.name": "", "agent.run.input": "q"}),
+])
+def test_a_span_mentioning_a_tool_is_no_tool_span(name: str, attributes: dict[str, Any]) -> None:
+    assert tool_of(name, attributes) is None
+
+
+def test_a_span_named_as_a_tool_that_names_its_tool_is_one_without_content() -> None:
+    """Haystack with content tracing off: the tool span keeps its name, records no content."""
+    found = tool_of("haystack.agent.step.tool", {"haystack.tool.name": "lookup",
+                                                "haystack.tool.description": "Look it up."})
+    assert found is not None and (found.name, found.arguments, found.result) == (
+        "lookup", None, None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(CONVENTIONS.filter(lambda c: c[0] in ("generic", "named")),
+       st.sampled_from(["tool.error", "error", "is_error"]), st.sampled_from([True, "true"]),
+       TEXT, st.sampled_from(["error", "message", "plain"]))
+def test_a_tool_span_flagged_failed_is_a_failed_call_with_its_error_text_and_no_context(
+        convention: tuple[str, ...], flag: str, value: Any, text: str, style: str) -> None:
+    """A framework that records a failed tool call as a flag and its error as the result
+    (Haystack: `haystack.tool.error=true`, `{"error": "..."}`, the span's status unset)."""
+    recorded = {"error": json.dumps({"error": text}),
+                "message": json.dumps({"message": text, "code": 3}), "plain": text}[style]
+    name, attributes = tool_attributes(convention, "lookup", '{"place": "Quito"}', recorded)
+    flagged = {**attributes, f"{convention[1]}.{flag}": value}
+    item = read_span(name, flagged, 0, None)
+    assert item is not None and item.tool_call() == ToolCall(
+        name="lookup", arguments={"place": "Quito"}, error=text)
+    assert item.texts() == []
+    unflagged = read_span(name, {**flagged, f"{convention[1]}.{flag}": False}, 0, None)
+    assert unflagged is not None and unflagged.tool_call().error is None  # type: ignore[union-attr]
+    assert unflagged.texts() == [tool_result(recorded) or recorded]
 
 
 _EXAMPLES = itertools.count()

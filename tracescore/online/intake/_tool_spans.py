@@ -12,7 +12,8 @@ A span with no kind marker (of any kind) that names its tool (a key `tool.name` 
 Haystack's `haystack.tool.name`) is a tool span too when it records content (below) under its
 span name (`<span name>.input` / `.output`, Haystack's `haystack.agent.step.tool.input`) or under
 that key's namespace (`<ns>.input`, `<ns>.tool.input`, `<ns>.tool.call.arguments`, ...), or when
-its name ends in `tool`.
+its name ends in `tool`. In both generic rules a flag set true under the same namespaces
+(`<ns>.tool.error`, `<ns>.error`, `<ns>.is_error`) marks the call failed, its result its error.
 
 Cheap (runs as every span ends): a few lookups; the generic rule scans the attribute keys once.
 """
@@ -34,6 +35,7 @@ class ToolConvention(NamedTuple):
     arguments_key: str
     result_key: str
     call_id_keys: tuple[str, ...] = ()
+    failed_keys: tuple[str, ...] = ()  # a flag set true under one: the call failed
 
 
 TOOL_CONVENTIONS: tuple[ToolConvention, ...] = (
@@ -55,6 +57,7 @@ _KIND_SUFFIXES = ("span.kind", "span_kind", "observation.type", "entity.kind")
 _ARGUMENT_SUFFIXES = ("input", "arguments", "args", "entity.input", "input.value")
 _RESULT_SUFFIXES = ("output", "result", "entity.output", "output.value")
 _NAME_SUFFIXES = ("entity.name", "tool.name", "name")
+_FAILED_SUFFIXES = ("tool.error", "error", "is_error")
 _TOOL_NAME = "tool.name"  # a key naming the tool: this, or one ending in `.tool.name`
 _TOOL_PREFIX = f"{sc.OP_EXECUTE_TOOL} "
 # texts one of which a span that may be a tool span carries in a key (a door's cheap gate: each
@@ -69,6 +72,8 @@ class ToolSpan(NamedTuple):
     arguments: Any
     result: Any
     call_id: str | None
+    failed: bool = False  # flagged as failed (Haystack's `haystack.tool.error`): its result
+    # is then its error
 
 
 def tool_of(name: str, attributes: Mapping[str, Any]) -> ToolSpan | None:
@@ -123,16 +128,18 @@ def _named(name_key: str, span_name: str, attributes: Mapping[str, Any]) -> Tool
     if not (arguments or result or span_name.lower().endswith(("tool", "tool_call"))):
         return None
     return ToolConvention(name_key, "", (name_key,), arguments, result,
-                          (sc.GEN_AI_TOOL_CALL_ID, sc.OI_TOOL_CALL_ID))
+                          (sc.GEN_AI_TOOL_CALL_ID, sc.OI_TOOL_CALL_ID),
+                          tuple(ns + s for ns in namespaces for s in _FAILED_SUFFIXES))
 
 
 def _read(name: str, attributes: Mapping[str, Any], convention: ToolConvention) -> ToolSpan:
     get = attributes.get
     tool_name = next((get(k) for k in convention.name_keys if get(k)), None)
     call_id = next((get(k) for k in convention.call_id_keys if get(k) is not None), None)
+    failed = any(get(k) is True or str(get(k)).lower() == "true" for k in convention.failed_keys)
     return ToolSpan(str(tool_name) if tool_name else _span_tool_name(name),
                     get(convention.arguments_key), get(convention.result_key),
-                    None if call_id is None else str(call_id))
+                    None if call_id is None else str(call_id), failed)
 
 
 def _generic(kind_key: str, attributes: Mapping[str, Any]) -> ToolConvention:
@@ -144,7 +151,8 @@ def _generic(kind_key: str, attributes: Mapping[str, Any]) -> ToolConvention:
 
     names = (sc.GEN_AI_TOOL_NAME, sc.OI_TOOL_NAME) + tuple(namespace + s for s in _NAME_SUFFIXES)
     return ToolConvention(kind_key, "tool", names, first(_ARGUMENT_SUFFIXES),
-                          first(_RESULT_SUFFIXES), (sc.GEN_AI_TOOL_CALL_ID, sc.OI_TOOL_CALL_ID))
+                          first(_RESULT_SUFFIXES), (sc.GEN_AI_TOOL_CALL_ID, sc.OI_TOOL_CALL_ID),
+                          tuple(namespace + s for s in _FAILED_SUFFIXES))
 
 
 def _span_tool_name(name: str) -> str:
