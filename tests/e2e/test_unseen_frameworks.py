@@ -191,7 +191,9 @@ def test_the_same_spans_are_scored_the_same_in_process(
         framework: str, side_python: Path, gateway: GatewayProcess, receiver: OTLPReceiver,
         stub: StubLLMServer) -> None:
     """The library's real spans replayed through an SDK pipeline, parents before children as the
-    SDK ends them: the span processor scores the same spans on the same text as the gateway."""
+    SDK ends them: the span processor scores the same spans on the same text as the gateway, and
+    gives its scorers each library's tool calls (arguments as a mapping) and the tool's own
+    return text as context."""
     cases = generated_cases(seed=7 + len(framework), count=4)
     sent, _ = run_through_gateway(framework, cases, side_python, gateway, receiver, stub)
     through_gateway = sorted(judged_pairs(stub))
@@ -204,11 +206,13 @@ def test_the_same_spans_are_scored_the_same_in_process(
     for case in cases:  # the answer is never context: faithfulness would judge it by itself
         calls, context = given.seen[case["question"]]
         assert case["answer"] not in context, (calls, context)
-        if framework == "smolagents":  # its tool spans (OpenInference TOOL); `final_answer`
-            # hands the answer over: no tool call; arguments without smolagents' call wrapper
-            tool = case.get("tool")
-            assert calls == ([("lookup", {"place": tool["argument"]})] if tool else [])
-            assert context == ([tool["result"]] if tool else [])
+        # the tool spans: smolagents' (OpenInference TOOL; `final_answer` hands the answer
+        # over: no tool call; arguments without smolagents' call wrapper), Haystack's
+        # (`haystack.agent.step.tool`, named by `haystack.tool.name`), MLflow's
+        # (`mlflow.spanType='"TOOL"'`, content under `mlflow.spanInputs` / `.spanOutputs`)
+        tool = case.get("tool")
+        assert calls == ([("lookup", {"place": tool["argument"]})] if tool else [])
+        assert context == ([tool["result"]] if tool else [])
 
 
 def test_haystack_is_found_by_its_shape_and_inspect_writes_the_mapping_that_reads_it(

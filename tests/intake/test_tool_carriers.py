@@ -4,8 +4,12 @@ through both front doors:
 - a span that is a tool execution in its convention gives a tool call (name, arguments) and its
   result as context: GenAI `execute_tool`, OpenInference TOOL, OpenLLMetry `traceloop.span.kind`
   tool (`traceloop.entity.input` / `.output`), Langfuse `langfuse.observation.type` tool, and a
-  convention nobody told us about (`<ns>.span.kind` / `<ns>.observation.type` ... `tool`, its
-  content under `<ns>.input` / `.arguments` / `.args`, `<ns>.output` / `.result`);
+  convention nobody told us about (`<ns>.span.kind` / `<ns>.observation.type` / `<ns>.spanType`
+  ... `tool` or JSON `"TOOL"` as MLflow's, its content under `<ns>.input` / `.arguments` /
+  `.args` / `.spanInputs`, `<ns>.output` / `.result` / `.spanOutputs`), or with no kind marker,
+  naming its tool under `<ns>.tool.name` with its content under its span name or that
+  namespace (Haystack's `haystack.agent.step.tool`); flagged failed (`<ns>.tool.error`, ...),
+  a failed call with its error text and no context;
 - a tool result recorded inside a framework's result object (LlamaIndex's ToolOutput as JSON or
   repr, LangChain's ToolMessage, an MCP CallToolResult, AutoGen's FunctionExecutionResult,
   Haystack's ToolCallResult, CrewAI's ToolResult) or JSON-encoded is judged as the tool's output
@@ -48,10 +52,12 @@ _NAMESPACE = st.from_regex(r"[a-z]{2,8}(\.[a-z]{2,6})?", fullmatch=True).filter(
 CONVENTIONS = st.one_of(
     st.sampled_from(["genai", "openinference", "traceloop", "langfuse"]).map(lambda c: (c,)),
     st.tuples(st.just("generic"), _NAMESPACE,
-              st.sampled_from(["span.kind", "span_kind", "observation.type", "entity.kind"]),
-              st.sampled_from(["input", "arguments", "args", "entity.input"]),
-              st.sampled_from(["output", "result", "entity.output"]),
-              st.sampled_from(["tool", "TOOL", "Tool"])),
+              st.sampled_from(["span.kind", "span_kind", "observation.type", "entity.kind",
+                               "spanType", "span_type"]),
+              st.sampled_from(["input", "arguments", "args", "entity.input", "spanInputs",
+                               "inputs"]),
+              st.sampled_from(["output", "result", "entity.output", "spanOutputs", "outputs"]),
+              st.sampled_from(["tool", "TOOL", "Tool", '"TOOL"'])),  # MLflow's: JSON
     # no kind marker: the tool named by `<ns>.tool.name`, its content under the span's name
     # (Haystack's `haystack.agent.step.tool.input`) or the name key's namespace
     st.tuples(st.just("named"), _NAMESPACE, st.sampled_from(["span", "ns", "ns.tool"]),

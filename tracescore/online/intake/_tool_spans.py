@@ -4,16 +4,20 @@ per convention, and one generic rule for conventions we do not know.
 A tool span gives a tool call (name, arguments, result, call id) and its result as context
 (`_trace_input`). Known conventions (`TOOL_CONVENTIONS`): the span's kind marker and the keys of
 its content. Any other span whose kind marker (a key ending in `span.kind`, `span_kind`,
-`observation.type` or `entity.kind`) says `tool` is read generically: its arguments and result
-under the marker's namespace (`<ns>.input` / `.output`, `.arguments` / `.result`, `.args`,
-`.entity.input` / `.entity.output`, `.input.value` / `.output.value`), its name under
-`gen_ai.tool.name`, `tool.name`, `<ns>.entity.name`, `<ns>.name` or from the span name.
-A span with no kind marker (of any kind) that names its tool (a key `tool.name` or ending in `.tool.name`, as
-Haystack's `haystack.tool.name`) is a tool span too when it records content (below) under its
-span name (`<span name>.input` / `.output`, Haystack's `haystack.agent.step.tool.input`) or under
-that key's namespace (`<ns>.input`, `<ns>.tool.input`, `<ns>.tool.call.arguments`, ...), or when
-its name ends in `tool`. In both generic rules a flag set true under the same namespaces
-(`<ns>.tool.error`, `<ns>.error`, `<ns>.is_error`) marks the call failed, its result its error.
+`observation.type`, `entity.kind`, `spanType` or `span_type`) says `tool` (or JSON `"TOOL"`, as
+MLflow's `mlflow.spanType`) is read generically: its arguments and result under the marker's
+namespace (`<ns>.input` / `.output`, `.arguments` / `.result`, `.args`, `.entity.input` /
+`.entity.output`, `.input.value` / `.output.value`, `.spanInputs` / `.spanOutputs`, `.inputs` /
+`.outputs`), its name under `gen_ai.tool.name`, `tool.name`, `<ns>.entity.name`, `<ns>.name` or
+from the span name.
+
+A span with no kind marker at all that names its tool (a key `tool.name` or ending in
+`.tool.name`, as Haystack's `haystack.tool.name`) is a tool span too when it records content
+under its span name (`<span name>.input` / `.output`: Haystack's `haystack.agent.step.tool.input`)
+or under that key's namespace (`<ns>.input`, `<ns>.tool.input`, `<ns>.tool.call.arguments`, ...),
+or when its span name ends in `tool`. In both generic rules a flag set true under the same
+namespaces (`<ns>.tool.error`, `<ns>.error`, `<ns>.is_error`) marks the call failed: its result
+is its error (Haystack records a failed call so, its span's status unset).
 
 Cheap (runs as every span ends): a few lookups; the generic rule scans the attribute keys once.
 """
@@ -53,16 +57,20 @@ TOOL_CONVENTIONS: tuple[ToolConvention, ...] = (
                    (sc.GEN_AI_TOOL_CALL_ID,)),
 )
 _KNOWN_KIND_KEYS = frozenset(c.kind_key for c in TOOL_CONVENTIONS)
-_KIND_SUFFIXES = ("span.kind", "span_kind", "observation.type", "entity.kind")
-_ARGUMENT_SUFFIXES = ("input", "arguments", "args", "entity.input", "input.value")
-_RESULT_SUFFIXES = ("output", "result", "entity.output", "output.value")
+_KIND_SUFFIXES = ("span.kind", "span_kind", "observation.type", "entity.kind", "spanType",
+                  "span_type")
+_ARGUMENT_SUFFIXES = ("input", "arguments", "args", "entity.input", "input.value", "spanInputs",
+                      "inputs")
+_RESULT_SUFFIXES = ("output", "result", "entity.output", "output.value", "spanOutputs",
+                    "outputs")
 _NAME_SUFFIXES = ("entity.name", "tool.name", "name")
 _FAILED_SUFFIXES = ("tool.error", "error", "is_error")
 _TOOL_NAME = "tool.name"  # a key naming the tool: this, or one ending in `.tool.name`
 _TOOL_PREFIX = f"{sc.OP_EXECUTE_TOOL} "
 # texts one of which a span that may be a tool span carries in a key (a door's cheap gate: each
 # is one substring search of every request, so as few as cover every kind key above)
-TOOL_MARKERS = frozenset({".kind", "_kind", "observation.type", _TOOL_NAME})
+TOOL_MARKERS = frozenset({".kind", "_kind", "observation.type", "spanType", "span_type",
+                          _TOOL_NAME})
 
 
 class ToolSpan(NamedTuple):
@@ -89,7 +97,7 @@ def tool_of(name: str, attributes: Mapping[str, Any]) -> ToolSpan | None:
         if key in _KNOWN_KIND_KEYS:
             kinded = True
         elif isinstance(value, str) and key.endswith(_KIND_SUFFIXES):
-            if value.lower() == "tool":
+            if value.strip('"').lower() == "tool":  # MLflow's is JSON: `"TOOL"`
                 return _read(name, attributes, _generic(key, attributes))
             kinded = True
         elif named is None and isinstance(value, str) and value and _names_tool(key):
