@@ -297,7 +297,8 @@ def shown_to_the_judge(stub: StubLLMServer) -> dict[str, dict[str, Any]]:
             continue
         prompt = request.messages[-1]["content"]
         blocks = {m.group(1): m.group(2) for m in re.finditer(
-            r"^<(input|output|context|tool_calls)>\n(.*?)\n</\1>$", prompt, re.S | re.M)}
+            r"^<(input|output|context|tool_calls)>\n(.*?)\n</\1>$", prompt,
+            re.DOTALL | re.MULTILINE)}
         for tag in ("context", "tool_calls"):
             if tag in blocks:
                 blocks[tag] = json.loads(blocks[tag])

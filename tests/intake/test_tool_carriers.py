@@ -138,7 +138,7 @@ def test_a_tools_own_structured_value_is_no_result_object(own: Any) -> None:
     assert tool_result(json.dumps(own)) is None
 
 
-def tool_attributes(convention: tuple[str, ...], name: str, arguments: str,
+def tool_attributes(convention: tuple[Any, ...], name: str, arguments: str,
                     result: str) -> tuple[str, dict[str, Any]]:
     """(span name, attributes) of a tool span in `convention`."""
     kind = convention[0]
@@ -251,7 +251,8 @@ def test_a_tool_span_flagged_failed_is_a_failed_call_with_its_error_text_and_no_
         name="lookup", arguments={"place": "Quito"}, error=text)
     assert item.texts() == []
     unflagged = read_span(name, {**flagged, f"{convention[1]}.{flag}": False}, 0, None)
-    assert unflagged is not None and unflagged.tool_call().error is None  # type: ignore[union-attr]
+    call = None if unflagged is None else unflagged.tool_call()
+    assert unflagged is not None and call is not None and call.error is None
     assert unflagged.texts() == [tool_result(recorded) or recorded]
 
 
@@ -285,3 +286,16 @@ def test_the_tool_markers_of_the_request_gate_find_every_known_tool_kind_key() -
 
     for convention in TOOL_CONVENTIONS[1:]:  # GenAI's operation key is an item marker already
         assert any(marker in convention.kind_key for marker in TOOL_MARKERS)
+
+
+@settings(max_examples=200, deadline=None)
+@given(CONVENTIONS.filter(lambda c: c[0] in ("generic", "named")))
+def test_the_tool_markers_of_the_request_gate_find_every_generic_tool_span(
+        convention: tuple[Any, ...]) -> None:
+    """A request holding only such a tool span is read (its keys hold one of the gate's texts),
+    and the span's attributes are decoded (`may_be_tool`)."""
+    from tracescore.online.intake._tool_spans import TOOL_MARKERS, may_be_tool
+
+    _, attributes = tool_attributes(convention, "lookup", "{}", "x")
+    assert any(marker in key for key in attributes for marker in TOOL_MARKERS)
+    assert may_be_tool(attributes)

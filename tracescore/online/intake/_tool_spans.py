@@ -103,9 +103,9 @@ def tool_of(name: str, attributes: Mapping[str, Any]) -> ToolSpan | None:
         elif named is None and isinstance(value, str) and value and _names_tool(key):
             named = key
     if named is not None and not kinded:
-        convention = _named(named, name, attributes)
-        if convention is not None:
-            return _read(name, attributes, convention)
+        found = _named(named, name, attributes)
+        if found is not None:
+            return _read(name, attributes, found)
     return None
 
 
