@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -29,7 +30,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _reach import gateway_fixtures, judged_pairs, relevancy_gateway
+from _reach import (
+    gateway_fixtures,
+    judge,
+    judged_pairs,
+    relevancy_gateway,
+    relevancy_options,
+)
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -41,7 +48,13 @@ import tracescore
 from tracescore import _semconv as sc
 from tracescore.scoring import Scorer, ScoreResult, ScorerInput
 from tracescore.scoring._inputs import question_text
-from tracescore.testing import GatewayProcess, OTLPReceiver, ReceivedSpan, StubLLMServer
+from tracescore.testing import (
+    GatewayProcess,
+    OTLPReceiver,
+    ReceivedSpan,
+    Reply,
+    StubLLMServer,
+)
 from tracescore.testing._decode import spans_from_otlp_json
 
 pytestmark = pytest.mark.slow
@@ -141,12 +154,14 @@ class ToolsGiven(Scorer):
 
     def __init__(self) -> None:
         self.seen: dict[str, tuple[list[tuple[str, Any]], list[str]]] = {}
+        self.errors: dict[str, list[str | None]] = {}  # the tool calls' errors
         self._lock = threading.Lock()
 
     async def evaluate(self, call: ScorerInput) -> ScoreResult:
         with self._lock:
             self.seen[question_text(call.input)] = (
                 [(t.name, t.arguments) for t in call.tool_calls], list(call.context))
+            self.errors[question_text(call.input)] = [t.error for t in call.tool_calls]
         return ScoreResult(run_id=call.run_id or "", scorer_id=self.id, scorer_name=self.name,
                            score=1.0)
 
@@ -176,7 +191,9 @@ def test_the_same_spans_are_scored_the_same_in_process(
         framework: str, side_python: Path, gateway: GatewayProcess, receiver: OTLPReceiver,
         stub: StubLLMServer) -> None:
     """The library's real spans replayed through an SDK pipeline, parents before children as the
-    SDK ends them: the span processor scores the same spans on the same text as the gateway."""
+    SDK ends them: the span processor scores the same spans on the same text as the gateway, and
+    gives its scorers each library's tool calls (arguments as a mapping) and the tool's own
+    return text as context."""
     cases = generated_cases(seed=7 + len(framework), count=4)
     sent, _ = run_through_gateway(framework, cases, side_python, gateway, receiver, stub)
     through_gateway = sorted(judged_pairs(stub))
@@ -189,11 +206,13 @@ def test_the_same_spans_are_scored_the_same_in_process(
     for case in cases:  # the answer is never context: faithfulness would judge it by itself
         calls, context = given.seen[case["question"]]
         assert case["answer"] not in context, (calls, context)
-        if framework == "smolagents":  # its tool spans (OpenInference TOOL); `final_answer`
-            # hands the answer over: no tool call; arguments without smolagents' call wrapper
-            tool = case.get("tool")
-            assert calls == ([("lookup", {"place": tool["argument"]})] if tool else [])
-            assert context == ([tool["result"]] if tool else [])
+        # the tool spans: smolagents' (OpenInference TOOL; `final_answer` hands the answer
+        # over: no tool call; arguments without smolagents' call wrapper), Haystack's
+        # (`haystack.agent.step.tool`, named by `haystack.tool.name`), MLflow's
+        # (`mlflow.spanType='"TOOL"'`, content under `mlflow.spanInputs` / `.spanOutputs`)
+        tool = case.get("tool")
+        assert calls == ([("lookup", {"place": tool["argument"]})] if tool else [])
+        assert context == ([tool["result"]] if tool else [])
 
 
 def test_haystack_is_found_by_its_shape_and_inspect_writes_the_mapping_that_reads_it(
@@ -257,3 +276,90 @@ def test_a_haystack_agent_inside_a_pipeline_answering_in_one_turn_is_scored_on_i
                            check=True)
     assert [(r["name"], r["question"], r["answer"]) for r in json.loads(shown.stdout)[
         "agent_spans"]] == [(AGENT_SPANS["haystack"], q, a) for q, a in pairs]
+
+
+# --- Haystack's tool calls ---------------------------------------------------------------------
+def _shown_judge(request: Any) -> Reply:
+    """`_reach.judge`, and a pass for the LLM judge's verdict step."""
+    if request.get("response_format", {}).get("json_schema", {}).get(
+            "name") == "llm_judge_verdict":
+        return Reply(content={"reason": "It meets the criterion.", "verdict": "pass"})
+    return judge(request)
+
+
+def shown_to_the_judge(stub: StubLLMServer) -> dict[str, dict[str, Any]]:
+    """Per question (its <input> block): the blocks of the LLM judge's verdict requests, JSON
+    decoded but the input and output (a block absent: not shown)."""
+    shown: dict[str, dict[str, Any]] = {}
+    for request in stub.requests:
+        if request.get("response_format", {}).get("json_schema", {}).get(
+                "name") != "llm_judge_verdict":
+            continue
+        prompt = request.messages[-1]["content"]
+        blocks = {m.group(1): m.group(2) for m in re.finditer(
+            r"^<(input|output|context|tool_calls)>\n(.*?)\n</\1>$", prompt,
+            re.DOTALL | re.MULTILINE)}
+        for tag in ("context", "tool_calls"):
+            if tag in blocks:
+                blocks[tag] = json.loads(blocks[tag])
+        shown[blocks["input"]] = blocks
+    return shown
+
+
+def test_haystacks_tool_calls_reach_the_scorers_with_their_arguments_and_the_tools_text(
+        side_python: Path, receiver: OTLPReceiver, stub: StubLLMServer, tmp_path: Path) -> None:
+    """Haystack's Agent calls a real `Tool` (its ToolInvoker, its own `haystack.agent.step.tool`
+    span: the tool named by `haystack.tool.name`, no kind marker) before answering. With nothing
+    configured, through `tracescore serve` and in process, each agent call is scored once on
+    `haystack.agent.run`; its tool call is there with its name and arguments as a mapping, and
+    the tool's own return text is the context scorers get (no message object or wrapper); the
+    judged question and answer are the user's text and the final answer. A tool that fails
+    (Haystack records its span unfailed, flagged by `haystack.tool.error`, its error as the
+    result `{"error": ...}`) gives a failed tool call with Haystack's error text, and no context.
+    """
+    cases = generated_cases(seed=17, count=6)
+    failing = [c for c in cases if "tool" in c][-1]
+    failing["tool"]["fails"] = True
+    judged = ("    - {scorer: llm-judge, options: {name: tools-shown, instructions: 'The tools "
+              "fit the question.', include: [input, context, tool_calls], "
+              + relevancy_options(stub)[1:] + "}\n")
+    stub.responder = _shown_judge
+    try:
+        with relevancy_gateway(tmp_path, receiver, stub, judged) as plain:
+            sent, received = run_through_gateway("haystack", cases, side_python, plain,
+                                                 receiver, stub)
+            shown = shown_to_the_judge(stub)
+    finally:
+        stub.responder = judge
+    tools = [s for s in sent if s.name == "haystack.agent.step.tool"]
+    assert len(tools) == sum("tool" in c for c in cases)  # the tool ran, in its own span
+    assert {(s.trace_id, s.span_id) for s in received} == {(s.trace_id, s.span_id) for s in sent}
+    scored = {s.name: sorted(str(e.attributes[sc.TS_SCORER_ID])
+                             for e in s.events_named(sc.GEN_AI_EVALUATION_RESULT))
+              for s in received if s.events_named(sc.GEN_AI_EVALUATION_RESULT)}
+    assert scored == {AGENT_SPANS["haystack"]: ["answer-relevancy", "tools-shown"]}
+    assert sum(bool(s.events_named(sc.GEN_AI_EVALUATION_RESULT)) for s in received) == len(cases)
+    assert sorted(judged_pairs(stub)) == sorted((c["question"], c["answer"]) for c in cases)
+    error = shown[failing["question"]]["tool_calls"][0].get("error", "")
+    assert failing["tool"]["result"] in error and "Failed to invoke Tool" in error, shown
+    expected = {}
+    for case in cases:
+        tool = case.get("tool")
+        expected[case["question"]] = {"input": case["question"], "output": case["answer"]} | ({
+            "tool_calls": [{"name": "lookup", "arguments": {"place": tool["argument"]},
+                            "error": error}]} if case is failing else {
+            "tool_calls": [{"name": "lookup", "arguments": {"place": tool["argument"]},
+                            "result": tool["result"]}],
+            "context": [tool["result"]]} if tool else {})
+    assert shown == expected
+
+    stub.clear()  # the span processor gives its scorers the same
+    given = ToolsGiven()
+    assert replay_in_process(sent, stub, given, mappings=[]) == [
+        AGENT_SPANS["haystack"]] * len(cases)
+    assert sorted(judged_pairs(stub)) == sorted((c["question"], c["answer"]) for c in cases)
+    assert given.seen == {c["question"]: (
+        [("lookup", {"place": c["tool"]["argument"]})],
+        [] if c is failing else [c["tool"]["result"]]) if "tool" in c else ([], [])
+        for c in cases}
+    assert given.errors[failing["question"]] == [error]

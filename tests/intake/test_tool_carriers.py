@@ -4,8 +4,12 @@ through both front doors:
 - a span that is a tool execution in its convention gives a tool call (name, arguments) and its
   result as context: GenAI `execute_tool`, OpenInference TOOL, OpenLLMetry `traceloop.span.kind`
   tool (`traceloop.entity.input` / `.output`), Langfuse `langfuse.observation.type` tool, and a
-  convention nobody told us about (`<ns>.span.kind` / `<ns>.observation.type` ... `tool`, its
-  content under `<ns>.input` / `.arguments` / `.args`, `<ns>.output` / `.result`);
+  convention nobody told us about (`<ns>.span.kind` / `<ns>.observation.type` / `<ns>.spanType`
+  ... `tool` or JSON `"TOOL"` as MLflow's, its content under `<ns>.input` / `.arguments` /
+  `.args` / `.spanInputs`, `<ns>.output` / `.result` / `.spanOutputs`), or with no kind marker,
+  naming its tool under `<ns>.tool.name` with its content under its span name or that
+  namespace (Haystack's `haystack.agent.step.tool`); flagged failed (`<ns>.tool.error`, ...),
+  a failed call with its error text and no context;
 - a tool result recorded inside a framework's result object (LlamaIndex's ToolOutput as JSON or
   repr, LangChain's ToolMessage, an MCP CallToolResult, AutoGen's FunctionExecutionResult,
   Haystack's ToolCallResult, CrewAI's ToolResult) or JSON-encoded is judged as the tool's output
@@ -36,9 +40,11 @@ from test_answer_channel import (
 from test_unwrap import TEXT
 
 from tracescore import _semconv as sc
+from tracescore.online.intake import read_span
 from tracescore.online.intake._tool_results import tool_result
 from tracescore.online.intake._tool_spans import tool_of
 from tracescore.online.intake._unwrap import call_arguments
+from tracescore.scoring import ToolCall
 from tracescore.testing import OTLPReceiver
 
 _NAMESPACE = st.from_regex(r"[a-z]{2,8}(\.[a-z]{2,6})?", fullmatch=True).filter(
@@ -46,10 +52,17 @@ _NAMESPACE = st.from_regex(r"[a-z]{2,8}(\.[a-z]{2,6})?", fullmatch=True).filter(
 CONVENTIONS = st.one_of(
     st.sampled_from(["genai", "openinference", "traceloop", "langfuse"]).map(lambda c: (c,)),
     st.tuples(st.just("generic"), _NAMESPACE,
-              st.sampled_from(["span.kind", "span_kind", "observation.type", "entity.kind"]),
-              st.sampled_from(["input", "arguments", "args", "entity.input"]),
-              st.sampled_from(["output", "result", "entity.output"]),
-              st.sampled_from(["tool", "TOOL", "Tool"])))
+              st.sampled_from(["span.kind", "span_kind", "observation.type", "entity.kind",
+                               "spanType", "span_type"]),
+              st.sampled_from(["input", "arguments", "args", "entity.input", "spanInputs",
+                               "inputs"]),
+              st.sampled_from(["output", "result", "entity.output", "spanOutputs", "outputs"]),
+              st.sampled_from(["tool", "TOOL", "Tool", '"TOOL"'])),  # MLflow's: JSON
+    # no kind marker: the tool named by `<ns>.tool.name`, its content under the span's name
+    # (Haystack's `haystack.agent.step.tool.input`) or the name key's namespace
+    st.tuples(st.just("named"), _NAMESPACE, st.sampled_from(["span", "ns", "ns.tool"]),
+              st.sampled_from([("input", "output"), ("arguments", "result"),
+                               ("args", "output"), ("call.arguments", "call.result")])))
 RESULTS = st.sampled_from(["plain", "json_string", "llama_index", "llama_index_repr",
                            "langchain", "langchain_serialised", "mcp", "autogen", "haystack",
                            "crewai", "langchain_dict", "openllmetry_langchain"])
@@ -125,7 +138,7 @@ def test_a_tools_own_structured_value_is_no_result_object(own: Any) -> None:
     assert tool_result(json.dumps(own)) is None
 
 
-def tool_attributes(convention: tuple[str, ...], name: str, arguments: str,
+def tool_attributes(convention: tuple[Any, ...], name: str, arguments: str,
                     result: str) -> tuple[str, dict[str, Any]]:
     """(span name, attributes) of a tool span in `convention`."""
     kind = convention[0]
@@ -143,6 +156,12 @@ def tool_attributes(convention: tuple[str, ...], name: str, arguments: str,
         return name, {"langfuse.observation.type": "tool",
                       "langfuse.observation.input": arguments,
                       "langfuse.observation.output": result}
+    if kind == "named":
+        _, namespace, where, (inputs, outputs) = convention
+        span = f"{namespace}.step.tool" if where == "span" else f"{namespace} {name}"
+        at = {"span": span, "ns": namespace, "ns.tool": f"{namespace}.tool"}[where]
+        return span, {f"{namespace}.tool.name": name, f"{namespace}.tool.description": "Looks",
+                      f"{at}.{inputs}": arguments, f"{at}.{outputs}": result}
     _, namespace, marker, inputs, outputs, value = convention
     return f"{name}.tool", {f"{namespace}.{marker}": value, f"{namespace}.{inputs}": arguments,
                             f"{namespace}.{outputs}": result}
@@ -193,6 +212,48 @@ def test_a_span_that_is_no_tool_gives_no_tool_call(convention: tuple[str, ...],
     if convention[0] == "generic":  # the same keys under a kind that is no tool
         marker = f"{convention[1]}.{convention[2]}"
         assert tool_of(name, {**attributes, marker: "agent" if marked else "llm"}) is None
+    if convention[0] == "named":  # a kind marker says it is something else
+        kind = f"{convention[1]}.span.kind" if marked else sc.GEN_AI_OPERATION_NAME
+        assert tool_of(name, {**attributes, kind: "chat"}) is None
+
+
+@pytest.mark.parametrize(("name", "attributes"), [
+    ("chat", {"app.tool.name": "lookup"}),  # names a tool, records no call of it
+    ("chat", {"llm.tools.0.tool.name": "lookup", "chat.input": "[]"}),  # a tool offered
+    ("agent.run", {"tool.name": "", "agent.run.input": "q"}),
+])
+def test_a_span_mentioning_a_tool_is_no_tool_span(name: str, attributes: dict[str, Any]) -> None:
+    assert tool_of(name, attributes) is None
+
+
+def test_a_span_named_as_a_tool_that_names_its_tool_is_one_without_content() -> None:
+    """Haystack with content tracing off: the tool span keeps its name, records no content."""
+    found = tool_of("haystack.agent.step.tool", {"haystack.tool.name": "lookup",
+                                                "haystack.tool.description": "Look it up."})
+    assert found is not None and (found.name, found.arguments, found.result) == (
+        "lookup", None, None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(CONVENTIONS.filter(lambda c: c[0] in ("generic", "named")),
+       st.sampled_from(["tool.error", "error", "is_error"]), st.sampled_from([True, "true"]),
+       TEXT, st.sampled_from(["error", "message", "plain"]))
+def test_a_tool_span_flagged_failed_is_a_failed_call_with_its_error_text_and_no_context(
+        convention: tuple[str, ...], flag: str, value: Any, text: str, style: str) -> None:
+    """A framework that records a failed tool call as a flag and its error as the result
+    (Haystack: `haystack.tool.error=true`, `{"error": "..."}`, the span's status unset)."""
+    recorded = {"error": json.dumps({"error": text}),
+                "message": json.dumps({"message": text, "code": 3}), "plain": text}[style]
+    name, attributes = tool_attributes(convention, "lookup", '{"place": "Quito"}', recorded)
+    flagged = {**attributes, f"{convention[1]}.{flag}": value}
+    item = read_span(name, flagged, 0, None)
+    assert item is not None and item.tool_call() == ToolCall(
+        name="lookup", arguments={"place": "Quito"}, error=text)
+    assert item.texts() == []
+    unflagged = read_span(name, {**flagged, f"{convention[1]}.{flag}": False}, 0, None)
+    call = None if unflagged is None else unflagged.tool_call()
+    assert unflagged is not None and call is not None and call.error is None
+    assert unflagged.texts() == [tool_result(recorded) or recorded]
 
 
 _EXAMPLES = itertools.count()
@@ -225,3 +286,16 @@ def test_the_tool_markers_of_the_request_gate_find_every_known_tool_kind_key() -
 
     for convention in TOOL_CONVENTIONS[1:]:  # GenAI's operation key is an item marker already
         assert any(marker in convention.kind_key for marker in TOOL_MARKERS)
+
+
+@settings(max_examples=200, deadline=None)
+@given(CONVENTIONS.filter(lambda c: c[0] in ("generic", "named")))
+def test_the_tool_markers_of_the_request_gate_find_every_generic_tool_span(
+        convention: tuple[Any, ...]) -> None:
+    """A request holding only such a tool span is read (its keys hold one of the gate's texts),
+    and the span's attributes are decoded (`may_be_tool`)."""
+    from tracescore.online.intake._tool_spans import TOOL_MARKERS, may_be_tool
+
+    _, attributes = tool_attributes(convention, "lookup", "{}", "x")
+    assert any(marker in key for key in attributes for marker in TOOL_MARKERS)
+    assert may_be_tool(attributes)

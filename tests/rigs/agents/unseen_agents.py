@@ -7,8 +7,8 @@ only the library, its tracing and the OpenTelemetry SDK:
     python unseen_agents.py FRAMEWORK CASES.json http://HOST:PORT TEE.jsonl
 
 FRAMEWORK is one of `RUNNERS`. CASES.json is a list of {"question", "answer", "system"?,
-"tool"?: {"argument", "result"}}: one agent call each, answered by a scripted model (a tool round
-first when "tool" is given). Every span goes to the endpoint over OTLP/HTTP and is appended to
+"tool"?: {"argument", "result", "fails"?}}: one agent call each, answered by a scripted model (a
+tool round first when "tool" is given; a tool that "fails" raises its result as its error). Every span goes to the endpoint over OTLP/HTTP and is appended to
 TEE.jsonl as OTLP JSON lines (what was sent). The libraries record content their own way:
 
 - `smolagents`: smolagents' ToolCallingAgent with OpenInference's smolagents instrumentation (the
@@ -37,7 +37,11 @@ Case = dict[str, Any]
 
 
 def _lookup_result(case: Case) -> str:
-    return str(case["tool"]["result"]) if case.get("tool") else ""
+    """The tool's return: the case's result, raised as the error when the tool "fails"."""
+    tool = case.get("tool") or {}
+    if tool.get("fails"):
+        raise RuntimeError(str(tool["result"]))
+    return str(tool.get("result", ""))
 
 
 def run_smolagents(cases: list[Case], endpoint: str, tee: str) -> None:

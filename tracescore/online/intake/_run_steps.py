@@ -25,6 +25,7 @@ from dataclasses import replace
 from typing import Any, NamedTuple
 
 from tracescore import _semconv as sc
+from tracescore.online.intake._tool_results import tool_error
 from tracescore.online.intake._tool_spans import tool_of
 from tracescore.online.intake._trace_input import Item, TraceLimits, answer_channel
 from tracescore.scoring._runs import AGENT, LLM_CALL, TOOL_CALL, WORKFLOW_STEP, Run, Step
@@ -84,6 +85,8 @@ def read_mark(name: str, attributes: Mapping[str, Any], start_ns: int, end_ns: i
         found = tool_of(name, attributes)
         if found is not None:
             name = found.name
+            if error is None and found.failed:  # flagged, not by its status
+                error = tool_error(found.result)
     else:
         named = get(sc.GEN_AI_AGENT_NAME) or get(sc.OI_AGENT_NAME) or get(sc.TL_ENTITY_NAME)
         if named:

@@ -1,4 +1,5 @@
-"""A tool's output text from its recorded result: the context a tool call gives scorers.
+"""A tool's output text from its recorded result: the context a tool call gives scorers (and a
+failed call's error text, where its framework records the failure as the result).
 
 A framework records a tool's result inside its own result object (LlamaIndex's ToolOutput with
 the call's input and metadata beside the output, LangChain's ToolMessage, ...): judged whole,
@@ -71,3 +72,25 @@ def _tool_result(value: object, depth: int) -> str | None:
             text = json.dumps(_decoded(inner, depth + 1), ensure_ascii=False, default=str)
         return text
     return None
+
+
+def tool_error(value: object) -> str:
+    """A failed tool call's error text from its recorded result (a framework that records the
+    failure as the result, as Haystack's `{"error": "..."}`): its `error` or `message` text,
+    else its output text, else the result as recorded."""
+    try:
+        decoded = _decoded(value, 0)
+        if isinstance(decoded, Mapping):
+            for key in ("error", "message"):
+                inner = decoded.get(key)
+                if isinstance(inner, str) and inner:
+                    return inner
+        text = tool_result(value)
+        if text:
+            return text
+        if decoded is None or decoded == "":
+            return "failed"
+        return decoded if isinstance(decoded, str) else json.dumps(
+            decoded, ensure_ascii=False, default=str)
+    except (RecursionError, ValueError, TypeError):
+        return str(value)

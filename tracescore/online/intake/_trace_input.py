@@ -31,7 +31,7 @@ from tracescore._exceptions import ConfigurationError
 from tracescore.online.intake._answer_channel import OUTPUT_STEP_MARK, delivers
 from tracescore.online.intake._llm_calls import LlmCall
 from tracescore.online.intake._messages import decoded
-from tracescore.online.intake._tool_results import tool_result
+from tracescore.online.intake._tool_results import tool_error, tool_result
 from tracescore.online.intake._tool_spans import tool_of
 from tracescore.online.intake._unwrap import call_arguments
 from tracescore.scoring._base import ToolCall
@@ -166,7 +166,8 @@ def read_span(name: str, attributes: Mapping[str, Any], start_ns: int,
     """The item of one finished span, None for a span that is neither tool nor context.
     `error`: the span's error text (None: it did not fail), or a function that reads it.
 
-    Cheap (runs as spans end): reads the attributes, decodes nothing."""
+    Cheap (runs as spans end): reads the attributes, decodes nothing (but the result of a tool
+    call flagged as failed: its error text)."""
     get = attributes.get
     operation = get(sc.GEN_AI_OPERATION_NAME)
     kind = get(sc.OI_SPAN_KIND)
@@ -179,7 +180,9 @@ def read_span(name: str, attributes: Mapping[str, Any], start_ns: int,
     if found is not None:
         if callable(error):
             error = error()
-        tool_name, raw_args, raw_result, call_id = found
+        tool_name, raw_args, raw_result, call_id, failed = found
+        if error is None and failed:  # flagged, not by its status: its result is its error
+            error = tool_error(raw_result)
         tool = (tool_name, raw_args, raw_result, error, call_id)
         chars = _size(raw_args) + (len(error) if error is not None else _size(raw_result))
         if error is None and raw_result is not None:
