@@ -10,7 +10,6 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,19 +45,6 @@ def _config(tmp_path: Path, receiver: OTLPReceiver, **changes: Any) -> GatewayCo
     options.update(changes)
     return GatewayConfig(**options)
 
-
-@pytest.fixture
-def gateway_factory(tmp_path: Path) -> Iterator[Any]:
-    started: list[Gateway] = []
-
-    def start(config: GatewayConfig) -> Gateway:
-        gateway = Gateway(config).start()
-        started.append(gateway)
-        return gateway
-
-    yield start
-    for gateway in started:
-        gateway.stop(timeout_s=5)
 
 
 def _http(gateway: Gateway, **options: Any) -> HttpExporter:

@@ -20,7 +20,6 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -78,19 +77,6 @@ def _config(tmp_path: Path, hop: NextHop, **changes: Any) -> GatewayConfig:
     options.update(changes)
     return GatewayConfig(**options)
 
-
-@pytest.fixture
-def start_gateway() -> Iterator[Any]:
-    started: list[Gateway] = []
-
-    def start(config: GatewayConfig) -> Gateway:
-        gateway = Gateway(config).start()
-        started.append(gateway)
-        return gateway
-
-    yield start
-    for gateway in started:
-        gateway.stop(timeout_s=3)
 
 
 def _request(spans: int, rng: random.Random, *, attribute_bytes: int = 0,
@@ -164,9 +150,9 @@ def _wait(condition: Any, timeout: float = 30.0) -> bool:
 # --- answers ----------------------------------------------------------------------------------
 @pytest.mark.parametrize(("hop_protocol", "final", "door"), FINAL_CASES)
 def test_a_final_answer_on_the_direct_send_is_passed_back_never_acknowledged(
-        hop_protocol: str, final: Any, door: str, tmp_path: Path, start_gateway: Any) -> None:
+        hop_protocol: str, final: Any, door: str, tmp_path: Path, gateway_factory: Any) -> None:
     with NextHop(hop_protocol, lambda n, size: Answer(final)) as hop:
-        gateway = start_gateway(_config(tmp_path, hop))
+        gateway = gateway_factory(_config(tmp_path, hop))
         status, code = _send(gateway, door, _request(5, random.Random(1)))
         http_status, grpc_code = FINAL[hop_protocol][final]
         if door == "http":
@@ -182,13 +168,13 @@ def test_a_final_answer_on_the_direct_send_is_passed_back_never_acknowledged(
 
 @pytest.mark.parametrize(("hop_protocol", "final", "door"), FINAL_CASES[::2])
 def test_a_final_answer_after_the_acknowledgement_drops_counts_and_logs_once(
-        hop_protocol: str, final: Any, door: str, tmp_path: Path, start_gateway: Any,
+        hop_protocol: str, final: Any, door: str, tmp_path: Path, gateway_factory: Any,
         caplog: pytest.LogCaptureFixture) -> None:
     # even requests find the next hop down (the sender is acknowledged from the journal),
     # their retry gets the final answer
     script = (lambda n, size: DOWN[hop_protocol] if n % 2 == 0 else Answer(final))
     with NextHop(hop_protocol, script) as hop, caplog.at_level(logging.WARNING, "tracescore"):
-        gateway = start_gateway(_config(tmp_path, hop))
+        gateway = gateway_factory(_config(tmp_path, hop))
         rng = random.Random(2)
         for dropped_so_far in (5, 10):
             assert _accepted(_send(gateway, door, _request(5, rng)))
@@ -203,9 +189,9 @@ def test_a_final_answer_after_the_acknowledgement_drops_counts_and_logs_once(
 @pytest.mark.parametrize(("hop_protocol", "retryable", "door"), RETRY_CASES)
 def test_retryable_answers_are_retried_until_every_span_arrives_once(
         hop_protocol: str, retryable: Answer, door: str, tmp_path: Path,
-        start_gateway: Any) -> None:
+        gateway_factory: Any) -> None:
     with NextHop(hop_protocol, lambda n, size: retryable if n < 3 else OK) as hop:
-        gateway = start_gateway(_config(tmp_path, hop))
+        gateway = gateway_factory(_config(tmp_path, hop))
         request = _request(7, random.Random(3))
         assert _accepted(_send(gateway, door, request))
         received = hop.wait_for_spans(7)
@@ -219,12 +205,12 @@ def test_retryable_answers_are_retried_until_every_span_arrives_once(
 # --- sizes ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("hop_protocol", ["grpc", "http"])
 def test_a_backlog_over_the_next_hops_message_limit_arrives_in_parts_each_span_once(
-        hop_protocol: str, tmp_path: Path, start_gateway: Any) -> None:
+        hop_protocol: str, tmp_path: Path, gateway_factory: Any) -> None:
     down = threading.Event()
     down.set()
     script = (lambda n, size: DOWN[hop_protocol] if down.is_set() else OK)
     with NextHop(hop_protocol, script, max_bytes=4 << 20) as hop:  # the Collector's default
-        gateway = start_gateway(_config(tmp_path, hop))
+        gateway = gateway_factory(_config(tmp_path, hop))
         rng = random.Random(4)
         sent: set[tuple[bytes, bytes]] = set()
         for _ in range(16):  # 8000 spans of ~1 KB: one 8192-span batch would be ~8 MB
@@ -240,9 +226,9 @@ def test_a_backlog_over_the_next_hops_message_limit_arrives_in_parts_each_span_o
 
 @pytest.mark.parametrize("door", ["http", "grpc"])
 def test_a_span_bigger_than_the_limit_is_capped_and_marked(
-        door: str, tmp_path: Path, start_gateway: Any) -> None:
+        door: str, tmp_path: Path, gateway_factory: Any) -> None:
     with NextHop("grpc") as hop:
-        gateway = start_gateway(_config(tmp_path, hop))
+        gateway = gateway_factory(_config(tmp_path, hop))
         request = _request(10, random.Random(5), attribute_bytes=100)
         big = request.resource_spans[0].scope_spans[0].spans[3]
         big.attributes.add(key="gen_ai.output.messages").value.string_value = "y" * (5 << 20)
@@ -258,9 +244,9 @@ def test_a_span_bigger_than_the_limit_is_capped_and_marked(
 
 @pytest.mark.parametrize("door", ["http", "grpc"])
 def test_a_request_that_can_never_fit_is_refused_for_good_not_acknowledged(
-        door: str, tmp_path: Path, start_gateway: Any) -> None:
+        door: str, tmp_path: Path, gateway_factory: Any) -> None:
     with NextHop("grpc") as hop:
-        gateway = start_gateway(_config(tmp_path, hop))
+        gateway = gateway_factory(_config(tmp_path, hop))
         request = _request(3, random.Random(6), resource_bytes=4 << 20)  # the resource alone
         assert _send(gateway, door, request) == ((413, "") if door == "http"
                                                  else (0, "INVALID_ARGUMENT"))
@@ -322,11 +308,11 @@ def test_split_caps_a_span_alone_over_the_limit_and_refuses_an_unfittable_resour
 # --- a slow next hop --------------------------------------------------------------------------
 @pytest.mark.parametrize("hop_protocol", ["http", "grpc"])
 def test_a_slow_next_hop_gets_every_span_once(
-        hop_protocol: str, tmp_path: Path, start_gateway: Any) -> None:
+        hop_protocol: str, tmp_path: Path, gateway_factory: Any) -> None:
     # each answer takes 2.5 s, longer than a receiving thread waits for the direct send (1 s)
     with NextHop(hop_protocol, lambda n, size: Answer("OK" if hop_protocol == "grpc" else 200,
                                                       delay_s=2.5)) as hop:
-        gateway = start_gateway(_config(tmp_path, hop))
+        gateway = gateway_factory(_config(tmp_path, hop))
         sent: set[tuple[bytes, bytes]] = set()
         lock = threading.Lock()
 
@@ -353,11 +339,11 @@ def test_a_slow_next_hop_gets_every_span_once(
 
 # --- readiness --------------------------------------------------------------------------------
 def test_ready_says_not_ready_while_forwarding_is_stuck_then_ready_again(
-        tmp_path: Path, start_gateway: Any) -> None:
+        tmp_path: Path, gateway_factory: Any) -> None:
     down = threading.Event()
     down.set()
     with NextHop("http", lambda n, size: Answer(503) if down.is_set() else OK) as hop:
-        gateway = start_gateway(_config(tmp_path, hop, stuck_after_s=0.5))
+        gateway = gateway_factory(_config(tmp_path, hop, stuck_after_s=0.5))
         assert _ready(gateway.health_port)[0] == 200
         assert _accepted(_send(gateway, "http", _request(4, random.Random(9))))
         assert _wait(lambda: _ready(gateway.health_port)[0] == 503)

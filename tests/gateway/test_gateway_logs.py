@@ -10,7 +10,6 @@ import json
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -75,19 +74,6 @@ def _config(tmp_path: Path, next_hop: str, scorer: Any = None, **changes: Any) -
     options.update(changes)
     return GatewayConfig(**options)
 
-
-@pytest.fixture
-def gateway_factory() -> Iterator[Any]:
-    started: list[Gateway] = []
-
-    def start(config: GatewayConfig) -> Gateway:
-        gateway = Gateway(config).start()
-        started.append(gateway)
-        return gateway
-
-    yield start
-    for gateway in started:
-        gateway.stop(timeout_s=5)
 
 
 def _log_exporter(gateway: Gateway, protocol: str) -> Any:
