@@ -186,3 +186,11 @@ def test_a_litellm_whose_handler_takes_other_arguments_is_sent_through_acompleti
     monkeypatch.setattr(litellm.main, "base_llm_http_handler", Handler())
     body, _, reply = _sent(stub, _judge(stub, "openai/judge-stub", False))
     assert reply[0] == REPLY and body["model"] == "judge-stub"
+
+
+def test_the_route_never_shows_the_key(stub: StubLLMServer) -> None:
+    judge = _judge(stub, "openai/judge-stub", False, api_key="sk-secret-123",
+                   extra_headers={"X-Api-Key": "hdr-secret-456"})
+    _sent(stub, judge)
+    shown = repr(judge._route)  # what a debug log line of the route would hold
+    assert "judge-stub" in shown and "sk-secret" not in shown and "hdr-secret" not in shown

@@ -50,9 +50,9 @@ class DirectRoute:
     provider: str
     config: Any  # litellm's provider config
     api_base: str
-    api_key: str | None
-    headers: Mapping[str, str]
-    params: Mapping[str, Any]  # the provider's request parameters, mapped once
+    api_key: str | None = field(repr=False)  # secrets: never in a repr or a log line
+    headers: Mapping[str, str] = field(repr=False)
+    params: Mapping[str, Any] = field(repr=False)  # the provider's request parameters, mapped once
     _handler: Any = field(repr=False)
     _logging: Any = field(repr=False)
     _response: Any = field(repr=False)
