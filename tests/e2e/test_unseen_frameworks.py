@@ -14,7 +14,11 @@ does that no known convention does:
 - Haystack: no GenAI attribute on any span; content as serialised chat messages under
   `haystack.agent.input` / `.output`, the model turns as `haystack.agent.step.llm` spans;
 - MLflow: the span type and the content JSON-encoded (`mlflow.spanType="\\"AGENT\\""`,
-  `mlflow.spanInputs='{"question": "..."}'`, `mlflow.spanOutputs='"..."'`).
+  `mlflow.spanInputs='{"question": "..."}'`, `mlflow.spanOutputs='"..."'`);
+- AutoGen AgentChat (0.7.5): GenAI `invoke_agent geo` / `execute_tool lookup` spans with names,
+  descriptions and ids only: no question, answer, arguments or result anywhere, and no switch
+  to record them (its content goes to Python logging only); its misses are counted and
+  explained.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +41,7 @@ from _reach import (
     judged_pairs,
     relevancy_gateway,
     relevancy_options,
+    unreadable_counts,
 )
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -363,3 +369,59 @@ def test_haystacks_tool_calls_reach_the_scorers_with_their_arguments_and_the_too
         [] if c is failing else [c["tool"]["result"]]) if "tool" in c else ([], [])
         for c in cases}
     assert given.errors[failing["question"]] == [error]
+
+
+# --- AutoGen AgentChat -------------------------------------------------------------------------
+AUTOGEN_AGENT = "invoke_agent geo"
+AUTOGEN_HINT = "AutoGen (autogen-core 0.7) records no prompt or answer on its spans"
+
+
+def test_autogen_agents_record_no_content_and_every_miss_is_counted_and_explained(
+        side_python: Path, receiver: OTLPReceiver, stub: StubLLMServer, tmp_path: Path) -> None:
+    """AutoGen AgentChat's AssistantAgent (a FunctionTool called first, the replay model client)
+    with its own OpenTelemetry tracing, through `tracescore serve` with nothing configured: its
+    `invoke_agent geo` spans are found (GenAI markers) but carry no question or answer, its
+    `execute_tool lookup` spans no arguments or result, and no model-call span is below them,
+    so nothing can be judged. Every span goes on unchanged and unscored, nothing reaches the
+    judge, each agent call is counted unreadable (genai, no_input_or_output), and the one
+    warning, like `tracescore inspect`, says what AutoGen needs instead of listing other
+    frameworks' switches. The span processor, given the same spans, scores none either."""
+    cases = generated_cases(seed=23, count=6)
+    sent_file = tmp_path / "sent.jsonl"
+    with relevancy_gateway(tmp_path, receiver, stub) as plain:
+        sent, received = run_through_gateway("autogen", cases, side_python, plain, receiver,
+                                             stub, keep=sent_file)
+        deadline = time.monotonic() + 60  # the agent spans wait a bounded time for model calls
+        while time.monotonic() < deadline and unreadable_counts(plain).get(
+                ("genai", "no_input_or_output"), 0) < len(cases):
+            time.sleep(0.2)
+        assert unreadable_counts(plain) == {("genai", "no_input_or_output"): len(cases)}
+        warnings = [e.get("message", "") for e in plain.logs if AUTOGEN_HINT in e.get(
+            "message", "")]
+    agents = [s for s in sent if s.name == AUTOGEN_AGENT]
+    tools = [s for s in sent if s.name == "execute_tool lookup"]
+    assert len(agents) == len(cases) and len(tools) == sum("tool" in c for c in cases)
+    assert {s.attributes.get("gen_ai.system") for s in agents + tools} == {"autogen"}
+    assert all(t.parent_span_id in {a.span_id for a in agents} for t in tools)
+    recorded = json.dumps([list(s.attributes.values()) + [e.name for e in s.events]
+                           for s in sent], ensure_ascii=False)
+    for case in cases:  # what real AutoGen 0.7.5 puts in its spans: none of the content
+        assert case["question"] not in recorded and case["answer"] not in recorded
+        assert "tool" not in case or case["tool"]["result"] not in recorded
+    assert {(s.trace_id, s.span_id, s.name) for s in received} == {
+        (s.trace_id, s.span_id, s.name) for s in sent}
+    assert [s.name for s in received if s.events_named(sc.GEN_AI_EVALUATION_RESULT)] == []
+    assert judged_pairs(stub) == []
+    assert len(warnings) == 1 and "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT" in (
+        warnings[0]) and "Semantic Kernel" not in warnings[0], warnings
+
+    stub.clear()
+    assert replay_in_process(sent, stub, mappings=[]) == []
+    assert stub.requests == []
+    shown = subprocess.run([sys.executable, "-m", "tracescore", "inspect", "--json",
+                            str(sent_file)], capture_output=True, text=True, timeout=120,
+                           check=True)
+    reports = json.loads(shown.stdout)["agent_spans"]
+    assert [(r["name"], r["scored"], r["reason"]) for r in reports] == [
+        (AUTOGEN_AGENT, False, "no_input_or_output")] * len(cases)
+    assert all(AUTOGEN_HINT in r["why"] for r in reports), reports[0]["why"]
