@@ -23,6 +23,7 @@ does that no known convention does:
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
@@ -113,10 +114,12 @@ receiver, stub, gateway = gateway_fixtures(
 
 def run_through_gateway(framework: str, cases: list[dict[str, Any]], side_python: Path,
                         gateway: GatewayProcess, receiver: OTLPReceiver,
-                        stub: StubLLMServer, keep: Path | None = None
+                        stub: StubLLMServer, keep: Path | None = None,
+                        model_url: str | None = None
                         ) -> tuple[list[ReceivedSpan], list[ReceivedSpan]]:
     """Run the cases through the real library, exporting to the gateway; (sent, received).
-    `keep`: where to copy what was sent (OTLP JSON lines)."""
+    `keep`: where to copy what was sent (OTLP JSON lines); `model_url`: the agent's model
+    server, for runners that call one."""
     receiver.clear()
     stub.clear()
     with tempfile.TemporaryDirectory(prefix="tracescore-unseen-") as tmp:
@@ -126,7 +129,8 @@ def run_through_gateway(framework: str, cases: list[dict[str, Any]], side_python
             [str(side_python), str(RUNNER), framework, str(cases_file),
              f"http://127.0.0.1:{gateway.http_port}", str(tee)],
             env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(RUNNER.parent),
-                 "PYTHONDONTWRITEBYTECODE": "1"},
+                 "PYTHONDONTWRITEBYTECODE": "1",
+                 **({"UNSEEN_MODEL_URL": model_url} if model_url else {})},
             capture_output=True, text=True, timeout=300, cwd=tmp, check=False)
         assert done.returncode == 0, done.stderr[-4000:]
         sent = [s for line in tee.read_text().splitlines() for s in spans_from_otlp_json(line)]
@@ -425,3 +429,72 @@ def test_autogen_agents_record_no_content_and_every_miss_is_counted_and_explaine
     assert [(r["name"], r["scored"], r["reason"]) for r in reports] == [
         (AUTOGEN_AGENT, False, "no_input_or_output")] * len(cases)
     assert all(AUTOGEN_HINT in r["why"] for r in reports), reports[0]["why"]
+
+
+def autogen_model(cases: list[dict[str, Any]]) -> Any:
+    """The AutoGen agent's model (OpenAI chat completions): a `lookup` tool call first for
+    cases with a tool, then the case's answer."""
+    by_question = {case["question"]: case for case in cases}
+    ids = itertools.count()
+
+    def respond(request: Any) -> Reply:
+        messages = request["messages"]
+        case = by_question[next(m["content"] for m in messages if m["role"] == "user")]
+        if "tool" in case and not any(m["role"] == "tool" for m in messages):
+            arguments = json.dumps({"place": case["tool"]["argument"]})
+            return Reply(tool_calls=[{"id": f"call_{next(ids)}", "type": "function",
+                                      "function": {"name": "lookup", "arguments": arguments}}],
+                         finish_reason="tool_calls")
+        return Reply(content=case["answer"])
+
+    return respond
+
+
+def test_autogen_agents_are_scored_from_their_instrumented_model_calls(
+        side_python: Path, receiver: OTLPReceiver, stub: StubLLMServer, tmp_path: Path) -> None:
+    """The way AutoGen's agent calls become readable: its OpenAI model client traced by
+    OpenTelemetry's OpenAI instrumentation with content capture (`SPAN_ONLY`), a scripted model
+    server at the edge. With nothing configured, through `tracescore serve` and in process, each
+    run is scored once on `invoke_agent geo` (not on its `chat` or `execute_tool` spans), judged
+    on the user's task and the final reply, read from the `chat` spans below it. Its
+    `execute_tool lookup` span names the tool and the call id only: the scorers still get the
+    call with its arguments as a mapping, and the tool's own text as context, from the model
+    calls' messages that carry the same call id."""
+    cases = generated_cases(seed=29, count=6)
+    pairs = [(c["question"], c["answer"]) for c in cases]
+    judged = ("    - {scorer: llm-judge, options: {name: tools-shown, instructions: 'The tools "
+              "fit the question.', include: [input, context, tool_calls], "
+              + relevancy_options(stub)[1:] + "}\n")
+    stub.responder = _shown_judge
+    try:
+        with StubLLMServer() as model, relevancy_gateway(tmp_path, receiver, stub,
+                                                         judged) as plain:
+            model.responder = autogen_model(cases)
+            sent, received = run_through_gateway("autogen-openai", cases, side_python, plain,
+                                                 receiver, stub, model_url=model.base_url)
+            shown = shown_to_the_judge(stub)
+    finally:
+        stub.responder = judge
+    tools = [s for s in sent if s.name == "execute_tool lookup"]
+    assert len(tools) == sum("tool" in c for c in cases)
+    assert not any(k.startswith(("gen_ai.tool.call.arguments", "gen_ai.tool.call.result"))
+                   for s in tools for k in s.attributes)  # no arguments, no result recorded
+    assert {(s.trace_id, s.span_id) for s in received} == {(s.trace_id, s.span_id) for s in sent}
+    scored = {s.name: sorted(str(e.attributes[sc.TS_SCORER_ID])
+                             for e in s.events_named(sc.GEN_AI_EVALUATION_RESULT))
+              for s in received if s.events_named(sc.GEN_AI_EVALUATION_RESULT)}
+    assert scored == {AUTOGEN_AGENT: ["answer-relevancy", "tools-shown"]}
+    assert sum(bool(s.events_named(sc.GEN_AI_EVALUATION_RESULT)) for s in received) == len(cases)
+    assert sorted(judged_pairs(stub)) == sorted(pairs)
+    assert shown == {c["question"]: {"input": c["question"], "output": c["answer"]} | ({
+        "tool_calls": [{"name": "lookup", "arguments": {"place": c["tool"]["argument"]},
+                        "result": c["tool"]["result"]}],
+        "context": [c["tool"]["result"]]} if "tool" in c else {}) for c in cases}
+
+    stub.clear()
+    given = ToolsGiven()
+    assert replay_in_process(sent, stub, given, mappings=[]) == [AUTOGEN_AGENT] * len(cases)
+    assert sorted(judged_pairs(stub)) == sorted(pairs)
+    assert given.seen == {c["question"]: (
+        [("lookup", {"place": c["tool"]["argument"]})], [c["tool"]["result"]])
+        if "tool" in c else ([], []) for c in cases}

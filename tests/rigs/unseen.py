@@ -19,7 +19,9 @@ REQUIREMENTS: tuple[str, ...] = (
     "mlflow-tracing==3.17.2",
     "autogen-agentchat==0.7.5",
     "autogen-core==0.7.5",
-    "autogen-ext==0.7.5",
+    "autogen-ext[openai]==0.7.5",
+    "opentelemetry-instrumentation-openai-v2==2.4b0",
+    "opentelemetry-util-genai==1.0b0",  # the newest the OpenAI instrumentation imports from
     "opentelemetry-api==1.45.2",
     "opentelemetry-sdk==1.45.2",
     "opentelemetry-exporter-otlp-proto-http==1.45.2",

@@ -39,9 +39,9 @@ PRODUCERS: Mapping[str, str] = {
         "AutoGen (autogen-core 0.7) records no prompt or answer on its spans, and no switch "
         "turns them on: its invoke_agent span is read from the model calls below it when they "
         "carry content (an instrumentation of its model client with content capture, e.g. "
-        "opentelemetry-instrumentation-openai-v2 with "
-        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true), or set the question and "
-        "answer on the span yourself (gen_ai.input.messages / gen_ai.output.messages)"),
+        "opentelemetry-instrumentation-openai-v2 2.x with "
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY), or set the question "
+        "and answer on the span yourself (gen_ai.input.messages / gen_ai.output.messages)"),
 }
 HINT = "if its framework's content capture is off, it records content with"
 PRODUCER_HINT = "about its framework:"
