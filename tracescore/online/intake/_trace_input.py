@@ -34,8 +34,8 @@ from tracescore._exceptions import ConfigurationError
 from tracescore.online.intake._answer_channel import OUTPUT_STEP_MARK, delivers
 from tracescore.online.intake._llm_calls import LlmCall
 from tracescore.online.intake._messages import decoded
-from tracescore.online.intake._tool_results import tool_error, tool_result
 from tracescore.online.intake._tool_messages import tool_content
+from tracescore.online.intake._tool_results import tool_error, tool_result
 from tracescore.online.intake._tool_spans import tool_of
 from tracescore.online.intake._unwrap import call_arguments
 from tracescore.scoring._base import ToolCall
@@ -313,7 +313,7 @@ class TraceSpans:
             if self._below(span_id, agent_id, crossing=True):
                 kept = content.get(span_id) if content else None
                 below.append(item if kept is None else item.with_content(kept))
-        bare = {i.tool[4] for i in below if i.tool is not None and _bare(i.tool)}
+        bare = {i.tool[4] for i in below if i.tool is not None and i.tool[4] and _bare(i.tool)}
         if bare and self.llm:  # tool spans without content: from the model calls' messages
             found = tool_content((c for s, c in self.llm.items()
                                   if self._below(s, agent_id, crossing=True)), bare)
