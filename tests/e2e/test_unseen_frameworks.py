@@ -18,7 +18,9 @@ does that no known convention does:
 - AutoGen AgentChat (0.7.5): GenAI `invoke_agent geo` / `execute_tool lookup` spans with names,
   descriptions and ids only: no question, answer, arguments or result anywhere, and no switch
   to record them (its content goes to Python logging only); its misses are counted and
-  explained.
+  explained, and with its OpenAI model client traced by OpenTelemetry's OpenAI instrumentation
+  it is scored from those model calls, its tool calls' arguments and results read from their
+  messages by call id.
 """
 
 from __future__ import annotations
