@@ -14,11 +14,18 @@ does that no known convention does:
 - Haystack: no GenAI attribute on any span; content as serialised chat messages under
   `haystack.agent.input` / `.output`, the model turns as `haystack.agent.step.llm` spans;
 - MLflow: the span type and the content JSON-encoded (`mlflow.spanType="\\"AGENT\\""`,
-  `mlflow.spanInputs='{"question": "..."}'`, `mlflow.spanOutputs='"..."'`).
+  `mlflow.spanInputs='{"question": "..."}'`, `mlflow.spanOutputs='"..."'`);
+- AutoGen AgentChat (0.7.5): GenAI `invoke_agent geo` / `execute_tool lookup` spans with names,
+  descriptions and ids only: no question, answer, arguments or result anywhere, and no switch
+  to record them (its content goes to Python logging only); its misses are counted and
+  explained, and with its OpenAI model client traced by OpenTelemetry's OpenAI instrumentation
+  it is scored from those model calls, its tool calls' arguments and results read from their
+  messages by call id.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
@@ -26,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +44,7 @@ from _reach import (
     judged_pairs,
     relevancy_gateway,
     relevancy_options,
+    unreadable_counts,
 )
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -107,10 +116,12 @@ receiver, stub, gateway = gateway_fixtures(
 
 def run_through_gateway(framework: str, cases: list[dict[str, Any]], side_python: Path,
                         gateway: GatewayProcess, receiver: OTLPReceiver,
-                        stub: StubLLMServer, keep: Path | None = None
+                        stub: StubLLMServer, keep: Path | None = None,
+                        model_url: str | None = None
                         ) -> tuple[list[ReceivedSpan], list[ReceivedSpan]]:
     """Run the cases through the real library, exporting to the gateway; (sent, received).
-    `keep`: where to copy what was sent (OTLP JSON lines)."""
+    `keep`: where to copy what was sent (OTLP JSON lines); `model_url`: the agent's model
+    server, for runners that call one."""
     receiver.clear()
     stub.clear()
     with tempfile.TemporaryDirectory(prefix="tracescore-unseen-") as tmp:
@@ -120,7 +131,8 @@ def run_through_gateway(framework: str, cases: list[dict[str, Any]], side_python
             [str(side_python), str(RUNNER), framework, str(cases_file),
              f"http://127.0.0.1:{gateway.http_port}", str(tee)],
             env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(RUNNER.parent),
-                 "PYTHONDONTWRITEBYTECODE": "1"},
+                 "PYTHONDONTWRITEBYTECODE": "1",
+                 **({"UNSEEN_MODEL_URL": model_url} if model_url else {})},
             capture_output=True, text=True, timeout=300, cwd=tmp, check=False)
         assert done.returncode == 0, done.stderr[-4000:]
         sent = [s for line in tee.read_text().splitlines() for s in spans_from_otlp_json(line)]
@@ -363,3 +375,128 @@ def test_haystacks_tool_calls_reach_the_scorers_with_their_arguments_and_the_too
         [] if c is failing else [c["tool"]["result"]]) if "tool" in c else ([], [])
         for c in cases}
     assert given.errors[failing["question"]] == [error]
+
+
+# --- AutoGen AgentChat -------------------------------------------------------------------------
+AUTOGEN_AGENT = "invoke_agent geo"
+AUTOGEN_HINT = "AutoGen (autogen-core 0.7) records no prompt or answer on its spans"
+
+
+def test_autogen_agents_record_no_content_and_every_miss_is_counted_and_explained(
+        side_python: Path, receiver: OTLPReceiver, stub: StubLLMServer, tmp_path: Path) -> None:
+    """AutoGen AgentChat's AssistantAgent (a FunctionTool called first, the replay model client)
+    with its own OpenTelemetry tracing, through `tracescore serve` with nothing configured: its
+    `invoke_agent geo` spans are found (GenAI markers) but carry no question or answer, its
+    `execute_tool lookup` spans no arguments or result, and no model-call span is below them,
+    so nothing can be judged. Every span goes on unchanged and unscored, nothing reaches the
+    judge, each agent call is counted unreadable (genai, no_input_or_output), and the one
+    warning, like `tracescore inspect`, says what AutoGen needs instead of listing other
+    frameworks' switches. The span processor, given the same spans, scores none either."""
+    cases = generated_cases(seed=23, count=6)
+    sent_file = tmp_path / "sent.jsonl"
+    with relevancy_gateway(tmp_path, receiver, stub) as plain:
+        sent, received = run_through_gateway("autogen", cases, side_python, plain, receiver,
+                                             stub, keep=sent_file)
+        deadline = time.monotonic() + 60  # the agent spans wait a bounded time for model calls
+        while time.monotonic() < deadline and unreadable_counts(plain).get(
+                ("genai", "no_input_or_output"), 0) < len(cases):
+            time.sleep(0.2)
+        assert unreadable_counts(plain) == {("genai", "no_input_or_output"): len(cases)}
+        warnings = [e.get("message", "") for e in plain.logs if AUTOGEN_HINT in e.get(
+            "message", "")]
+    agents = [s for s in sent if s.name == AUTOGEN_AGENT]
+    tools = [s for s in sent if s.name == "execute_tool lookup"]
+    assert len(agents) == len(cases) and len(tools) == sum("tool" in c for c in cases)
+    assert {s.attributes.get("gen_ai.system") for s in agents + tools} == {"autogen"}
+    assert all(t.parent_span_id in {a.span_id for a in agents} for t in tools)
+    recorded = json.dumps([list(s.attributes.values()) + [e.name for e in s.events]
+                           for s in sent], ensure_ascii=False)
+    for case in cases:  # what real AutoGen 0.7.5 puts in its spans: none of the content
+        assert case["question"] not in recorded and case["answer"] not in recorded
+        assert "tool" not in case or case["tool"]["result"] not in recorded
+    assert {(s.trace_id, s.span_id, s.name) for s in received} == {
+        (s.trace_id, s.span_id, s.name) for s in sent}
+    assert [s.name for s in received if s.events_named(sc.GEN_AI_EVALUATION_RESULT)] == []
+    assert judged_pairs(stub) == []
+    assert len(warnings) == 1 and "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT" in (
+        warnings[0]) and "Semantic Kernel" not in warnings[0], warnings
+
+    stub.clear()
+    assert replay_in_process(sent, stub, mappings=[]) == []
+    assert stub.requests == []
+    shown = subprocess.run([sys.executable, "-m", "tracescore", "inspect", "--json",
+                            str(sent_file)], capture_output=True, text=True, timeout=120,
+                           check=True)
+    reports = json.loads(shown.stdout)["agent_spans"]
+    assert [(r["name"], r["scored"], r["reason"]) for r in reports] == [
+        (AUTOGEN_AGENT, False, "no_input_or_output")] * len(cases)
+    assert all(AUTOGEN_HINT in r["why"] for r in reports), reports[0]["why"]
+
+
+def autogen_model(cases: list[dict[str, Any]]) -> Any:
+    """The AutoGen agent's model (OpenAI chat completions): a `lookup` tool call first for
+    cases with a tool, then the case's answer."""
+    by_question = {case["question"]: case for case in cases}
+    ids = itertools.count()
+
+    def respond(request: Any) -> Reply:
+        messages = request["messages"]
+        case = by_question[next(m["content"] for m in messages if m["role"] == "user")]
+        if "tool" in case and not any(m["role"] == "tool" for m in messages):
+            arguments = json.dumps({"place": case["tool"]["argument"]})
+            return Reply(tool_calls=[{"id": f"call_{next(ids)}", "type": "function",
+                                      "function": {"name": "lookup", "arguments": arguments}}],
+                         finish_reason="tool_calls")
+        return Reply(content=case["answer"])
+
+    return respond
+
+
+def test_autogen_agents_are_scored_from_their_instrumented_model_calls(
+        side_python: Path, receiver: OTLPReceiver, stub: StubLLMServer, tmp_path: Path) -> None:
+    """The way AutoGen's agent calls become readable: its OpenAI model client traced by
+    OpenTelemetry's OpenAI instrumentation with content capture (`SPAN_ONLY`), a scripted model
+    server at the edge. With nothing configured, through `tracescore serve` and in process, each
+    run is scored once on `invoke_agent geo` (not on its `chat` or `execute_tool` spans), judged
+    on the user's task and the final reply, read from the `chat` spans below it. Its
+    `execute_tool lookup` span names the tool and the call id only: the scorers still get the
+    call with its arguments as a mapping, and the tool's own text as context, from the model
+    calls' messages that carry the same call id."""
+    cases = generated_cases(seed=29, count=6)
+    pairs = [(c["question"], c["answer"]) for c in cases]
+    judged = ("    - {scorer: llm-judge, options: {name: tools-shown, instructions: 'The tools "
+              "fit the question.', include: [input, context, tool_calls], "
+              + relevancy_options(stub)[1:] + "}\n")
+    stub.responder = _shown_judge
+    try:
+        with StubLLMServer() as model, relevancy_gateway(tmp_path, receiver, stub,
+                                                         judged) as plain:
+            model.responder = autogen_model(cases)
+            sent, received = run_through_gateway("autogen-openai", cases, side_python, plain,
+                                                 receiver, stub, model_url=model.base_url)
+            shown = shown_to_the_judge(stub)
+    finally:
+        stub.responder = judge
+    tools = [s for s in sent if s.name == "execute_tool lookup"]
+    assert len(tools) == sum("tool" in c for c in cases)
+    assert not any(k.startswith(("gen_ai.tool.call.arguments", "gen_ai.tool.call.result"))
+                   for s in tools for k in s.attributes)  # no arguments, no result recorded
+    assert {(s.trace_id, s.span_id) for s in received} == {(s.trace_id, s.span_id) for s in sent}
+    scored = {s.name: sorted(str(e.attributes[sc.TS_SCORER_ID])
+                             for e in s.events_named(sc.GEN_AI_EVALUATION_RESULT))
+              for s in received if s.events_named(sc.GEN_AI_EVALUATION_RESULT)}
+    assert scored == {AUTOGEN_AGENT: ["answer-relevancy", "tools-shown"]}
+    assert sum(bool(s.events_named(sc.GEN_AI_EVALUATION_RESULT)) for s in received) == len(cases)
+    assert sorted(judged_pairs(stub)) == sorted(pairs)
+    assert shown == {c["question"]: {"input": c["question"], "output": c["answer"]} | ({
+        "tool_calls": [{"name": "lookup", "arguments": {"place": c["tool"]["argument"]},
+                        "result": c["tool"]["result"]}],
+        "context": [c["tool"]["result"]]} if "tool" in c else {}) for c in cases}
+
+    stub.clear()
+    given = ToolsGiven()
+    assert replay_in_process(sent, stub, given, mappings=[]) == [AUTOGEN_AGENT] * len(cases)
+    assert sorted(judged_pairs(stub)) == sorted(pairs)
+    assert given.seen == {c["question"]: (
+        [("lookup", {"place": c["tool"]["argument"]})], [c["tool"]["result"]])
+        if "tool" in c else ([], []) for c in cases}

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import tracescore
 from tracescore import _semconv as sc
 from tracescore.online.intake import AgentMapping, Diagnoser
-from tracescore.online.intake._switches import HINT, SWITCHES
+from tracescore.online.intake._switches import HINT, PRODUCER_HINT, PRODUCERS, SWITCHES
 
 _MESSAGES = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Hi?"}]}])
 # convention -> (span name, the attributes that make it agent-like, its input key, output key)
@@ -49,11 +49,36 @@ def test_missing_content_names_the_switch_of_its_convention(
         assert HINT not in found.description, found.description
 
 
+@given(producer=st.sampled_from([*sorted(PRODUCERS), "openai", "my-framework", ""]),
+       spelled=st.sampled_from([str.lower, str.upper, str.title]),
+       key=st.sampled_from([sc.GEN_AI_SYSTEM, sc.GEN_AI_PROVIDER_NAME]),
+       keep_input=st.booleans())
+def test_an_agent_span_naming_its_framework_gets_that_frameworks_own_hint(
+        producer: str, spelled: Any, key: str, keep_input: bool) -> None:
+    """A GenAI agent span that names its producer (AutoGen's `gen_ai.system=autogen`) and lacks
+    its content is explained by that framework's own entry (AutoGen has no content switch), not
+    by the list of every GenAI producer's switches; a producer we know nothing of gets the
+    convention's list."""
+    name, marker, input_key, _ = SPANS["genai"]
+    attributes: dict[str, Any] = {**marker, key: spelled(producer),
+                                  sc.GEN_AI_AGENT_NAME: "geo"}
+    if keep_input:
+        attributes[input_key] = _MESSAGES
+    found = Diagnoser(tracescore.build_recognisers())(name, attributes)
+    assert found is not None and found.framework == "genai"
+    if producer in PRODUCERS:
+        assert f"{PRODUCER_HINT} {PRODUCERS[producer]}" in found.description
+        assert HINT not in found.description, found.description
+    else:
+        assert _SWITCH_WORDS["genai"] in found.description and PRODUCER_HINT not in (
+            found.description)
+
+
 def test_every_switch_is_documented_for_people() -> None:
     from pathlib import Path
 
     page = (Path(__file__).resolve().parents[2] / "docs" / "gateway.md").read_text()
-    for convention, text in SWITCHES.items():
+    for convention, text in [*SWITCHES.items(), *PRODUCERS.items()]:
         for word in text.split():
             if word.isupper() and "_" in word:  # the environment variables it names
                 assert word.strip(",;()=true") in page, (convention, word)

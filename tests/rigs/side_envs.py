@@ -46,7 +46,7 @@ BUILDERS: dict[str, Callable[[], Path]] = {
     "Google ADK and Strands venv": adk_strands_venv,
     "LangChain, LangGraph, LlamaIndex and CrewAI venv": python_frameworks.python_frameworks_venv,
     "Phoenix venv": phoenix.phoenix_venv,
-    "smolagents, Haystack and MLflow venv": unseen.unseen_venv,
+    "smolagents, Haystack, MLflow and AutoGen venv": unseen.unseen_venv,
 }
 
 

@@ -18,7 +18,14 @@ TEE.jsonl as OTLP JSON lines (what was sent). The libraries record content their
 - `haystack-pipeline`: the same Agent as one component of a Pipeline (a prompt builder writes the
   user message), answering in one model turn (cases without "tool");
 - `mlflow`: functions traced by MLflow's `@mlflow.trace` exported over OTLP (span type and
-  content JSON-encoded under `mlflow.spanType`, `mlflow.spanInputs`, `mlflow.spanOutputs`).
+  content JSON-encoded under `mlflow.spanType`, `mlflow.spanInputs`, `mlflow.spanOutputs`);
+- `autogen`: AutoGen AgentChat's AssistantAgent with a FunctionTool, its model autogen-ext's
+  ReplayChatCompletionClient, traced by AutoGen's own OpenTelemetry spans on the global tracer
+  provider (`invoke_agent geo`, `execute_tool lookup`: names and ids, no content);
+- `autogen-openai`: the same agent on autogen-ext's OpenAIChatCompletionClient, its model the
+  OpenAI-compatible server at `$UNSEEN_MODEL_URL`, the client traced by OpenTelemetry's OpenAI
+  instrumentation (opentelemetry-instrumentation-openai-v2) with content capture on: its `chat`
+  spans below `invoke_agent geo` carry the messages.
 """
 
 from __future__ import annotations
@@ -204,11 +211,87 @@ def run_mlflow(cases: list[Case], endpoint: str, tee: str) -> None:
     mlflow_provider.get().shutdown()
 
 
+def _autogen_agent(case: Case, model_client: Any) -> Any:
+    """AutoGen's AssistantAgent named `AGENT_NAME` with the `lookup` FunctionTool."""
+    from autogen_agentchat.agents import AssistantAgent
+    from autogen_core.tools import FunctionTool
+
+    async def lookup(place: str) -> str:
+        """Look a place up."""
+        return _lookup_result(case)
+
+    return AssistantAgent(
+        AGENT_NAME, model_client=model_client,
+        tools=[FunctionTool(lookup, description="Look a place up.")],
+        system_message=case.get("system") or "You are a helpful assistant.",
+        reflect_on_tool_use=True)
+
+
+def run_autogen(cases: list[Case], endpoint: str, tee: str) -> None:
+    """AutoGen's spans go to the global tracer provider (it takes no provider of its own when an
+    agent runs outside a runtime)."""
+    import asyncio
+
+    from autogen_core import FunctionCall
+    from autogen_core.models import CreateResult, RequestUsage
+    from autogen_ext.models.replay import ReplayChatCompletionClient
+    from opentelemetry import trace
+
+    provider = _provider(endpoint, tee)
+    trace.set_tracer_provider(provider)
+    usage = RequestUsage(prompt_tokens=1, completion_tokens=1)
+
+    async def run(case: Case) -> None:
+        replies: list[str | CreateResult] = []
+        if case.get("tool"):
+            call = FunctionCall(id="call-lookup", name="lookup",
+                                arguments=json.dumps({"place": case["tool"]["argument"]}))
+            replies.append(CreateResult(finish_reason="function_calls", content=[call],
+                                        usage=usage, cached=False))
+        replies.append(CreateResult(finish_reason="stop", content=case["answer"], usage=usage,
+                                    cached=False))
+        client = ReplayChatCompletionClient(replies, model_info={
+            "vision": False, "function_calling": True, "json_output": False,
+            "family": "unknown", "structured_output": False})
+        await _autogen_agent(case, client).run(task=case["question"])
+
+    for case in cases:
+        asyncio.run(run(case))
+    provider.shutdown()
+
+
+def run_autogen_openai(cases: list[Case], endpoint: str, tee: str) -> None:
+    """The model calls traced by the OpenAI instrumentation, content capture on."""
+    import asyncio
+
+    os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
+    from autogen_ext.models.openai import OpenAIChatCompletionClient
+    from opentelemetry import trace
+    from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+
+    provider = _provider(endpoint, tee)
+    trace.set_tracer_provider(provider)
+    OpenAIInstrumentor().instrument(tracer_provider=provider)
+
+    async def run(case: Case) -> None:
+        client = OpenAIChatCompletionClient(
+            model="gpt-4o-mini", base_url=os.environ["UNSEEN_MODEL_URL"], api_key="sk-test",
+            max_retries=0)
+        await _autogen_agent(case, client).run(task=case["question"])
+        await client.close()
+
+    for case in cases:
+        asyncio.run(run(case))
+    provider.shutdown()
+
+
 RUNNERS: dict[str, Callable[[list[Case], str, str], None]] = {
     "smolagents": run_smolagents,
     "haystack": run_haystack,
     "haystack-pipeline": run_haystack_pipeline,
     "mlflow": run_mlflow,
+    "autogen": run_autogen,
+    "autogen-openai": run_autogen_openai,
 }
 
 

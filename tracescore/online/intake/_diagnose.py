@@ -32,7 +32,7 @@ from tracescore.online.intake._recognise import (
     Recogniser,
     recogniser_markers,
 )
-from tracescore.online.intake._switches import switch_hint
+from tracescore.online.intake._switches import producer_of, switch_hint
 
 _log = logging.getLogger("tracescore")
 
@@ -67,6 +67,7 @@ class Unreadable:
     input: str  # the attribute key the framework's reader takes the input from
     output: str  # ... and the output
     condition: Mapping[str, Any]  # what makes it agent-like: {key: value} or {"span_name": re}
+    producer: str | None = None  # the framework the span names as its producer, if any
 
     @property
     def description(self) -> str:
@@ -77,7 +78,7 @@ class Unreadable:
                  NO_QUESTION: self.input, NO_OUTPUT: self.output, NO_ANSWER: self.output}
         if self.reason in where:
             text = f"{text} ({where[self.reason]})"
-        hint = switch_hint(self.framework) if self.reason in _MISSING else None
+        hint = switch_hint(self.framework, self.producer) if self.reason in _MISSING else None
         return text if hint is None else f"{text}; {hint}"
 
 
@@ -118,7 +119,7 @@ class Diagnoser:
                 condition = look.matches(name, attributes)
                 if condition is not None:
                     return Unreadable(look.framework, _reason(look, attributes), look.input,
-                                      look.output, condition)
+                                      look.output, condition, producer_of(attributes))
         except Exception:  # noqa: BLE001 - a diagnosis must never cost the span
             _log.debug("tracescore: could not diagnose a span", exc_info=True)
         return None

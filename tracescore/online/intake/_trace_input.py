@@ -11,6 +11,9 @@ span (any depth). What counts:
   `retrieval.documents.N.document.content`, GenAI `retrieval` with `gen_ai.retrieval.documents`);
   the `tracescore.context` attribute (a text or an array of texts) on any span.
 
+A tool call whose span records its call id but neither arguments nor result takes them from
+the messages of the model calls below the agent span that carry that id (`_tool_messages`).
+
 A tool call's arguments are read without a call wrapper (`{"args": [], "kwargs": {...}}` is its
 keyword arguments: `_unwrap.call_arguments`). The last tool call that hands the agent's answer
 over (`_answer_channel`) is no tool use: no tool call, no context.
@@ -31,6 +34,7 @@ from tracescore._exceptions import ConfigurationError
 from tracescore.online.intake._answer_channel import OUTPUT_STEP_MARK, delivers
 from tracescore.online.intake._llm_calls import LlmCall
 from tracescore.online.intake._messages import decoded
+from tracescore.online.intake._tool_messages import tool_content
 from tracescore.online.intake._tool_results import tool_error, tool_result
 from tracescore.online.intake._tool_spans import tool_of
 from tracescore.online.intake._unwrap import call_arguments
@@ -309,7 +313,20 @@ class TraceSpans:
             if self._below(span_id, agent_id, crossing=True):
                 kept = content.get(span_id) if content else None
                 below.append(item if kept is None else item.with_content(kept))
+        bare = {i.tool[4] for i in below if i.tool is not None and i.tool[4] and _bare(i.tool)}
+        if bare and self.llm:  # tool spans without content: from the model calls' messages
+            found = tool_content((c for s, c in self.llm.items()
+                                  if self._below(s, agent_id, crossing=True)), bare)
+            below = [item.with_content(found[item.tool[4]])
+                     if item.tool is not None and _bare(item.tool) and item.tool[4] in found
+                     else item for item in below]
         return below
+
+
+def _bare(tool: tuple[str, Any, Any, str | None, str | None]) -> bool:
+    """A tool call recorded with its call id but neither arguments nor result
+    (`_tool_messages`)."""
+    return bool(tool[4]) and tool[1] is None and tool[2] is None and tool[3] is None
 
 
 def _decoded(raw: object) -> object:
