@@ -15,6 +15,7 @@ they were given."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import secrets
@@ -289,14 +290,21 @@ class _Gateway:
 _EXAMPLES = itertools.count()
 
 
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Gateway]:
+@contextlib.contextmanager
+def running_gateway(folder: Path) -> Iterator[_Gateway]:
+    """A `_Gateway` sending to a receiver of its own, stopped when the block ends."""
     with OTLPReceiver() as receiver:
-        built = _Gateway(tmp_path_factory.mktemp("answer-channel"), receiver)
+        built = _Gateway(folder, receiver)
         try:
             yield built
         finally:
             built.gateway.stop(timeout_s=5)
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Gateway]:
+    with running_gateway(tmp_path_factory.mktemp("answer-channel")) as built:
+        yield built
 
 
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])

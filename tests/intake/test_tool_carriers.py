@@ -36,6 +36,7 @@ from test_answer_channel import (
     _Gateway,
     _through_the_processor,
     _wrapped,
+    running_gateway,
 )
 from test_unwrap import TEXT
 
@@ -45,7 +46,6 @@ from tracescore.online.intake._tool_results import tool_result
 from tracescore.online.intake._tool_spans import tool_of
 from tracescore.online.intake._unwrap import call_arguments
 from tracescore.scoring import ToolCall
-from tracescore.testing import OTLPReceiver
 
 _NAMESPACE = st.from_regex(r"[a-z]{2,8}(\.[a-z]{2,6})?", fullmatch=True).filter(
     lambda ns: not ns.startswith(("gen_ai", "traceloop", "langfuse", "openinference")))
@@ -261,12 +261,8 @@ _EXAMPLES = itertools.count()
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Gateway]:
-    with OTLPReceiver() as receiver:
-        built = _Gateway(tmp_path_factory.mktemp("tool-carriers"), receiver)
-        try:
-            yield built
-        finally:
-            built.gateway.stop(timeout_s=5)
+    with running_gateway(tmp_path_factory.mktemp("tool-carriers")) as built:
+        yield built
 
 
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -18,10 +18,9 @@ import pytest
 from _span_trees import Node
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_answer_channel import Reading, _Gateway, _through_the_processor
+from test_answer_channel import Reading, _Gateway, _through_the_processor, running_gateway
 
 from tracescore import _semconv as sc
-from tracescore.testing import OTLPReceiver
 
 _IDS = itertools.count()
 _PLACES = ["Vienna", "Kraków", "Quito", "Tartu", "Lyon"]
@@ -106,12 +105,8 @@ def _expected(cases: list[dict[str, Any]]) -> list[Reading]:
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Gateway]:
-    with OTLPReceiver() as receiver:
-        built = _Gateway(tmp_path_factory.mktemp("tool-messages"), receiver)
-        try:
-            yield built
-        finally:
-            built.gateway.stop(timeout_s=5)
+    with running_gateway(tmp_path_factory.mktemp("tool-messages")) as built:
+        yield built
 
 
 @settings(max_examples=10, deadline=None,
