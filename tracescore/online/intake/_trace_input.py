@@ -313,20 +313,22 @@ class TraceSpans:
             if self._below(span_id, agent_id, crossing=True):
                 kept = content.get(span_id) if content else None
                 below.append(item if kept is None else item.with_content(kept))
-        bare = {i.tool[4] for i in below if i.tool is not None and i.tool[4] and _bare(i.tool)}
+        bare = {call_id for item in below if (call_id := _bare_call_id(item))}
         if bare and self.llm:  # tool spans without content: from the model calls' messages
             found = tool_content((c for s, c in self.llm.items()
                                   if self._below(s, agent_id, crossing=True)), bare)
-            below = [item.with_content(found[item.tool[4]])
-                     if item.tool is not None and _bare(item.tool) and item.tool[4] in found
-                     else item for item in below]
+            below = [item.with_content(found[call_id])
+                     if (call_id := _bare_call_id(item)) in found else item for item in below]
         return below
 
 
-def _bare(tool: tuple[str, Any, Any, str | None, str | None]) -> bool:
-    """A tool call recorded with its call id but neither arguments nor result
-    (`_tool_messages`)."""
-    return bool(tool[4]) and tool[1] is None and tool[2] is None and tool[3] is None
+def _bare_call_id(item: Item) -> str | None:
+    """The call id of a tool call recorded with it but with neither arguments, result nor
+    error (`_tool_messages`); None for any other item."""
+    if item.tool is None:
+        return None
+    _, arguments, result, error, call_id = item.tool
+    return call_id if call_id and arguments is None and result is None and error is None else None
 
 
 def _decoded(raw: object) -> object:
