@@ -358,9 +358,7 @@ class LiteLLMJudge:
     async def _complete(self, litellm: Any, request: JudgeRequest, prompt: str,
                         response_format: dict[str, Any] | None, spend: _Spend) -> Any:
         """One chat completion, retried on transient failures with back-off."""
-        kwargs = dict(self.litellm_kwargs)
-        if response_format is not None:
-            kwargs["response_format"] = response_format
+        formatted = {} if response_format is None else {"response_format": response_format}
         messages = [{"role": "system", "content": request.system},
                     {"role": "user", "content": prompt}]
         attempt = 0
@@ -372,7 +370,8 @@ class LiteLLMJudge:
                             if self._route is not None else
                             litellm.acompletion(model=self.model, messages=messages,
                                                 timeout=self.timeout, num_retries=0,
-                                                max_retries=0, **kwargs))
+                                                max_retries=0, **self.litellm_kwargs,
+                                                **formatted))
                     response = await traced(self.model, request.step, asyncio.wait_for(
                         call, timeout=self.timeout + 5.0))  # in case the provider ignores it
             except Exception as exc:  # a transient failure is retried; others raise
