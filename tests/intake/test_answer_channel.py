@@ -290,6 +290,14 @@ class _Gateway:
 _EXAMPLES = itertools.count()
 
 
+def numbered(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The cases with questions no earlier example asked (a gateway's module-wide scorers may
+    still see a late reading of an earlier example's calls)."""
+    example = next(_EXAMPLES)
+    return [dict(case, question=f"{example}.{n} {case['question']}")
+            for n, case in enumerate(cases)]
+
+
 @contextlib.contextmanager
 def running_gateway(folder: Path) -> Iterator[_Gateway]:
     """A `_Gateway` sending to a receiver of its own, stopped when the block ends."""
@@ -311,9 +319,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Gateway]:
 @given(st.lists(agent_call(), min_size=8, max_size=8, unique_by=lambda c: c["question"]))
 def test_both_doors_give_scorers_the_tools_own_arguments_and_no_answer_channel(
         gateway: _Gateway, cases: list[dict[str, Any]]) -> None:
-    example = next(_EXAMPLES)
-    cases = [dict(case, question=f"{example}.{n} {case['question']}")
-             for n, case in enumerate(cases)]
+    cases = numbered(cases)
     expected = _expected(cases)
     assert _through_the_processor(cases) == expected
     assert gateway.read(cases) == expected

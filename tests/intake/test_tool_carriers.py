@@ -20,7 +20,6 @@ were given (call scorers: tool calls and context; run scorers: the tool steps)."
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -36,6 +35,7 @@ from test_answer_channel import (
     _Gateway,
     _through_the_processor,
     _wrapped,
+    numbered,
     running_gateway,
 )
 from test_unwrap import TEXT
@@ -256,9 +256,6 @@ def test_a_tool_span_flagged_failed_is_a_failed_call_with_its_error_text_and_no_
     assert unflagged.texts() == [tool_result(recorded) or recorded]
 
 
-_EXAMPLES = itertools.count()
-
-
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Gateway]:
     with running_gateway(tmp_path_factory.mktemp("tool-carriers")) as built:
@@ -269,9 +266,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Gateway]:
 @given(st.lists(agent_call(), min_size=8, max_size=8, unique_by=lambda c: c["question"]))
 def test_both_doors_give_scorers_tool_calls_of_any_convention_and_their_output_text(
         gateway: _Gateway, cases: list[dict[str, Any]]) -> None:
-    example = next(_EXAMPLES)
-    cases = [dict(case, question=f"{example}.{n} {case['question']}")
-             for n, case in enumerate(cases)]
+    cases = numbered(cases)
     expected = _expected(cases)
     assert _through_the_processor(cases, _tree) == expected
     assert gateway.read(cases, _tree) == expected
